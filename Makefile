@@ -1,0 +1,28 @@
+# Thin wrappers over the project's entry points. `make help` lists them.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+
+.PHONY: help quickstart setup run test book bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+
+quickstart: setup run book  ## first command of the README: install, run the main job, build the book
+
+setup:  ## install the project (editable) with its book and dev extras
+	$(PIP) install -e ".[book,dev]"
+
+run:  ## the main job: compare placement policies on the embedded synthetic workload
+	$(PYTHON) -m lab01_cluster_sim compare
+
+test:  ## second command of the README: the whole test suite
+	$(PYTHON) -m pytest
+
+book:  ## build the course book (HTML) into book/_build/html
+	$(PYTHON) tools/build_book.py
+
+bench:  ## run the speed benchmarks (figures go to benchmarks/README.md by hand)
+	$(PYTHON) benchmarks/run_all.py
+
+clean:  ## remove build outputs
+	rm -rf book/_build build dist *.egg-info test-artifacts

@@ -1,0 +1,97 @@
+"""Command line of Lab 01: ``python -m lab01_cluster_sim <command> ...``.
+
+Shaped like pre-commit's CLI: :func:`main` parses and dispatches and returns the exit
+status. Each subcommand lives in its own module under :mod:`lab01_cluster_sim.commands`
+and defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this
+module discovers them, so adding a command never touches this file.
+
+Exit status: 0 success; 1 bad input (:class:`~lab01_cluster_sim.errors.InputError`,
+printed as one line naming the input); 130 interrupted; 3 an internal error (a bug),
+printed with its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import traceback
+from collections.abc import Sequence
+
+from lab01_cluster_sim import commands as _commands_pkg
+from lab01_cluster_sim.errors import InputError
+
+PROG = "python -m lab01_cluster_sim"
+
+
+def _discover_commands() -> list:
+    modules = []
+    for info in sorted(pkgutil.iter_modules(_commands_pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{_commands_pkg.__name__}.{info.name}")
+        if hasattr(module, "NAME") and hasattr(module, "run"):
+            modules.append(module)
+    return sorted(modules, key=lambda m: m.NAME)
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict]:
+    """Build the argument parser; returns it and a map of command name -> module."""
+    from lab01_cluster_sim import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Lab 01 of 'GPU Scheduling, Sharing & Virtualization': a discrete-event GPU cluster "
+            "scheduling simulator that replays the Alibaba GPU trace (2023) and compares "
+            "placement policies, gang vs naive placement, queue disciplines, topology and autoscaling."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules = {}
+    for module in _discover_commands():
+        p = sub.add_parser(
+            module.NAME,
+            help=module.HELP,
+            description=getattr(module, "DESCRIPTION", module.HELP),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(p)
+        modules[module.NAME] = module
+    help_p = sub.add_parser("help", help="show help for a command")
+    help_p.add_argument("help_command", nargs="?", metavar="COMMAND")
+    return parser, modules
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the command and return its exit status."""
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "help":
+        if args.help_command:
+            parser.parse_args([args.help_command, "--help"])
+        parser.print_help()
+        return 0
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # a bug: keep the traceback, use a distinct status
+        traceback.print_exc()
+        print(f"internal error in {PROG} {args.command}; please report it with the traceback above",
+              file=sys.stderr)
+        return 3
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""Records of the simulator: nodes, jobs and the end state of a job.
+
+Units (as in the Alibaba trace): time in seconds, CPU in milli-cores, memory in MiB,
+GPU share in milli-GPU (:data:`MILLI_PER_GPU` = 1000 is one whole GPU).
+
+A job is a gang of ``workers`` identical workers; each worker (one Kubernetes pod)
+asks for ``gpus_per_worker`` GPUs of ``gpu_milli`` milli-GPU each, plus CPU and memory.
+A job of the paper's replay is a one-worker job. ``gpu_milli`` below 1000 means a
+shared (fractional) GPU and is only allowed with ``gpus_per_worker == 1``, as in the
+trace, where every multi-GPU pod asks for whole GPUs.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from lab01_cluster_sim.errors import InputError
+
+MILLI_PER_GPU = 1000
+"""milli-GPU in one whole GPU."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One machine of the cluster.
+
+    Attributes:
+        name: unique node name.
+        gpu_model: GPU model label (e.g. ``"G2"``, ``"T4"``, ``"H100"``); ``""`` for a CPU-only node.
+        gpu_count: number of physical GPUs (0 for a CPU-only node).
+        cpu_milli: allocatable CPU, milli-cores.
+        memory_mib: allocatable memory, MiB.
+        labels: node labels (e.g. GPU Feature Discovery's ``nvidia.com/gpu.product``).
+        nvlink_island: id of the NVLink domain the node's GPUs belong to. By default each
+            node is its own island (``-1`` means "the node's own island"); multi-node NVLink
+            domains (e.g. a 72-GPU rack) give several nodes the same id.
+
+    Raises:
+        InputError: a negative quantity, or GPUs without a model.
+    """
+
+    name: str
+    gpu_model: str
+    gpu_count: int
+    cpu_milli: int
+    memory_mib: int
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    nvlink_island: int = -1
+
+    def __post_init__(self) -> None:
+        for attr in ("gpu_count", "cpu_milli", "memory_mib"):
+            if getattr(self, attr) < 0:
+                raise InputError(f"node {self.name!r}: {attr} must be >= 0, got {getattr(self, attr)}")
+        if self.gpu_count > 0 and not self.gpu_model:
+            raise InputError(f"node {self.name!r}: a node with GPUs needs a gpu_model")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job: a gang of identical workers (pods).
+
+    Attributes:
+        job_id: unique id.
+        tenant: owner, for fairness (DRF) and tenancy constraints.
+        submit_time: arrival time, s.
+        duration: run time once all workers run, s (ignored by the paper's replay, which has
+            no departures).
+        gpus_per_worker: GPUs per worker (0 = CPU-only).
+        gpu_milli: milli-GPU asked of each of those GPUs, 1..1000 (0 when ``gpus_per_worker`` is 0).
+        cpu_milli: CPU per worker, milli-cores.
+        memory_mib: memory per worker, MiB.
+        gpu_models: allowed GPU models; empty means any model.
+        priority: larger is more important.
+        workers: number of workers of the gang (1 for an ordinary pod).
+
+    Raises:
+        InputError: an impossible shape (negative values, a share above 1000, a fractional
+            share on a multi-GPU worker, no workers).
+    """
+
+    job_id: str
+    submit_time: float = 0.0
+    duration: float = 0.0
+    gpus_per_worker: int = 0
+    gpu_milli: int = 0
+    cpu_milli: int = 0
+    memory_mib: int = 0
+    gpu_models: tuple[str, ...] = ()
+    priority: int = 0
+    workers: int = 1
+    tenant: str = "default"
+
+    def __post_init__(self) -> None:
+        where = f"job {self.job_id!r}"
+        for attr in ("submit_time", "duration", "gpus_per_worker", "gpu_milli", "cpu_milli", "memory_mib"):
+            if getattr(self, attr) < 0:
+                raise InputError(f"{where}: {attr} must be >= 0, got {getattr(self, attr)}")
+        if self.workers < 1:
+            raise InputError(f"{where}: workers must be >= 1, got {self.workers}")
+        if self.gpu_milli > MILLI_PER_GPU:
+            raise InputError(f"{where}: gpu_milli must be <= {MILLI_PER_GPU}, got {self.gpu_milli}")
+        if self.gpus_per_worker == 0 and self.gpu_milli != 0:
+            raise InputError(f"{where}: gpu_milli must be 0 for a CPU-only job, got {self.gpu_milli}")
+        if self.gpus_per_worker > 0 and self.gpu_milli == 0:
+            raise InputError(f"{where}: gpu_milli must be in 1..{MILLI_PER_GPU} when gpus_per_worker > 0")
+        if self.gpus_per_worker > 1 and self.gpu_milli != MILLI_PER_GPU:
+            raise InputError(
+                f"{where}: a worker with {self.gpus_per_worker} GPUs must ask for whole GPUs "
+                f"(gpu_milli {MILLI_PER_GPU}), got {self.gpu_milli}"
+            )
+
+    @property
+    def num_gpus(self) -> int:
+        """Total GPUs of the job: workers x GPUs per worker."""
+        return self.workers * self.gpus_per_worker
+
+    @property
+    def gpu_milli_total(self) -> int:
+        """Total milli-GPU the job asks for: workers x GPUs per worker x share."""
+        return self.workers * self.gpus_per_worker * self.gpu_milli
+
+    @property
+    def is_gang(self) -> bool:
+        """True for a multi-worker job, which gang mode places all-or-nothing."""
+        return self.workers > 1
+
+    @property
+    def is_fractional(self) -> bool:
+        """True when a worker asks for part of one GPU (GPU sharing)."""
+        return 0 < self.gpu_milli < MILLI_PER_GPU
+
+
+class JobState(enum.Enum):
+    """Where a job is when a run ends. Every job is in exactly one state."""
+
+    COMPLETED = "completed"
+    RUNNING = "running"
+    PENDING = "pending"
+    REJECTED = "rejected"

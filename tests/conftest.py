@@ -1,0 +1,48 @@
+"""Shared test fixtures.
+
+Real data lives outside the repository, in ``../shared/data`` beside the clone (or in
+the folder named by the ``COURSE_SHARED_DATA`` environment variable). Tests that need it
+use the ``shared_data`` fixture, which skips with a clear message when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    """The folder holding the real public data (may not exist)."""
+    env = os.environ.get("COURSE_SHARED_DATA")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of ``shared/data``; skips the test when the folder is absent."""
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"real data not found at {path} (set COURSE_SHARED_DATA to its folder)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def alibaba_csv(shared_data: Path) -> Path:
+    """Folder of the Alibaba GPU trace 2023 CSVs; skips when absent."""
+    path = shared_data / "alibaba-gpu-2023" / "csv"
+    if not (path / "openb_node_list_gpu_node.csv").is_file():
+        pytest.skip(f"Alibaba GPU trace 2023 not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def nvidia_smi_dir(shared_data: Path) -> Path:
+    """Folder of the real nvidia-smi outputs; skips when absent."""
+    path = shared_data / "nvidia-smi"
+    if not path.is_dir():
+        pytest.skip(f"nvidia-smi samples not found at {path}")
+    return path

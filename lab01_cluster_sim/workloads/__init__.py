@@ -1,0 +1,1 @@
+"""Workloads: loaders for the Alibaba openb trace and a seeded synthetic generator."""

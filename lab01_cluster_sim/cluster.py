@@ -15,6 +15,12 @@ Shapes (N nodes, G = the largest GPU count of any node, at least 1):
 - ``tie_rank``: int64 (N,), a permutation of 0..N-1; among nodes with equal scores the
   lowest rank wins (the fragmentation paper's simulator breaks ties by node name after
   renaming nodes with a seeded random permutation, see reference/fgd-facts.md sec. 4.0).
+- ``node_version``: int64 (N,), bumped by every :meth:`ClusterState.bind` and
+  :meth:`ClusterState.release` of that node. Caches of per-node values (fragmentation,
+  FGD scores) compare it to know which nodes changed, so they recompute only those.
+- ``tag_count``: int64 (N, G + 1), resident GPU pods per node by *placement tag*:
+  column 0 counts GPU-sharing pods (one GPU, share < 1000), column k counts pods of k
+  whole GPUs. GpuClustering (fgd-facts.md 4.3) reads it. CPU-only pods are not counted.
 """
 
 from __future__ import annotations
@@ -91,6 +97,13 @@ class ClusterState:
             if rank.shape != (n,) or not np.array_equal(np.sort(rank), np.arange(n)):
                 raise InputError(f"tie_rank must be a permutation of 0..{n - 1}")
             self.tie_rank = rank
+        self.node_version = np.zeros(n, dtype=np.int64)
+        self.tag_count = np.zeros((n, width + 1), dtype=np.int64)
+        # Normalisers of the paper's BestFit and DotProd scores (MaxSpecCpu, MaxSpecGpu in
+        # the FGD simulator: 128000 milli-CPU and 8000 milli-GPU, which are exactly the
+        # largest node of the openb cluster). Taken from the cluster so any cluster works.
+        self.max_cpu_milli = int(self.cpu_capacity.max()) if n else 1
+        self.max_gpu_milli = max(1, int(self.gpu_count.max()) * MILLI_PER_GPU if n else MILLI_PER_GPU)
 
     # -- read-only views -------------------------------------------------------------
     @property
@@ -145,6 +158,16 @@ class ClusterState:
                 ok &= self.model_mask(request.gpu_models)
         return ok
 
+    @staticmethod
+    def tag_of(request: Request) -> int:
+        """Placement tag column of ``request`` in :attr:`tag_count`: 0 = GPU-sharing pod,
+        k = pod of k whole GPUs; -1 for a CPU-only pod (not tagged)."""
+        if request.num_gpus == 0:
+            return -1
+        if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+            return 0
+        return request.num_gpus
+
     # -- updates ---------------------------------------------------------------------
     def bind(self, node: int, gpus: Sequence[int], request: Request) -> None:
         """Take ``request`` from ``node``, ``request.gpu_milli`` from each GPU in ``gpus``.
@@ -165,6 +188,10 @@ class ClusterState:
         self.mem_free[node] -= request.memory_mib
         for g in gpus:
             self.gpu_free[node, g] -= request.gpu_milli
+        tag = self.tag_of(request)
+        if tag >= 0:
+            self.tag_count[node, tag] += 1
+        self.node_version[node] += 1
 
     def release(self, node: int, gpus: Sequence[int], request: Request) -> None:
         """Give back what :meth:`bind` took.
@@ -176,6 +203,10 @@ class ClusterState:
         self.mem_free[node] += request.memory_mib
         for g in gpus:
             self.gpu_free[node, g] += request.gpu_milli
+        tag = self.tag_of(request)
+        if tag >= 0:
+            self.tag_count[node, tag] -= 1
+        self.node_version[node] += 1
         if (
             self.cpu_free[node] > self.cpu_capacity[node]
             or self.mem_free[node] > self.mem_capacity[node]

@@ -18,6 +18,7 @@ import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU
 
 MAX_NODE_SCORE = 100
 
@@ -94,3 +95,74 @@ def place(state: ClusterState, request: Request, policy: PlacementPolicy,
         best = candidates[scores == scores.max()]
         node = int(best[np.argmin(state.tie_rank[best])])
     return node, tuple(policy.pick_gpus(state, request, node, rng))
+
+
+# -- GPU pick inside the chosen node (shared by the policies) -------------------------
+def pick_lowest_free_gpus(state: ClusterState, request: Request, node: int) -> tuple[int, ...]:
+    """The ``request.num_gpus`` lowest-index GPUs of ``node`` that are entirely free.
+
+    This is how the FGD simulator reserves whole-GPU and multi-GPU pods
+    (``AllocateExclusiveGpuId``, fgd-facts.md 4.0). Returns ``()`` for a CPU-only request.
+
+    Raises:
+        ValueError: the node does not have that many free GPUs (a scheduler bug).
+    """
+    k = request.num_gpus
+    if k == 0:
+        return ()
+    free = np.flatnonzero(state.gpu_free[node] >= MILLI_PER_GPU)
+    if free.size < k:
+        raise ValueError(f"pick: node {state.nodes[node].name} has {free.size} free GPUs, {k} asked")
+    return tuple(int(g) for g in free[:k])
+
+
+def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[int, ...]:
+    """The "best" GPU pick (fgd-facts.md 4.0, ``-gpusel best``).
+
+    A GPU-sharing request (one GPU, share u < 1000) gets the GPU with the smallest free
+    share that is still >= u (lowest index on ties): the tightest fit, which keeps whole
+    GPUs free. Whole-GPU and multi-GPU requests get the lowest-index fully free GPUs.
+    Returns a tuple of GPU indices; ``()`` for a CPU-only request.
+
+    Raises:
+        ValueError: nothing fits on ``node`` (a scheduler bug).
+    """
+    if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+        row = state.gpu_free[node, : state.gpu_count[node]]
+        ok = np.flatnonzero(row >= request.gpu_milli)
+        if ok.size == 0:
+            raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+        # argmin returns the first minimum, so ties go to the lowest index.
+        return (int(ok[np.argmin(row[ok])]),)
+    return pick_lowest_free_gpus(state, request, node)
+
+
+def pick_random_gpus(state: ClusterState, request: Request, node: int,
+                     rng: np.random.Generator) -> tuple[int, ...]:
+    """The "random" GPU pick (fgd-facts.md 4.0, ``-gpusel random``): a GPU-sharing request
+    gets a uniform choice among the GPUs with free share >= u; whole/multi-GPU requests
+    get the lowest-index fully free GPUs (no draw)."""
+    if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+        row = state.gpu_free[node, : state.gpu_count[node]]
+        ok = np.flatnonzero(row >= request.gpu_milli)
+        if ok.size == 0:
+            raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+        return (int(ok[rng.integers(ok.size)]),)
+    return pick_lowest_free_gpus(state, request, node)
+
+
+def make_policy(name: str, target=None) -> PlacementPolicy:
+    """Like :func:`get_policy`, but hands ``target`` (a
+    :class:`~lab01_cluster_sim.fragmentation.TargetWorkload`) to the policies that need
+    the target workload (those with a class attribute ``uses_target = True``, e.g. FGD).
+
+    Raises:
+        InputError: unknown name, or a target-based policy without a target.
+    """
+    _load_builtin_policies()
+    cls = POLICIES.get(name)
+    if cls is not None and getattr(cls, "uses_target", False):
+        if target is None:
+            raise InputError(f"policy {name!r} needs the target workload (the pod list it is tuned for)")
+        return get_policy(name, target=target)
+    return get_policy(name)

@@ -1,0 +1,167 @@
+"""Generic placement policies: first-fit, best-fit, worst-fit (spread) and random.
+
+Each policy is one small class with the :class:`~lab01_cluster_sim.policies.base.PlacementPolicy`
+contract: ``score`` gives every candidate node an integer in 0..100 (higher wins, ties go to
+the lowest ``state.tie_rank``), ``pick_gpus`` chooses the GPUs inside the chosen node.
+
+``best-fit`` and ``random`` are the fragmentation paper's BestFit and Random baselines
+(Weng et al., ATC'23; facts in reference/fgd-facts.md 4.5 and 4.1).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.policies.base import (
+    MAX_NODE_SCORE,
+    pick_best_gpus,
+    pick_random_gpus,
+    register,
+)
+
+
+def min_max_normalize(raw: np.ndarray) -> np.ndarray:
+    """Rescale integer scores to 0..100 with integer maths, as the FGD simulator's
+    ``NormalizeScore`` does (fgd-facts.md 4.5): ``(s - lo) * 100 // (hi - lo)``, all 0 when
+    ``hi == lo``. Keeps both the order and the ties of ``raw`` (int64, any shape)."""
+    raw = np.asarray(raw, dtype=np.int64)
+    if raw.size == 0:
+        return raw
+    lo, hi = int(raw.min()), int(raw.max())
+    if hi == lo:
+        return np.zeros_like(raw)
+    return (raw - lo) * MAX_NODE_SCORE // (hi - lo)
+
+
+def best_fit_raw_score(cpu_left: np.ndarray, idle_milli: np.ndarray, cpu_req: int, gpu_req: int,
+                       max_cpu: int, max_gpu: int) -> np.ndarray:
+    """The paper's BestFit score of each node before normalisation (fgd-facts.md 4.5).
+
+    What would be left on the node after the placement, as a share of the largest node,
+    weighted half CPU and half GPU::
+
+        r = 0.5 * (cpu_left - cpu_req) / max_cpu + 0.5 * (idle_milli - gpu_req) / max_gpu
+        s = trunc(100 * (1 - r))
+
+    so the fuller the node ends up, the higher the score. This is Kubernetes'
+    NodeResourcesFit ``MostAllocated`` strategy in spirit (score by the allocated
+    fraction), over CPU and total GPU only: memory and the per-GPU layout do not enter.
+
+    Args:
+        cpu_left: int (C,), free milli-CPU of each candidate node now.
+        idle_milli: int (C,), free milli-GPU of each candidate node now (sum over its GPUs).
+        cpu_req: milli-CPU the pod asks for.
+        gpu_req: total milli-GPU the pod asks for (k GPUs x u milli).
+        max_cpu: milli-CPU of the largest node (128000 in the openb cluster).
+        max_gpu: milli-GPU of the largest node (8000 in the openb cluster).
+
+    Returns:
+        int64 (C,), integers in 0..100 when the pod fits every node.
+    """
+    ### BEGIN SOLUTION
+    left = 0.5 * (np.asarray(cpu_left) - cpu_req) / max_cpu + 0.5 * (np.asarray(idle_milli) - gpu_req) / max_gpu
+    return np.trunc(100.0 * (1.0 - left)).astype(np.int64)
+    ### END SOLUTION
+
+
+@register
+class FirstFit:
+    """First-fit: the feasible node with the lowest index (the order of the node list).
+
+    Rule: score 100 for the lowest-index candidate, 0 for every other one, so the seeded
+    tie order never matters. GPU pick: "best" (tightest GPU for a shared pod; lowest-index
+    free GPUs for whole GPUs). Source: the classic first-fit bin-packing heuristic
+    (Johnson, 1974), as in every scheduling textbook.
+    """
+
+    name: ClassVar[str] = "first-fit"
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        scores = np.zeros(len(candidates), dtype=np.int64)
+        if len(candidates):
+            scores[np.argmin(candidates)] = MAX_NODE_SCORE
+        return scores
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]:
+        return pick_best_gpus(state, request, node)
+
+
+@register
+class BestFit:
+    """Best-fit (the paper's BestFit): prefer the node left fullest after the placement.
+
+    Rule: :func:`best_fit_raw_score` (half CPU, half total GPU left, relative to the largest
+    node), then :func:`min_max_normalize` over the candidates. Kubernetes' NodeResourcesFit
+    ``MostAllocated`` in spirit. GPU pick: "best". Source: fgd-facts.md 4.5
+    (``best_fit_score.go`` of the FGD simulator).
+    """
+
+    name: ClassVar[str] = "best-fit"
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        raw = best_fit_raw_score(
+            state.cpu_free[candidates], state.gpu_free[candidates].sum(axis=1),
+            request.cpu_milli, request.num_gpus * request.gpu_milli,
+            state.max_cpu_milli, state.max_gpu_milli,
+        )
+        return min_max_normalize(raw)
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]:
+        return pick_best_gpus(state, request, node)
+
+
+@register
+class WorstFit:
+    """Worst-fit (spread): prefer the node left emptiest after the placement.
+
+    Rule: the mirror image of :class:`BestFit`, ``s = 100 - best_fit_raw_score(...)``
+    (the free fraction left, half CPU and half GPU), then min-max normalised. This is
+    Kubernetes' NodeResourcesFit ``LeastAllocated`` (the default spreading strategy) in
+    spirit. GPU pick: "best".
+    """
+
+    name: ClassVar[str] = "worst-fit"
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        raw = MAX_NODE_SCORE - best_fit_raw_score(
+            state.cpu_free[candidates], state.gpu_free[candidates].sum(axis=1),
+            request.cpu_milli, request.num_gpus * request.gpu_milli,
+            state.max_cpu_milli, state.max_gpu_milli,
+        )
+        return min_max_normalize(raw)
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]:
+        return pick_best_gpus(state, request, node)
+
+
+@register
+class RandomFit:
+    """Random (the paper's Random baseline): a uniform choice among the feasible nodes.
+
+    Rule: one draw ``i = rng.integers(len(candidates))``; candidate i scores 100, all
+    others 0. GPU pick: "random" (a uniform choice among the GPUs with enough free share
+    for a shared pod; lowest-index free GPUs for whole GPUs). Source: fgd-facts.md 4.1
+    (``random_score.go``).
+    """
+
+    name: ClassVar[str] = "random"
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        scores = np.zeros(len(candidates), dtype=np.int64)
+        if len(candidates):
+            scores[rng.integers(len(candidates))] = MAX_NODE_SCORE
+        return scores
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]:
+        return pick_random_gpus(state, request, node, rng)

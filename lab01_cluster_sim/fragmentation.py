@@ -1,0 +1,252 @@
+"""GPU fragmentation as the FGD paper measures it, against a *target workload*.
+
+Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation
+Gradient Descent", USENIX ATC'23. Facts (from the authors' simulator, ``pkg/utils/frag.go``)
+are in reference/fgd-facts.md sec. 2 and 3; this module follows them.
+
+A GPU's free share is a *fragment* for a task when the task cannot use it. The target
+workload M is the set of typical task shapes m = (c, u, k, S) (milli-CPU, milli-GPU per
+GPU, GPU count, allowed models) with their popularity p_m. For node n with free CPU
+cpuLeft, per-GPU free milli L_g and idle = sum of L_g, the fragment for one shape is
+
+- u = 0 (a CPU-only task): f = idle (it can use no GPU at all);
+- S names models and the node's is not one of them: f = idle;
+- at least k GPUs have L_g >= u and cpuLeft >= c: f = sum of the L_g < u;
+- otherwise (not enough GPU, or not enough CPU): f = idle;
+
+and F_n(M) = sum_m p_m f_n(m) (milli-GPU). The cluster's fragmentation is F = sum_n F_n and
+the fragmentation ratio 100 * F / (sum_n idle_n). Memory never enters.
+
+Everything here works on numpy arrays of many nodes at once. :class:`FragmentationTracker`
+keeps F_n per node and recomputes only the nodes whose ``ClusterState.node_version``
+changed, which is what keeps a per-event fragmentation time series cheap.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job
+
+POPULARITY_THRESHOLD = 0.95
+"""Share of pods the target workload covers (``podPopularityThreshold 95``, fgd-facts.md sec. 0)."""
+
+
+def shape_of(job: Job) -> tuple[int, int, int, str]:
+    """The task shape (c, u, k, S) of one worker of ``job``: milli-CPU, milli-GPU per GPU
+    (0 for CPU-only), GPU count, and the allowed-model string ``"|".join(gpu_models)``
+    ("" = any; kept exactly, so "A|B" and "A|B|B" are different shapes, as in the paper)."""
+    if job.gpus_per_worker == 0:
+        return (job.cpu_milli, 0, 0, "")
+    return (job.cpu_milli, job.gpu_milli, job.gpus_per_worker, "|".join(job.gpu_models))
+
+
+@dataclass(frozen=True)
+class TargetWorkload:
+    """The target workload M: typical task shapes and their popularity.
+
+    Attributes:
+        cpu_milli: int64 (M,), c of each shape.
+        gpu_milli: int64 (M,), u of each shape (0 for CPU-only).
+        num_gpus: int64 (M,), k of each shape.
+        specs: the S string of each shape ("" = any model), length M.
+        popularity: float64 (M,), p_m; sums to 1.
+        coverage: share of the source pods whose shape is in M (e.g. 0.9526 for openb default).
+        num_shapes_total: distinct shapes in the source pods.
+
+    Build it with :meth:`from_jobs`.
+    """
+
+    cpu_milli: np.ndarray
+    gpu_milli: np.ndarray
+    num_gpus: np.ndarray
+    specs: tuple[str, ...]
+    popularity: np.ndarray
+    coverage: float = 1.0
+    num_shapes_total: int = 0
+    _access_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_shapes(cls, shapes: Sequence[tuple[int, int, int, str]], popularity: Sequence[float]) -> "TargetWorkload":
+        """M from explicit shapes (c, u, k, S) and popularities (normalised to sum 1).
+
+        Raises:
+            InputError: empty, mismatched lengths, or a non-positive total popularity.
+        """
+        if len(shapes) == 0 or len(shapes) != len(popularity):
+            raise InputError("target workload: need as many popularities as shapes, and at least one shape")
+        p = np.asarray(popularity, dtype=np.float64)
+        if (p < 0).any() or p.sum() <= 0:
+            raise InputError("target workload: popularities must be >= 0 with a positive sum")
+        return cls(
+            cpu_milli=np.array([s[0] for s in shapes], dtype=np.int64),
+            gpu_milli=np.array([s[1] for s in shapes], dtype=np.int64),
+            num_gpus=np.array([s[2] for s in shapes], dtype=np.int64),
+            specs=tuple(s[3] for s in shapes),
+            popularity=p / p.sum(),
+            num_shapes_total=len(shapes),
+        )
+
+    @classmethod
+    def from_jobs(cls, jobs: Iterable[Job], threshold: float = POPULARITY_THRESHOLD) -> "TargetWorkload":
+        """M from a pod list, as the FGD simulator builds it (fgd-facts.md sec. 2).
+
+        Every pod counts 1, CPU-only pods included. Shapes are sorted by count, descending,
+        ties by c, u, k, then S, all descending; shapes are kept one at a time until the
+        cumulative count reaches ``threshold`` of the pods (the shape that reaches or crosses
+        it is kept); p_m = count_m / (pods in the kept shapes).
+
+        Raises:
+            InputError: no pods.
+        """
+        counts = Counter(shape_of(j) for j in jobs)
+        total = sum(counts.values())
+        if total == 0:
+            raise InputError("target workload: the pod list is empty")
+        order = sorted(counts.items(), key=lambda kv: (kv[1], *kv[0]), reverse=True)
+        kept: list[tuple[tuple[int, int, int, str], int]] = []
+        cum = 0
+        for shape, count in order:
+            kept.append((shape, count))
+            cum += count
+            if cum >= threshold * total:
+                break
+        target = cls.from_shapes([s for s, _ in kept], [c for _, c in kept])
+        return cls(target.cpu_milli, target.gpu_milli, target.num_gpus, target.specs, target.popularity,
+                   coverage=cum / total, num_shapes_total=len(counts))
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def shapes(self) -> list[tuple[int, int, int, str]]:
+        """The shapes (c, u, k, S), in the order of the arrays."""
+        return [(int(c), int(u), int(k), s)
+                for c, u, k, s in zip(self.cpu_milli, self.gpu_milli, self.num_gpus, self.specs)]
+
+    def access(self, model_names: Sequence[str]) -> np.ndarray:
+        """bool (M, len(model_names)): shape m may use GPU model j (S empty, or j in S).
+        Cached per tuple of model names (a pure function of them)."""
+        key = tuple(model_names)
+        hit = self._access_cache.get(key)
+        if hit is None:
+            hit = np.array([[(not s) or (name in s.split("|")) for name in key] for s in self.specs], dtype=bool)
+            hit = hit.reshape(len(self.specs), len(key))
+            self._access_cache[key] = hit
+        return hit
+
+
+def fragmentation_of(gpu_free: np.ndarray, cpu_free: np.ndarray, model_index: np.ndarray,
+                     access: np.ndarray, target: TargetWorkload) -> np.ndarray:
+    """F_n(M) for many node states at once (fgd-facts.md sec. 3), milli-GPU.
+
+    Args:
+        gpu_free: int (X, G), free milli-GPU of each GPU; padding slots (GPUs a node lacks) are 0.
+        cpu_free: int (X,), free milli-CPU.
+        model_index: int (X,), column of ``access`` for each node's GPU model.
+        access: bool (M, models), from :meth:`TargetWorkload.access`.
+        target: M.
+
+    Returns:
+        float64 (X,): the expected fragment of each node state.
+    """
+    L = np.asarray(gpu_free)
+    idle = L.sum(axis=1)
+    u_values, u_of_shape = np.unique(target.gpu_milli, return_inverse=True)
+    ge = L[None, :, :] >= u_values[:, None, None]  # (D, X, G)
+    count_ge = ge.sum(axis=2)  # (D, X)
+    below = np.where(ge, 0, L[None, :, :]).sum(axis=2)  # (D, X): sum of L_g < u
+    k = target.num_gpus[:, None]
+    satisfied = (
+        (count_ge[u_of_shape] >= k)
+        & (np.asarray(cpu_free)[None, :] >= target.cpu_milli[:, None])
+        & access[:, np.asarray(model_index)]
+        & (target.gpu_milli[:, None] > 0)  # a CPU-only task fragments the whole idle share
+    )
+    frag = np.where(satisfied, below[u_of_shape], idle[None, :])  # (M, X)
+    return target.popularity @ frag
+
+
+def node_fragmentation(state: ClusterState, node: int, target: TargetWorkload) -> float:
+    """F_n(M) of one node of ``state`` in milli-GPU (fgd-facts.md sec. 3)."""
+    access = target.access(state.model_names)
+    return float(fragmentation_of(state.gpu_free[node:node + 1], state.cpu_free[node:node + 1],
+                                  state.model_index[node:node + 1], access, target)[0])
+
+
+def cluster_fragmentation(state: ClusterState, target: TargetWorkload) -> float:
+    """F = sum over nodes of F_n(M), milli-GPU (fgd-facts.md sec. 3). Computed for all nodes
+    in one vectorised pass; use :class:`FragmentationTracker` for a per-event series."""
+    access = target.access(state.model_names)
+    return float(fragmentation_of(state.gpu_free, state.cpu_free, state.model_index, access, target).sum())
+
+
+def fragmentation_ratio(state: ClusterState, target: TargetWorkload) -> float:
+    """100 * F / (idle milli-GPU of the cluster), in %; 0 when nothing is idle."""
+    idle = int(state.gpu_free.sum())
+    return 100.0 * cluster_fragmentation(state, target) / idle if idle else 0.0
+
+
+class FragmentationTracker:
+    """F_n(M) of every node of one ``state``, kept up to date incrementally.
+
+    Each call recomputes only the nodes whose ``state.node_version`` changed since the
+    last call (after a placement, one node), so a per-event series costs O(changed nodes).
+
+    Args:
+        state: the cluster (read, never copied or changed).
+        target: M.
+    """
+
+    def __init__(self, state: ClusterState, target: TargetWorkload) -> None:
+        self.state = state
+        self.target = target
+        self._access = target.access(state.model_names)
+        self._values = np.zeros(state.num_nodes, dtype=np.float64)
+        self._seen = np.full(state.num_nodes, -1, dtype=np.int64)
+
+    def node_values(self) -> np.ndarray:
+        """float64 (N,): F_n(M) of every node now, milli-GPU (a view; do not modify)."""
+        stale = np.flatnonzero(self._seen != self.state.node_version)
+        if stale.size:
+            s = self.state
+            self._values[stale] = fragmentation_of(s.gpu_free[stale], s.cpu_free[stale], s.model_index[stale],
+                                                   self._access, self.target)
+            self._seen[stale] = s.node_version[stale]
+        return self._values
+
+    def refresh_node(self, node: int) -> float:
+        """Recompute one node (cheaper than the stale scan when the caller knows which
+        node changed); returns the new cluster total F."""
+        s = self.state
+        self._values[node] = fragmentation_of(s.gpu_free[node:node + 1], s.cpu_free[node:node + 1],
+                                              s.model_index[node:node + 1], self._access, self.target)[0]
+        self._seen[node] = s.node_version[node]
+        return float(self._values.sum())
+
+    def total(self) -> float:
+        """F = sum_n F_n(M), milli-GPU."""
+        return float(self.node_values().sum())
+
+    def ratio(self) -> float:
+        """100 * F / idle milli-GPU, in %; 0 when nothing is idle."""
+        idle = int(self.state.gpu_free.sum())
+        return 100.0 * self.total() / idle if idle else 0.0
+
+
+__all__ = [
+    "MILLI_PER_GPU",
+    "POPULARITY_THRESHOLD",
+    "FragmentationTracker",
+    "TargetWorkload",
+    "cluster_fragmentation",
+    "fragmentation_of",
+    "fragmentation_ratio",
+    "node_fragmentation",
+    "shape_of",
+]

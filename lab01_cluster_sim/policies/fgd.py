@@ -1,0 +1,115 @@
+"""FGD: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; fgd-facts.md 4.6).
+
+Source: ``fgd_score.go`` and ``utils.NodeGpuShareFragAmountScore`` of the FGD simulator.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import ClassVar
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload, fragmentation_of
+from lab01_cluster_sim.model import MILLI_PER_GPU
+from lab01_cluster_sim.policies.base import pick_lowest_free_gpus, register
+
+
+def fgd_score_of(delta_milli: np.ndarray) -> np.ndarray:
+    """FGD's node score from the drop in fragmentation dF = F_n - F_n' (milli-GPU):
+    ``trunc(100 * sigmoid(dF / 1000))``, int64 in 0..100; 50 means no change
+    (fgd-facts.md 4.6)."""
+    return np.trunc(100.0 / (1.0 + np.exp(-np.asarray(delta_milli, dtype=np.float64) / 1000.0))).astype(np.int64)
+
+
+@register
+class FGD:
+    """FGD: place the pod where the node's fragmentation grows least (or falls most).
+
+    Rule (fgd-facts.md 4.6): for node n and pod p, n' is n after a hypothetical placement,
+    dF = F_n(M) - F_n'(M) (fragmentation against the target workload M, see
+    :mod:`lab01_cluster_sim.fragmentation`), score = trunc(100 * sigmoid(dF / 1000)).
+
+    - Shared pod (one GPU, u < 1000): try every GPU i with L_i >= u; the node's score is
+      the best s_i, and the pod goes to the FIRST GPU reaching it (:meth:`pick_gpus`).
+    - Whole/multi-GPU pod: the k lowest-index fully free GPUs are taken (which free GPUs
+      does not change F_n'). CPU-only pod: only the CPU changes.
+
+    Scores are pure functions of the node's state, so they are cached per pod shape and per
+    node, and recomputed only for nodes whose ``node_version`` changed since.
+
+    Args:
+        target: the target workload M (built from the original pod list).
+    """
+
+    name: ClassVar[str] = "fgd"
+    uses_target: ClassVar[bool] = True
+
+    def __init__(self, target: TargetWorkload) -> None:
+        self.target = target
+        self._state_ref: weakref.ref | None = None
+        self._tracker: FragmentationTracker | None = None
+        self._cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- caches ----------------------------------------------------------------------
+    def _bind_state(self, state: ClusterState) -> FragmentationTracker:
+        if self._state_ref is None or self._state_ref() is not state:
+            self._state_ref = weakref.ref(state)
+            self._tracker = FragmentationTracker(state, self.target)
+            self._cache = {}
+        assert self._tracker is not None
+        return self._tracker
+
+    def node_scores(self, state: ClusterState, request: Request, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of ``nodes`` (int64 (C,)) and, for a shared pod, the chosen GPU of each
+        (int64 (C,); -1 for other pods), computed from scratch (no cache)."""
+        tracker = self._bind_state(state)
+        before = tracker.node_values()[nodes]
+        access = self.target.access(state.model_names)
+        L = state.gpu_free[nodes]
+        cpu_after = state.cpu_free[nodes] - request.cpu_milli
+        models = state.model_index[nodes]
+        c, g = L.shape
+        if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+            # one hypothetical state per (node, GPU): GPU i loses u
+            hyp = np.repeat(L[:, None, :], g, axis=1)  # (C, G, G)
+            hyp[:, np.arange(g), np.arange(g)] -= request.gpu_milli
+            after = fragmentation_of(hyp.reshape(c * g, g), np.repeat(cpu_after, g), np.repeat(models, g),
+                                     access, self.target).reshape(c, g)
+            s = fgd_score_of(before[:, None] - after)
+            s = np.where(L >= request.gpu_milli, s, -1)
+            return s.max(axis=1), s.argmax(axis=1)  # argmax: the first GPU reaching the max
+        hyp = L.copy()
+        if request.num_gpus > 0:
+            # the k lowest-index fully free GPUs become 0
+            free = hyp >= MILLI_PER_GPU
+            take = free & (np.cumsum(free, axis=1) <= request.num_gpus)
+            hyp[take] = 0
+        after = fragmentation_of(hyp, cpu_after, models, access, self.target)
+        return fgd_score_of(before - after), np.full(c, -1, dtype=np.int64)
+
+    # -- the policy contract ----------------------------------------------------------
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        self._bind_state(state)
+        key = (request.cpu_milli, request.num_gpus, request.gpu_milli)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = (np.zeros(state.num_nodes, dtype=np.int64), np.full(state.num_nodes, -1, dtype=np.int64))
+            self._cache[key] = entry
+        scores, seen = entry
+        stale = candidates[seen[candidates] != state.node_version[candidates]]
+        if stale.size:
+            scores[stale] = self.node_scores(state, request, stale)[0]
+            seen[stale] = state.node_version[stale]
+        return scores[candidates]
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]:
+        if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+            _, gpu = self.node_scores(state, request, np.array([node]))
+            if gpu[0] < 0 or state.gpu_free[node, gpu[0]] < request.gpu_milli:
+                raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+            return (int(gpu[0]),)
+        return pick_lowest_free_gpus(state, request, node)

@@ -1,0 +1,114 @@
+"""The FGD paper's fragmentation measure (fgd-facts.md sec. 2 and 3), checked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.fragmentation import (
+    FragmentationTracker,
+    TargetWorkload,
+    cluster_fragmentation,
+    fragmentation_ratio,
+    node_fragmentation,
+)
+from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.policies.base import get_policy
+from lab01_cluster_sim.policies.fgd import fgd_score_of
+
+# The worked check of fgd-facts.md sec. 3.
+WORKED = TargetWorkload.from_shapes(
+    [(4000, 500, 1, ""), (8000, 1000, 2, ""), (2000, 0, 0, "")], [0.5, 0.3, 0.2]
+)
+G2 = Node("n", "G2", 8, 96_000, 1 << 20)
+
+
+def test_worked_check_empty_node():
+    # A (500 milli, 1 GPU) and B (2 whole GPUs) fit with nothing left under u: f = 0.
+    # C is CPU-only: f = idle = 8000. F = 0.5*0 + 0.3*0 + 0.2*8000 = 1600.
+    state = ClusterState([G2])
+    assert node_fragmentation(state, 0, WORKED) == pytest.approx(1600.0)
+
+
+def test_worked_check_after_placing_a_on_gpu0():
+    # free [500, 1000 x 7]: A fits (GPU0 has 500 >= 500): f_A = 0.
+    # B needs whole GPUs: GPU0's 500 < 1000 is a fragment: f_B = 500.
+    # C: idle = 7500. F' = 0.5*0 + 0.3*500 + 0.2*7500 = 150 + 1500 = 1650.
+    state = ClusterState([G2])
+    state.bind(0, (0,), Request(4000, 0, 1, 500))
+    assert node_fragmentation(state, 0, WORKED) == pytest.approx(1650.0)
+    # ratio = 100 * 1650 / 7500 = 22.0 %
+    assert fragmentation_ratio(state, WORKED) == pytest.approx(22.0)
+
+
+def test_worked_check_fgd_score_48():
+    # dF = 1600 - 1650 = -50; trunc(100 * sigmoid(-0.05)) = trunc(48.750...) = 48
+    assert fgd_score_of(np.array([-50.0])).tolist() == [48]
+    fgd = get_policy("fgd", target=WORKED)
+    state = ClusterState([G2])
+    assert fgd.score(state, Request(4000, 0, 1, 500), np.array([0]), np.random.default_rng(0)).tolist() == [48]
+
+
+def test_cpu_lack_and_model_access_make_the_whole_idle_share_a_fragment():
+    # M = {(4000, 500, 1, "T4")} p 1. On a G2 node the model is not allowed -> f = idle = 2000.
+    target = TargetWorkload.from_shapes([(4000, 500, 1, "T4")], [1.0])
+    g2 = Node("g2", "G2", 2, 8000, 1024)
+    t4 = Node("t4", "T4", 2, 3000, 1024)  # allowed model, but only 3000 < 4000 milli-CPU
+    state = ClusterState([g2, t4])
+    assert node_fragmentation(state, 0, target) == pytest.approx(2000.0)
+    assert node_fragmentation(state, 1, target) == pytest.approx(2000.0)
+    assert cluster_fragmentation(state, target) == pytest.approx(4000.0)
+
+
+def test_fragment_is_the_sum_of_gpus_below_the_share():
+    # M = {(0, 600, 1, "")}. Free [300, 700, 1000, 0]: GPUs with L >= 600 exist, so
+    # f = sum of L < 600 = 300 + 0 = 300.
+    target = TargetWorkload.from_shapes([(0, 600, 1, "")], [1.0])
+    state = ClusterState([Node("n", "G2", 4, 8000, 1024)])
+    state.bind(0, (0,), Request(0, 0, 1, 700))
+    state.bind(0, (1,), Request(0, 0, 1, 300))
+    state.bind(0, (3,), Request(0, 0, 1, 1000))
+    assert node_fragmentation(state, 0, target) == pytest.approx(300.0)
+
+
+def _job(i: int, cpu: int, gpus: int, milli: int, models: tuple[str, ...] = ()) -> Job:
+    return Job(f"p{i}", gpus_per_worker=gpus, gpu_milli=milli, cpu_milli=cpu, gpu_models=models)
+
+
+def test_target_workload_cut_and_tie_order():
+    # 20 pods: shape X (1000, 500, 1) x 10, Y (2000, 0, 0) x 5, Z1 (3000, 1000, 1) x 4,
+    # Z2 (1000, 1000, 1) x 1. 95% of 20 = 19: cumulative 10, 15, 19 -> stop at Z1 (reaches 19).
+    # Z1 and Z2 have different counts, so the order is by count; p = 10/19, 5/19, 4/19.
+    jobs = ([_job(i, 1000, 1, 500) for i in range(10)] + [_job(10 + i, 2000, 0, 0) for i in range(5)]
+            + [_job(15 + i, 3000, 1, 1000) for i in range(4)] + [_job(19, 1000, 1, 1000)])
+    m = TargetWorkload.from_jobs(jobs)
+    assert m.shapes() == [(1000, 500, 1, ""), (2000, 0, 0, ""), (3000, 1000, 1, "")]
+    assert m.popularity.tolist() == pytest.approx([10 / 19, 5 / 19, 4 / 19])
+    assert m.coverage == pytest.approx(19 / 20)
+    assert m.num_shapes_total == 4
+
+
+def test_target_workload_ties_go_to_larger_cpu_then_share_then_spec():
+    # Equal counts (1 each): order c desc, then u desc, then k desc, then S desc.
+    jobs = [_job(0, 1000, 1, 500, ("A",)), _job(1, 1000, 1, 500, ("B",)), _job(2, 1000, 1, 700), _job(3, 2000, 0, 0)]
+    m = TargetWorkload.from_jobs(jobs, threshold=1.0)
+    assert m.shapes() == [(2000, 0, 0, ""), (1000, 700, 1, ""), (1000, 500, 1, "B"), (1000, 500, 1, "A")]
+
+
+def test_target_workload_rejects_an_empty_list():
+    with pytest.raises(InputError, match="empty"):
+        TargetWorkload.from_jobs([])
+
+
+def test_tracker_follows_binds_and_matches_the_full_pass():
+    state = ClusterState([G2, Node("t", "T4", 2, 8000, 1024)])
+    tracker = FragmentationTracker(state, WORKED)
+    # empty: node 0 = 1600 (above); node 1: idle 2000, cpu 8000: A fits (f 0), B fits (f 0),
+    # C: f = 2000 -> 0.2*2000 = 400. Total 2000.
+    assert tracker.total() == pytest.approx(2000.0)
+    state.bind(0, (0,), Request(4000, 0, 1, 500))
+    # node 0 -> 1650 (worked check); total 2050
+    assert tracker.total() == pytest.approx(2050.0)
+    assert tracker.total() == pytest.approx(cluster_fragmentation(state, WORKED))

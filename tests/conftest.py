@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["grading.plugin"]  # points marker, pytest --grade (tests/grading/plugin.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

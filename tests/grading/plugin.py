@@ -1,0 +1,412 @@
+"""pytest plugin that grades the labs: points per test, a points table and Gradescope results.
+
+Loaded from ``tests/conftest.py`` (``pytest_plugins = ["grading.plugin"]``).
+
+Writing a graded test::
+
+    @pytest.mark.points(2, part="1B", number="1B.1")
+    def test_first_fit_strands_gpus():
+        \"\"\"First-fit leaves 4 GPUs stranded on the textbook sequence.\"\"\"  # shown to learners
+        ...
+
+    @pytest.mark.points(4, part="2C")
+    def test_mig_names(partial_credit):
+        cases = [...]
+        ok = sum(check(c) for c in cases)
+        partial_credit(ok / len(cases))   # the share of the points kept if the test fails
+        assert ok == len(cases)
+
+- ``points(value, *, part, number=None, visibility="visible")``: ``value`` > 0 points;
+  ``part`` like ``"1A"`` (lab number, then a letter); ``number`` like ``"1A.2"`` (default:
+  the part followed by the test's position among that part's tests); ``visibility`` as in
+  Gradescope (``visible``, ``hidden``, ``after_due_date``, ``after_published``; tests under
+  ``tests/hidden/`` default to ``after_published``).
+- Every graded test gets a pytest-timeout marker (``--grade-timeout``, default 60 s) unless
+  it has its own, so an endless loop in learner code costs that test only.
+- Each graded test starts with Python's ``random`` seeded (0); numpy code uses explicit
+  seeded Generators, as everywhere in the project.
+- Score of a test: all its points when it passes, none when it fails or is skipped, unless
+  the test called ``partial_credit(fraction)``: then ``fraction`` x points either way.
+
+``pytest --grade``:
+
+1. restores the course's test files from ``tests/grading/manifest.json`` (see
+   :mod:`grading.manifest`) and reports every file a learner changed;
+2. collects the graded folders (``tests/lab01/graded``, ``tests/lab02/graded`` and, when
+   present, ``tests/hidden``) unless paths are given, and deselects tests without points;
+   ``--grade-part 1`` (or ``1A``; repeatable) keeps the parts whose id starts with it;
+3. prints a points table per part and writes ``results.json`` (``--grade-json PATH``) in
+   Gradescope's autograder format (https://gradescope-autograders.readthedocs.io/en/latest/specs/),
+   checked by ``results.schema.json``.
+
+Ordinary test runs (without ``--grade``) run graded tests as plain tests, with their timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from grading import manifest as manifest_mod
+
+DEFAULT_TIMEOUT_S = 60.0
+"""Per-test timeout (s) applied to graded tests without a ``timeout`` marker."""
+
+GRADED_DIRS = ("tests/lab01/graded", "tests/lab02/graded")
+HIDDEN_DIR = "tests/hidden"
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+PART_RE = re.compile(r"^[0-9]+[A-Z][A-Za-z0-9]*$")
+_NUMBER_RE = re.compile(r"^[0-9A-Za-z]+(\.[0-9A-Za-z]+)*$")
+_OUTPUT_LIMIT = 4000
+
+GRADE_KEY = pytest.StashKey["GradeInfo"]()
+CREDIT_KEY = pytest.StashKey["PartialCredit"]()
+
+
+@dataclass
+class GradeInfo:
+    """What the ``points`` marker says about one test, after validation."""
+
+    points: float
+    part: str
+    number: str | None
+    visibility: str
+    hidden: bool
+
+
+@dataclass
+class PartialCredit:
+    """The ``partial_credit`` fixture: call it with the fraction (0..1) of the points earned.
+
+    Raises:
+        ValueError: a fraction outside 0..1.
+    """
+
+    fraction: float | None = None
+
+    def __call__(self, fraction: float) -> None:
+        fraction = float(fraction)
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"partial_credit: fraction must be in 0..1, got {fraction}")
+        self.fraction = fraction
+
+
+@dataclass
+class TestResult:
+    """One graded test's outcome, as it goes into results.json."""
+
+    nodeid: str
+    name: str
+    number: str
+    part: str
+    max_score: float
+    visibility: str
+    hidden: bool
+    status: str = "failed"  # passed | failed | skipped
+    message: str = ""
+    score: float = 0.0
+
+    def to_gradescope(self) -> dict:
+        """This test as an entry of results.json's ``tests`` list."""
+        output = self.message if self.status != "passed" else "passed"
+        if self.status == "skipped":
+            output = f"skipped: {self.message}"
+        return {
+            "name": self.name,
+            "number": self.number,
+            "score": round(self.score, 4),
+            "max_score": self.max_score,
+            "status": "passed" if self.status == "passed" else "failed",
+            "output": output[:_OUTPUT_LIMIT],
+            "tags": [self.part],
+            "visibility": self.visibility,
+            "extra_data": {"nodeid": self.nodeid, "part": self.part, "hidden": self.hidden,
+                           "outcome": self.status},
+        }
+
+
+def grade_info(item: pytest.Item, rootpath: Path) -> GradeInfo | None:
+    """Validated ``points`` marker of ``item``, or None for an ungraded test.
+
+    Raises:
+        pytest.UsageError: a malformed marker (the message names the test).
+    """
+    marker = item.get_closest_marker("points")
+    if marker is None:
+        return None
+    where = f"{item.nodeid}: @pytest.mark.points"
+    if len(marker.args) != 1:
+        raise pytest.UsageError(f"{where} takes one positional argument (the points), got {marker.args!r}")
+    unknown = set(marker.kwargs) - {"part", "number", "visibility"}
+    if unknown:
+        raise pytest.UsageError(f"{where}: unknown keyword(s) {sorted(unknown)}; "
+                                "expected part, number, visibility")
+    points = marker.args[0]
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or points <= 0:
+        raise pytest.UsageError(f"{where}: points must be a number > 0, got {points!r}")
+    part = marker.kwargs.get("part")
+    if not isinstance(part, str) or not PART_RE.match(part):
+        raise pytest.UsageError(f"{where}: part must be like '1A' (lab number, then a letter), got {part!r}")
+    number = marker.kwargs.get("number")
+    if number is not None and (not isinstance(number, str) or not _NUMBER_RE.match(number)
+                               or not number.startswith(part + ".")):
+        raise pytest.UsageError(f"{where}: number must be like '{part}.1' (the part, a dot, an index), got {number!r}")
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(rootpath.resolve()).as_posix()
+    except ValueError:
+        rel = ""
+    hidden = rel.startswith(HIDDEN_DIR + "/")
+    visibility = marker.kwargs.get("visibility", "after_published" if hidden else "visible")
+    if visibility not in VISIBILITIES:
+        raise pytest.UsageError(f"{where}: visibility must be one of {VISIBILITIES}, got {visibility!r}")
+    return GradeInfo(float(points), part, number, visibility, hidden)
+
+
+def _test_title(item: pytest.Item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None)
+    if doc and doc.strip():
+        return " ".join(doc.strip().split("\n\n")[0].split())
+    return item.name
+
+
+def _failure_message(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        message = crash.message
+    elif isinstance(report.longrepr, tuple):  # skip: (path, line, reason)
+        message = str(report.longrepr[2])
+    else:
+        message = str(report.longrepr or "")
+    if "Timeout" in message and "pytest-timeout" in str(report.longrepr):
+        message = f"{message.splitlines()[0]} (an endless loop in your code?)"
+    return message.strip()
+
+
+def _wants_part(part: str, prefixes: list[str]) -> bool:
+    return not prefixes or any(part.startswith(p) for p in prefixes)
+
+
+def _number_key(number: str) -> tuple:
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.]", number))
+
+
+# -- hooks ---------------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("grading", "grading of the course labs")
+    group.addoption("--grade", action="store_true",
+                    help="grade: restore the course's test files, run the graded tests (points "
+                         "marker), print points per part and write results.json (Gradescope format)")
+    group.addoption("--grade-part", action="append", default=[], metavar="PART",
+                    help="with --grade: only parts whose id starts with PART (e.g. 1 = all of "
+                         "Lab 01, 2B = one part); repeatable, comma-separated lists allowed")
+    group.addoption("--grade-json", default="results.json", metavar="PATH",
+                    help="with --grade: where to write the results (default: ./results.json)")
+    group.addoption("--grade-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                    help=f"timeout of a graded test without its own timeout marker (default {DEFAULT_TIMEOUT_S:g})")
+    group.addoption("--grade-no-restore", action="store_true",
+                    help="with --grade: only report changed test files, do not restore them")
+    group.addoption("--grade-no-hidden", action="store_true",
+                    help="with --grade: leave out tests/hidden/ (what a learner's check does)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "points(value, *, part, number=None, visibility='visible'): a graded test worth "
+        "`value` points in lab part `part` (e.g. '1A'); see tests/grading/plugin.py",
+    )
+    if not config.getoption("grade", default=False):
+        return
+    grader = Grader(config)
+    config.pluginmanager.register(grader, "grading-grader")
+    grader.restore_test_files()
+    grader.choose_paths()
+
+
+@pytest.fixture
+def partial_credit(request: pytest.FixtureRequest) -> PartialCredit:
+    """Call with the fraction (0..1) of this graded test's points earned so far."""
+    credit = PartialCredit()
+    request.node.stash[CREDIT_KEY] = credit
+    return credit
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """Validate points markers, number graded tests and give each a timeout."""
+    per_part: dict[str, int] = {}
+    seen: dict[str, str] = {}
+    timeout = config.getoption("grade_timeout", default=DEFAULT_TIMEOUT_S)
+    for item in items:
+        info = grade_info(item, config.rootpath)
+        if info is None:
+            continue
+        per_part[info.part] = per_part.get(info.part, 0) + 1
+        if info.number is None:
+            info.number = f"{info.part}.{per_part[info.part]}"
+        if info.number in seen and seen[info.number] != item.nodeid:
+            raise pytest.UsageError(f"{item.nodeid}: graded test number {info.number} is already "
+                                    f"used by {seen[info.number]}")
+        seen[info.number] = item.nodeid
+        item.stash[GRADE_KEY] = info
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(timeout))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if GRADE_KEY in item.stash:
+        random.seed(0)
+
+
+class Grader:
+    """State of one ``pytest --grade`` run (registered as a plugin by pytest_configure)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.root = config.rootpath
+        self.parts: list[str] = [p.strip() for arg in config.getoption("grade_part")
+                                 for p in arg.split(",") if p.strip()]
+        self.results: dict[str, TestResult] = {}
+        self.restore_lines: list[str] = []
+        self.start = time.monotonic()
+        self.json_path = Path(config.getoption("grade_json"))
+        if not self.json_path.is_absolute():
+            self.json_path = Path(config.invocation_params.dir) / self.json_path
+
+    # -- before collection -------------------------------------------------------------
+    def restore_test_files(self) -> None:
+        """Restore (or with --grade-no-restore, check) the course's test files."""
+        apply = not self.config.getoption("grade_no_restore")
+        try:
+            report = manifest_mod.restore(self.root, apply=apply)
+        except manifest_mod.ManifestError as exc:
+            self.restore_lines = [f"warning: test files not checked: {exc}"]
+            return
+        self.restore_lines = report.lines()
+
+    def choose_paths(self) -> None:
+        """Collect the graded folders unless the command line named paths."""
+        config = self.config
+        hidden = self.root / HIDDEN_DIR
+        use_hidden = hidden.is_dir() and not config.getoption("grade_no_hidden")
+        if config.args_source != pytest.Config.ArgsSource.ARGS:
+            args = [str(self.root / d) for d in GRADED_DIRS if (self.root / d).is_dir()]
+            if use_hidden:
+                args.append(str(hidden))
+            if args:
+                config.args[:] = args
+        elif use_hidden and not any(Path(a.split("::")[0]).resolve().is_relative_to(hidden.resolve())
+                                    for a in config.args):
+            config.args.append(str(hidden))
+
+    # -- collection and running --------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        no_hidden = config.getoption("grade_no_hidden")
+        for item in items:
+            info = item.stash.get(GRADE_KEY, None)
+            if info is None or not _wants_part(info.part, self.parts) or (no_hidden and info.hidden):
+                drop.append(item)
+                continue
+            keep.append(item)
+            self.results[item.nodeid] = TestResult(
+                nodeid=item.nodeid, name=_test_title(item), number=info.number or "",
+                part=info.part, max_score=info.points, visibility=info.visibility,
+                hidden=info.hidden)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        result = self.results.get(item.nodeid)
+        if result is None:
+            return report
+        if report.when == "setup" or report.failed or (report.when == "call" and report.skipped):
+            # setup decides first; a later failure (call or teardown) overrides a pass
+            if report.passed and report.when == "setup":
+                result.status, result.message = "failed", "did not run"
+            elif report.skipped:
+                result.status, result.message = "skipped", _failure_message(report)
+                if hasattr(report, "wasxfail"):
+                    result.status, result.message = "failed", f"expected failure: {report.wasxfail}"
+            else:
+                result.status, result.message = "failed", _failure_message(report)
+        if report.when == "call" and report.passed:
+            if hasattr(report, "wasxfail"):  # xpass: the test is wrong, not learner code
+                result.status, result.message = "failed", "unexpectedly passed an xfail test"
+            else:
+                result.status, result.message = "passed", ""
+        if report.when == "teardown":
+            credit = item.stash.get(CREDIT_KEY, None)
+            fraction = credit.fraction if credit is not None else None
+            if fraction is None:
+                fraction = 1.0 if result.status == "passed" else 0.0
+            result.score = result.max_score * fraction
+            if fraction not in (0.0, 1.0):
+                result.message = f"partial credit {fraction:.0%}. {result.message}".strip()
+        return report
+
+    # -- after the run -----------------------------------------------------------------
+    def ordered(self) -> list[TestResult]:
+        return sorted(self.results.values(), key=lambda r: (_number_key(r.part), _number_key(r.number)))
+
+    def table(self) -> list[str]:
+        """The points table: one row per part, then the total."""
+        rows: dict[str, list[float]] = {}
+        for r in self.ordered():
+            row = rows.setdefault(r.part, [0, 0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += r.status == "passed"
+            row[2] += r.score
+            row[3] += r.max_score
+        lines = [f"{'part':<6}{'tests':>7}{'passed':>8}{'points':>12}"]
+        for part, (n, ok, score, top) in rows.items():
+            lines.append(f"{part:<6}{n:>7}{ok:>8}{_pts(score):>9} / {_pts(top):<5}")
+        total = sum(r.score for r in self.results.values())
+        top = sum(r.max_score for r in self.results.values())
+        n = len(self.results)
+        ok = sum(r.status == "passed" for r in self.results.values())
+        lines.append(f"{'total':<6}{n:>7}{ok:>8}{_pts(total):>9} / {_pts(top):<5}")
+        return lines
+
+    def results_json(self) -> dict:
+        """The Gradescope results document."""
+        total = sum(r.score for r in self.results.values())
+        output = "\n".join(self.table() + self.restore_lines)
+        return {
+            "score": round(total, 4),
+            "execution_time": int(round(time.monotonic() - self.start)),
+            "output": output,
+            "output_format": "text",
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "tests": [r.to_gradescope() for r in self.ordered()],
+        }
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        self.json_path.write_text(json.dumps(self.results_json(), indent=2) + "\n", encoding="utf-8")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        tr = terminalreporter
+        tr.section("grade")
+        for line in self.restore_lines:
+            tr.write_line(line, yellow=True)
+        if not self.results:
+            tr.write_line("no graded tests were collected (check --grade-part and the paths)")
+        for line in self.table():
+            tr.write_line(line)
+        tr.write_line(f"results written to {self.json_path}")
+
+
+def _pts(x: float) -> str:
+    return f"{x:g}" if abs(x - round(x, 2)) < 1e-9 else f"{x:.2f}"

@@ -1,0 +1,213 @@
+"""Tests of the grading plugin on tiny in-test examples (pytester).
+
+Each example is a small test tree written into a temporary folder and run by an inner
+pytest with ``-p grading.plugin``; the expected points are worked out in comments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from grading import manifest
+
+pytest_plugins = ["pytester"]
+
+SCHEMA = json.loads((Path(__file__).parent / "results.schema.json").read_text())
+TESTS_DIR = str(Path(__file__).resolve().parents[1])
+
+LAB01 = """
+import pytest
+
+@pytest.mark.points(2, part="1A", number="1A.1")
+def test_ok():
+    '''The easy one.'''
+    assert 1 + 1 == 2
+
+@pytest.mark.points(3, part="1A", number="1A.2")
+def test_fails():
+    '''Best-fit prefers the fullest node.'''
+    assert 2 + 2 == 5, "expected node B"
+
+@pytest.mark.points(4, part="1B")
+def test_partial(partial_credit):
+    '''Three of four cases right.'''
+    results = [True, True, True, False]
+    partial_credit(sum(results) / len(results))
+    assert all(results)
+
+def test_not_graded():
+    assert True
+"""
+
+
+@pytest.fixture
+def course(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A tiny course tree: tests/lab01/graded/test_lab01_example.py and an ini file."""
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    graded = pytester.path / "tests" / "lab01" / "graded"
+    graded.mkdir(parents=True)
+    (graded / "test_lab01_example.py").write_text(LAB01)
+    return pytester
+
+
+def read_results(pytester: pytest.Pytester, name: str = "results.json") -> dict:
+    doc = json.loads((pytester.path / name).read_text())
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def test_grade_scores_pass_fail_and_partial_credit(course: pytest.Pytester) -> None:
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    # 3 graded tests run, the ungraded one is deselected
+    result.assert_outcomes(passed=1, failed=2, deselected=1)
+    doc = read_results(course)
+    # 1A: 2 (pass) + 0 of 3 (fail) = 2 of 5; 1B: 4 x 3/4 = 3 of 4; total 5 of 9
+    assert doc["score"] == 5.0
+    by_number = {t["number"]: t for t in doc["tests"]}
+    assert list(by_number) == ["1A.1", "1A.2", "1B.1"]  # 1B.1: numbered automatically
+    assert [by_number[n]["score"] for n in by_number] == [2.0, 0.0, 3.0]
+    assert [by_number[n]["max_score"] for n in by_number] == [2.0, 3.0, 4.0]
+    assert by_number["1A.2"]["status"] == "failed"
+    assert "expected node B" in by_number["1A.2"]["output"]
+    assert by_number["1A.2"]["name"] == "Best-fit prefers the fullest node."
+    assert by_number["1B.1"]["output"].startswith("partial credit 75%")
+    assert by_number["1A.1"]["visibility"] == "visible"
+    result.stdout.fnmatch_lines([
+        "*part*tests*passed*points*",
+        "1A*2*1*2 / 5*",
+        "1B*1*0*3 / 4*",
+        "total*3*1*5 / 9*",
+    ])
+
+
+def test_without_grade_graded_tests_run_as_plain_tests(course: pytest.Pytester) -> None:
+    result = course.runpytest("-p", "grading.plugin")
+    result.assert_outcomes(passed=2, failed=2)
+    assert not (course.path / "results.json").exists()
+
+
+def test_grade_part_keeps_only_that_part(course: pytest.Pytester) -> None:
+    result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-part", "1B",
+                              "--grade-json", "out/r.json")
+    result.assert_outcomes(failed=1, deselected=3)
+    doc = read_results(course, "out/r.json")
+    assert [t["number"] for t in doc["tests"]] == ["1B.1"]
+    assert doc["score"] == 3.0  # 4 x 3/4
+
+
+def test_endless_loop_costs_only_that_test(course: pytest.Pytester,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    (course.path / "tests" / "lab01" / "graded" / "test_lab01_loop.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.points(5, part='1C')\n"
+        "def test_loops():\n"
+        "    while True:\n"
+        "        pass\n")
+    monkeypatch.setenv("PYTHONPATH", TESTS_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = course.runpytest_subprocess("-p", "grading.plugin", "--grade", "--grade-timeout", "0.5",
+                                         timeout=120)
+    result.assert_outcomes(passed=1, failed=3, deselected=1)
+    doc = read_results(course)
+    loop = next(t for t in doc["tests"] if t["number"] == "1C.1")
+    assert loop["score"] == 0.0 and "Timeout" in loop["output"]
+    assert doc["score"] == 5.0  # the other tests still scored: 2 + 0 + 3
+
+
+def test_hidden_tests_run_when_present(course: pytest.Pytester) -> None:
+    hidden = course.path / "tests" / "hidden"
+    hidden.mkdir(parents=True)
+    (hidden / "test_hidden_lab01.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.points(1, part='1A', number='1A.9')\n"
+        "def test_secret():\n"
+        "    assert True\n")
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    result.assert_outcomes(passed=2, failed=2, deselected=1)
+    doc = read_results(course)
+    secret = next(t for t in doc["tests"] if t["number"] == "1A.9")
+    assert secret["visibility"] == "after_published" and secret["score"] == 1.0
+    assert doc["score"] == 6.0  # 5 + 1
+    # a learner's check leaves them out
+    result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-no-hidden")
+    assert [t["number"] for t in read_results(course)["tests"]] == ["1A.1", "1A.2", "1B.1"]
+
+
+@pytest.mark.parametrize("marker, message", [
+    ("points(0, part='1A')", "points must be a number > 0"),
+    ("points(1, part='lab1')", "part must be like '1A'"),
+    ("points(1, part='1A', number='1B.1')", "number must be like '1A.1'"),
+    ("points(1, part='1A', visibility='secret')", "visibility must be one of"),
+    ("points(1, part='1A', weight=2)", "unknown keyword"),
+    ("points(part='1A')", "takes one positional argument"),
+])
+def test_malformed_marker_is_a_usage_error(pytester: pytest.Pytester, marker: str, message: str) -> None:
+    pytester.makepyfile(f"import pytest\n@pytest.mark.{marker}\ndef test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "grading.plugin")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*test_x*{message}*"])
+
+
+def test_duplicate_numbers_are_refused(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "import pytest\n"
+        "@pytest.mark.points(1, part='1A', number='1A.1')\n"
+        "def test_a():\n    pass\n"
+        "@pytest.mark.points(1, part='1A', number='1A.1')\n"
+        "def test_b():\n    pass\n")
+    result = pytester.runpytest("-p", "grading.plugin")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_b*1A.1 is already used by*test_a*"])
+
+
+def test_partial_credit_rejects_fraction_outside_0_1() -> None:
+    from grading.plugin import PartialCredit
+
+    credit = PartialCredit()
+    with pytest.raises(ValueError, match="0..1"):
+        credit(1.5)
+    credit(0.25)
+    assert credit.fraction == 0.25
+
+
+def test_grading_restores_changed_test_files(course: pytest.Pytester) -> None:
+    root = course.path
+    written = manifest.write(root)
+    assert written == ["tests/lab01/graded/test_lab01_example.py"]
+    graded = root / "tests" / "lab01" / "graded"
+    original = (graded / "test_lab01_example.py").read_text()
+    # the learner "fixes" the failing test and adds a conftest that could rig results
+    (graded / "test_lab01_example.py").write_text(original.replace("2 + 2 == 5", "2 + 2 == 4"))
+    (graded / "conftest.py").write_text("# rigged\n")
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    result.stdout.fnmatch_lines([
+        "test file changed: tests/lab01/graded/test_lab01_example.py (restored)",
+        "unexpected file in a test folder: tests/lab01/graded/conftest.py (moved aside)",
+    ])
+    assert (graded / "test_lab01_example.py").read_text() == original
+    assert not (graded / "conftest.py").exists()
+    backup = root / manifest.BACKUP_DIR / "tests" / "lab01" / "graded"
+    assert "2 + 2 == 4" in (backup / "test_lab01_example.py").read_text()
+    assert (backup / "conftest.py").read_text() == "# rigged\n"
+    doc = read_results(course)
+    assert doc["score"] == 5.0  # the restored test fails again: same as the untouched run
+    assert "test file changed: tests/lab01/graded/test_lab01_example.py" in doc["output"]
+
+
+def test_no_restore_only_reports(course: pytest.Pytester) -> None:
+    manifest.write(course.path)
+    path = course.path / "tests" / "lab01" / "graded" / "test_lab01_example.py"
+    path.write_text(path.read_text() + "\n# edited\n")
+    result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-no-restore")
+    result.stdout.fnmatch_lines(["test file changed: *test_lab01_example.py (differs from the course's copy)"])
+    assert path.read_text().endswith("# edited\n")
+
+
+def test_missing_manifest_is_a_warning_not_a_crash(course: pytest.Pytester) -> None:
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    result.stdout.fnmatch_lines(["warning: test files not checked: *manifest.json: not found*"])
+    assert read_results(course)["score"] == 5.0

@@ -1,0 +1,125 @@
+"""The economics of idle GPU capacity: what low utilisation costs a fleet per year.
+
+Chapter 1 of the course uses this calculator. Inputs are the hourly price of one GPU
+(dollars per GPU-hour: the on-demand list price of a cloud instance divided by its GPU
+count, or an amortised on-premises cost), the fleet size in GPUs and the average
+utilisation (the fraction of GPU-hours doing useful work, 0..1). Everything is plain
+arithmetic over a year of 8,760 hours (365 days x 24 h); there is no hidden model.
+
+    paid GPU-hours per year   = fleet_gpus x 8760
+    idle GPU-hours per year   = paid x (1 - utilisation)
+    idle money per year       = idle GPU-hours x price
+    cost per useful GPU-hour  = price / utilisation
+
+Raising utilisation by sharing (the subject of the course) lets the same useful work run
+on fewer GPUs: ``gpus_needed(u_target) = ceil(fleet_gpus x u / u_target)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import InputError
+
+#: Hours in a (non-leap) year: 365 x 24.
+HOURS_PER_YEAR = 8760.0
+
+
+@dataclass(frozen=True)
+class IdleCapacity:
+    """Result of :func:`idle_capacity`.
+
+    Attributes:
+        price_per_gpu_hour: dollars per GPU-hour (input).
+        fleet_gpus: number of GPUs paid for (input).
+        utilisation: fraction of paid GPU-hours doing useful work, 0..1 (input).
+        paid_gpu_hours: GPU-hours paid per year.
+        idle_gpu_hours: GPU-hours per year paid for and not used.
+        paid_per_year: dollars per year for the fleet.
+        idle_per_year: dollars per year paid for idle GPU-hours.
+        cost_per_useful_gpu_hour: dollars per GPU-hour of useful work (inf at utilisation 0).
+    """
+
+    price_per_gpu_hour: float
+    fleet_gpus: int
+    utilisation: float
+    paid_gpu_hours: float
+    idle_gpu_hours: float
+    paid_per_year: float
+    idle_per_year: float
+    cost_per_useful_gpu_hour: float
+
+
+def _check(price_per_gpu_hour: float, fleet_gpus: int, utilisation: float) -> None:
+    if not (isinstance(price_per_gpu_hour, (int, float)) and math.isfinite(price_per_gpu_hour)
+            and price_per_gpu_hour >= 0):
+        raise InputError(f"price_per_gpu_hour: expected a finite number >= 0 dollars, got {price_per_gpu_hour!r}")
+    if isinstance(fleet_gpus, bool) or not isinstance(fleet_gpus, int) or fleet_gpus < 0:
+        raise InputError(f"fleet_gpus: expected a whole number of GPUs >= 0, got {fleet_gpus!r}")
+    if not (isinstance(utilisation, (int, float)) and 0.0 <= utilisation <= 1.0):
+        raise InputError(f"utilisation: expected a fraction between 0 and 1, got {utilisation!r}")
+
+
+def idle_capacity(price_per_gpu_hour: float, fleet_gpus: int, utilisation: float) -> IdleCapacity:
+    """Money and GPU-hours a fleet leaves idle per year.
+
+    Args:
+        price_per_gpu_hour: dollars per GPU-hour, >= 0.
+        fleet_gpus: GPUs in the fleet, a whole number >= 0.
+        utilisation: average fraction of GPU-hours doing useful work, in [0, 1].
+
+    Raises:
+        InputError: an argument is out of range (the message names it).
+    """
+    _check(price_per_gpu_hour, fleet_gpus, utilisation)
+    paid_hours = fleet_gpus * HOURS_PER_YEAR
+    idle_hours = paid_hours * (1.0 - utilisation)
+    per_useful = price_per_gpu_hour / utilisation if utilisation > 0 else math.inf
+    return IdleCapacity(
+        price_per_gpu_hour=float(price_per_gpu_hour),
+        fleet_gpus=fleet_gpus,
+        utilisation=float(utilisation),
+        paid_gpu_hours=paid_hours,
+        idle_gpu_hours=idle_hours,
+        paid_per_year=paid_hours * price_per_gpu_hour,
+        idle_per_year=idle_hours * price_per_gpu_hour,
+        cost_per_useful_gpu_hour=per_useful,
+    )
+
+
+def gpus_needed(fleet_gpus: int, utilisation: float, target_utilisation: float) -> int:
+    """GPUs needed for the same useful work at ``target_utilisation``.
+
+    ``ceil(fleet_gpus x utilisation / target_utilisation)``, never more than ``fleet_gpus``.
+    A tiny tolerance (1e-9 GPU) absorbs floating-point noise before the ceiling.
+
+    Raises:
+        InputError: an argument is out of range, or ``target_utilisation`` is 0.
+    """
+    _check(0.0, fleet_gpus, utilisation)
+    if not (isinstance(target_utilisation, (int, float)) and 0.0 < target_utilisation <= 1.0):
+        raise InputError(f"target_utilisation: expected a fraction in (0, 1], got {target_utilisation!r}")
+    useful = fleet_gpus * utilisation
+    return min(fleet_gpus, math.ceil(useful / target_utilisation - 1e-9))
+
+
+def sharing_savings(price_per_gpu_hour: float, fleet_gpus: int, utilisation: float,
+                    target_utilisation: float) -> float:
+    """Dollars per year saved by running the same work at ``target_utilisation``.
+
+    ``(fleet_gpus - gpus_needed(...)) x 8760 x price``; 0 when the target is not higher
+    than today's utilisation.
+
+    Raises:
+        InputError: an argument is out of range.
+    """
+    _check(price_per_gpu_hour, fleet_gpus, utilisation)
+    saved = fleet_gpus - gpus_needed(fleet_gpus, utilisation, target_utilisation)
+    return saved * HOURS_PER_YEAR * price_per_gpu_hour
+
+
+def idle_cost_grid(price_per_gpu_hour: float, fleet_gpus: int,
+                   utilisations: list[float]) -> list[IdleCapacity]:
+    """:func:`idle_capacity` for each utilisation, in the given order (for plots and tables)."""
+    return [idle_capacity(price_per_gpu_hour, fleet_gpus, u) for u in utilisations]

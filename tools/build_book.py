@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Build the course book (HTML) offline: ``make book`` runs this script.
+
+Steps:
+
+1. fetch the front-end assets (require.js, the ipywidgets embed script, MathJax 3) from
+   the npm registry into ``book/_vendor/`` unless already there
+   (:mod:`tools.fetch_book_assets`);
+2. run ``jupyter-book build book -W -n --keep-going`` (warnings are errors; notebooks are
+   executed with the jupyter-cache in ``<output>/_build/.jupyter_cache`` so an unchanged
+   chapter is not run again);
+3. check the HTML for anything loaded from another host (:func:`find_remote_assets`) and
+   fail if there is any.
+
+Usage::
+
+    python tools/build_book.py                      # into book/_build/html
+    python tools/build_book.py --path-output DIR    # into DIR/_build/html
+    python tools/build_book.py --all                # re-render every page
+
+Exit status 0 on success, 1 when the build or a check failed (the message says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BOOK_DIR = REPO_ROOT / "book"
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+
+import fetch_book_assets  # noqa: E402  (tools/ is not a package)
+
+# A tag attribute that makes the browser load something: <script src>, <link href>,
+# <img src>, <iframe src>, <source src>. Plain <a href> links to references are fine.
+_LOADING_ATTR = re.compile(
+    r"<(script|link|img|iframe|source|embed|video|audio)\b[^>]*?\b(src|href)\s*=\s*[\"']([^\"']+)[\"']",
+    re.IGNORECASE,
+)
+_REMOTE = re.compile(r"^(https?:)?//", re.IGNORECASE)
+# Known CDNs named anywhere in a page (e.g. in a JSON config) also count.
+_CDN_HOSTS = re.compile(r"(cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com|unpkg\.com|"
+                        r"fonts\.googleapis\.com|fonts\.gstatic\.com|thebe\.|binder)", re.IGNORECASE)
+
+
+def find_remote_assets(html_dir: Path) -> list[str]:
+    """Return ``"page: url"`` for every remotely loaded asset or CDN name in the HTML.
+
+    Looks at every ``*.html`` under ``html_dir`` (the vendored JavaScript under
+    ``_static/`` is not scanned: its default CDN strings are never used because the
+    pages set ``data-jupyter-widgets-cdn`` to the local folder). ``<link rel=...>`` hints
+    that load nothing (``canonical``, ``alternate``) are ignored.
+    """
+    problems: list[str] = []
+    for page in sorted(html_dir.rglob("*.html")):
+        rel = page.relative_to(html_dir)
+        if rel.parts and rel.parts[0] in {"_static", "_sources"}:
+            continue
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for match in _LOADING_ATTR.finditer(text):
+            tag, _attr, url = match.groups()
+            if tag.lower() == "link" and re.search(r"rel=[\"'](canonical|alternate)", match.group(0)):
+                continue
+            if _REMOTE.match(url):
+                problems.append(f"{rel}: <{tag}> loads {url}")
+        for match in _CDN_HOSTS.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            line = text[line_start:text.find("\n", match.end())].strip()
+            if "<a " in line and "href" in line and not re.search(r"<(script|link)\b", line):
+                continue  # an ordinary hyperlink the reader may follow
+            problems.append(f"{rel}: names {match.group(0)}: {line[:120]}")
+    return problems
+
+
+def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: bool = False) -> int:
+    """Fetch assets, build the HTML, check it; return a process exit status."""
+    try:
+        fetch_book_assets.fetch(quiet=quiet)
+    except fetch_book_assets.AssetFetchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()",
+           "build", str(BOOK_DIR), "-W", "-n", "--keep-going", "--builder", "html"]
+    if path_output is not None:
+        cmd += ["--path-output", str(path_output)]
+    if rebuild_all:
+        cmd.append("--all")
+    env = dict(os.environ)
+    env.setdefault("MPLBACKEND", "Agg")
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        print(f"error: jupyter-book build failed (exit {proc.returncode}) after {elapsed:.1f} s; "
+              "warnings are errors: see the messages above", file=sys.stderr)
+        return 1
+    html_dir = (path_output or BOOK_DIR) / "_build" / "html"
+    problems = find_remote_assets(html_dir)
+    if problems:
+        print("error: the built book loads assets from other hosts:", file=sys.stderr)
+        for line in problems:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    if not quiet:
+        print(f"book built in {elapsed:.1f} s: {html_dir / 'index.html'}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; see the module docstring."""
+    parser = argparse.ArgumentParser(description="Build the course book (HTML) offline, "
+                                     "with warnings as errors and a no-CDN check.")
+    parser.add_argument("--path-output", type=Path, default=None,
+                        help="build into PATH/_build/html instead of book/_build/html")
+    parser.add_argument("--all", dest="rebuild_all", action="store_true",
+                        help="re-render every page (the execution cache is still used)")
+    parser.add_argument("--quiet", action="store_true", help="less output")
+    args = parser.parse_args(argv)
+    return build(args.path_output, args.rebuild_all, args.quiet)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

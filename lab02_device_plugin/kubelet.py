@@ -1,0 +1,1070 @@
+"""A mock kubelet that drives device plugins exactly as the kubelet's device manager does.
+
+Faithful, not minimal: every behaviour below is the real kubelet's, as recorded in
+shared/reference/device-plugin-facts.md sec. 3 (kubelet pkg/kubelet/cm/devicemanager:
+manager.go, endpoint.go, pod_devices.go, checkpoint/, plugin/v1beta1/server.go).
+
+* **Start.** Creates the plugin directory (mode 0750), deletes every socket in it except the
+  checkpoint file ``kubelet_internal_checkpoint``, restores allocations from that checkpoint,
+  then serves the ``v1beta1.Registration`` service on ``kubelet.sock``.
+* **Register.** Checks, in the kubelet's order and with its error texts: the version (only
+  ``v1beta1``), the extended resource name, and the endpoint (a socket file name in the plugin
+  directory). It then dials the plugin's socket (blocking, 10 s) and calls
+  ``GetDevicePluginOptions``; if either fails, Register fails. Only then does it answer, and it
+  consumes ``ListAndWatch`` in a thread. Registering the same resource again replaces the old
+  endpoint ("newest registration wins").
+* **ListAndWatch.** Each message is a full snapshot: capacity = all devices, allocatable = the
+  ``"Healthy"`` ones (any other health string counts as unhealthy). When a stream ends, every
+  device of that resource becomes unhealthy (allocatable 0, capacity kept); after the stop grace
+  period (5 min) without a new registration the resource is dropped from the node status.
+* **Admission** (:meth:`MockKubelet.admit_pod`). Extended resources must be whole numbers with
+  requests equal to limits. Per container and resource: reuse devices the container already has
+  (no RPC), take devices freed by init containers, otherwise pick from healthy minus allocated
+  (never overcommitted); call ``GetPreferredAllocation`` when the plugin advertises it (the
+  answer is intersected with what is available; a short or bad answer falls back silently);
+  call ``Allocate`` exactly once with one ``ContainerAllocateRequest``; call
+  ``PreStartContainer`` when the plugin requires it. The responses of all resources of a
+  container are merged as the kubelet does for the runtime (:class:`RunContainerOptions`).
+* **Checkpoint.** Allocations and registered devices are written as JSON shaped like the real
+  ``kubelet_internal_checkpoint`` after every ListAndWatch update and allocation change.
+* **Restart** (:meth:`MockKubelet.restart`). Stops everything, removes the sockets, re-creates
+  ``kubelet.sock``: capacity and allocatable are 0 for every resource known from the checkpoint
+  until its plugin registers again; allocations survive.
+
+Every step is narrated for learners (:attr:`MockKubelet.narration`, and an ``on_event``
+callback). The mock has no CPU or memory model: only extended resources are admitted.
+
+Example::
+
+    with MockKubelet(plugin_dir) as kubelet:
+        ...  # start a device plugin that registers with plugin_dir/kubelet.sock
+        kubelet.wait_for_resource("nvidia.com/gpu", 4, timeout=10)
+        result = kubelet.admit_pod(Pod("pod-1", [Container("main", limits={"nvidia.com/gpu": 1})]))
+        print(result.containers["main"].envs["NVIDIA_VISIBLE_DEVICES"])
+        print(kubelet.node_status())
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import stat
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from lab02_device_plugin.api import deviceplugin_pb2 as pb
+from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
+from lab02_device_plugin.errors import InputError
+
+# Constants of k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (constants.go) and the device
+# manager (types.go, endpoint.go); facts sec. 1 and sec. 3.
+VERSION = "v1beta1"
+SUPPORTED_VERSIONS = ("v1beta1",)
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins/"
+KUBELET_SOCKET_NAME = "kubelet.sock"
+CHECKPOINT_NAME = "kubelet_internal_checkpoint"
+DIAL_TIMEOUT_S = 10.0
+PRE_START_CONTAINER_TIMEOUT_S = 30.0
+ENDPOINT_STOP_GRACE_PERIOD_S = 300.0
+#: Devices with no NUMA topology are checkpointed under this node (pod_devices.go).
+NODE_WITHOUT_TOPOLOGY = -1
+#: Longest path a unix socket address can hold on Linux (sun_path is 108 bytes, NUL included).
+MAX_UNIX_SOCKET_PATH = 107
+
+_QUALIFIED_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+# --------------------------------------------------------------------------------------------
+# Pure helpers: validation the kubelet performs (testable without sockets)
+# --------------------------------------------------------------------------------------------
+
+def is_qualified_name(name: str) -> bool:
+    """Kubernetes ``IsQualifiedName``: optional DNS-1123 subdomain prefix (at most 253
+    characters) and ``/``, then a name part of at most 63 characters matching
+    ``[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`` (apimachinery validation.go)."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        prefix, part = "", parts[0]
+    elif len(parts) == 2:
+        prefix, part = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(part) <= 63 and bool(_QUALIFIED_NAME_PART.match(part))
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Kubernetes ``v1helper.IsExtendedResourceName``, which the kubelet applies at Register.
+
+    True when the name is domain-prefixed (contains ``/``), not in the ``kubernetes.io/``
+    namespace (nor a subdomain of it), does not start with ``requests.``, and
+    ``requests.<name>`` is a qualified name. ``nvidia.com/gpu`` and ``nvidia.com/mig-1g.10gb``
+    pass; ``gpu``, ``kubernetes.io/gpu`` and ``nvidia.com/`` do not.
+    """
+    if "/" not in name:
+        return False
+    domain = name.split("/", 1)[0]
+    if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
+        return False
+    if name.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + name)
+
+
+def register_error(request: pb.RegisterRequest) -> str | None:
+    """The kubelet's validation of a RegisterRequest, before it dials the plugin.
+
+    Returns the kubelet's error text, or None when the request passes. Order and wording
+    follow the kubelet (facts sec. 3): version, resource name, then endpoint. The endpoint
+    rule (a file name in the plugin directory) is stricter than the kubelet, which only joins
+    the two paths and fails later when dialling.
+    """
+    if request.version not in SUPPORTED_VERSIONS:
+        supported = "[" + " ".join(SUPPORTED_VERSIONS) + "]"
+        return (f'requested API version "{request.version}" is not supported by kubelet. '
+                f'Supported version is "{supported}"')
+    if not is_extended_resource_name(request.resource_name):
+        return f'the ResourceName "{request.resource_name}" is invalid'
+    endpoint = request.endpoint
+    if not endpoint or "/" in endpoint or endpoint in (".", ".."):
+        return (f'invalid endpoint "{endpoint}": expected the file name of the plugin\'s socket '
+                f"in the device plugin directory (e.g. nvidia-gpu.sock), not a path")
+    return None
+
+
+def parse_quantity(value: int | str, where: str) -> int:
+    """An extended resource quantity as a whole number of devices.
+
+    Extended resources must be integers (the API server refuses ``0.5`` or ``500m``).
+    Raises InputError naming ``where`` (e.g. ``pod-1/main limits[nvidia.com/gpu]``).
+    """
+    if isinstance(value, bool):
+        raise InputError(f"{where}: expected a whole number of devices, got {value!r}")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        number = int(value)
+    else:
+        raise InputError(f"{where}: expected a whole number of devices (extended resources "
+                         f"cannot be fractional), got {value!r}")
+    if number < 0:
+        raise InputError(f"{where}: expected a non-negative number of devices, got {number}")
+    return number
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Container:
+    """A container of a pod: its name and resource limits (and optional requests).
+
+    ``limits`` maps a resource name to a quantity, e.g. ``{"nvidia.com/gpu": 1}``. For an
+    extended resource the request, if given, must equal the limit (Kubernetes rule: extended
+    resources cannot be overcommitted). Resources without a ``/`` (cpu, memory) are ignored by
+    this mock.
+    """
+
+    name: str
+    limits: dict[str, int | str] = field(default_factory=dict)
+    requests: dict[str, int | str] | None = None
+
+
+@dataclass
+class Pod:
+    """A pod as the kubelet admits it. ``uid`` defaults to a UUID derived from namespace/name,
+    so the same pod gets the same UID in every run (deterministic checkpoints)."""
+
+    name: str
+    containers: list[Container]
+    init_containers: list[Container] = field(default_factory=list)
+    namespace: str = "default"
+    uid: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.uid:
+            self.uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod:{self.namespace}/{self.name}"))
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    """A device node for the container runtime (from a DeviceSpec): host path, path in the
+    container, cgroup permissions (any of r, w, m)."""
+
+    container_path: str
+    host_path: str
+    permissions: str
+
+
+@dataclass(frozen=True)
+class MountSpec:
+    """A bind mount for the container runtime (from a Mount)."""
+
+    container_path: str
+    host_path: str
+    read_only: bool
+
+
+@dataclass
+class RunContainerOptions:
+    """What the runtime receives for one container: all Allocate responses of that container
+    merged as the kubelet merges them (pod_devices.go ``deviceRunContainerOptions``): envs keep
+    the first value of a duplicate key; devices and mounts are de-duplicated by container path,
+    annotations by key, CDI devices by name (first wins)."""
+
+    envs: dict[str, str] = field(default_factory=dict)
+    devices: list[DeviceNode] = field(default_factory=list)
+    mounts: list[MountSpec] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+    cdi_devices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AdmissionResult:
+    """Outcome of :meth:`MockKubelet.admit_pod`.
+
+    ``phase`` is ``"Running"`` when admitted; ``"Pending"`` when there are not enough devices
+    (in a cluster the scheduler would not bind the pod to this node, so it waits; a kubelet
+    given the pod anyway rejects it with ``reason`` UnexpectedAdmissionError and the same
+    message); ``"Failed"`` when a plugin call failed. ``devices`` maps container -> resource ->
+    device IDs; ``containers`` maps container -> merged runtime options.
+    """
+
+    pod: str
+    admitted: bool
+    phase: str
+    reason: str = ""
+    message: str = ""
+    devices: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    containers: dict[str, RunContainerOptions] = field(default_factory=dict)
+
+
+@dataclass
+class NodeStatus:
+    """The node's extended resources as the kubelet reports them: ``capacity`` (all devices)
+    and ``allocatable`` (healthy devices), each resource name -> count."""
+
+    capacity: dict[str, int]
+    allocatable: dict[str, int]
+
+
+@dataclass
+class _Allocation:
+    """One (pod, container, resource) entry of the kubelet's podDevices."""
+
+    pod_uid: str
+    pod_name: str
+    container: str
+    resource: str
+    device_ids: list[str]
+    response: pb.ContainerAllocateResponse
+    numa: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Endpoint:
+    """A registered plugin: its channel, options and the latest ListAndWatch snapshot."""
+
+    resource: str
+    socket_path: str
+    channel: grpc.Channel | None
+    stub: pb_grpc.DevicePluginStub | None
+    options: pb.DevicePluginOptions
+    devices: dict[str, str] = field(default_factory=dict)  # ID -> health
+    numa: dict[str, int] = field(default_factory=dict)  # ID -> NUMA node
+    stream: object | None = None
+    stopped_at: float | None = None
+    snapshots: int = 0
+
+    @property
+    def healthy(self) -> list[str]:
+        return [d for d, h in self.devices.items() if h == HEALTHY]
+
+
+# --------------------------------------------------------------------------------------------
+# The mock kubelet
+# --------------------------------------------------------------------------------------------
+
+class _RegistrationServicer(pb_grpc.RegistrationServicer):
+    def __init__(self, kubelet: "MockKubelet") -> None:
+        self._kubelet = kubelet
+
+    def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        error = self._kubelet._register(request)
+        if error is not None:
+            # The kubelet returns a plain Go error, which gRPC sends as status UNKNOWN.
+            context.abort(grpc.StatusCode.UNKNOWN, error)
+        return pb.Empty()
+
+
+class MockKubelet:
+    """The kubelet's device manager, serving ``Registration`` on ``<plugin_dir>/kubelet.sock``.
+
+    Args:
+        plugin_dir: the device plugin directory (the real one is /var/lib/kubelet/device-plugins).
+        on_event: called with each narration line as it happens (e.g. ``print``).
+        dial_timeout: seconds to wait for a plugin's socket during Register (kubelet: 10).
+        stop_grace_period: seconds a resource whose stream ended stays in the node status
+            (kubelet: 300).
+        clock: monotonic clock in seconds, injectable for tests of the grace period.
+
+    Use as a context manager (``start`` on enter, ``stop`` on exit). Thread-safe: streams run
+    on their own threads, admissions are serialised as in the kubelet's sync loop.
+    """
+
+    def __init__(self, plugin_dir: str | os.PathLike, *, on_event: Callable[[str], None] | None = None,
+                 dial_timeout: float = DIAL_TIMEOUT_S,
+                 stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.plugin_dir = Path(plugin_dir)
+        self.socket_path = self.plugin_dir / KUBELET_SOCKET_NAME
+        self.checkpoint_path = self.plugin_dir / CHECKPOINT_NAME
+        if len(os.fsencode(str(self.socket_path))) > MAX_UNIX_SOCKET_PATH:
+            raise InputError(f"plugin directory {self.plugin_dir}: the socket path "
+                             f"{self.socket_path} is longer than {MAX_UNIX_SOCKET_PATH} bytes, "
+                             f"the limit of a unix socket address; use a shorter directory")
+        self.on_event = on_event
+        self.dial_timeout = dial_timeout
+        self.stop_grace_period = stop_grace_period
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._admit_lock = threading.Lock()
+        self._narration: list[str] = []
+        self._endpoints: dict[str, _Endpoint] = {}
+        self._allocations: list[_Allocation] = []
+        self._pods: dict[str, Pod] = {}
+        self._server: grpc.Server | None = None
+        self._threads: list[threading.Thread] = []
+        self.registrations = 0
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> "MockKubelet":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> None:
+        """Create the directory, remove stale sockets, restore the checkpoint, serve kubelet.sock.
+
+        Raises RuntimeError when already running and InputError when the directory cannot be
+        created or the socket cannot be bound.
+        """
+        if self._server is not None:
+            raise RuntimeError("MockKubelet is already running")
+        try:
+            self.plugin_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"plugin directory {self.plugin_dir}: cannot create it ({exc})") from exc
+        removed = self._cleanup_plugin_directory()
+        self._narrate(f"kubelet: device plugin directory {self.plugin_dir}: removed "
+                      f"{len(removed)} socket(s)" + (f" ({', '.join(removed)})" if removed else ""))
+        self._read_checkpoint()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="kubelet"))
+        pb_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self), server)
+        try:
+            port = server.add_insecure_port(f"unix://{self.socket_path}")
+        except RuntimeError as exc:
+            raise InputError(f"cannot listen on {self.socket_path}: {exc}") from exc
+        if port == 0:
+            raise InputError(f"cannot listen on {self.socket_path}")
+        server.start()
+        self._server = server
+        self._narrate(f"kubelet: serving Registration on {self.socket_path}")
+
+    def stop(self, grace: float | None = 0.5) -> None:
+        """Stop serving, close every plugin connection and join the stream threads. The
+        checkpoint stays on disk; kubelet.sock is removed. Safe to call twice."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace).wait(timeout=5)
+        with self._lock:
+            endpoints = list(self._endpoints.values())
+            self._endpoints.clear()
+            self._allocations.clear()
+            self._pods.clear()
+        for endpoint in endpoints:
+            self._close_endpoint(endpoint)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads.clear()
+        try:
+            if self.socket_path.is_socket():
+                self.socket_path.unlink()
+        except OSError:
+            pass
+        if server is not None:
+            self._narrate("kubelet: stopped")
+
+    def restart(self) -> None:
+        """Restart as a kubelet does: stop, remove every socket in the directory, read the
+        checkpoint (allocations survive; every resource it names has capacity 0 until its
+        plugin registers again) and serve a new kubelet.sock."""
+        self._narrate("kubelet: restarting")
+        self.stop()
+        self.start()
+
+    def _cleanup_plugin_directory(self) -> list[str]:
+        """``CleanupPluginDirectory``: delete every socket except the checkpoint."""
+        removed = []
+        for entry in sorted(self.plugin_dir.iterdir()):
+            if entry.name == CHECKPOINT_NAME:
+                continue
+            try:
+                if stat.S_ISSOCK(entry.lstat().st_mode):
+                    entry.unlink()
+                    removed.append(entry.name)
+            except FileNotFoundError:
+                pass
+        return removed
+
+    # ---- narration ------------------------------------------------------------------------
+
+    @property
+    def narration(self) -> list[str]:
+        """Human-readable events so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._narration)
+
+    def _narrate(self, line: str) -> None:
+        with self._lock:
+            self._narration.append(line)
+        if self.on_event is not None:
+            self.on_event(line)
+
+    # ---- registration and ListAndWatch ----------------------------------------------------
+
+    def _register(self, request: pb.RegisterRequest) -> str | None:
+        who = f"Register {request.resource_name or '<no resource name>'} from {request.endpoint or '<no endpoint>'}"
+        error = register_error(request)
+        if error is None:
+            socket_path = str(self.plugin_dir / request.endpoint)
+            channel = grpc.insecure_channel(f"unix://{socket_path}",
+                                            options=[("grpc.default_authority", "localhost")])
+            try:
+                grpc.channel_ready_future(channel).result(timeout=self.dial_timeout)
+            except grpc.FutureTimeoutError:
+                channel.close()
+                error = (f"failed to dial device plugin: cannot connect to {socket_path} "
+                         f"within {self.dial_timeout:g} s")
+            else:
+                stub = pb_grpc.DevicePluginStub(channel)
+                try:
+                    options = stub.GetDevicePluginOptions(pb.Empty(), timeout=self.dial_timeout)
+                except grpc.RpcError as exc:
+                    channel.close()
+                    error = f"failed to get device plugin options: {_rpc_text(exc)}"
+        if error is not None:
+            self._narrate(f"{who}: rejected: {error}")
+            return error
+        endpoint = _Endpoint(request.resource_name, socket_path, channel, stub, options)
+        with self._lock:
+            old = self._endpoints.get(request.resource_name)
+            self._endpoints[request.resource_name] = endpoint
+            self.registrations += 1
+            self._changed.notify_all()
+        if old is not None:
+            self._close_endpoint(old)
+        flags = (f"preferred allocation: {'yes' if options.get_preferred_allocation_available else 'no'}, "
+                 f"pre-start: {'yes' if options.pre_start_required else 'no'}")
+        self._narrate(f"{who}: OK ({flags})" + ("; replaces the previous registration" if old else ""))
+        thread = threading.Thread(target=self._list_and_watch, args=(endpoint,),
+                                  name=f"ListAndWatch {request.resource_name}", daemon=True)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+        return None
+
+    def _close_endpoint(self, endpoint: _Endpoint) -> None:
+        stream = endpoint.stream
+        if stream is not None:
+            stream.cancel()
+        if endpoint.channel is not None:
+            endpoint.channel.close()
+
+    def _list_and_watch(self, endpoint: _Endpoint) -> None:
+        reason = "stream ended"
+        try:
+            stream = endpoint.stub.ListAndWatch(pb.Empty())
+            endpoint.stream = stream
+            with self._lock:
+                if self._endpoints.get(endpoint.resource) is not endpoint:
+                    stream.cancel()
+            for response in stream:
+                self._on_snapshot(endpoint, response)
+        except grpc.RpcError as exc:
+            reason = f"stream ended: {_rpc_text(exc)}"
+        except ValueError:  # channel closed under us
+            reason = "stream ended: connection closed"
+        with self._lock:
+            current = self._endpoints.get(endpoint.resource) is endpoint
+            if current:
+                # PluginDisconnected: every device of the resource becomes unhealthy.
+                for device_id in endpoint.devices:
+                    endpoint.devices[device_id] = UNHEALTHY
+                endpoint.stopped_at = self._clock()
+                self._write_checkpoint()
+                self._changed.notify_all()
+        if current:
+            self._narrate(f"ListAndWatch {endpoint.resource}: {reason}; all "
+                          f"{len(endpoint.devices)} devices marked unhealthy")
+
+    def _on_snapshot(self, endpoint: _Endpoint, response: pb.ListAndWatchResponse) -> None:
+        devices = {}
+        numa = {}
+        for device in response.devices:
+            devices[device.ID] = HEALTHY if device.health == HEALTHY else UNHEALTHY
+            if device.HasField("topology") and device.topology.nodes:
+                numa[device.ID] = device.topology.nodes[0].ID
+        with self._lock:
+            if self._endpoints.get(endpoint.resource) is not endpoint:
+                return
+            before = len(endpoint.healthy), len(endpoint.devices)
+            endpoint.devices = devices
+            endpoint.numa = numa
+            endpoint.snapshots += 1
+            self._write_checkpoint()
+            self._changed.notify_all()
+            healthy = len(endpoint.healthy)
+        change = ""
+        if endpoint.snapshots > 1:
+            change = f" (was {before[1]} devices, {before[0]} healthy)"
+        self._narrate(f"ListAndWatch {endpoint.resource}: {len(devices)} devices, "
+                      f"{healthy} healthy{change}")
+
+    # ---- node status and waits ------------------------------------------------------------
+
+    def node_status(self) -> NodeStatus:
+        """Capacity (all devices) and allocatable (healthy devices) per extended resource.
+
+        A resource whose plugin stream ended keeps its capacity with allocatable 0; after
+        ``stop_grace_period`` seconds without a new registration it is dropped.
+        """
+        with self._lock:
+            now = self._clock()
+            capacity, allocatable = {}, {}
+            for name in sorted(self._endpoints):
+                endpoint = self._endpoints[name]
+                if (endpoint.stopped_at is not None
+                        and now - endpoint.stopped_at > self.stop_grace_period):
+                    continue
+                capacity[name] = len(endpoint.devices)
+                allocatable[name] = len(endpoint.healthy)
+            return NodeStatus(capacity, allocatable)
+
+    def devices(self, resource: str) -> dict[str, str]:
+        """The latest snapshot of a resource: device ID -> "Healthy" / "Unhealthy" ({} if unknown)."""
+        with self._lock:
+            endpoint = self._endpoints.get(resource)
+            return dict(endpoint.devices) if endpoint else {}
+
+    def is_registered(self, resource: str) -> bool:
+        """True while a plugin for ``resource`` is connected (registered, stream not ended)."""
+        with self._lock:
+            endpoint = self._endpoints.get(resource)
+            return endpoint is not None and endpoint.stub is not None and endpoint.stopped_at is None
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float, what: str = "condition") -> None:
+        """Block until ``predicate()`` holds (re-checked after every change).
+
+        Raises TimeoutError naming ``what`` and the node status after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}; "
+                                       f"node status: {self.node_status()}")
+                self._changed.wait(min(left, 0.05))
+
+    def wait_for_resource(self, resource: str, count: int, timeout: float = 10.0, *,
+                          capacity: int | None = None) -> NodeStatus:
+        """Wait until ``resource`` has ``count`` allocatable devices (and ``capacity`` devices
+        in all, when given) from a connected plugin; returns the node status then."""
+        def ready() -> bool:
+            status = self.node_status()
+            return (self.is_registered(resource) and status.allocatable.get(resource) == count
+                    and (capacity is None or status.capacity.get(resource) == capacity))
+
+        what = f"{resource} allocatable={count}" + (f" capacity={capacity}" if capacity is not None else "")
+        self.wait_for(ready, timeout, what)
+        return self.node_status()
+
+    def wait_for_registration(self, resource: str, timeout: float = 10.0, *, after: int = 0) -> None:
+        """Wait until ``resource`` is registered and its first snapshot arrived; with ``after``,
+        until the registration counter exceeds that value (a new registration happened)."""
+        def ready() -> bool:
+            with self._lock:
+                endpoint = self._endpoints.get(resource)
+                return (self.registrations > after and endpoint is not None
+                        and endpoint.stopped_at is None and endpoint.snapshots > 0)
+
+        self.wait_for(ready, timeout, f"registration of {resource}")
+
+    # ---- admission ------------------------------------------------------------------------
+
+    def admit_pod(self, pod: Pod) -> AdmissionResult:
+        """Admit ``pod``: allocate its extended resources through the device plugins.
+
+        Returns an :class:`AdmissionResult`. Raises InputError for a pod the API server would
+        refuse (fractional quantity, requests different from limits, duplicate names). A pod
+        that is not admitted keeps no devices (allocation is all or nothing).
+        """
+        _validate_pod(pod)
+        with self._admit_lock:
+            return self._admit(pod)
+
+    def _admit(self, pod: Pod) -> AdmissionResult:
+        with self._lock:
+            existing = self._pods.get(pod.uid)
+            known = set(self._endpoints) | {a.resource for a in self._allocations}
+        if existing is not None and existing.name != pod.name:
+            raise InputError(f"pod {pod.name}: UID {pod.uid} already belongs to pod {existing.name}")
+        self._narrate(f"Admit {pod.name}: " + ", ".join(
+            f"{c.name} {_limits_text(c)}" for c in pod.init_containers + pod.containers))
+        # Resources no device plugin ever registered fail the node's predicate check.
+        for container in pod.init_containers + pod.containers:
+            for resource, quantity in _extended_limits(container).items():
+                if resource not in known and quantity > 0:
+                    message = (f"Node didn't have enough resource: {resource}, requested: "
+                               f"{quantity}, used: 0, capacity: 0")
+                    return self._reject(pod, f"OutOf{resource}", message, "Pending")
+        new: list[_Allocation] = []
+        reusable: dict[str, list[str]] = {}
+        result = AdmissionResult(pod.name, True, "Running")
+        try:
+            for index, container in enumerate(pod.init_containers + pod.containers):
+                is_init = index < len(pod.init_containers)
+                for resource, needed in _extended_limits(container).items():
+                    if needed == 0:
+                        continue
+                    allocation = self._allocate_container(pod, container, resource, needed,
+                                                          reusable.get(resource, []), new)
+                    devs = allocation.device_ids
+                    result.devices.setdefault(container.name, {})[resource] = list(devs)
+                    if is_init:
+                        # Devices of init containers can be reused by the app containers.
+                        pool = reusable.setdefault(resource, [])
+                        pool.extend(d for d in devs if d not in pool)
+                    else:
+                        reusable[resource] = [d for d in reusable.get(resource, []) if d not in devs]
+            for container in pod.init_containers + pod.containers:
+                self._pre_start(pod, container, result.devices.get(container.name, {}))
+        except _AdmissionFailure as failure:
+            with self._lock:
+                for allocation in new:
+                    if allocation in self._allocations:
+                        self._allocations.remove(allocation)
+                self._write_checkpoint()
+            return self._reject(pod, failure.reason, failure.message, failure.phase)
+        with self._lock:
+            self._pods[pod.uid] = pod
+            self._write_checkpoint()
+            for container in pod.init_containers + pod.containers:
+                result.containers[container.name] = self._run_options(pod.uid, container.name)
+        self._narrate(f"Admit {pod.name}: admitted")
+        return result
+
+    def _reject(self, pod: Pod, reason: str, message: str, phase: str) -> AdmissionResult:
+        self._narrate(f"Admit {pod.name}: not admitted, {phase} ({reason}): {message}")
+        return AdmissionResult(pod.name, False, phase, reason, message)
+
+    def _allocate_container(self, pod: Pod, container: Container, resource: str, needed: int,
+                            reusable: list[str], new: list[_Allocation]) -> _Allocation:
+        """``devicesToAllocate`` followed by the Allocate RPC for one container and resource."""
+        who = f"{pod.name}/{container.name}"
+        with self._lock:
+            for allocation in self._allocations:
+                if (allocation.pod_uid, allocation.container, allocation.resource) == (
+                        pod.uid, container.name, resource):
+                    if len(allocation.device_ids) != needed:
+                        raise _AdmissionFailure(
+                            "UnexpectedAdmissionError",
+                            _unexpected(f"pod {pod.uid} container {container.name} changed request "
+                                        f"for resource {resource} from {len(allocation.device_ids)} "
+                                        f"to {needed}"))
+                    self._narrate(f"Allocate {who} {resource}: reusing "
+                                  f"{', '.join(allocation.device_ids)} (already allocated; no RPC)")
+                    return allocation
+            endpoint = self._endpoints.get(resource)
+            if endpoint is None:
+                raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
+                    f"cannot allocate unregistered device {resource}"), "Pending")
+            healthy = endpoint.healthy
+            if not healthy:
+                raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
+                    f"no healthy devices present; cannot allocate unhealthy devices {resource}"),
+                    "Pending")
+            picked: list[str] = []
+            for device_id in reusable:
+                if len(picked) < needed:
+                    picked.append(device_id)
+            in_use = {d for a in self._allocations if a.resource == resource for d in a.device_ids}
+            in_use -= set(reusable)
+            available = [d for d in sorted(healthy) if d not in in_use and d not in picked]
+            if len(picked) < needed and len(available) < needed - len(picked):
+                raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
+                    f"requested number of devices unavailable for {resource}. Requested: "
+                    f"{needed - len(picked)}, Available: {len(available)}"), "Pending")
+            stub, options = endpoint.stub, endpoint.options
+        if len(picked) < needed:
+            if options.get_preferred_allocation_available:
+                preferred = self._preferred(who, resource, stub, available, picked, needed)
+                for device_id in preferred:
+                    if device_id in available and device_id not in picked and len(picked) < needed:
+                        picked.append(device_id)
+            for device_id in available:
+                if len(picked) >= needed:
+                    break
+                if device_id not in picked:
+                    picked.append(device_id)
+        # Allocate: exactly one RPC carrying one ContainerAllocateRequest.
+        request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=picked)])
+        try:
+            response = stub.Allocate(request)
+        except grpc.RpcError as exc:
+            self._narrate(f"Allocate {who} {resource}: {', '.join(picked)} -> error: {_rpc_text(exc)}")
+            raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(_rpc_error_go(exc))) from exc
+        if len(response.container_responses) == 0:
+            raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
+                f"no containers return in allocation response {response}"))
+        container_response = response.container_responses[0]
+        allocation = _Allocation(pod.uid, pod.name, container.name, resource, picked,
+                                 container_response, {d: endpoint.numa.get(d, NODE_WITHOUT_TOPOLOGY) for d in picked})
+        with self._lock:
+            self._allocations.append(allocation)
+            new.append(allocation)
+        self._narrate(f"Allocate {who} {resource}: {', '.join(picked)} -> "
+                      f"{_response_text(container_response)}")
+        return allocation
+
+    def _preferred(self, who: str, resource: str, stub: pb_grpc.DevicePluginStub,
+                   available: list[str], picked: list[str], needed: int) -> list[str]:
+        request = pb.PreferredAllocationRequest(container_requests=[
+            pb.ContainerPreferredAllocationRequest(
+                available_deviceIDs=available + picked, must_include_deviceIDs=picked,
+                allocation_size=needed)])
+        try:
+            response = stub.GetPreferredAllocation(request)
+        except grpc.RpcError as exc:
+            raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
+                f"device plugin GetPreferredAllocation rpc failed with err: {_rpc_error_go(exc)}")) from exc
+        answer = list(response.container_responses[0].deviceIDs) if response.container_responses else []
+        usable = [d for d in answer if d in available or d in picked]
+        note = "" if len(usable) >= needed else "; too few usable IDs, the kubelet fills in itself"
+        self._narrate(f"GetPreferredAllocation {who} {resource}: size {needed} from "
+                      f"{len(available) + len(picked)} available -> {', '.join(answer) or 'nothing'}{note}")
+        return answer
+
+    def _pre_start(self, pod: Pod, container: Container, devices: Mapping[str, list[str]]) -> None:
+        for resource, device_ids in devices.items():
+            with self._lock:
+                endpoint = self._endpoints.get(resource)
+            if endpoint is None or endpoint.stub is None or not endpoint.options.pre_start_required:
+                continue
+            try:
+                endpoint.stub.PreStartContainer(pb.PreStartContainerRequest(devices_ids=device_ids),
+                                                timeout=PRE_START_CONTAINER_TIMEOUT_S)
+            except grpc.RpcError as exc:
+                raise _AdmissionFailure("CreateContainerError",
+                                        f"PreStartContainer for {resource} failed: {_rpc_text(exc)}") from exc
+            self._narrate(f"PreStartContainer {pod.name}/{container.name} {resource}: "
+                          f"{', '.join(device_ids)}: OK")
+
+    def _run_options(self, pod_uid: str, container: str) -> RunContainerOptions:
+        """Merge the container's Allocate responses, one per resource (caller holds the lock)."""
+        options = RunContainerOptions()
+        paths, mounts, cdi = set(), set(), set()
+        for allocation in self._allocations:
+            if allocation.pod_uid != pod_uid or allocation.container != container:
+                continue
+            resp = allocation.response
+            for key, value in sorted(resp.envs.items()):
+                if key in options.envs and options.envs[key] != value:
+                    self._narrate(f"Environment variable {key} of {container} has conflicting "
+                                  f"values {options.envs[key]!r} and {value!r}; keeping the first")
+                    continue
+                options.envs.setdefault(key, value)
+            for spec in resp.devices:
+                if spec.container_path not in paths:
+                    paths.add(spec.container_path)
+                    options.devices.append(DeviceNode(spec.container_path, spec.host_path, spec.permissions))
+            for mount in resp.mounts:
+                if mount.container_path not in mounts:
+                    mounts.add(mount.container_path)
+                    options.mounts.append(MountSpec(mount.container_path, mount.host_path, mount.read_only))
+            for key, value in sorted(resp.annotations.items()):
+                options.annotations.setdefault(key, value)
+            for device in resp.cdi_devices:
+                if device.name not in cdi:
+                    cdi.add(device.name)
+                    options.cdi_devices.append(device.name)
+        return options
+
+    def delete_pod(self, name: str, namespace: str = "default") -> list[str]:
+        """Delete a pod and free its devices. Returns the freed device IDs (sorted).
+
+        Raises InputError when no admitted pod has that name.
+        """
+        with self._admit_lock, self._lock:
+            uid = next((u for u, p in self._pods.items()
+                        if p.name == name and p.namespace == namespace), None)
+            if uid is None:
+                uid = next((a.pod_uid for a in self._allocations if a.pod_name == name), None)
+            if uid is None:
+                raise InputError(f"pod {namespace}/{name}: no such pod on this node")
+            freed = sorted({d for a in self._allocations if a.pod_uid == uid for d in a.device_ids})
+            self._allocations = [a for a in self._allocations if a.pod_uid != uid]
+            self._pods.pop(uid, None)
+            self._write_checkpoint()
+        self._narrate(f"Delete {name}: freed {', '.join(freed) or 'no devices'}")
+        return freed
+
+    def allocations(self) -> dict[str, dict[str, dict[str, list[str]]]]:
+        """Current allocations: pod name -> container -> resource -> device IDs (restored from
+        the checkpoint after a restart)."""
+        with self._lock:
+            out: dict[str, dict[str, dict[str, list[str]]]] = {}
+            for a in self._allocations:
+                out.setdefault(a.pod_name, {}).setdefault(a.container, {})[a.resource] = list(a.device_ids)
+            return out
+
+    def run_options(self, pod_name: str, container: str) -> RunContainerOptions:
+        """Merged runtime options of an allocated container (also after a restart)."""
+        with self._lock:
+            uid = next((a.pod_uid for a in self._allocations if a.pod_name == pod_name), None)
+            if uid is None:
+                raise InputError(f"pod {pod_name}: no devices allocated on this node")
+            return self._run_options(uid, container)
+
+    # ---- checkpoint -----------------------------------------------------------------------
+
+    def _checkpoint_data(self) -> dict:
+        entries = []
+        for a in self._allocations:
+            per_numa: dict[str, list[str]] = {}
+            for device_id in a.device_ids:
+                per_numa.setdefault(str(a.numa.get(device_id, NODE_WITHOUT_TOPOLOGY)), []).append(device_id)
+            entries.append({
+                "PodUID": a.pod_uid,
+                "ContainerName": a.container,
+                "ResourceName": a.resource,
+                "DeviceIDs": per_numa,
+                "AllocResp": base64.b64encode(a.response.SerializeToString()).decode("ascii"),
+            })
+        registered = {name: sorted(e.healthy) for name, e in sorted(self._endpoints.items())}
+        return {"PodDeviceEntries": entries, "RegisteredDevices": registered}
+
+    def _write_checkpoint(self) -> None:
+        """Write the checkpoint atomically (caller holds the lock).
+
+        Shape as the kubelet's: ``{"Data": {...}, "Checksum": n}``. The kubelet's checksum hashes
+        Go's printed form of the data, which cannot be reproduced here; ours is CRC-32 of the
+        canonical JSON of ``Data``. Pod names are kept in a side field for the narration.
+        """
+        data = self._checkpoint_data()
+        names = {a.pod_uid: a.pod_name for a in self._allocations}
+        document = {"Data": data, "Checksum": _checksum(data), "PodNames": names}
+        tmp = self.checkpoint_path.with_name(CHECKPOINT_NAME + ".tmp")
+        try:
+            tmp.write_text(json.dumps(document, indent=1, sort_keys=True))
+            os.replace(tmp, self.checkpoint_path)
+        except FileNotFoundError:
+            pass  # directory removed under us (test teardown)
+
+    def _read_checkpoint(self) -> None:
+        """``readCheckpoint``: restore allocations; every registered resource becomes a stopped
+        endpoint with no devices (capacity 0 until its plugin registers again). A corrupt
+        checkpoint is narrated and ignored, as the kubelet logs it and starts empty."""
+        if not self.checkpoint_path.exists():
+            return
+        try:
+            document = json.loads(self.checkpoint_path.read_text())
+            data = document["Data"]
+            if document.get("Checksum") != _checksum(data):
+                raise ValueError("checksum mismatch")
+            names = document.get("PodNames", {})
+            allocations = []
+            for entry in data.get("PodDeviceEntries") or []:
+                response = pb.ContainerAllocateResponse.FromString(base64.b64decode(entry["AllocResp"]))
+                numa, ids = {}, []
+                for node, device_ids in sorted(entry["DeviceIDs"].items(), key=lambda kv: int(kv[0])):
+                    for device_id in device_ids:
+                        ids.append(device_id)
+                        numa[device_id] = int(node)
+                allocations.append(_Allocation(entry["PodUID"], names.get(entry["PodUID"], entry["PodUID"]),
+                                               entry["ContainerName"], entry["ResourceName"], ids,
+                                               response, numa))
+            registered = list((data.get("RegisteredDevices") or {}).keys())
+        except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
+            self._narrate(f"kubelet: checkpoint {self.checkpoint_path} is corrupt ({exc}); "
+                          f"starting with no allocations")
+            return
+        now = self._clock()
+        with self._lock:
+            self._allocations = allocations
+            for resource in registered:
+                self._endpoints[resource] = _Endpoint(resource, "", None, None,
+                                                      pb.DevicePluginOptions(), stopped_at=now)
+        pods = sorted({a.pod_name for a in allocations})
+        self._narrate(f"kubelet: checkpoint restored: {len(allocations)} allocation(s)"
+                      + (f" of {', '.join(pods)}" if pods else "")
+                      + (f"; {', '.join(registered)} at 0 until re-registered" if registered else ""))
+
+
+class _AdmissionFailure(Exception):
+    def __init__(self, reason: str, message: str, phase: str = "Failed") -> None:
+        super().__init__(message)
+        self.reason, self.message, self.phase = reason, message, phase
+
+
+def _unexpected(error: str) -> str:
+    """The kubelet's admission message for a device manager error."""
+    return f"Allocate failed due to {error}, which is unexpected"
+
+
+def _rpc_text(exc: grpc.RpcError) -> str:
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    return f"{code.name if code else 'UNKNOWN'}: {details}"
+
+
+def _rpc_error_go(exc: grpc.RpcError) -> str:
+    """A gRPC error worded as Go's status.Error prints it (what the kubelet's message shows)."""
+    code = exc.code() if hasattr(exc, "code") else None
+    name = "".join(p.capitalize() for p in code.name.split("_")) if code else "Unknown"
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    return f"rpc error: code = {name} desc = {details}"
+
+
+def _checksum(data: dict) -> int:
+    return zlib.crc32(json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _extended_limits(container: Container) -> dict[str, int]:
+    return {r: parse_quantity(q, f"container {container.name} limits[{r}]")
+            for r, q in container.limits.items() if "/" in r}
+
+
+def _limits_text(container: Container) -> str:
+    limits = {r: q for r, q in container.limits.items() if "/" in r}
+    return "(" + (", ".join(f"{r}: {q}" for r, q in limits.items()) or "no devices") + ")"
+
+
+def _response_text(response: pb.ContainerAllocateResponse) -> str:
+    parts = [f"{k}={v}" for k, v in sorted(response.envs.items())]
+    parts += [f"mount {m.host_path}:{m.container_path}" for m in response.mounts]
+    parts += [f"device {d.host_path}" for d in response.devices]
+    parts += [f"annotation {k}={v}" for k, v in sorted(response.annotations.items())]
+    parts += [f"CDI {c.name}" for c in response.cdi_devices]
+    return ", ".join(parts) or "(empty response)"
+
+
+def _validate_pod(pod: Pod) -> None:
+    """The API server's checks that matter for devices; raises InputError naming the field."""
+    if not pod.name:
+        raise InputError("pod: metadata.name is empty")
+    seen = set()
+    for kind, containers in (("initContainers", pod.init_containers), ("containers", pod.containers)):
+        for index, container in enumerate(containers):
+            where = f"pod {pod.name} spec.{kind}[{index}]"
+            if not container.name:
+                raise InputError(f"{where}.name: expected a container name")
+            if container.name in seen:
+                raise InputError(f"{where}.name: duplicate container name {container.name!r}")
+            seen.add(container.name)
+            for resource, value in container.limits.items():
+                if "/" not in resource:
+                    continue
+                limit = parse_quantity(value, f"{where}.resources.limits[{resource}]")
+                if container.requests is not None and resource in container.requests:
+                    request = parse_quantity(container.requests[resource],
+                                             f"{where}.resources.requests[{resource}]")
+                    if request != limit:
+                        raise InputError(f"{where}.resources.requests[{resource}]: must be equal "
+                                         f"to {resource} limit of {limit} (extended resources "
+                                         f"cannot be overcommitted), got {request}")
+            for resource in (container.requests or {}):
+                if "/" in resource and resource not in container.limits:
+                    raise InputError(f"{where}.resources.limits[{resource}]: extended resources "
+                                     f"need a limit equal to the request")
+    if not pod.containers:
+        raise InputError(f"pod {pod.name} spec.containers: expected at least one container")
+
+
+def pods_from_manifests(documents: Iterable[object], source: str) -> list[Pod]:
+    """Pods from Kubernetes Pod manifests (already parsed YAML documents; ``kind: List`` too).
+
+    Reads metadata.name / namespace / uid and, per container and init container, name and
+    resources.limits / requests. Raises InputError naming ``source`` and the field.
+    """
+    pods: list[Pod] = []
+    for number, document in enumerate(documents):
+        if document is None:
+            continue
+        where = f"{source}: document {number + 1}"
+        if not isinstance(document, dict):
+            raise InputError(f"{where}: expected a Pod manifest (a mapping), got {type(document).__name__}")
+        if document.get("kind") == "List":
+            pods.extend(pods_from_manifests(document.get("items") or [], f"{where} items"))
+            continue
+        if document.get("kind") != "Pod":
+            raise InputError(f"{where}: kind: expected Pod, got {document.get('kind')!r}")
+        meta = document.get("metadata") or {}
+        spec = document.get("spec") or {}
+        if not meta.get("name"):
+            raise InputError(f"{where}: metadata.name: expected the pod's name")
+
+        def containers(key: str) -> list[Container]:
+            out = []
+            for index, c in enumerate(spec.get(key) or []):
+                if not isinstance(c, dict) or not c.get("name"):
+                    raise InputError(f"{where}: spec.{key}[{index}].name: expected a container name")
+                resources = c.get("resources") or {}
+                requests = resources.get("requests")
+                out.append(Container(c["name"], dict(resources.get("limits") or {}),
+                                     dict(requests) if requests is not None else None))
+            return out
+
+        pods.append(Pod(meta["name"], containers("containers"), containers("initContainers"),
+                        namespace=meta.get("namespace", "default"), uid=meta.get("uid", "")))
+    return pods
+
+
+def parse_admit(spec: str) -> Pod:
+    """A one-container pod from ``NAME=RESOURCE:N[,RESOURCE:N...]``, e.g.
+    ``pod-1=nvidia.com/gpu:1``. Raises InputError naming the option."""
+    name, sep, rest = spec.partition("=")
+    if not sep or not name or not rest:
+        raise InputError(f"--admit {spec!r}: expected NAME=RESOURCE:N, e.g. pod-1=nvidia.com/gpu:1")
+    limits: dict[str, int | str] = {}
+    for item in rest.split(","):
+        resource, sep, count = item.rpartition(":")
+        if not sep or not resource:
+            raise InputError(f"--admit {spec!r}: expected RESOURCE:N, got {item!r}")
+        limits[resource] = parse_quantity(count, f"--admit {spec!r} count of {resource}")
+    return Pod(name, [Container("main", limits)])

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Write the student edition of the course (or a clean instructor copy) to a folder.
+
+    python tools/make_student_edition.py OUTDIR            # student edition
+    python tools/make_student_edition.py --instructor OUTDIR   # plain copy, hidden tests kept
+
+The student edition is a copy of the repository's files (git-tracked plus untracked files
+that git does not ignore) in which:
+
+- every solution region of the lab packages (``lab01_cluster_sim/``, ``lab02_device_plugin/``)
+  and of the lab notebooks, the lines from ``### BEGIN SOLUTION`` to ``### END SOLUTION``
+  (the nbgrader convention), becomes ``raise NotImplementedError("your code here (1A)")``
+  at the region's indentation; the docstring and everything outside the region stay;
+- the part id comes from the marker itself (``### BEGIN SOLUTION 1A``) or, when the marker
+  has none, from :data:`PART_OF`, keyed by ``path::function``;
+- notebook cells tagged ``exercise`` or ``check`` lose their outputs (the learner has not
+  run them yet);
+- ``tests/hidden/`` is left out and the grading manifest is regenerated without it, so
+  no hidden test text travels in ``tests/grading/pristine.json``;
+- everything else (the book, the simulator engine, the mock kubelet, the graded tests)
+  is copied whole, so the student edition installs, imports and runs.
+
+Errors (exit 1, one line): OUTDIR exists and is not empty; an unbalanced or nested
+marker (named by file:line); a region whose part is unknown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LAB_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
+NOTEBOOK_DIR = "labs"
+HIDDEN_DIR = "tests/hidden"
+CLEARED_TAGS = {"exercise", "check"}
+_BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?:[ \t]+(?P<part>[0-9]+[A-Z][A-Za-z0-9]*))?[ \t]*$")
+_END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
+_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>\w+)")
+
+PART_OF: dict[str, str] = {
+    # Lab 01 (lab walkthrough parts; see labs/README.md)
+    "lab01_cluster_sim/policies/generic.py::best_fit_raw_score": "1A",
+    "lab01_cluster_sim/policies/generic.py::best_fit_score": "1A",
+    "lab01_cluster_sim/metrics.py::stranded_gpus": "1B",
+    "lab01_cluster_sim/metrics.py::count_stranded_gpus": "1B",
+    "lab01_cluster_sim/gang.py::gang_permit": "1C",
+    "lab01_cluster_sim/disciplines/preemption.py::choose_victims": "1D",
+    "lab01_cluster_sim/disciplines/drf.py::drf_pick_tenant": "1E",
+    # Lab 02
+    "lab02_device_plugin/sharing.py::list_and_watch_snapshot": "2A",
+    "lab02_device_plugin/sharing.py::expand_replicas": "2B",
+    "lab02_device_plugin/sharing.py::physical_device_id": "2B",
+    "lab02_device_plugin/mig.py::mixed_resource_name": "2C",
+}
+"""Part of each solution region whose marker names none, keyed by ``path::function``."""
+
+
+class EditionError(Exception):
+    """Bad input to the tool: the message names the file (and line) and what was expected."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One solution region: ``path`` (POSIX, relative), 1-based ``begin``/``end`` lines."""
+
+    path: str
+    function: str
+    begin: int
+    end: int
+    part: str
+
+
+def _enclosing_function(lines: list[str], index: int, indent: str) -> str:
+    for j in range(index - 1, -1, -1):
+        m = _DEF.match(lines[j])
+        if m and len(m.group("indent")) < len(indent):
+            return m.group("name")
+    return ""
+
+
+def find_regions(text: str, path: str) -> list[Region]:
+    """Solution regions of one Python source (or one notebook cell).
+
+    Raises:
+        EditionError: an END without BEGIN, a BEGIN without END, nested regions, or a
+            region with no part (neither in the marker nor in :data:`PART_OF`).
+    """
+    lines = text.splitlines()
+    regions: list[Region] = []
+    open_at: tuple[int, re.Match] | None = None
+    for i, line in enumerate(lines):
+        begin = _BEGIN.match(line)
+        if begin:
+            if open_at is not None:
+                raise EditionError(f"{path}:{i + 1}: BEGIN SOLUTION inside the region opened at line {open_at[0] + 1}")
+            open_at = (i, begin)
+        elif _END.match(line):
+            if open_at is None:
+                raise EditionError(f"{path}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
+            start, m = open_at
+            function = _enclosing_function(lines, start, m.group("indent"))
+            part = m.group("part") or PART_OF.get(f"{path}::{function}")
+            if part is None:
+                raise EditionError(
+                    f"{path}:{start + 1}: solution region in {function or 'module code'!r} names no part; "
+                    f"write '### BEGIN SOLUTION 1A' or add '{path}::{function}' to PART_OF in {Path(__file__).name}")
+            regions.append(Region(path, function, start + 1, i + 1, part))
+            open_at = None
+        elif "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+            raise EditionError(f"{path}:{i + 1}: a solution marker must stand alone on its line")
+    if open_at is not None:
+        raise EditionError(f"{path}:{open_at[0] + 1}: BEGIN SOLUTION without an END SOLUTION")
+    return regions
+
+
+def strip_solutions(text: str, path: str) -> tuple[str, list[Region]]:
+    """``text`` with every solution region replaced by a ``raise NotImplementedError``.
+
+    Returns:
+        The new text (same line ending at the end as the input) and the regions replaced.
+    """
+    regions = find_regions(text, path)
+    if not regions:
+        return text, []
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    cursor = 0
+    for r in regions:
+        out.extend(lines[cursor:r.begin - 1])
+        indent = _BEGIN.match(lines[r.begin - 1].rstrip("\r\n")).group("indent")
+        newline = "\n" if lines[r.begin - 1].endswith("\n") else ""
+        out.append(f'{indent}raise NotImplementedError("your code here ({r.part})"){newline}')
+        cursor = r.end
+    out.extend(lines[cursor:])
+    return "".join(out), regions
+
+
+def strip_notebook(raw: str, path: str) -> tuple[str, list[Region]]:
+    """A notebook (JSON text) with solution regions stripped and exercise/check outputs cleared."""
+    nb = json.loads(raw)
+    regions: list[Region] = []
+    for index, cell in enumerate(nb.get("cells", [])):
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") != "code":
+            continue
+        new, found = strip_solutions(text, f"{path}#cell{index}")
+        if found:
+            cell["source"] = new.splitlines(keepends=True)
+            regions += found
+        if found or set(cell.get("metadata", {}).get("tags", [])) & CLEARED_TAGS:
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n", regions
+
+
+def repository_files(root: Path) -> list[str]:
+    """Files of the repository: git-tracked plus untracked-but-not-ignored (POSIX, relative).
+
+    Outside a git checkout: every file except caches and build outputs.
+    """
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            check=True, capture_output=True, timeout=60).stdout.decode()
+        names = sorted({n for n in out.split("\0") if n})
+    except (OSError, subprocess.CalledProcessError):
+        skip = {".git", "__pycache__", ".pytest_cache", "_build", ".ipynb_checkpoints", "test-artifacts"}
+        names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                       if p.is_file() and not skip.intersection(p.relative_to(root).parts))
+    return [n for n in names if (root / n).is_file()]
+
+
+def build(outdir: Path, root: Path = REPO_ROOT, instructor: bool = False) -> list[Region]:
+    """Write the student edition (or, with ``instructor``, a plain copy) of ``root`` to ``outdir``.
+
+    Returns:
+        The solution regions replaced (empty for the instructor copy).
+
+    Raises:
+        EditionError: ``outdir`` is not empty or is the repository itself, a bad marker.
+    """
+    outdir = outdir.resolve()
+    if outdir == root.resolve():
+        raise EditionError(f"{outdir}: OUTDIR must not be the repository itself")
+    if outdir.exists() and any(outdir.iterdir()):
+        raise EditionError(f"{outdir}: OUTDIR exists and is not empty; give a new folder")
+    files = repository_files(root)
+    # Work out every stripped text first: a bad marker leaves nothing half-written.
+    texts: dict[str, str] = {}
+    regions: list[Region] = []
+    if not instructor:
+        files = [f for f in files if not (f == HIDDEN_DIR or f.startswith(HIDDEN_DIR + "/"))]
+        for rel in files:
+            if rel.split("/")[0] in LAB_PACKAGES and rel.endswith(".py"):
+                new, found = strip_solutions((root / rel).read_text(encoding="utf-8"), rel)
+            elif rel.startswith(NOTEBOOK_DIR + "/") and rel.endswith(".ipynb"):
+                new, found = strip_notebook((root / rel).read_text(encoding="utf-8"), rel)
+            else:
+                continue
+            texts[rel] = new
+            regions += found
+    outdir.mkdir(parents=True, exist_ok=True)
+    for rel in files:
+        dest = outdir / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if rel in texts:
+            dest.write_text(texts[rel], encoding="utf-8")
+        else:
+            shutil.copy2(root / rel, dest)
+    if not instructor and (outdir / "tests" / "grading" / "manifest.py").is_file():
+        sys.path.insert(0, str(outdir / "tests"))
+        try:
+            from grading import manifest  # the copy's own manifest module
+            manifest.write(outdir, exclude_hidden=True)
+        finally:
+            sys.path.remove(str(outdir / "tests"))
+    return regions
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python tools/make_student_edition.py",
+        description="Write the student edition of the course to OUTDIR: solution regions become "
+                    "`raise NotImplementedError(\"your code here (PART)\")`, exercise outputs are "
+                    "cleared, hidden tests are left out; everything else is copied whole.")
+    parser.add_argument("outdir", type=Path, metavar="OUTDIR", help="a new (or empty) folder")
+    parser.add_argument("--instructor", action="store_true",
+                        help="write a plain copy instead (solutions and hidden tests kept), "
+                             "e.g. for an autograder image")
+    parser.add_argument("--list", action="store_true", help="list the regions replaced")
+    args = parser.parse_args(argv)
+    try:
+        regions = build(args.outdir, instructor=args.instructor)
+    except EditionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.instructor:
+        print(f"instructor copy written to {args.outdir}")
+        return 0
+    parts = sorted({r.part for r in regions})
+    print(f"student edition written to {args.outdir}: {len(regions)} solution regions replaced "
+          f"(parts {', '.join(parts) or 'none'}); tests/hidden left out")
+    if args.list:
+        for r in regions:
+            print(f"  {r.part}  {r.path}:{r.begin}  {r.function}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

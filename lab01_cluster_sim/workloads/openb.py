@@ -1,0 +1,267 @@
+"""Loaders for the Alibaba GPU cluster trace 2023 ("openb", Weng et al., ATC'23).
+
+Two kinds of CSV (columns and units in shared/data/alibaba-gpu-2023/SOURCE.md):
+
+- node lists ``openb_node_list_*.csv``: ``sn,cpu_milli,memory_mib,gpu,model``;
+- pod lists ``openb_pod_list_*.csv``: ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,
+  qos,pod_phase,creation_time,deletion_time,scheduled_time``; the ``multigpu*`` lists have only
+  the first five columns.
+
+Every row is validated before anything is returned: a missing column, a non-numeric value, a
+negative request or an impossible shape raises
+:class:`~lab01_cluster_sim.errors.TraceFormatError` naming ``file:line:column`` (the header is
+line 1). Unknown extra columns are ignored.
+
+Conversions (as the FGD simulator's ``pod_csv_to_yaml.py`` does, fgd-facts.md sec. 1):
+``gpu_milli`` above 1000 becomes 1000; a CPU-only pod (``num_gpu`` 0) gets share 0 and no GPU
+model; ``gpu_spec`` is split on ``|`` with empty tokens dropped. For the timed mode (the paper's
+replay ignores time): ``submit_time = creation_time`` and ``duration = deletion_time -
+scheduled_time``; a pod never scheduled in the trace (empty ``scheduled_time``, phase Pending)
+gets ``deletion_time - creation_time``, the time it stayed in the trace. Lists without times
+(``multigpu*``) give submit time 0 and duration 0.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lab01_cluster_sim.errors import InputError, TraceFormatError
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
+
+NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+POD_TIME_COLUMNS = ("gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
+DEFAULT_NODE_LIST = "openb_node_list_gpu_node.csv"
+DEFAULT_POD_LIST = "openb_pod_list_default.csv"
+
+
+@dataclass(frozen=True)
+class PodList:
+    """A loaded pod list: records plus numpy columns for fast replay.
+
+    Attributes:
+        path: the CSV file.
+        jobs: one single-worker :class:`Job` per row, in file order (``job_id`` = ``name``).
+        qos: QoS class per row (``""`` when the list has no such column).
+        phase: pod phase per row (``""`` when absent).
+        creation_time, deletion_time, scheduled_time: float64 (P,), seconds from the trace start,
+            NaN when absent or empty.
+        cpu_milli, memory_mib, num_gpus, gpu_milli: int64 (P,) columns of ``jobs``.
+    """
+
+    path: Path
+    jobs: tuple[Job, ...]
+    qos: tuple[str, ...]
+    phase: tuple[str, ...]
+    creation_time: np.ndarray
+    deletion_time: np.ndarray
+    scheduled_time: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def cpu_milli(self) -> np.ndarray:
+        return np.array([j.cpu_milli for j in self.jobs], dtype=np.int64)
+
+    @property
+    def memory_mib(self) -> np.ndarray:
+        return np.array([j.memory_mib for j in self.jobs], dtype=np.int64)
+
+    @property
+    def num_gpus(self) -> np.ndarray:
+        return np.array([j.gpus_per_worker for j in self.jobs], dtype=np.int64)
+
+    @property
+    def gpu_milli(self) -> np.ndarray:
+        return np.array([j.gpu_milli for j in self.jobs], dtype=np.int64)
+
+    def gpu_request_milli(self) -> int:
+        """Total GPU request, milli-GPU: sum of k * u (6,086,800 for the default list)."""
+        return int(sum(j.gpus_per_worker * j.gpu_milli for j in self.jobs))
+
+
+def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    try:
+        handle = open(path, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise TraceFormatError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from None
+    with handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise TraceFormatError(str(path), 1, None, f"empty file; expected a header with {', '.join(required)}")
+        header = [h.strip() for h in header]
+        for col in required:
+            if col not in header:
+                raise TraceFormatError(str(path), 1, col, f"missing column {col!r}; expected columns {', '.join(required)}")
+        rows = []
+        for line, values in enumerate(reader, start=2):
+            if not values:
+                continue
+            if len(values) != len(header):
+                raise TraceFormatError(str(path), line, None,
+                                       f"{len(values)} fields, expected {len(header)} as in the header")
+            rows.append((line, dict(zip(header, values))))
+    return header, rows
+
+
+def _int(path: Path, line: int, row: dict[str, str], col: str) -> int:
+    text = row[col].strip()
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            as_float = float(text)
+        except ValueError:
+            raise TraceFormatError(str(path), line, col, f"expected a non-negative integer, got {text!r}") from None
+        if not as_float.is_integer():
+            raise TraceFormatError(str(path), line, col, f"expected a non-negative integer, got {text!r}") from None
+        value = int(as_float)
+    if value < 0:
+        raise TraceFormatError(str(path), line, col, f"expected a non-negative integer, got {value}")
+    return value
+
+
+def _time(path: Path, line: int, row: dict[str, str], col: str) -> float:
+    text = row.get(col, "").strip()
+    if not text:
+        return float("nan")
+    try:
+        value = float(text)
+    except ValueError:
+        raise TraceFormatError(str(path), line, col, f"expected a time in seconds or empty, got {text!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise TraceFormatError(str(path), line, col, f"expected a time >= 0 in seconds, got {text!r}")
+    return value
+
+
+def load_nodes(path: str | Path) -> list[Node]:
+    """Nodes of an openb node list, in file order (``name`` = ``sn``, ``gpu_model`` = ``model``).
+
+    Raises:
+        TraceFormatError: unreadable file, missing column, non-numeric or negative value,
+            GPUs without a model, or a duplicate node name (naming file:line:column).
+    """
+    path = Path(path)
+    _, rows = _read(path, NODE_COLUMNS)
+    nodes: list[Node] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        name = row["sn"].strip()
+        if not name:
+            raise TraceFormatError(str(path), line, "sn", "empty node name")
+        if name in seen:
+            raise TraceFormatError(str(path), line, "sn", f"duplicate node name {name!r} (first on line {seen[name]})")
+        seen[name] = line
+        cpu, mem, gpu = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "gpu"))
+        model = row["model"].strip()
+        if gpu > 0 and not model:
+            raise TraceFormatError(str(path), line, "model", f"a node with {gpu} GPUs needs a GPU model")
+        nodes.append(Node(name=name, gpu_model=model if gpu > 0 else "", gpu_count=gpu, cpu_milli=cpu, memory_mib=mem))
+    if not nodes:
+        raise TraceFormatError(str(path), None, None, "no nodes")
+    return nodes
+
+
+def load_pods(path: str | Path) -> PodList:
+    """Pods of an openb pod list (any variant), validated in full before returning.
+
+    Raises:
+        TraceFormatError: unreadable file, missing column, non-numeric or negative value, a
+            multi-GPU pod asking for a fractional share, a GPU pod with share 0, or a
+            duplicate pod name (naming file:line:column).
+    """
+    path = Path(path)
+    header, rows = _read(path, POD_COLUMNS)
+    timed = all(c in header for c in ("creation_time", "deletion_time", "scheduled_time"))
+    jobs: list[Job] = []
+    qos: list[str] = []
+    phase: list[str] = []
+    times = np.full((len(rows), 3), np.nan)
+    seen: dict[str, int] = {}
+    for i, (line, row) in enumerate(rows):
+        name = row["name"].strip()
+        if not name:
+            raise TraceFormatError(str(path), line, "name", "empty pod name")
+        if name in seen:
+            raise TraceFormatError(str(path), line, "name", f"duplicate pod name {name!r} (first on line {seen[name]})")
+        seen[name] = line
+        cpu, mem, k, milli = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"))
+        models: tuple[str, ...] = ()
+        if k == 0:
+            milli = 0
+        else:
+            milli = min(milli, MILLI_PER_GPU)
+            if milli == 0:
+                raise TraceFormatError(str(path), line, "gpu_milli", f"a pod with {k} GPUs needs gpu_milli in 1..1000, got 0")
+            if k > 1 and milli != MILLI_PER_GPU:
+                raise TraceFormatError(str(path), line, "gpu_milli",
+                                       f"a pod with {k} GPUs must ask for whole GPUs (1000), got {milli}")
+            models = tuple(t.strip() for t in row.get("gpu_spec", "").split("|") if t.strip())
+        created, deleted, scheduled = (_time(path, line, row, c) for c in ("creation_time", "deletion_time", "scheduled_time"))
+        times[i] = (created, deleted, scheduled)
+        submit, duration = 0.0, 0.0
+        if timed and not np.isnan(created):
+            submit = created
+            start = scheduled if not np.isnan(scheduled) else created
+            if not np.isnan(deleted):
+                if deleted < start:
+                    raise TraceFormatError(str(path), line, "deletion_time",
+                                           f"deletion_time {deleted:g} is before the pod started ({start:g})")
+                duration = deleted - start
+        try:
+            job = Job(job_id=name, submit_time=submit, duration=duration, gpus_per_worker=k, gpu_milli=milli,
+                      cpu_milli=cpu, memory_mib=mem, gpu_models=models)
+        except InputError as exc:  # pragma: no cover - every case is caught above
+            raise TraceFormatError(str(path), line, None, str(exc)) from None
+        jobs.append(job)
+        qos.append(row.get("qos", "").strip())
+        phase.append(row.get("pod_phase", "").strip())
+    if not jobs:
+        raise TraceFormatError(str(path), None, None, "no pods")
+    return PodList(path=path, jobs=tuple(jobs), qos=tuple(qos), phase=tuple(phase),
+                   creation_time=times[:, 0], deletion_time=times[:, 1], scheduled_time=times[:, 2])
+
+
+def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:
+    """The pod-list file in ``folder`` for ``name``: ``None`` or ``"default"`` ->
+    ``openb_pod_list_default.csv``; ``"gpushare40"`` -> ``openb_pod_list_gpushare40.csv``;
+    a file name or path is used as is.
+
+    Raises:
+        InputError: no such file (the message lists the pod lists found in ``folder``).
+    """
+    folder = Path(folder)
+    candidates = []
+    if name is None:
+        candidates.append(folder / DEFAULT_POD_LIST)
+    else:
+        candidates += [Path(name), folder / name, folder / f"openb_pod_list_{name}.csv", folder / f"{name}.csv"]
+    for c in candidates:
+        if c.is_file():
+            return c
+    known = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv") for p in folder.glob("openb_pod_list_*.csv"))
+    raise InputError(f"pod list {name or 'default'!r} not found in {folder}; expected one of: "
+                     f"{', '.join(known) if known else '(no openb_pod_list_*.csv there)'}")
+
+
+def load_trace(folder: str | Path, pod_list: str | None = None,
+               node_list: str = DEFAULT_NODE_LIST) -> tuple[list[Node], PodList]:
+    """The paper's setting from a folder of openb CSVs: the GPU node list and a pod list.
+
+    Raises:
+        InputError: the folder or a file is missing; TraceFormatError: a malformed file.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"--trace {folder}: not a folder; expected the folder holding the openb CSV files")
+    node_path = folder / node_list
+    if not node_path.is_file():
+        raise InputError(f"node list {node_path} not found; expected {node_list} in the trace folder")
+    return load_nodes(node_path), load_pods(resolve_pod_list(folder, pod_list))

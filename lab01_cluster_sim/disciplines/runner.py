@@ -320,9 +320,14 @@ class Runner:
 
     # -- event plumbing ------------------------------------------------------------------
     def _push(self, t: float, kind: int, job_id: str, token: int) -> None:
-        # kind 0 = finish, 1 = arrival: finishes at the same instant are handled first
+        # kind 0 = finish, 1 = arrival, 2 = wake-up: finishes at the same instant are handled first
         self._seq += 1
         heapq.heappush(self._events, (t, kind, self._seq, job_id, token))
+
+    def wake_at(self, t: float) -> None:
+        """Ask for a scheduling pass at time ``t`` (e.g. when a bounded wait runs out)."""
+        if t > self.now:
+            self._push(t, 2, "", 0)
 
     def _advance(self, t: float) -> None:
         if self._last_t is not None:
@@ -563,6 +568,8 @@ class Runner:
             self._advance(t)
             while self._events and self._events[0][0] == t:
                 _, kind, _, job_id, token = heapq.heappop(self._events)
+                if kind == 2:
+                    continue
                 run = self.runs[job_id]
                 if kind == 1:
                     self._arrive(job_id)

@@ -1,0 +1,418 @@
+"""GPU sharing modes as the cluster scheduler sees them: time-slicing, MPS and MIG.
+
+The scheduler never sees a GPU's internals, only the integers a device plugin
+advertises (extended resources) and, through the jobs' run times, the contention:
+
+- **Time-slicing** (NVIDIA k8s-device-plugin ``sharing.timeSlicing.resources[].replicas``):
+  each GPU is advertised ``replicas`` times as ``nvidia.com/gpu`` (or
+  ``nvidia.com/gpu.shared`` with ``renameByDefault``). Co-located processes take turns;
+  nothing isolates memory. Contention model (ours, documented parameters): with ``n``
+  busy processes each gets ``1/n`` of the GPU's time and every slice also pays a context
+  switch, so a compute-bound job runs ``n x (slice + switch) / slice`` times longer.
+  The slice and switch times are *assumptions* for teaching (the driver's time-slice
+  length is not published; ``nvidia-smi compute-policy --set-timeslice`` offers only
+  named levels), defaults 2 ms and 50 us.
+- **MPS** (Multi-Process Service): clients run concurrently on disjoint SM shares set by
+  ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` with a per-client memory limit
+  (``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT``). Model: a compute-bound client runs at
+  ``pct / 100`` of the full GPU; if the percentages add up to more than 100 they are
+  scaled down proportionally. The device plugin's MPS sharing with ``replicas = r``
+  gives each replica ``100 / r`` percent and ``1 / r`` of the memory.
+- **MIG** (Multi-Instance GPU): the GPU is cut into GPU instances from a fixed profile
+  table; nodes advertise ``nvidia.com/mig-<profile>: <count>`` (the plugin's "mixed"
+  strategy). A request is rounded up to the smallest profile that covers it, which wastes
+  the difference (quantization). A GPU's layout can only change when nothing runs on it.
+  Profile facts (memory/compute slices, counts, placements) from the NVIDIA MIG User Guide,
+  "Supported MIG Profiles", as summarised in the course's reference/device-plugin-facts.md
+  sec. 5. Lab 01 keeps this small table itself (Lab 01 never imports Lab 02).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from lab01_cluster_sim.errors import InputError
+
+# --- time-slicing --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSlicingParams:
+    """Parameters of the time-slicing contention model.
+
+    Attributes:
+        slice_ms: length of one time slice, ms (assumed, see the module docstring).
+        switch_us: cost of one context switch between processes, us (assumed).
+    """
+
+    slice_ms: float = 2.0
+    switch_us: float = 50.0
+
+    def __post_init__(self) -> None:
+        if self.slice_ms <= 0 or self.switch_us < 0:
+            raise InputError(f"time-slicing: slice_ms must be > 0 and switch_us >= 0, "
+                             f"got {self.slice_ms}, {self.switch_us}")
+
+
+def timeslice_slowdown(n_busy: int, params: TimeSlicingParams = TimeSlicingParams()) -> float:
+    """Run-time factor of a compute-bound job sharing a GPU with ``n_busy - 1`` others.
+
+    ``1`` alone; ``n x (slice + switch) / slice`` for ``n >= 2`` (no switching when alone).
+
+    Raises:
+        InputError: ``n_busy < 1``.
+    """
+    if n_busy < 1:
+        raise InputError(f"n_busy must be >= 1, got {n_busy}")
+    if n_busy == 1:
+        return 1.0
+    slice_s = params.slice_ms / 1e3
+    return n_busy * (slice_s + params.switch_us / 1e6) / slice_s
+
+
+def timeslice_resources(gpu_count: int, replicas: int, rename_by_default: bool = False) -> dict[str, int]:
+    """Extended resources a node advertises with time-slicing: ``gpu_count x replicas``.
+
+    Raises:
+        InputError: ``replicas < 1`` (the plugin refuses fewer than 2 for a shared
+            resource; 1 here means "not shared", advertised under the plain name).
+    """
+    if replicas < 1 or gpu_count < 0:
+        raise InputError(f"timeSlicing replicas must be >= 1 and GPUs >= 0, got {replicas}, {gpu_count}")
+    name = "nvidia.com/gpu.shared" if (rename_by_default and replicas > 1) else "nvidia.com/gpu"
+    return {name: gpu_count * replicas}
+
+
+# --- MPS -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MpsClient:
+    """One MPS client on a GPU.
+
+    Attributes:
+        active_thread_pct: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, 1..100.
+        memory_limit_mib: its pinned device memory limit, MiB.
+    """
+
+    active_thread_pct: float
+    memory_limit_mib: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.active_thread_pct <= 100 or self.memory_limit_mib < 0:
+            raise InputError(f"MPS client: active_thread_pct must be in (0, 100] and memory >= 0, "
+                             f"got {self.active_thread_pct}, {self.memory_limit_mib}")
+
+
+def mps_speeds(clients: Sequence[MpsClient]) -> list[float]:
+    """Speed of each client as a fraction of the whole GPU (see the module docstring)."""
+    total = sum(c.active_thread_pct for c in clients)
+    scale = 1.0 if total <= 100 else 100.0 / total
+    return [c.active_thread_pct / 100.0 * scale for c in clients]
+
+
+def mps_admit(gpu_memory_mib: int, clients: Sequence[MpsClient]) -> None:
+    """Check that the clients' memory limits fit the GPU.
+
+    Raises:
+        InputError: the limits add up to more than ``gpu_memory_mib`` (naming both).
+    """
+    total = sum(c.memory_limit_mib for c in clients)
+    if total > gpu_memory_mib:
+        raise InputError(f"MPS: client memory limits add up to {total} MiB, more than the GPU's {gpu_memory_mib} MiB")
+
+
+def mps_replicas(gpu_memory_mib: int, replicas: int) -> list[MpsClient]:
+    """The clients of the device plugin's MPS sharing with ``replicas`` (equal shares)."""
+    if replicas < 1:
+        raise InputError(f"MPS replicas must be >= 1, got {replicas}")
+    return [MpsClient(100.0 / replicas, gpu_memory_mib // replicas) for _ in range(replicas)]
+
+
+# --- MIG -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MigProfile:
+    """One GPU-instance profile.
+
+    Attributes:
+        name: e.g. ``"1g.10gb"``.
+        compute_slices: g of ``<g>g`` (out of 7).
+        memory_slices: placement size on the 8-slice memory axis.
+        memory_gb: the nominal memory in the name, GB.
+        max_count: most instances of this profile on one GPU.
+        starts: valid start slots.
+    """
+
+    name: str
+    compute_slices: int
+    memory_slices: int
+    memory_gb: int
+    max_count: int
+    starts: tuple[int, ...]
+
+    @property
+    def resource(self) -> str:
+        """The extended resource name under the plugin's mixed strategy."""
+        return f"nvidia.com/mig-{self.name}"
+
+
+def _profiles(mem: Mapping[str, int], gb2: int) -> dict[str, MigProfile]:
+    # placements from the guide's -lgipp (identical on A100/H100/H200), facts sec. 5
+    one, two, three, four, seven = mem["1g"], mem["2g"], mem["3g"], mem["4g"], mem["7g"]
+    return {
+        f"1g.{one}gb": MigProfile(f"1g.{one}gb", 1, 1, one, 7, (0, 1, 2, 3, 4, 5, 6)),
+        f"1g.{gb2}gb": MigProfile(f"1g.{gb2}gb", 1, 2, gb2, 4, (0, 2, 4, 6)),
+        f"2g.{two}gb": MigProfile(f"2g.{two}gb", 2, 2, two, 3, (0, 2, 4)),
+        f"3g.{three}gb": MigProfile(f"3g.{three}gb", 3, 4, three, 2, (0, 4)),
+        f"4g.{four}gb": MigProfile(f"4g.{four}gb", 4, 4, four, 1, (0,)),
+        f"7g.{seven}gb": MigProfile(f"7g.{seven}gb", 7, 8, seven, 1, (0,)),
+    }
+
+
+MIG_PROFILES: Mapping[str, Mapping[str, MigProfile]] = {
+    "A100-40GB": _profiles({"1g": 5, "2g": 10, "3g": 20, "4g": 20, "7g": 40}, 10),
+    "A100-80GB": _profiles({"1g": 10, "2g": 20, "3g": 40, "4g": 40, "7g": 80}, 20),
+    "H100-80GB": _profiles({"1g": 10, "2g": 20, "3g": 40, "4g": 40, "7g": 80}, 20),
+    "H200-141GB": _profiles({"1g": 18, "2g": 35, "3g": 71, "4g": 71, "7g": 141}, 35),
+}
+"""GPU model -> profile name -> :class:`MigProfile` (the ``+me`` variants are left out)."""
+
+
+def mig_profile(gpu: str, name: str) -> MigProfile:
+    """Look up a profile.
+
+    Raises:
+        InputError: unknown GPU model or profile (the message lists the known ones).
+    """
+    if gpu not in MIG_PROFILES:
+        raise InputError(f"unknown MIG-capable GPU {gpu!r}; expected one of: {', '.join(MIG_PROFILES)}")
+    if name not in MIG_PROFILES[gpu]:
+        raise InputError(f"unknown MIG profile {name!r} for {gpu}; expected one of: {', '.join(MIG_PROFILES[gpu])}")
+    return MIG_PROFILES[gpu][name]
+
+
+def place_layout(gpu: str, profiles: Sequence[str]) -> dict[int, str] | None:
+    """Start slots for a set of GPU instances, or None if they cannot coexist.
+
+    Searches the placements (largest first) so that no two instances overlap on the
+    8-slice memory axis, the 1g profiles never start at slot 7, and no profile exceeds
+    its max count. Returns start slot -> profile name.
+    """
+    profs = sorted((mig_profile(gpu, p) for p in profiles), key=lambda p: (-p.memory_slices, p.name))
+    for name, count in _count(profiles).items():
+        if count > mig_profile(gpu, name).max_count:
+            return None
+    if sum(p.compute_slices for p in profs) > 7:
+        return None
+
+    def search(i: int, used: frozenset[int], placed: dict[int, str]) -> dict[int, str] | None:
+        if i == len(profs):
+            return dict(placed)
+        p = profs[i]
+        for s in p.starts:
+            slots = frozenset(range(s, s + p.memory_slices))
+            if not (slots & used) and s + p.memory_slices <= 8:
+                placed[s] = p.name
+                found = search(i + 1, used | slots, placed)
+                if found is not None:
+                    return found
+                del placed[s]
+        return None
+
+    return search(0, frozenset(), {})
+
+
+def _count(names: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in names:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
+@dataclass(frozen=True)
+class MigLayout:
+    """A MIG layout of one GPU: the GPU model and its GPU instances.
+
+    Raises:
+        InputError: unknown profile, or instances that cannot be placed together.
+    """
+
+    gpu: str
+    profiles: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if place_layout(self.gpu, self.profiles) is None:
+            raise InputError(f"MIG layout {list(self.profiles)} does not fit one {self.gpu} "
+                             "(overlapping memory slices, more than 7 compute slices, or a count above the profile's max)")
+
+    def advertised(self) -> dict[str, int]:
+        """``{"nvidia.com/mig-1g.10gb": 7, ...}`` for this GPU."""
+        return {mig_profile(self.gpu, p).resource: c for p, c in sorted(_count(self.profiles).items())}
+
+
+def advertise_mig(layouts: Sequence[MigLayout]) -> dict[str, int]:
+    """What a node with these per-GPU layouts advertises (mixed strategy): profile -> count."""
+    out: dict[str, int] = {}
+    for layout in layouts:
+        for k, v in layout.advertised().items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
+
+
+def smallest_profile(gpu: str, memory_gb: float, compute_fraction: float,
+                     allowed: Sequence[str] | None = None) -> MigProfile:
+    """The smallest profile (fewest compute then memory slices) covering the request.
+
+    Args:
+        memory_gb: memory asked for, GB.
+        compute_fraction: share of the GPU's SMs asked for, in (0, 1]; profile ``<g>g``
+            gives ``g / 7``.
+        allowed: profiles to choose from (e.g. those a layout offers); default all.
+
+    Raises:
+        InputError: no profile is big enough.
+    """
+    table = MIG_PROFILES.get(gpu)
+    if table is None:
+        raise InputError(f"unknown MIG-capable GPU {gpu!r}; expected one of: {', '.join(MIG_PROFILES)}")
+    cands = [p for n, p in table.items() if allowed is None or n in allowed]
+    fit = [p for p in cands if p.memory_gb >= memory_gb and p.compute_slices / 7 >= compute_fraction - 1e-9]
+    if not fit:
+        raise InputError(f"no MIG profile of {gpu} gives {memory_gb} GB and {compute_fraction:.0%} of the SMs")
+    return min(fit, key=lambda p: (p.compute_slices, p.memory_slices, p.memory_gb))
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Asked-for versus granted resources of requests rounded up to MIG profiles."""
+
+    profiles: tuple[str, ...]
+    asked_memory_gb: float
+    granted_memory_gb: float
+    asked_compute: float
+    granted_compute: float
+
+    @property
+    def memory_waste(self) -> float:
+        """Share of the granted memory nobody asked for."""
+        return 0.0 if self.granted_memory_gb == 0 else 1 - self.asked_memory_gb / self.granted_memory_gb
+
+    @property
+    def compute_waste(self) -> float:
+        """Share of the granted compute (GPU fractions) nobody asked for."""
+        return 0.0 if self.granted_compute == 0 else 1 - self.asked_compute / self.granted_compute
+
+
+def quantization_waste(gpu: str, requests: Sequence[tuple[float, float]]) -> Quantization:
+    """Round each ``(memory_gb, compute_fraction)`` up to its smallest profile; sum asked and granted."""
+    chosen = [smallest_profile(gpu, m, c) for m, c in requests]
+    return Quantization(tuple(p.name for p in chosen), float(sum(m for m, _ in requests)),
+                        float(sum(p.memory_gb for p in chosen)), float(sum(c for _, c in requests)),
+                        float(sum(p.compute_slices for p in chosen)) / 7.0)
+
+
+class DrainRequired(InputError):
+    """A MIG layout change was asked for on a GPU that still runs workloads."""
+
+
+@dataclass
+class MigGpu:
+    """One MIG-enabled GPU: its layout and which instances are in use.
+
+    ``in_use`` counts allocated instances per profile. :meth:`reconfigure` refuses to
+    change the layout while anything runs (the GPU must be drained first, as
+    ``nvidia-smi mig -dgi`` refuses to destroy an instance with processes on it).
+    """
+
+    layout: MigLayout
+    in_use: dict[str, int] = field(default_factory=dict)
+
+    def free(self) -> dict[str, int]:
+        """Profile -> free instances."""
+        return {p: c - self.in_use.get(p, 0) for p, c in _count(self.layout.profiles).items()}
+
+    def allocate(self, profile: str) -> None:
+        """Take one free instance of ``profile``. Raises InputError if none is free."""
+        if self.free().get(profile, 0) < 1:
+            raise InputError(f"no free {profile} instance on this {self.layout.gpu} (layout {list(self.layout.profiles)})")
+        self.in_use[profile] = self.in_use.get(profile, 0) + 1
+
+    def release(self, profile: str) -> None:
+        """Give back one instance of ``profile``. Raises InputError if none is in use."""
+        if self.in_use.get(profile, 0) < 1:
+            raise InputError(f"no {profile} instance in use to release")
+        self.in_use[profile] -= 1
+
+    def reconfigure(self, profiles: Sequence[str]) -> None:
+        """Switch to a new layout; the old one is kept if the new one is invalid.
+
+        Raises:
+            DrainRequired: instances are still in use.
+            InputError: the new layout is invalid.
+        """
+        busy = {p: c for p, c in self.in_use.items() if c}
+        if busy:
+            raise DrainRequired(f"cannot change the MIG layout of a {self.layout.gpu} while instances run "
+                                f"({busy}); drain the GPU first")
+        self.layout = MigLayout(self.layout.gpu, tuple(profiles))
+        self.in_use = {}
+
+
+# --- the scheduler's view of one node under each mode ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class SharingRow:
+    """How ``k`` identical small jobs fare on one GPU under one mode."""
+
+    mode: str
+    advertised: dict[str, int]
+    jobs_on_gpu: int
+    slowdown: float
+    memory_isolated: bool
+    memory_waste: float
+
+
+def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs: int = 4,
+                          job_memory_gb: float = 15.0, job_compute: float = 0.25,
+                          params: TimeSlicingParams = TimeSlicingParams()) -> list[SharingRow]:
+    """The scheduler's view of ``jobs`` identical small jobs on one GPU under each mode.
+
+    Each job needs ``job_memory_gb`` and ``job_compute`` of the GPU's SMs when alone.
+    Slowdown is the run-time factor against running alone on a whole GPU, for a job that
+    uses its whole share (compute-bound): time-slicing by :func:`timeslice_slowdown`;
+    MPS at ``100 / jobs`` percent each; MIG on the smallest profile covering the job,
+    as many as the GPU holds.
+    """
+    rows = [SharingRow("exclusive", {"nvidia.com/gpu": 1}, 1, 1.0, True, 0.0)]
+    rows.append(SharingRow("time-slicing", timeslice_resources(1, jobs), jobs,
+                           timeslice_slowdown(jobs, params), False, 0.0))
+    clients = mps_replicas(int(gpu_memory_gb * 1024), jobs)
+    speed = mps_speeds(clients)[0]
+    rows.append(SharingRow("mps", {"nvidia.com/gpu": jobs}, jobs, max(1.0, job_compute / speed) if speed else 0.0,
+                           True, max(0.0, 1 - job_memory_gb * jobs / gpu_memory_gb)))
+    prof = smallest_profile(gpu, job_memory_gb, job_compute)
+    fit = 0
+    for k in range(prof.max_count, 0, -1):
+        if place_layout(gpu, [prof.name] * k) is not None:
+            fit = k
+            break
+    q = quantization_waste(gpu, [(job_memory_gb, job_compute)] * min(fit, jobs))
+    rows.append(SharingRow(f"mig ({prof.name})", {prof.resource: fit}, min(fit, jobs),
+                           max(1.0, job_compute / (prof.compute_slices / 7)), True, q.memory_waste))
+    return rows
+
+
+def all_layout_combinations(gpu: str, max_instances: int = 7) -> list[tuple[str, ...]]:
+    """Every valid multiset of profiles on one GPU (for teaching: how many layouts exist)."""
+    names = sorted(MIG_PROFILES[gpu])
+    out = []
+    for k in range(1, max_instances + 1):
+        for combo in itertools.combinations_with_replacement(names, k):
+            if place_layout(gpu, combo) is not None:
+                out.append(combo)
+    return out

@@ -1,0 +1,224 @@
+"""NVLink islands, the ring all-reduce cost model, and topology-aware placement.
+
+A job's GPUs talk over NVLink inside one *NVLink island* (the GPUs of one HGX board,
+or a multi-node NVLink domain such as a 72-GPU NVL72 rack) and over the inter-island
+network (InfiniBand) otherwise. Data-parallel training all-reduces its gradients every
+step; with a ring all-reduce each GPU sends and receives ``2 (n - 1) / n`` of the
+gradient bytes (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters
+of workstations", JPDC 2009; the NCCL performance notes, "busbw = algbw x 2(n-1)/n"),
+and a ring is as fast as its slowest link.
+
+Default bandwidths (parameters of :class:`TopologyParams`):
+
+- NVLink: 900 GB/s per GPU on H100 SXM5 (4th-generation NVLink, NVIDIA H100 Tensor Core
+  GPU datasheet, "NVLink: 900GB/s").
+- InfiniBand: 50 GB/s per port at 400 Gb/s NDR (400 Gb/s / 8 bits; NVIDIA ConnectX-7 /
+  Quantum-2 NDR specifications). One port per GPU, as in a DGX H100 (8 x 400 Gb/s).
+
+The slowdown model: a job that spends a fraction ``f`` of each step communicating inside
+one island spends ``f x (intra / inter)`` when its ring crosses islands (communication not
+overlapped with compute), so its run time grows by ``(1 - f) + f x intra / inter``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState
+from lab01_cluster_sim.disciplines.runner import Allocation, Runner, place_gang
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+
+NVLINK_H100_GBPS = 900.0
+"""GB/s per GPU, H100 SXM5 4th-generation NVLink (NVIDIA H100 datasheet)."""
+
+INFINIBAND_NDR_GBPS = 50.0
+"""GB/s per 400 Gb/s NDR InfiniBand port (400 / 8)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyParams:
+    """Bandwidths of the two link classes, GB/s per GPU.
+
+    Raises:
+        InputError: a non-positive bandwidth.
+    """
+
+    intra_island_gbps: float = NVLINK_H100_GBPS
+    inter_island_gbps: float = INFINIBAND_NDR_GBPS
+
+    def __post_init__(self) -> None:
+        if not (self.intra_island_gbps > 0 and self.inter_island_gbps > 0):
+            raise InputError(f"bandwidths must be > 0 GB/s, got intra={self.intra_island_gbps}, "
+                             f"inter={self.inter_island_gbps}")
+
+
+def ring_allreduce_seconds(gradient_bytes: float, n_gpus: int, link_gbps: float) -> float:
+    """Time of one ring all-reduce: ``2 (n - 1) / n x bytes / bandwidth`` (0 for one GPU).
+
+    Args:
+        gradient_bytes: size of the gradients, bytes.
+        n_gpus: ring size.
+        link_gbps: bandwidth of the slowest link of the ring, GB/s (1 GB = 1e9 bytes).
+
+    Raises:
+        InputError: negative bytes, ``n_gpus < 1`` or a non-positive bandwidth.
+    """
+    if gradient_bytes < 0 or n_gpus < 1 or link_gbps <= 0:
+        raise InputError(f"ring_allreduce_seconds: need bytes >= 0, n_gpus >= 1, bandwidth > 0; "
+                         f"got {gradient_bytes}, {n_gpus}, {link_gbps}")
+    return 2.0 * (n_gpus - 1) / n_gpus * gradient_bytes / (link_gbps * 1e9)
+
+
+def allreduce_seconds(gradient_bytes: float, n_gpus: int, n_islands: int,
+                      params: TopologyParams = TopologyParams()) -> float:
+    """Ring all-reduce time of a job over ``n_islands`` islands: the slowest link decides."""
+    bw = params.intra_island_gbps if n_islands <= 1 else params.inter_island_gbps
+    return ring_allreduce_seconds(gradient_bytes, n_gpus, bw)
+
+
+def comm_slowdown(comm_fraction: float, n_islands: int, params: TopologyParams = TopologyParams()) -> float:
+    """Run-time factor of a job spanning ``n_islands`` islands (1.0 inside one island).
+
+    ``(1 - f) + f x intra / inter`` where ``f`` is the share of its step time the job
+    spends in all-reduce when it runs inside one island.
+
+    Raises:
+        InputError: ``comm_fraction`` outside [0, 1].
+    """
+    if not 0.0 <= comm_fraction <= 1.0:
+        raise InputError(f"comm_fraction must be in [0, 1], got {comm_fraction}")
+    if n_islands <= 1:
+        return 1.0
+    return (1.0 - comm_fraction) + comm_fraction * params.intra_island_gbps / params.inter_island_gbps
+
+
+def island_ids(nodes: Sequence[Node]) -> np.ndarray:
+    """int64 (N,): the NVLink island of each node; a node with ``nvlink_island == -1`` is its own.
+
+    Own islands get ids above every explicit id so they never collide.
+    """
+    explicit = [n.nvlink_island for n in nodes if n.nvlink_island >= 0]
+    base = (max(explicit) + 1) if explicit else 0
+    return np.array([n.nvlink_island if n.nvlink_island >= 0 else base + i for i, n in enumerate(nodes)],
+                    dtype=np.int64)
+
+
+def islands_spanned(alloc: Allocation, islands: np.ndarray) -> int:
+    """Number of distinct islands the GPUs of ``alloc`` are on (0 for a CPU-only job)."""
+    return len({int(islands[node]) for node, gpus in alloc if gpus})
+
+
+def place_in_one_island(state: ClusterState, job: Job, islands: np.ndarray,
+                        mask: np.ndarray | None = None) -> Allocation | None:
+    """Place the whole gang inside one island, best-fit over islands, or None.
+
+    Among the islands that can hold the gang, take the one with the least free milli-GPU
+    (ties: lowest island id), so big holes stay open for big jobs.
+    """
+    free = state.gpu_free.sum(axis=1)
+    best: tuple[int, int, Allocation] | None = None
+    for isl in np.unique(islands):
+        m = islands == isl
+        if mask is not None:
+            m = m & mask
+        alloc = place_gang(state, job, m)
+        if alloc is not None:
+            key = (int(free[m].sum()), int(isl))
+            if best is None or key < best[:2]:
+                best = (key[0], key[1], alloc)
+    return None if best is None else best[2]
+
+
+class TopologyAware:
+    """Placement that prefers one NVLink island and waits at most ``max_wait_s`` for it.
+
+    Use as a :class:`~lab01_cluster_sim.disciplines.runner.Runner` ``placer`` together with
+    :meth:`speed`. A job that cannot fit in one island waits until ``submit + max_wait_s``
+    and then takes any placement, running ``comm_slowdown`` times slower if it spans islands.
+    ``max_wait_s = 0`` is topology-oblivious best-fit; ``inf`` never spans (unless the job
+    is larger than any island, which it then does at once).
+
+    Args:
+        nodes: the cluster (for the island ids).
+        max_wait_s: bounded wait for one island, s.
+        comm_fraction: job id -> communication fraction; ``default_comm_fraction`` otherwise.
+        params: bandwidths.
+    """
+
+    def __init__(self, nodes: Sequence[Node], max_wait_s: float = 0.0,
+                 comm_fraction: Mapping[str, float] | None = None, default_comm_fraction: float = 0.2,
+                 params: TopologyParams = TopologyParams()) -> None:
+        if max_wait_s < 0:
+            raise InputError(f"max_wait_s must be >= 0, got {max_wait_s}")
+        self.islands = island_ids(nodes)
+        self.max_wait_s = max_wait_s
+        self.comm_fraction = dict(comm_fraction or {})
+        self.default_comm_fraction = default_comm_fraction
+        self.params = params
+        comm_slowdown(default_comm_fraction, 1)  # validates
+        sizes: dict[int, int] = {}
+        for node, isl in zip(nodes, self.islands):
+            sizes[int(isl)] = sizes.get(int(isl), 0) + node.gpu_count
+        self.largest_island = max(sizes.values(), default=0)
+
+    def __call__(self, runner: Runner, job: Job, now: float) -> Allocation | None:
+        mask = runner.mask_for(job)
+        if job.num_gpus <= 1 or job.num_gpus > self.largest_island:
+            return place_gang(runner.state, job, mask)
+        alloc = place_in_one_island(runner.state, job, self.islands, mask)
+        if alloc is not None:
+            return alloc
+        deadline = job.submit_time + self.max_wait_s
+        if now >= deadline:
+            return place_gang(runner.state, job, mask)
+        if not math.isinf(deadline):
+            runner.wake_at(deadline)
+        return None
+
+    def speed(self, runner: Runner, job: Job, alloc: Allocation) -> float:
+        """Slowdown of ``job`` on ``alloc`` (a Runner ``speed`` hook)."""
+        f = self.comm_fraction.get(job.job_id, self.default_comm_fraction)
+        return comm_slowdown(f, islands_spanned(alloc, self.islands), self.params)
+
+
+@dataclass(frozen=True)
+class TopologyRow:
+    """One point of the wait-versus-slowdown comparison (times in s)."""
+
+    max_wait_s: float
+    mean_wait_s: float
+    mean_slowdown: float
+    mean_jct_s: float
+    spanning_jobs: int
+    multi_gpu_jobs: int
+    makespan_s: float
+
+
+def compare_wait_vs_slowdown(nodes: Sequence[Node], jobs: Sequence[Job], max_waits: Sequence[float],
+                             *, discipline: str = "fifo-skip", default_comm_fraction: float = 0.2,
+                             params: TopologyParams = TopologyParams()) -> list[TopologyRow]:
+    """Run the workload once per bounded wait and report the trade-off.
+
+    JCT = end - submit of completed jobs; slowdown is averaged over multi-GPU jobs.
+    """
+    rows = []
+    for w in max_waits:
+        topo = TopologyAware(nodes, w, default_comm_fraction=default_comm_fraction, params=params)
+        runner = Runner(nodes, jobs, discipline, placer=topo, speed=topo.speed)
+        res = runner.run()
+        multi = [o for o in res.outcomes if o.gpus > 1 and o.first_start is not None]
+        spanning = [r for r in runner.runs.values()
+                    if r.job.num_gpus > 1 and r.first_start is not None and r.slowdown > 1.0]
+        done = [o for o in res.outcomes if o.end is not None]
+        waits = res.waits()
+        rows.append(TopologyRow(
+            float(w), float(waits.mean()) if waits.size else 0.0,
+            float(np.mean([o.slowdown for o in multi])) if multi else 1.0,
+            float(np.mean([o.end - o.submit for o in done])) if done else 0.0,
+            len(spanning), len(multi), res.end_time - res.start_time))
+    return rows

@@ -1,0 +1,106 @@
+"""Sharing modes as the scheduler sees them: time-slicing, MPS, MIG (values from facts sec. 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.sharing_modes import (
+    DrainRequired,
+    MigGpu,
+    MigLayout,
+    MpsClient,
+    TimeSlicingParams,
+    advertise_mig,
+    compare_sharing_modes,
+    mps_admit,
+    mps_replicas,
+    mps_speeds,
+    place_layout,
+    quantization_waste,
+    smallest_profile,
+    timeslice_resources,
+    timeslice_slowdown,
+)
+
+
+def test_timeslice_slowdown_and_resources():
+    # 4 processes, 2 ms slices, 50 us switch: 4 * 2.05 / 2 = 4.1
+    assert timeslice_slowdown(4) == pytest.approx(4.1)
+    assert timeslice_slowdown(1) == 1.0
+    assert timeslice_slowdown(2, TimeSlicingParams(slice_ms=1, switch_us=0)) == 2.0
+    assert timeslice_resources(2, 4) == {"nvidia.com/gpu": 8}
+    assert timeslice_resources(1, 4, rename_by_default=True) == {"nvidia.com/gpu.shared": 4}
+    with pytest.raises(InputError):
+        timeslice_slowdown(0)
+
+
+def test_mps_shares_and_memory_limits():
+    assert mps_speeds([MpsClient(50, 1), MpsClient(25, 1)]) == [0.5, 0.25]
+    # oversubscribed 100 + 100 = 200%: scaled by 100/200
+    assert mps_speeds([MpsClient(100, 1), MpsClient(100, 1)]) == [0.5, 0.5]
+    clients = mps_replicas(81920, 4)
+    assert [c.active_thread_pct for c in clients] == [25.0] * 4
+    assert clients[0].memory_limit_mib == 20480      # 81920 / 4
+    mps_admit(81920, clients)
+    with pytest.raises(InputError, match="98304 MiB"):
+        mps_admit(81920, clients + [MpsClient(10, 16384)])  # 81920 + 16384 = 98304
+
+
+def test_mig_layouts_advertise_integers():
+    seven = MigLayout("A100-80GB", ("1g.10gb",) * 7)
+    assert seven.advertised() == {"nvidia.com/mig-1g.10gb": 7}
+    mixed = MigLayout("H200-141GB", ("1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"))  # mig-parted all-balanced
+    assert advertise_mig([seven, seven]) == {"nvidia.com/mig-1g.10gb": 14}
+    assert mixed.advertised() == {"nvidia.com/mig-1g.18gb": 2, "nvidia.com/mig-2g.35gb": 1,
+                                  "nvidia.com/mig-3g.71gb": 1}
+
+
+def test_mig_placement_rules():
+    # 3g at slot 4 takes slots 4-7; a second 3g fits at slot 0: 2 x 3g is valid (max 2).
+    assert place_layout("A100-40GB", ["3g.20gb", "3g.20gb"]) == {0: "3g.20gb", 4: "3g.20gb"}
+    # 4g (slots 0-3) + 3g (slots 4-7) = 7 compute slices: valid
+    assert place_layout("A100-40GB", ["4g.20gb", "3g.20gb"]) is not None
+    # 8 x 1g: more than the max of 7 (and 8 compute slices)
+    assert place_layout("A100-40GB", ["1g.5gb"] * 8) is None
+    # 7g plus anything overlaps
+    assert place_layout("H100-80GB", ["7g.80gb", "1g.10gb"]) is None
+    with pytest.raises(InputError, match="does not fit"):
+        MigLayout("A100-40GB", ("4g.20gb", "4g.20gb"))
+    with pytest.raises(InputError, match="unknown MIG profile"):
+        MigLayout("A100-40GB", ("1g.10gbx",))
+
+
+def test_quantization_waste():
+    # 6 GB + 1/8 of the SMs -> 1g.10gb (1/7); 25 GB + 0.3 -> 3g.40gb (3/7 >= .3, 40 GB >= 25)
+    q = quantization_waste("A100-80GB", [(6, 0.125), (25, 0.3)])
+    assert q.profiles == ("1g.10gb", "3g.40gb")
+    assert q.asked_memory_gb == 31 and q.granted_memory_gb == 50
+    assert q.memory_waste == pytest.approx(1 - 31 / 50)
+    assert q.granted_compute == pytest.approx(4 / 7)
+    assert q.compute_waste == pytest.approx(1 - 0.425 / (4 / 7))
+    with pytest.raises(InputError, match="no MIG profile"):
+        smallest_profile("A100-40GB", 50, 0.1)
+
+
+def test_layout_change_requires_drain():
+    gpu = MigGpu(MigLayout("A100-40GB", ("3g.20gb", "3g.20gb")))
+    gpu.allocate("3g.20gb")
+    with pytest.raises(DrainRequired, match="drain"):
+        gpu.reconfigure(["1g.5gb"] * 7)
+    assert gpu.layout.profiles == ("3g.20gb", "3g.20gb")     # unchanged
+    gpu.release("3g.20gb")
+    gpu.reconfigure(["1g.5gb"] * 7)
+    assert gpu.free() == {"1g.5gb": 7}
+    with pytest.raises(InputError, match="no free 7g"):
+        gpu.allocate("7g.40gb")
+
+
+def test_compare_sharing_modes_view():
+    rows = {r.mode.split(" ")[0]: r for r in compare_sharing_modes("A100-80GB", 80, 4, 15.0, 0.25)}
+    assert rows["time-slicing"].advertised == {"nvidia.com/gpu": 4}
+    assert rows["time-slicing"].slowdown == pytest.approx(4.1) and not rows["time-slicing"].memory_isolated
+    assert rows["mps"].slowdown == 1.0            # 25% each = what a job needs
+    # 15 GB, 25% SMs -> 2g.20gb (2/7 = .286); 3 fit on one GPU; waste 1 - 45/60
+    assert rows["mig"].advertised == {"nvidia.com/mig-2g.20gb": 3}
+    assert rows["mig"].jobs_on_gpu == 3 and rows["mig"].memory_waste == pytest.approx(0.25)

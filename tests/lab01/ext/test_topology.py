@@ -1,0 +1,84 @@
+"""Ring all-reduce cost, slowdown across NVLink islands, and the bounded wait for one island."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lab01_cluster_sim.disciplines.runner import Runner
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.topology import (
+    TopologyAware,
+    TopologyParams,
+    allreduce_seconds,
+    comm_slowdown,
+    compare_wait_vs_slowdown,
+    island_ids,
+    ring_allreduce_seconds,
+)
+
+
+def test_ring_allreduce_cost():
+    # 1 GB of gradients over 8 GPUs: 2 * 7/8 * 1e9 = 1.75e9 bytes per GPU.
+    assert ring_allreduce_seconds(1e9, 8, 900) == pytest.approx(1.75e9 / 900e9)   # 1.944 ms on NVLink
+    assert ring_allreduce_seconds(1e9, 8, 50) == pytest.approx(0.035)              # 35 ms on 400G IB
+    assert ring_allreduce_seconds(1e9, 1, 50) == 0.0
+    # the slowest link decides: one island -> NVLink, two -> InfiniBand
+    assert allreduce_seconds(1e9, 16, 1) == pytest.approx(2 * 15 / 16 * 1e9 / 900e9)
+    assert allreduce_seconds(1e9, 16, 2) == pytest.approx(2 * 15 / 16 * 1e9 / 50e9)
+    with pytest.raises(InputError):
+        ring_allreduce_seconds(1e9, 0, 50)
+
+
+def test_comm_slowdown():
+    # f = 0.2, intra/inter = 900/50 = 18: 0.8 + 0.2 * 18 = 4.4
+    assert comm_slowdown(0.2, 2) == pytest.approx(4.4)
+    assert comm_slowdown(0.2, 1) == 1.0
+    assert comm_slowdown(0.0, 3) == 1.0
+    # 72-GPU NVLink domain vs 8-GPU island: both intra, no slowdown
+    assert comm_slowdown(0.5, 2, TopologyParams(900, 900)) == 1.0
+    with pytest.raises(InputError, match="comm_fraction"):
+        comm_slowdown(1.5, 2)
+
+
+def test_island_ids_own_and_shared():
+    nodes = [Node("a", "H100", 8, 1, 1, nvlink_island=0), Node("b", "H100", 8, 1, 1, nvlink_island=0),
+             Node("c", "H100", 8, 1, 1)]
+    assert island_ids(nodes).tolist() == [0, 0, 3]   # own island: base 1 + index 2
+
+
+def _fragmented():
+    """2 nodes x 8 GPUs, each its own island. 'a' (4 GPUs) -> node-0; 'c' (5 GPUs) -> node-1;
+    at t=1 'x', a 6-worker x 1-GPU gang, sees 4 + 3 = 7 free GPUs but no island with 6."""
+    nodes = [Node(f"node-{i}", "H100", 8, 96000, 10 ** 6) for i in range(2)]
+    jobs = [Job("a", 0, 100, gpus_per_worker=4, gpu_milli=1000),
+            Job("c", 0, 1000, gpus_per_worker=5, gpu_milli=1000),
+            Job("x", 1, 100, gpus_per_worker=1, gpu_milli=1000, workers=6)]
+    return nodes, jobs
+
+
+@pytest.mark.parametrize("max_wait, start, end", [
+    (0.0, 1, 1 + 100 * 4.4),          # spans at once, runs 4.4x slower: ends at 441
+    (50.0, 51, 51 + 100 * 4.4),       # waits 50 s for one island, then spans: ends at 491
+    (math.inf, 100, 200),             # waits for 'a' to end (t=100): node-0 is free, full speed
+])
+def test_bounded_wait_for_one_island(max_wait, start, end):
+    nodes, jobs = _fragmented()
+    topo = TopologyAware(nodes, max_wait, default_comm_fraction=0.2)
+    res = Runner(nodes, jobs, "fifo-skip", placer=topo, speed=topo.speed).run()
+    x = res.outcome("x")
+    assert x.first_start == pytest.approx(start)
+    assert x.end == pytest.approx(end)
+
+
+def test_compare_wait_vs_slowdown_rows():
+    nodes, jobs = _fragmented()
+    rows = compare_wait_vs_slowdown(nodes, jobs, [0.0, math.inf])
+    assert [r.spanning_jobs for r in rows] == [1, 0]
+    # multi-GPU jobs a, c, x: slowdowns (1 + 1 + 4.4) / 3 with no wait, 1 when waiting
+    assert rows[0].mean_slowdown == pytest.approx(6.4 / 3)
+    assert rows[1].mean_slowdown == 1.0
+    # waits: a 0, c 0, x 0 -> 0; waiting: x waits 99 -> 33
+    assert rows[0].mean_wait_s == 0 and rows[1].mean_wait_s == pytest.approx(33)

@@ -1,0 +1,118 @@
+"""``python -m lab02_device_plugin kubelet``: run the mock kubelet as a process.
+
+It serves ``kubelet.sock`` in the plugin directory and prints every step (registration,
+ListAndWatch snapshots, preferred allocation, Allocate) as it happens, so a device plugin
+started in another terminal (``python -m lab02_device_plugin serve --socket-dir DIR
+--kubelet-socket DIR/kubelet.sock ...``) is driven exactly as a kubelet would drive it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from pathlib import Path
+
+import yaml
+
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
+
+NAME = "kubelet"
+HELP = "run the mock kubelet: serve kubelet.sock, narrate each device plugin call, admit pods"
+DESCRIPTION = """\
+Run the mock kubelet in the foreground: it creates the device plugin directory, removes every
+socket in it (as a kubelet does when it starts), serves the Registration service on
+kubelet.sock, consumes each registered plugin's ListAndWatch stream and prints every step.
+
+Pods given with --admit or --pods are admitted once the resources they ask for have been
+registered (waiting up to --wait seconds each): the kubelet then calls GetPreferredAllocation
+(if the plugin offers it), Allocate and PreStartContainer (if required) and prints what the
+container would receive. Stop with Ctrl-C or SIGTERM (exit status 0).
+
+examples:
+  python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --admit pod-1=nvidia.com/gpu:1
+  python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --pods pods.yaml --duration 60
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugin-dir", type=Path, default=Path(DEVICE_PLUGIN_PATH),
+                        help="device plugin directory; kubelet.sock is created in it "
+                             "(default: %(default)s, the real kubelet's)")
+    parser.add_argument("--admit", action="append", default=[], metavar="NAME=RES:N",
+                        help="admit a one-container pod asking for N devices of RES, e.g. "
+                             "pod-1=nvidia.com/gpu:1 (repeatable; RES:N pairs can be comma-separated)")
+    parser.add_argument("--pods", type=Path, metavar="FILE",
+                        help="YAML file of Kubernetes Pod manifests (multi-document or kind: List) "
+                             "to admit, in order, after the --admit pods")
+    parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+                        help="how long to wait for a pod's resources to be registered before "
+                             "admitting it anyway (default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                        help="stop after this many seconds (default: run until Ctrl-C or SIGTERM)")
+    parser.add_argument("--dial-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="how long Register waits for the plugin's socket (default: "
+                             "%(default)s, the kubelet's)")
+
+
+def _load_pods(path: Path) -> list[Pod]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"--pods {path}: cannot read it ({exc.strerror})") from exc
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise InputError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+    return pods_from_manifests(documents, str(path))
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    pods = [parse_admit(spec) for spec in args.admit]
+    if args.pods is not None:
+        pods += _load_pods(args.pods)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    kubelet = MockKubelet(args.plugin_dir, on_event=_say, dial_timeout=args.dial_timeout)
+    try:
+        kubelet.start()
+        for pod in pods:
+            resources = sorted({r for c in pod.init_containers + pod.containers
+                                for r in c.limits if "/" in r})
+            for resource in resources:
+                if stop.is_set():
+                    break
+                try:
+                    kubelet.wait_for(lambda r=resource: kubelet.is_registered(r)
+                                     and kubelet.devices(r) != {} or stop.is_set(),
+                                     args.wait, f"registration of {resource}")
+                except TimeoutError:
+                    _say(f"Admit {pod.name}: {resource} not registered after {args.wait:g} s; "
+                         f"admitting anyway")
+            if stop.is_set():
+                break
+            result = kubelet.admit_pod(pod)
+            for container, options in result.containers.items():
+                for key, value in sorted(options.envs.items()):
+                    _say(f"  {pod.name}/{container}: env {key}={value}")
+        status = kubelet.node_status()
+        _say(f"node status: capacity {status.capacity}, allocatable {status.allocatable}")
+        stop.wait(args.duration)
+        status = kubelet.node_status()
+        _say(f"node status: capacity {status.capacity}, allocatable {status.allocatable}")
+    finally:
+        kubelet.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

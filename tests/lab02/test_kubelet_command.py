@@ -1,0 +1,106 @@
+"""``python -m lab02_device_plugin kubelet`` as a separate process, driven by a fake plugin
+in this process: the same path a learner takes with two terminals."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from _fake_device_plugin import FakeDevicePlugin
+from lab02_device_plugin.cli import main
+
+pytestmark = pytest.mark.timeout(90)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Process:
+    """A subprocess whose stdout lines are read on a thread, so every wait has a timeout."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     cwd=REPO_ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def expect(self, text: str, timeout: float = 20.0) -> str:
+        """Return the first new line containing ``text``; fail after ``timeout`` seconds."""
+        while True:
+            try:
+                line = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                pytest.fail(f"no line with {text!r} within {timeout} s; got: {self.lines}")
+            if line is None:
+                pytest.fail(f"process ended before printing {text!r}; got: {self.lines}")
+            self.lines.append(line)
+            if text in line:
+                return line
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+            pytest.fail("process did not exit after SIGTERM")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+@pytest.fixture
+def plugin_dir():
+    path = Path(tempfile.mkdtemp(prefix="kc-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_kubelet_process_admits_pod_from_plugin_and_exits_on_sigterm(plugin_dir):
+    kubelet = Process(["kubelet", "--plugin-dir", str(plugin_dir),
+                       "--admit", "pod-1=example.com/gpu:2", "--wait", "30"])
+    plugin = FakeDevicePlugin(plugin_dir, "example.com/gpu", {"G-0": "Healthy", "G-1": "Healthy",
+                                                              "G-2": "Healthy"})
+    try:
+        kubelet.expect("serving Registration")
+        plugin.start()
+        plugin.register()
+        kubelet.expect("Register example.com/gpu from fake-gpu.sock: OK")
+        kubelet.expect("ListAndWatch example.com/gpu: 3 devices, 3 healthy")
+        # The fake prefers the end of the available list: G-2, G-1.
+        kubelet.expect("Allocate pod-1/main example.com/gpu: G-2, G-1 -> FAKE_VISIBLE_DEVICES=G-2,G-1")
+        kubelet.expect("pod-1/main: env FAKE_VISIBLE_DEVICES=G-2,G-1")
+        line = kubelet.expect("node status")
+        assert "allocatable {'example.com/gpu': 3}" in line
+        assert plugin.calls.allocate == [["G-2", "G-1"]]
+        assert kubelet.terminate() == 0
+        assert not (plugin_dir / "kubelet.sock").exists()
+    finally:
+        kubelet.kill()
+        plugin.stop()
+
+
+def test_kubelet_command_bad_pods_file_is_one_line_error(tmp_path, capsys):
+    pods = tmp_path / "pods.yaml"
+    pods.write_text("kind: Pod\nmetadata: {name: x\n")
+    assert main(["kubelet", "--plugin-dir", str(tmp_path / "d"), "--pods", str(pods)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {pods}:") and "not valid YAML" in err
+    assert err.count("\n") == 1

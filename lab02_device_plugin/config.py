@@ -1,0 +1,440 @@
+"""The NVIDIA k8s-device-plugin config file as typed, validated data.
+
+The file format is NVIDIA's ``api/config/v1`` (k8s-device-plugin v0.20.0), so a config
+written for the real plugin loads here unchanged::
+
+    version: v1
+    flags:
+      migStrategy: none            # none | single | mixed
+      plugin:
+        passDeviceSpecs: false
+        deviceListStrategy: envvar # or a list of: envvar, volume-mounts, cdi-annotations, cdi-cri
+        deviceIDStrategy: uuid     # uuid | index
+    sharing:
+      timeSlicing:                 # or mps: (MPS wins when both are given, as upstream)
+        renameByDefault: false
+        failRequestsGreaterThanOne: false
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 4
+
+Three kinds of keys (facts: reference/device-plugin-facts.md sec. 4):
+
+* keys we act on (the ones above, plus ``flags.plugin.cdiAnnotationPrefix``,
+  ``flags.plugin.sharedDevicesAllocationPolicy`` and ``flags.mpsRoot``);
+* keys the real plugin accepts that we accept but do not act on (``resources``,
+  ``rename``, ``devices`` other than ``all``, ``gfd``, ``imex``, ``flags.nvidiaDriverRoot``
+  ...): each gives one warning in :attr:`Config.warnings` (the CLI prints them);
+* anything else is an error: :class:`~lab02_device_plugin.errors.InputError` naming the key
+  path (``sharing.timeSlicing.resources[0].replicas``) and the expected value.
+
+This module opens no sockets and reads no devices; it only turns YAML into a
+:class:`Config`. Defaults are the dataclass defaults, each with the upstream reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lab02_device_plugin.errors import InputError
+
+#: The only config version (NVIDIA ``api/config/v1``: an empty version means v1).
+VERSION = "v1"
+
+MIG_STRATEGY_NONE = "none"
+MIG_STRATEGY_SINGLE = "single"
+MIG_STRATEGY_MIXED = "mixed"
+MIG_STRATEGIES = (MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, MIG_STRATEGY_MIXED)
+
+DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
+DEVICE_ID_STRATEGIES = ("uuid", "index")
+ALLOCATION_POLICIES = ("distributed", "packed")
+
+SHARING_NONE = "none"
+SHARING_TIME_SLICING = "time-slicing"
+SHARING_MPS = "mps"
+
+#: Default MPS root on the host (the NVIDIA Helm chart's ``mps.root``); upstream requires
+#: ``--mps-root`` when MPS is configured, we default it so a plain config file works.
+DEFAULT_MPS_ROOT = "/run/nvidia/mps"
+
+# Resource names a sharing entry may name: nvidia.com/gpu or a mixed-strategy MIG name.
+_SHARED_NAME_RE = re.compile(r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb(\.me)?)$")
+
+# Keys the real plugin knows but this project does not act on (warned, never refused).
+_IGNORED_FLAGS = (
+    "failOnInitError", "nvidiaDriverRoot", "nvidiaDevRoot", "gdrcopyEnabled", "gdsEnabled",
+    "mofedEnabled", "useNodeFeatureAPI", "deviceDiscoveryStrategy",
+)
+_IGNORED_PLUGIN_FLAGS = ("nvidiaCTKPath", "containerDriverRoot")
+
+
+@dataclass(frozen=True)
+class PluginFlags:
+    """``flags.plugin``: how Allocate answers (facts sec. 4 "Allocate response by strategy").
+
+    Attributes:
+        pass_device_specs: add ``DeviceSpec`` entries for ``/dev/nvidia*`` to Allocate.
+        device_list_strategy: one or more of :data:`DEVICE_LIST_STRATEGIES`, in file order.
+        device_id_strategy: ``uuid`` or ``index``; changes only what the container runtime
+            sees, never the IDs advertised to the kubelet.
+        cdi_annotation_prefix: key prefix of CDI annotations (``cdi.k8s.io/``).
+        shared_devices_allocation_policy: ``distributed`` (spread replicas over physical
+            GPUs first, the default) or ``packed`` (new in v0.20.0).
+    """
+
+    pass_device_specs: bool = False
+    device_list_strategy: tuple[str, ...] = ("envvar",)
+    device_id_strategy: str = "uuid"
+    cdi_annotation_prefix: str = "cdi.k8s.io/"
+    shared_devices_allocation_policy: str = "distributed"
+
+
+@dataclass(frozen=True)
+class Flags:
+    """``flags``: MIG strategy, MPS root and the plugin flags."""
+
+    mig_strategy: str = MIG_STRATEGY_NONE
+    mps_root: str = DEFAULT_MPS_ROOT
+    plugin: PluginFlags = field(default_factory=PluginFlags)
+
+
+@dataclass(frozen=True)
+class ReplicatedResource:
+    """One entry of ``sharing.<strategy>.resources``.
+
+    Attributes:
+        name: resource to replicate, ``nvidia.com/gpu`` or ``nvidia.com/mig-<profile>``.
+        replicas: units advertised per physical device (>= 2).
+        rename: custom name (accepted, not acted on upstream or here: a warning).
+        devices: ``"all"`` (the default), a positive count, or a list of indices/UUIDs;
+            anything but ``"all"`` is not acted on (a warning), as upstream.
+    """
+
+    name: str
+    replicas: int
+    rename: str | None = None
+    devices: Any = "all"
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """``sharing``: which strategy replicates which resources.
+
+    Attributes:
+        strategy: :data:`SHARING_NONE`, :data:`SHARING_TIME_SLICING` or :data:`SHARING_MPS`.
+        rename_by_default: advertise replicated resources as ``<name>.shared``.
+        fail_requests_greater_than_one: refuse a request for more than one replica.
+            Time-slicing default False; MPS default True (upstream forces it when omitted).
+        resources: the replicated resources, in file order.
+    """
+
+    strategy: str = SHARING_NONE
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = False
+    resources: tuple[ReplicatedResource, ...] = ()
+
+    def replicas_for(self, resource_name: str) -> int:
+        """Replicas configured for ``resource_name`` (1 when it is not shared)."""
+        for r in self.resources:
+            if r.name == resource_name:
+                return r.replicas
+        return 1
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated device plugin config. Build one with :func:`parse_config` or :func:`load_config`.
+
+    ``Config()`` is the upstream default: no MIG strategy, no sharing, envvar + UUIDs.
+    ``warnings`` lists keys that were accepted but are not acted on.
+    """
+
+    version: str = VERSION
+    flags: Flags = field(default_factory=Flags)
+    sharing: Sharing = field(default_factory=Sharing)
+    warnings: tuple[str, ...] = ()
+
+    def with_mig_strategy(self, strategy: str) -> Config:
+        """A copy with ``flags.migStrategy`` replaced (the CLI flag beats the file, as upstream).
+
+        Raises:
+            InputError: unknown strategy, or MPS combined with ``mixed``.
+        """
+        if strategy not in MIG_STRATEGIES:
+            raise InputError(f"--mig-strategy: expected one of {', '.join(MIG_STRATEGIES)}, "
+                             f"got {strategy!r}")
+        new = replace(self, flags=replace(self.flags, mig_strategy=strategy))
+        _check_cross_fields(new, "--mig-strategy")
+        return new
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+class _Ctx:
+    """Collects warnings and formats errors with the source name (file path)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.warnings: list[str] = []
+
+    def error(self, path: str, expected: str, got: Any = ...) -> InputError:
+        msg = f"{self.source}: {path}: expected {expected}"
+        if got is not ...:
+            msg += f", got {got!r}"
+        return InputError(msg)
+
+    def warn(self, path: str, why: str) -> None:
+        self.warnings.append(f"{self.source}: {path}: {why}")
+
+
+def _mapping(ctx: _Ctx, value: Any, path: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ctx.error(path, "a mapping", value)
+    for key in value:
+        if not isinstance(key, str):
+            raise ctx.error(path, "string keys", key)
+    return value
+
+
+def _check_keys(ctx: _Ctx, data: Mapping, path: str, known: tuple[str, ...]) -> None:
+    for key in data:
+        if key not in known:
+            where = f"{path}.{key}" if path else key
+            raise InputError(f"{ctx.source}: {where}: unknown key; expected one of "
+                             f"{', '.join(known)}")
+
+
+def _bool(ctx: _Ctx, value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ctx.error(path, "true or false", value)
+    return value
+
+
+def _choice(ctx: _Ctx, value: Any, path: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ctx.error(path, "one of " + ", ".join(choices), value)
+    return value
+
+
+def _string(ctx: _Ctx, value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ctx.error(path, "a non-empty string", value)
+    return value
+
+
+# --------------------------------------------------------------------------- sections
+
+def _parse_plugin_flags(ctx: _Ctx, data: Mapping) -> PluginFlags:
+    path = "flags.plugin"
+    known = ("passDeviceSpecs", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix",
+             "sharedDevicesAllocationPolicy") + _IGNORED_PLUGIN_FLAGS
+    _check_keys(ctx, data, path, known)
+    kw: dict[str, Any] = {}
+    if data.get("passDeviceSpecs") is not None:
+        kw["pass_device_specs"] = _bool(ctx, data["passDeviceSpecs"], f"{path}.passDeviceSpecs")
+    if data.get("deviceListStrategy") is not None:
+        raw = data["deviceListStrategy"]
+        key = f"{path}.deviceListStrategy"
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, list) or not items:
+            raise ctx.error(key, "a strategy or a non-empty list of: "
+                            + ", ".join(DEVICE_LIST_STRATEGIES), raw)
+        strategies: list[str] = []
+        for i, item in enumerate(items):
+            item_key = key if isinstance(raw, str) else f"{key}[{i}]"
+            s = _choice(ctx, item, item_key, DEVICE_LIST_STRATEGIES)
+            if s not in strategies:
+                strategies.append(s)
+        kw["device_list_strategy"] = tuple(strategies)
+    if data.get("deviceIDStrategy") is not None:
+        kw["device_id_strategy"] = _choice(ctx, data["deviceIDStrategy"],
+                                           f"{path}.deviceIDStrategy", DEVICE_ID_STRATEGIES)
+    if data.get("cdiAnnotationPrefix") is not None:
+        kw["cdi_annotation_prefix"] = _string(ctx, data["cdiAnnotationPrefix"],
+                                              f"{path}.cdiAnnotationPrefix")
+    if data.get("sharedDevicesAllocationPolicy") is not None:
+        kw["shared_devices_allocation_policy"] = _choice(
+            ctx, data["sharedDevicesAllocationPolicy"], f"{path}.sharedDevicesAllocationPolicy",
+            ALLOCATION_POLICIES)
+    for key in _IGNORED_PLUGIN_FLAGS:
+        if key in data:
+            ctx.warn(f"{path}.{key}", "accepted but not acted on by this simulated plugin")
+    return PluginFlags(**kw)
+
+
+def _parse_flags(ctx: _Ctx, data: Mapping) -> Flags:
+    known = ("migStrategy", "mpsRoot", "plugin", "gfd") + _IGNORED_FLAGS
+    _check_keys(ctx, data, "flags", known)
+    kw: dict[str, Any] = {}
+    if data.get("migStrategy") is not None:
+        kw["mig_strategy"] = _choice(ctx, data["migStrategy"], "flags.migStrategy", MIG_STRATEGIES)
+    if data.get("mpsRoot") is not None:
+        kw["mps_root"] = _string(ctx, data["mpsRoot"], "flags.mpsRoot")
+    kw["plugin"] = _parse_plugin_flags(ctx, _mapping(ctx, data.get("plugin"), "flags.plugin"))
+    for key in _IGNORED_FLAGS + ("gfd",):
+        if key in data:
+            ctx.warn(f"flags.{key}", "accepted but not acted on by this simulated plugin")
+    return Flags(**kw)
+
+
+def _parse_devices(ctx: _Ctx, value: Any, path: str) -> Any:
+    """``devices``: "all" | positive int | list of indices / UUIDs (upstream ReplicatedDevices)."""
+    if value is None or value == "all":
+        return "all"
+    if isinstance(value, bool):
+        raise ctx.error(path, '"all", a positive count or a list of GPU indices/UUIDs', value)
+    if isinstance(value, int):
+        if value <= 0:
+            raise ctx.error(path, "a positive device count", value)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            ok = (isinstance(item, int) and not isinstance(item, bool) and item >= 0) or (
+                isinstance(item, str) and re.fullmatch(r"\d+(:\d+)?|GPU-.+|MIG-.+", item))
+            if not ok:
+                raise ctx.error(f"{path}[{i}]", 'a GPU index ("0"), a MIG index ("0:1") '
+                                'or a GPU-/MIG- UUID', item)
+    else:
+        raise ctx.error(path, '"all", a positive count or a list of GPU indices/UUIDs', value)
+    ctx.warn(path, 'only "all" is acted on (as upstream); this resource is shared on every device')
+    return value
+
+
+def _parse_sharing_strategy(ctx: _Ctx, data: Mapping, path: str, strategy: str) -> Sharing:
+    known = ("renameByDefault", "failRequestsGreaterThanOne", "resources")
+    _check_keys(ctx, data, path, known)
+    rename_by_default = False
+    if data.get("renameByDefault") is not None:
+        rename_by_default = _bool(ctx, data["renameByDefault"], f"{path}.renameByDefault")
+    # Upstream: MPS forces failRequestsGreaterThanOne when omitted; v0.20.0 honours false.
+    fail = strategy == SHARING_MPS
+    if data.get("failRequestsGreaterThanOne") is not None:
+        fail = _bool(ctx, data["failRequestsGreaterThanOne"], f"{path}.failRequestsGreaterThanOne")
+    raw_resources = data.get("resources")
+    if not isinstance(raw_resources, list) or not raw_resources:
+        raise ctx.error(f"{path}.resources", "a non-empty list of {name, replicas} entries",
+                        raw_resources)
+    resources: list[ReplicatedResource] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_resources):
+        rpath = f"{path}.resources[{i}]"
+        entry = _mapping(ctx, raw, rpath)
+        _check_keys(ctx, entry, rpath, ("name", "replicas", "rename", "devices"))
+        if "name" not in entry:
+            raise ctx.error(f"{rpath}.name", "a resource name such as nvidia.com/gpu (missing)")
+        name = entry["name"]
+        if not isinstance(name, str) or not _SHARED_NAME_RE.match(name):
+            raise ctx.error(f"{rpath}.name", "nvidia.com/gpu or a MIG resource such as "
+                            "nvidia.com/mig-1g.10gb", name)
+        if name in seen:
+            raise ctx.error(f"{rpath}.name", "each resource listed once", name)
+        seen.add(name)
+        if "replicas" not in entry:
+            raise ctx.error(f"{rpath}.replicas", "an integer >= 2 (missing)")
+        replicas = entry["replicas"]
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
+            raise ctx.error(f"{rpath}.replicas", "an integer >= 2", replicas)
+        rename = entry.get("rename")
+        if rename is not None:
+            rename = _string(ctx, rename, f"{rpath}.rename")
+            ctx.warn(f"{rpath}.rename", "custom rename is accepted but ignored, as upstream "
+                     "(only renameByDefault takes effect)")
+        devices = _parse_devices(ctx, entry.get("devices"), f"{rpath}.devices")
+        resources.append(ReplicatedResource(name, replicas, rename, devices))
+    return Sharing(strategy, rename_by_default, fail, tuple(resources))
+
+
+def _parse_sharing(ctx: _Ctx, data: Mapping) -> Sharing:
+    _check_keys(ctx, data, "sharing", ("timeSlicing", "mps"))
+    ts = _mapping(ctx, data.get("timeSlicing"), "sharing.timeSlicing")
+    mps = _mapping(ctx, data.get("mps"), "sharing.mps")
+    if mps and ts:
+        ctx.warn("sharing", "both timeSlicing and mps are set; mps wins, as upstream")
+    if mps:
+        return _parse_sharing_strategy(ctx, mps, "sharing.mps", SHARING_MPS)
+    if ts:
+        return _parse_sharing_strategy(ctx, ts, "sharing.timeSlicing", SHARING_TIME_SLICING)
+    return Sharing()
+
+
+def _check_cross_fields(cfg: Config, where: str) -> None:
+    """Rules that involve more than one key (upstream ``validateFlags`` and sharing checks)."""
+    strategy = cfg.flags.mig_strategy
+    if cfg.sharing.strategy == SHARING_MPS:
+        if strategy == MIG_STRATEGY_MIXED:
+            raise InputError(f"{where}: sharing.mps cannot be used with flags.migStrategy: mixed "
+                             "(MPS shares full GPUs only); expected migStrategy none or single, "
+                             "or sharing.timeSlicing")
+        for i, r in enumerate(cfg.sharing.resources):
+            if r.name != "nvidia.com/gpu":
+                raise InputError(f"{where}: sharing.mps.resources[{i}].name: expected "
+                                 f"nvidia.com/gpu (MPS shares full GPUs only), got {r.name!r}")
+    if strategy != MIG_STRATEGY_MIXED:
+        key = "mps" if cfg.sharing.strategy == SHARING_MPS else "timeSlicing"
+        for i, r in enumerate(cfg.sharing.resources):
+            if r.name.startswith("nvidia.com/mig-"):
+                raise InputError(f"{where}: sharing.{key}.resources[{i}].name: {r.name} exists "
+                                 f"only with flags.migStrategy: mixed (it is {strategy}); "
+                                 "expected nvidia.com/gpu")
+
+
+def parse_config(data: Any, source: str = "<config>") -> Config:
+    """Validate an already-loaded YAML document (a mapping) into a :class:`Config`.
+
+    Args:
+        data: the parsed YAML (``None`` or ``{}`` gives the defaults).
+        source: name used in messages (the file path).
+
+    Raises:
+        InputError: an unknown key, a wrong type or value, an unknown version, or a broken
+            cross-field rule; the message names the key path and the expected value.
+    """
+    ctx = _Ctx(source)
+    top = _mapping(ctx, data, "(top level)")
+    _check_keys(ctx, top, "", ("version", "flags", "sharing", "resources", "imex"))
+    version = top.get("version")
+    if version in (None, ""):
+        version = VERSION  # upstream: an empty version means v1
+    if version != VERSION:
+        raise ctx.error("version", f"{VERSION!r} (the only config version)", version)
+    flags = _parse_flags(ctx, _mapping(ctx, top.get("flags"), "flags"))
+    sharing = _parse_sharing(ctx, _mapping(ctx, top.get("sharing"), "sharing"))
+    for key in ("resources", "imex"):
+        if key in top:
+            why = ("ignored, as upstream (DisableResourceNamingInConfig)" if key == "resources"
+                   else "accepted but not acted on by this simulated plugin")
+            ctx.warn(key, why)
+    cfg = Config(version, flags, sharing, tuple(ctx.warnings))
+    _check_cross_fields(cfg, source)
+    return cfg
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read and validate a config file; ``None`` gives :class:`Config()` (upstream defaults).
+
+    Raises:
+        InputError: unreadable file, YAML syntax error (with line:column) or invalid content.
+    """
+    if path is None:
+        return Config()
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(f"{where}: {problem}; expected a YAML config file") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,487 @@
+"""GPU inventory: which GPUs (and MIG devices) a node has, as plain records.
+
+Three sources, one result (:class:`Inventory`):
+
+* :func:`from_nvidia_smi_xml`: an ``nvidia-smi -q -x`` dump (the real format, DTD v10-v13);
+* :func:`from_yaml_spec`: a small YAML spec of simulated GPUs (see ``examples/*.yaml``);
+* :func:`from_nvml`: live NVML through nvidia-ml-py (``import pynvml``, optional).
+
+:func:`load_inventory` picks the first two by file content. Nothing here opens a socket;
+the sharing logic turns an inventory and a config into advertised resources.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lab02_device_plugin import mig as migmod
+from lab02_device_plugin.errors import InputError
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    """One MIG device (a GPU instance with its compute instance) on a parent GPU.
+
+    Attributes:
+        index: MIG device index on its parent (nvidia-smi ``MIG ... Device N``).
+        profile: profile name, e.g. ``1g.20gb`` (inferred from memory and SMs when the
+            source does not say it).
+        gpu_instance_id / compute_instance_id: the GI and CI IDs.
+        uuid: ``MIG-<uuid>``; where the source gives none (nvidia-smi XML before v13),
+            the legacy form ``MIG-<GPU uuid>/<gi>/<ci>``.
+        memory_mib: memory of the instance (MiB).
+        multiprocessors: SM count, or None when unknown.
+        placement_start: first memory slot (0..7), or None when unknown.
+    """
+
+    index: int
+    profile: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    uuid: str
+    memory_mib: int
+    multiprocessors: int | None = None
+    placement_start: int | None = None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One physical GPU.
+
+    Attributes:
+        index: nvidia-smi index (PCI bus order; not ``minor_number``).
+        uuid: ``GPU-xxxxxxxx-...``.
+        model: product name, e.g. ``NVIDIA A100-SXM4-80GB``.
+        memory_mib: framebuffer memory (MiB).
+        mig_enabled: True / False, or None when the GPU does not support MIG.
+        mig_devices: its MIG devices (empty unless MIG is enabled).
+        numa_node: NUMA node of its PCI device, or None when unknown.
+        nvlink_island: ID of the group of GPUs joined by NVLink, or None.
+        pci_bus_id: e.g. ``00000000:01:00.0``.
+        minor_number: ``/dev/nvidia<minor>``; defaults to the index.
+    """
+
+    index: int
+    uuid: str
+    model: str
+    memory_mib: int
+    mig_enabled: bool | None = None
+    mig_devices: tuple[MigDevice, ...] = ()
+    numa_node: int | None = None
+    nvlink_island: int | None = None
+    pci_bus_id: str | None = None
+    minor_number: int | None = None
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The GPUs of one node, in index order.
+
+    Attributes:
+        gpus: the GPUs.
+        source: where they came from (a file path, ``nvml`` or ``<spec>``).
+        driver_version: driver version when known.
+        warnings: things the reader could not fully decode (e.g. an unknown MIG profile).
+    """
+
+    gpus: tuple[Gpu, ...]
+    source: str = "<inventory>"
+    driver_version: str | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def gpu(self, key: int | str) -> Gpu:
+        """The GPU with this index or UUID. Raises InputError when absent."""
+        for g in self.gpus:
+            if g.index == key or g.uuid == key:
+                return g
+        raise InputError(f"{self.source}: no GPU {key!r}; expected an index 0..{len(self.gpus) - 1}"
+                         " or one of the GPU UUIDs")
+
+    def without(self, *keys: int | str) -> Inventory:
+        """A copy without the given GPUs (index or UUID): a GPU lost from the node."""
+        drop = {self.gpu(k).uuid for k in keys}
+        return replace(self, gpus=tuple(g for g in self.gpus if g.uuid not in drop))
+
+
+# --------------------------------------------------------------------------- nvidia-smi XML
+
+def _text(el: ET.Element | None, path: str) -> str | None:
+    if el is None:
+        return None
+    found = el.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    return value or None
+
+
+def _mib(value: str | None) -> int | None:
+    if value is None:
+        return None
+    m = re.match(r"^\s*(\d+)\s*MiB\s*$", value)
+    return int(m.group(1)) if m else None
+
+
+def _int(value: str | None) -> int | None:
+    if value is None or not re.fullmatch(r"-?\d+", value):
+        return None
+    return int(value)
+
+
+def infer_mig_profile(model: str, memory_mib: int, multiprocessors: int | None) -> str | None:
+    """Name the profile of a MIG device from its memory and SM count (None if no match).
+
+    Older nvidia-smi XML gives neither profile nor UUID for MIG devices, only memory and
+    SMs; we pick the profile of the parent's table whose ``-lgip`` memory is nearest (within
+    5 %) and whose SM count matches when both are known. Example: A100-SXM4-80GB,
+    19968 MiB, 14 SMs -> ``1g.20gb`` (19.50 GiB x 1024 = 19968 MiB, 14 SMs).
+    """
+    key = migmod.canonical_model(model)
+    if key is None:
+        return None
+    best, best_err = None, 0.05
+    for p in migmod.PROFILE_TABLES[key].values():
+        if p.media_extensions:
+            continue
+        mem_mib = p.memory_gib * 1024 if p.memory_gib else (
+            migmod.nominal_memory_gb(key) * 1000 / 1.048576 * p.memory_slices / migmod.MEMORY_SLICES)
+        if multiprocessors is not None and p.multiprocessors is not None \
+                and p.multiprocessors != multiprocessors:
+            continue
+        err = abs(mem_mib - memory_mib) / mem_mib
+        if err <= best_err:
+            best, best_err = p.name, err
+    return best
+
+
+def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventory:
+    """Read an ``nvidia-smi -q -x`` dump.
+
+    Args:
+        source: the file path (read unless ``text`` is given; used in messages).
+        text: the XML itself, optional.
+
+    Returns:
+        GPUs sorted by PCI bus ID (nvidia-smi's index order; ``minor_number`` can differ,
+        e.g. 1, 2, 3, 0 in the Azure 4x K80 dump). MIG devices with profile (inferred
+        from memory and SMs when absent), GI/CI IDs, UUID (legacy ``MIG-<GPU uuid>/gi/ci``
+        form when absent) and memory. NUMA node and NVLink island are not in the dump (None).
+
+    Raises:
+        InputError: unreadable file, malformed XML, or a ``<gpu>`` without UUID/product name.
+    """
+    src = str(source)
+    if text is None:
+        try:
+            text = Path(source).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise InputError(f"{src}: cannot read inventory: {exc.strerror or exc}") from None
+    # The DTD line points at a file that is not there; ElementTree ignores DOCTYPE anyway.
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        line, col = exc.position
+        raise InputError(f"{src}:{line}:{col + 1}: malformed XML; expected `nvidia-smi -q -x` "
+                         "output") from None
+    if root.tag != "nvidia_smi_log":
+        raise InputError(f"{src}: root element <{root.tag}>; expected <nvidia_smi_log> "
+                         "(`nvidia-smi -q -x` output)")
+    warnings: list[str] = []
+    raw = []
+    for n, g in enumerate(root.findall("gpu")):
+        where = f"{src}: <gpu> #{n}"
+        uuid = _text(g, "uuid")
+        model = _text(g, "product_name")
+        if not uuid or not model:
+            raise InputError(f"{where}: missing <uuid> or <product_name>; expected both")
+        bus = g.get("id") or _text(g, "pci/pci_bus_id")
+        memory = _mib(_text(g, "fb_memory_usage/total")) or 0
+        mig_current = _text(g, "mig_mode/current_mig")
+        mig_enabled = None if mig_current in (None, "N/A") else mig_current == "Enabled"
+        devices = []
+        for m in g.findall("mig_devices/mig_device"):
+            gi = _int(_text(m, "gpu_instance_id"))
+            ci = _int(_text(m, "compute_instance_id"))
+            idx = _int(_text(m, "index"))
+            mem = _mib(_text(m, "fb_memory_usage/total")) or 0
+            sms = _int(_text(m, "device_attributes/shared/multiprocessor_count"))
+            profile = _text(m, "profile_name") or _text(m, "mig_profile") or \
+                infer_mig_profile(model, mem, sms)
+            if profile is None:
+                profile = f"unknown-{mem}mib"
+                warnings.append(f"{where} MIG device {idx}: cannot name its profile "
+                                f"({mem} MiB, {sms} SMs on {model}); advertised as {profile}")
+            profile = re.sub(r"^MIG\s+", "", profile)
+            mig_uuid = _text(m, "uuid") or f"MIG-{uuid}/{gi}/{ci}"
+            devices.append(MigDevice(idx if idx is not None else len(devices), profile,
+                                     gi if gi is not None else -1, ci if ci is not None else -1,
+                                     mig_uuid, mem, sms))
+        numa = _int(_text(g, "numa_node"))
+        raw.append((bus or "", uuid, model, memory, mig_enabled, tuple(devices), numa,
+                    _int(_text(g, "minor_number"))))
+    raw.sort(key=lambda r: r[0].lower())
+    gpus = tuple(Gpu(i, uuid, model, mem, mig, devs, numa, None, bus or None, minor)
+                 for i, (bus, uuid, model, mem, mig, devs, numa, minor) in enumerate(raw))
+    return Inventory(gpus, src, _text(root, "driver_version"), tuple(warnings))
+
+
+# --------------------------------------------------------------------------- YAML spec
+
+#: Default product name and memory (MiB) of models a spec may name by short key.
+KNOWN_MODELS: Mapping[str, tuple[str, int]] = {
+    "A100-40GB": ("NVIDIA A100-SXM4-40GB", 40960),
+    "A100-80GB": ("NVIDIA A100-SXM4-80GB", 81920),
+    "H100-80GB": ("NVIDIA H100 80GB HBM3", 81559),
+    "H200-141GB": ("NVIDIA H200", 143771),
+    "T4": ("Tesla T4", 15360),
+    "L4": ("NVIDIA L4", 23034),
+    "V100-32GB": ("Tesla V100-SXM2-32GB", 32768),
+}
+
+_SPEC_GPU_KEYS = ("model", "count", "memory_mib", "numa_node", "mig", "uuids")
+
+
+def _det_uuid(prefix: str, *parts: object) -> str:
+    """A deterministic UUID (uuid5) so simulated GPUs keep their IDs between runs."""
+    return prefix + str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, "lab02/" + "/".join(map(str, parts))))
+
+
+def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
+    """Build simulated GPUs from a spec (a parsed YAML mapping).
+
+    Format (every key but ``gpus[].model`` optional)::
+
+        gpus:
+        - model: H100-80GB          # a KNOWN_MODELS key, or any product name with memory_mib
+          count: 8                  # default 1
+          memory_mib: 81559         # default from KNOWN_MODELS
+          numa_node: 0              # or a list, one per GPU of this entry
+          uuids: [GPU-...]          # default: deterministic uuid5 per node name and index
+          mig:
+            enabled: true
+            instances: [3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb]   # placed by mig.plan_layout
+        nvlink_islands: [[0, 1, 2, 3], [4, 5, 6, 7]]          # GPU indices per island
+        node: sim-node-0                                      # seeds the generated UUIDs
+
+    Raises:
+        InputError: naming the key (``gpus[0].mig.instances[2]``) and the expected value.
+    """
+    if not isinstance(spec, Mapping):
+        raise InputError(f"{source}: expected a mapping with a `gpus:` list, got {type(spec).__name__}")
+    unknown = [k for k in spec if k not in ("gpus", "nvlink_islands", "node")]
+    if unknown:
+        raise InputError(f"{source}: {unknown[0]}: unknown key; expected one of gpus, "
+                         "nvlink_islands, node")
+    node = str(spec.get("node", "sim-node"))
+    entries = spec.get("gpus")
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{source}: gpus: expected a non-empty list of GPU entries, got {entries!r}")
+    gpus: list[Gpu] = []
+    for e, entry in enumerate(entries):
+        path = f"{source}: gpus[{e}]"
+        if not isinstance(entry, Mapping):
+            raise InputError(f"{path}: expected a mapping with at least `model`, got {entry!r}")
+        for k in entry:
+            if k not in _SPEC_GPU_KEYS:
+                raise InputError(f"{path}.{k}: unknown key; expected one of {', '.join(_SPEC_GPU_KEYS)}")
+        model = entry.get("model")
+        if not isinstance(model, str) or not model:
+            raise InputError(f"{path}.model: expected a GPU model such as H100-80GB "
+                             f"({', '.join(KNOWN_MODELS)}) or a product name, got {model!r}")
+        product, default_mem = KNOWN_MODELS.get(model, (model, None))
+        count = entry.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise InputError(f"{path}.count: expected a positive integer, got {count!r}")
+        memory = entry.get("memory_mib", default_mem)
+        if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
+            raise InputError(f"{path}.memory_mib: expected a positive integer (MiB)"
+                             + ("" if default_mem else f"; required for model {model!r}")
+                             + f", got {memory!r}")
+        numa = entry.get("numa_node")
+        numas = numa if isinstance(numa, list) else [numa] * count
+        if len(numas) != count or not all(n is None or (isinstance(n, int) and not isinstance(n, bool)
+                                                        and n >= 0) for n in numas):
+            raise InputError(f"{path}.numa_node: expected a NUMA node >= 0 or a list of {count}, "
+                             f"got {numa!r}")
+        uuids = entry.get("uuids")
+        if uuids is not None and (not isinstance(uuids, list) or len(uuids) != count or not all(
+                isinstance(u, str) and u.startswith("GPU-") for u in uuids)):
+            raise InputError(f"{path}.uuids: expected a list of {count} `GPU-...` UUIDs, got {uuids!r}")
+        mig_spec = entry.get("mig")
+        mig_enabled: bool | None = None
+        instances: list[str] = []
+        if mig_spec is not None:
+            if not isinstance(mig_spec, Mapping) or any(k not in ("enabled", "instances") for k in mig_spec):
+                raise InputError(f"{path}.mig: expected a mapping with `enabled` and `instances`, "
+                                 f"got {mig_spec!r}")
+            mig_enabled = mig_spec.get("enabled", True)
+            if not isinstance(mig_enabled, bool):
+                raise InputError(f"{path}.mig.enabled: expected true or false, got {mig_enabled!r}")
+            instances = mig_spec.get("instances") or []
+            if not isinstance(instances, list):
+                raise InputError(f"{path}.mig.instances: expected a list of MIG profile names, "
+                                 f"got {instances!r}")
+            if instances and not mig_enabled:
+                raise InputError(f"{path}.mig.instances: MIG instances need mig.enabled: true")
+            if mig_enabled and migmod.canonical_model(product) is None:
+                raise InputError(f"{path}.mig.enabled: {model!r} has no MIG profile table; expected "
+                                 f"one of {', '.join(migmod.GPU_MODELS)}")
+            for i, name in enumerate(instances):
+                if not isinstance(name, str) or name not in migmod.profiles(product):
+                    raise InputError(f"{path}.mig.instances[{i}]: expected a profile of "
+                                     f"{migmod.canonical_model(product)} "
+                                     f"({', '.join(migmod.profiles(product))}), got {name!r}")
+        layout = None
+        if instances:
+            try:
+                layout = migmod.plan_layout(product, instances)
+            except migmod.NoLayoutError as exc:
+                raise InputError(f"{path}.mig.instances: {exc.reason}") from None
+        for k in range(count):
+            index = len(gpus)
+            gpu_uuid = uuids[k] if uuids else _det_uuid("GPU-", node, index)
+            devices = []
+            if layout is not None:
+                for j, pl in enumerate(layout.placements):
+                    p = pl.profile
+                    mem = int(round(p.memory_gib * 1024)) if p.memory_gib else \
+                        memory * p.memory_slices // migmod.MEMORY_SLICES
+                    # GI IDs as nvidia-smi numbers them are driver-chosen; we number from 1.
+                    devices.append(MigDevice(j, p.name, j + 1, 0, _det_uuid("MIG-", gpu_uuid, j),
+                                             mem, p.multiprocessors, pl.start))
+            gpus.append(Gpu(index, gpu_uuid, product, memory, mig_enabled, tuple(devices),
+                            numas[k], None, f"00000000:{0x10 + index:02X}:00.0", index))
+    islands = spec.get("nvlink_islands")
+    if islands is not None:
+        if not isinstance(islands, list) or not all(isinstance(i, list) for i in islands):
+            raise InputError(f"{source}: nvlink_islands: expected a list of lists of GPU indices, "
+                             f"got {islands!r}")
+        island_of: dict[int, int] = {}
+        for i, members in enumerate(islands):
+            for j, idx in enumerate(members):
+                if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(gpus):
+                    raise InputError(f"{source}: nvlink_islands[{i}][{j}]: expected a GPU index "
+                                     f"0..{len(gpus) - 1}, got {idx!r}")
+                if idx in island_of:
+                    raise InputError(f"{source}: nvlink_islands[{i}][{j}]: GPU {idx} is already "
+                                     f"in island {island_of[idx]}; expected each GPU once")
+                island_of[idx] = i
+        gpus = [replace(g, nvlink_island=island_of.get(g.index)) for g in gpus]
+    return Inventory(tuple(gpus), source)
+
+
+# --------------------------------------------------------------------------- NVML
+
+def from_nvml(nvml: Any = None) -> Inventory:
+    """Read the live GPUs through NVML (nvidia-ml-py).
+
+    Args:
+        nvml: the ``pynvml`` module, or a stand-in with the same functions (tests pass a fake).
+
+    Raises:
+        InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU).
+    """
+    if nvml is None:
+        try:
+            import pynvml as nvml  # type: ignore[import-not-found]
+        except ImportError:
+            raise InputError("NVML: the nvidia-ml-py package is not installed (pip install "
+                             "'gpu-sharing-course[nvml]'); pass --inventory FILE (nvidia-smi XML "
+                             "or a YAML spec) to simulate GPUs instead") from None
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        raise InputError(f"NVML: cannot initialise ({exc}); no NVIDIA driver or GPU here? "
+                         "pass --inventory FILE to simulate GPUs instead") from None
+
+    def s(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    try:
+        driver = s(nvml.nvmlSystemGetDriverVersion())
+        gpus = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            uuid, name = s(nvml.nvmlDeviceGetUUID(h)), s(nvml.nvmlDeviceGetName(h))
+            mem = int(nvml.nvmlDeviceGetMemoryInfo(h).total) // (1024 * 1024)
+            try:
+                current, _pending = nvml.nvmlDeviceGetMigMode(h)
+                mig_enabled: bool | None = bool(current)
+            except Exception:  # NVMLError_NotSupported on GPUs without MIG
+                mig_enabled = None
+            devices = []
+            if mig_enabled:
+                for j in range(nvml.nvmlDeviceGetMaxMigDeviceCount(h)):
+                    try:
+                        m = nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
+                    except Exception:  # NVMLError_NotFound: empty slot
+                        continue
+                    mmem = int(nvml.nvmlDeviceGetMemoryInfo(m).total) // (1024 * 1024)
+                    attrs = nvml.nvmlDeviceGetAttributes(m)
+                    sms = int(attrs.multiprocessorCount)
+                    profile = infer_mig_profile(name, mmem, sms) or f"unknown-{mmem}mib"
+                    devices.append(MigDevice(j, profile, int(nvml.nvmlDeviceGetGpuInstanceId(m)),
+                                             int(nvml.nvmlDeviceGetComputeInstanceId(m)),
+                                             s(nvml.nvmlDeviceGetUUID(m)), mmem, sms))
+            bus = None
+            try:
+                bus = s(nvml.nvmlDeviceGetPciInfo(h).busId)
+            except Exception:
+                pass
+            numa = _sysfs_numa_node(bus)
+            gpus.append(Gpu(i, uuid, name, mem, mig_enabled, tuple(devices), numa, None, bus,
+                            int(nvml.nvmlDeviceGetMinorNumber(h))))
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass
+    return Inventory(tuple(gpus), "nvml", driver)
+
+
+def _sysfs_numa_node(bus_id: str | None) -> int | None:
+    """NUMA node from /sys/bus/pci/devices/<bus>/numa_node, as NVIDIA's plugin reads it."""
+    if not bus_id:
+        return None
+    # NVML gives an 8-hex-digit domain; sysfs uses 4 (0000:01:00.0).
+    bus = bus_id.lower()
+    if re.match(r"^[0-9a-f]{8}:", bus):
+        bus = bus[4:]
+    try:
+        value = int(Path(f"/sys/bus/pci/devices/{bus}/numa_node").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+# --------------------------------------------------------------------------- dispatch
+
+def load_inventory(path: str | Path) -> Inventory:
+    """Read an inventory file: ``nvidia-smi -q -x`` XML or a YAML spec (chosen by content).
+
+    Raises:
+        InputError: unreadable file, or content that is neither (message says which).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read inventory: {exc.strerror or exc}") from None
+    if text.lstrip().startswith("<"):
+        return from_nvidia_smi_xml(p, text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        raise InputError(f"{where}: invalid YAML; expected an nvidia-smi XML dump or a YAML "
+                         "GPU spec") from None
+    return from_yaml_spec(data, str(p))

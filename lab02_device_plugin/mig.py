@@ -1,0 +1,431 @@
+"""MIG profile tables, GPU-instance placement, quantization waste and resource names.
+
+A MIG-capable GPU is cut into GPU instances (GIs). Each GI profile takes a number of the
+GPU's 8 *memory slices* and of its 7 *compute slices*; a GI of ``s`` memory slices may only
+start at certain slots (``nvidia-smi mig -lgipp``) and GIs never overlap. This module holds
+the tables for four GPUs and answers the questions the book's partition explorer asks:
+
+>>> layout = plan_layout("H100-80GB", ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])
+>>> [(p.profile.name, p.start) for p in layout.placements]
+[('3g.40gb', 4), ('2g.20gb', 0), ('1g.10gb', 2), ('1g.10gb', 3)]
+
+(The 3g cannot stay at slot 0: the second 1g.10gb would need slot 7, where no 1g may start.)
+
+Sources (reference/device-plugin-facts.md sec. 5): memory/SM fractions and maximum counts
+from the NVIDIA MIG User Guide "Supported MIG Profiles" [DOC], cross-checked against
+NVIDIA mig-parted's config-default.yaml [SRC]; placements from the guide's ``-lgipp``
+example for A100, identical on H100/H200 [3P]; GiB/SM figures from ``nvidia-smi mig -lgip``
+transcripts (A100-40GB [DOC], others [3P]; ``None`` where not captured).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any
+
+from lab02_device_plugin.errors import InputError
+
+MEMORY_SLICES = 8
+COMPUTE_SLICES = 7
+MAX_INSTANCES = 7
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One GPU-instance profile of one GPU model.
+
+    Attributes:
+        name: profile name, e.g. ``1g.10gb`` or ``1g.10gb+me`` (media extensions).
+        gpu_model: table key, e.g. ``H100-80GB``.
+        gi_profile_id: nvidia-smi GI profile ID (19, 20, 15, 14, 9, 5, 0).
+        compute_slices: compute slices (the ``Ng`` part), of 7.
+        memory_slices: memory slices (placement size), of 8.
+        max_instances: most instances of this profile on one GPU.
+        placements: valid start slots on the 8-slice memory axis.
+        memory_gib: usable memory reported by ``-lgip`` (GiB), or None when not captured.
+        multiprocessors: SMs reported by ``-lgip``, or None when not captured.
+    """
+
+    name: str
+    gpu_model: str
+    gi_profile_id: int
+    compute_slices: int
+    memory_slices: int
+    max_instances: int
+    placements: tuple[int, ...]
+    memory_gib: float | None = None
+    multiprocessors: int | None = None
+
+    @property
+    def memory_fraction(self) -> Fraction:
+        """Share of the GPU's memory, ``memory_slices / 8``."""
+        return Fraction(self.memory_slices, MEMORY_SLICES)
+
+    @property
+    def compute_fraction(self) -> Fraction:
+        """Share of the GPU's SMs, ``compute_slices / 7``."""
+        return Fraction(self.compute_slices, COMPUTE_SLICES)
+
+    @property
+    def media_extensions(self) -> bool:
+        """True for ``+me`` profiles (the one instance that gets the media engines)."""
+        return self.name.endswith("+me")
+
+
+# (suffix, GI id, compute slices, memory slices, max, placements)
+_SHAPES = (
+    ("1g.S", 19, 1, 1, 7, (0, 1, 2, 3, 4, 5, 6)),
+    ("1g.S+me", 20, 1, 1, 1, (0, 1, 2, 3, 4, 5, 6)),
+    ("1g.D", 15, 1, 2, 4, (0, 2, 4, 6)),
+    ("2g.D", 14, 2, 2, 3, (0, 2, 4)),
+    ("3g.Q", 9, 3, 4, 2, (0, 4)),
+    ("4g.Q", 5, 4, 4, 1, (0,)),
+    ("7g.F", 0, 7, 8, 1, (0,)),
+)
+
+# model -> (nominal GB, names for S/D/Q/F memory sizes, -lgip (GiB, SMs) per shape)
+_MODELS: dict[str, tuple[int, dict[str, str], tuple]] = {
+    "A100-40GB": (40, {"S": "5gb", "D": "10gb", "Q": "20gb", "F": "40gb"},
+                  ((4.75, 14), (4.75, 14), (9.62, 14), (9.62, 28), (19.50, 42), (19.50, 56),
+                   (39.25, 98))),
+    "A100-80GB": (80, {"S": "10gb", "D": "20gb", "Q": "40gb", "F": "80gb"},
+                  ((9.75, 14), (9.75, 14), (19.50, 14), (19.50, 28), (39.25, 42), (39.25, 56),
+                   (78.5, 98))),
+    "H100-80GB": (80, {"S": "10gb", "D": "20gb", "Q": "40gb", "F": "80gb"},
+                  ((9.75, 16), (9.75, 16), (19.62, 26), (19.62, 32), (39.50, 60), (39.50, 64),
+                   (None, None))),
+    "H200-141GB": (141, {"S": "18gb", "D": "35gb", "Q": "71gb", "F": "141gb"},
+                   ((16.00, 16), (16.00, 16), (None, None), (32.50, 32), (None, None),
+                    (None, None), (140.00, 132))),
+}
+
+
+def _build_tables() -> MappingProxyType:
+    tables = {}
+    for model, (_gb, sizes, lgip) in _MODELS.items():
+        profiles = {}
+        for (shape, gi, c, m, mx, pl), (gib, sms) in zip(_SHAPES, lgip):
+            g, rest = shape.split(".")
+            size_key, _, me = rest.partition("+")
+            name = f"{g}.{sizes[size_key]}" + ("+me" if me else "")
+            profiles[name] = MigProfile(name, model, gi, c, m, mx, pl, gib, sms)
+        tables[model] = MappingProxyType(profiles)
+    return MappingProxyType(tables)
+
+
+#: ``PROFILE_TABLES[model][profile name] -> MigProfile`` (read-only).
+PROFILE_TABLES = _build_tables()
+
+#: GPU models with a MIG table.
+GPU_MODELS = tuple(PROFILE_TABLES)
+
+
+def canonical_model(product_name: str) -> str | None:
+    """Map an nvidia-smi product name (or a table key) to a :data:`PROFILE_TABLES` key.
+
+    ``"NVIDIA A100-SXM4-80GB"`` -> ``"A100-80GB"``, ``"NVIDIA H100 80GB HBM3"`` ->
+    ``"H100-80GB"``, ``"NVIDIA H200"`` -> ``"H200-141GB"``; None for GPUs without a table
+    (consumer GPUs, H100 NVL 94GB, ...).
+    """
+    if product_name in PROFILE_TABLES:
+        return product_name
+    name = product_name.upper()
+    if "A100" in name:
+        return "A100-80GB" if "80GB" in name else "A100-40GB"
+    if "H100" in name and not re.search(r"9[46]GB|NVL|GH200", name):
+        return "H100-80GB"
+    if "H200" in name:
+        return "H200-141GB"
+    return None
+
+
+def profiles(gpu_model: str) -> MappingProxyType:
+    """The profile table of ``gpu_model`` (a table key or an nvidia-smi product name).
+
+    Raises:
+        InputError: the model has no MIG table here.
+    """
+    key = canonical_model(gpu_model)
+    if key is None:
+        raise InputError(f"GPU model {gpu_model!r}: no MIG profile table; expected one of "
+                         f"{', '.join(GPU_MODELS)}")
+    return PROFILE_TABLES[key]
+
+
+def get_profile(gpu_model: str, name: str) -> MigProfile:
+    """Look up one profile. Raises InputError naming the profile and the valid ones."""
+    table = profiles(gpu_model)
+    try:
+        return table[name]
+    except KeyError:
+        raise InputError(f"MIG profile {name!r} does not exist on {canonical_model(gpu_model)}; "
+                         f"expected one of {', '.join(table)}") from None
+
+
+def nominal_memory_gb(gpu_model: str) -> int:
+    """The GPU's nominal memory in GB (40, 80, 80, 141), the number in the profile names."""
+    key = canonical_model(gpu_model)
+    profiles(gpu_model)  # raises for unknown models
+    return _MODELS[key][0]
+
+
+def mixed_resource_name(profile_name: str) -> str:
+    """Extended resource name of a MIG profile under ``migStrategy: mixed``.
+
+    ``"1g.10gb"`` -> ``"nvidia.com/mig-1g.10gb"``; ``"1g.10gb+me"`` ->
+    ``"nvidia.com/mig-1g.10gb.me"`` ("+" is not allowed in a resource name, so NVIDIA's
+    plugin replaces it by "."; facts sec. 4 "Resource names").
+    """
+    ### BEGIN SOLUTION
+    return "nvidia.com/mig-" + profile_name.replace("+", ".")
+    ### END SOLUTION
+
+
+# --------------------------------------------------------------------------- placement
+
+@dataclass(frozen=True)
+class Placement:
+    """A GPU instance of ``profile`` on memory slots ``start .. start + memory_slices - 1``."""
+
+    profile: MigProfile
+    start: int
+
+    @property
+    def slots(self) -> range:
+        """The memory slots it occupies."""
+        return range(self.start, self.start + self.profile.memory_slices)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A valid set of GPU instances on one GPU (no overlap, within every limit).
+
+    Attributes:
+        gpu_model: table key.
+        placements: the instances, in the order they were asked for.
+    """
+
+    gpu_model: str
+    placements: tuple[Placement, ...]
+
+    @property
+    def memory_slices_used(self) -> int:
+        """Memory slices taken, of 8."""
+        return sum(p.profile.memory_slices for p in self.placements)
+
+    @property
+    def compute_slices_used(self) -> int:
+        """Compute slices taken, of 7."""
+        return sum(p.profile.compute_slices for p in self.placements)
+
+    def slot_owners(self) -> list[int | None]:
+        """For each of the 8 memory slots, the index of the placement using it, or None."""
+        owners: list[int | None] = [None] * MEMORY_SLICES
+        for i, p in enumerate(self.placements):
+            for s in p.slots:
+                owners[s] = i
+        return owners
+
+    def addable_profiles(self) -> list[str]:
+        """Profiles that could still be added to this layout (at some free start slot)."""
+        out = []
+        for name in profiles(self.gpu_model):
+            try:
+                plan_layout(self.gpu_model, [name], existing=self.placements)
+            except NoLayoutError:
+                continue
+            out.append(name)
+        return out
+
+
+class NoLayoutError(InputError):
+    """No valid MIG layout exists for the requested profiles; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _fits(p: MigProfile, start: int, used: list[bool]) -> bool:
+    return all(not used[s] for s in range(start, start + p.memory_slices))
+
+
+def plan_layout(gpu_model: str, requested: Sequence[str],
+                existing: Iterable[Placement] = ()) -> Layout:
+    """Place GPU instances of the ``requested`` profiles on one GPU.
+
+    Largest instances are placed first, each at the lowest valid free start slot, with
+    backtracking, so the search is exhaustive and the answer deterministic.
+
+    Args:
+        gpu_model: table key or nvidia-smi product name.
+        requested: profile names, e.g. ``["3g.40gb", "2g.20gb"]``.
+        existing: instances already on the GPU (kept where they are).
+
+    Returns:
+        A :class:`Layout` with ``existing`` first, then the new instances in request order.
+
+    Raises:
+        NoLayoutError: no valid layout; the reason names the limit that is exceeded
+            (instance count per profile, 7 instances, 7 compute slices, 8 memory slices,
+            or no non-overlapping placement).
+        InputError: an unknown profile name (the message lists the valid ones).
+    """
+    table = profiles(gpu_model)
+    model = canonical_model(gpu_model)
+    existing = tuple(existing)
+    wanted = [get_profile(model, n) for n in requested]
+    everything = [p.profile for p in existing] + wanted
+    counts: dict[str, int] = {}
+    for p in everything:
+        counts[p.name] = counts.get(p.name, 0) + 1
+    for name, n in counts.items():
+        if n > table[name].max_instances:
+            raise NoLayoutError(f"{n} x {name} asked, but at most {table[name].max_instances} "
+                                f"fit on {model}")
+    me = sum(n for name, n in counts.items() if name.endswith("+me"))
+    if me > 1:
+        raise NoLayoutError(f"{me} +me instances asked, but only one instance per GPU can own "
+                            "the media extensions")
+    if len(everything) > MAX_INSTANCES:
+        raise NoLayoutError(f"{len(everything)} instances asked, but a GPU holds at most "
+                            f"{MAX_INSTANCES}")
+    compute = sum(p.compute_slices for p in everything)
+    if compute > COMPUTE_SLICES:
+        raise NoLayoutError(f"{compute} compute slices asked ({' + '.join(p.name for p in everything)}),"
+                            f" but {model} has {COMPUTE_SLICES}")
+    memory = sum(p.memory_slices for p in everything)
+    if memory > MEMORY_SLICES:
+        raise NoLayoutError(f"{memory} memory slices asked ({' + '.join(p.name for p in everything)}),"
+                            f" but {model} has {MEMORY_SLICES}")
+    used = [False] * MEMORY_SLICES
+    for pl in existing:
+        for s in pl.slots:
+            if used[s]:
+                raise NoLayoutError(f"existing instances overlap at memory slot {s}")
+            used[s] = True
+    order = sorted(range(len(wanted)), key=lambda i: (-wanted[i].memory_slices,
+                                                      -wanted[i].compute_slices, i))
+    starts: dict[int, int] = {}
+
+    def search(k: int) -> bool:
+        if k == len(order):
+            return True
+        i = order[k]
+        p = wanted[i]
+        for start in p.placements:
+            if _fits(p, start, used):
+                for s in range(start, start + p.memory_slices):
+                    used[s] = True
+                starts[i] = start
+                if search(k + 1):
+                    return True
+                for s in range(start, start + p.memory_slices):
+                    used[s] = False
+        return False
+
+    if not search(0):
+        raise NoLayoutError(
+            f"no non-overlapping placement of {' + '.join(p.name for p in everything)} on "
+            f"{model}: the slices add up, but the valid start slots collide (e.g. a 2g may "
+            "only start at slot 0, 2 or 4, and 1g profiles never at slot 7)")
+    new = tuple(Placement(wanted[i], starts[i]) for i in range(len(wanted)))
+    return Layout(model, existing + new)
+
+
+# --------------------------------------------------------------------------- waste
+
+@dataclass(frozen=True)
+class Waste:
+    """What a MIG instance grants beyond what was asked (quantization waste).
+
+    Memory in GB as in the profile names (slices x nominal GB / 8); compute as a fraction
+    of the GPU's SMs (compute slices / 7).
+    """
+
+    profile: MigProfile
+    asked_memory_gb: float
+    granted_memory_gb: float
+    asked_compute: float
+    granted_compute: float
+
+    @property
+    def wasted_memory_gb(self) -> float:
+        """Granted minus asked memory (GB)."""
+        return self.granted_memory_gb - self.asked_memory_gb
+
+    @property
+    def wasted_compute(self) -> float:
+        """Granted minus asked compute (fraction of the GPU)."""
+        return self.granted_compute - self.asked_compute
+
+
+def quantization_waste(gpu_model: str, memory_gb: float, compute: float = 0.0) -> Waste:
+    """The smallest profile that covers a request, and what it wastes.
+
+    Args:
+        gpu_model: table key or product name.
+        memory_gb: memory the workload needs (GB, > 0).
+        compute: fraction of the GPU's SMs it needs (0..1).
+
+    Returns:
+        :class:`Waste` for the profile with the fewest memory slices, then compute slices,
+        that grants at least both (``+me`` profiles excluded).
+
+    Raises:
+        NoLayoutError: the request exceeds the whole GPU.
+        InputError: negative or out-of-range inputs.
+    """
+    model = canonical_model(gpu_model)
+    table = profiles(gpu_model)
+    if not memory_gb > 0:
+        raise InputError(f"memory_gb: expected a positive number of GB, got {memory_gb!r}")
+    if not 0 <= compute <= 1:
+        raise InputError(f"compute: expected a fraction of the GPU in [0, 1], got {compute!r}")
+    gb = _MODELS[model][0]
+    best = None
+    for p in sorted(table.values(), key=lambda p: (p.memory_slices, p.compute_slices)):
+        if p.media_extensions:
+            continue
+        granted_mem = gb * p.memory_slices / MEMORY_SLICES
+        if granted_mem + 1e-9 >= memory_gb and float(p.compute_fraction) + 1e-9 >= compute:
+            best = p
+            break
+    if best is None:
+        raise NoLayoutError(f"{memory_gb} GB and {compute:.2f} of the SMs exceed a whole {model}")
+    return Waste(best, float(memory_gb), gb * best.memory_slices / MEMORY_SLICES,
+                 float(compute), float(best.compute_fraction))
+
+
+# --------------------------------------------------------------------------- drawing
+
+def draw_layout(layout: Layout, ax: Any = None) -> Any:
+    """Draw the 8 memory slices of a layout with matplotlib; returns the Axes.
+
+    Each GPU instance is a labelled box over the slots it occupies; free slots are grey.
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _fig, ax = plt.subplots(figsize=(8, 1.6))
+    colors = plt.get_cmap("tab10")
+    for s in range(MEMORY_SLICES):
+        ax.add_patch(plt.Rectangle((s, 0), 1, 1, facecolor="#eeeeee", edgecolor="white"))
+    for i, p in enumerate(layout.placements):
+        ax.add_patch(plt.Rectangle((p.start + 0.04, 0.06), p.profile.memory_slices - 0.08, 0.88,
+                                   facecolor=colors(i % 10), edgecolor="black", alpha=0.85))
+        ax.text(p.start + p.profile.memory_slices / 2, 0.5, p.profile.name, ha="center",
+                va="center", fontsize=9)
+    ax.set_xlim(0, MEMORY_SLICES)
+    ax.set_ylim(0, 1)
+    ax.set_xticks([s + 0.5 for s in range(MEMORY_SLICES)])
+    ax.set_xticklabels([str(s) for s in range(MEMORY_SLICES)])
+    ax.set_yticks([])
+    ax.set_xlabel("memory slice")
+    ax.set_title(f"{layout.gpu_model}: {layout.memory_slices_used}/8 memory slices, "
+                 f"{layout.compute_slices_used}/7 compute slices used")
+    return ax

@@ -1,0 +1,320 @@
+"""One gRPC DevicePlugin server per extended resource, on a unix socket, registered with the kubelet.
+
+Lifecycle, as NVIDIA's ``internal/plugin/server.go``:
+
+* :meth:`DevicePluginServer.serve` removes a stale socket, listens on
+  ``<socket_dir>/nvidia-<name>.sock`` and dials it to prove it is up;
+* :meth:`DevicePluginServer.register` dials the kubelet's socket and sends
+  ``RegisterRequest{version: v1beta1, endpoint: <socket file name>, resource_name, options}``
+  (the kubelet calls back GetDevicePluginOptions during Register, so we serve first);
+* :meth:`DevicePluginServer.start` = serve + register (a failed register stops what began);
+* :meth:`DevicePluginServer.stop` ends every ListAndWatch stream, stops gRPC and deletes
+  the socket; ``start`` works again afterwards.
+
+The server reaches devices only through an :class:`~.sharing.AdvertisedResource` (pure
+data), the :class:`~.config.Config` and a :class:`~.health.DeviceHealth`; the Allocate and
+preference logic are the pure functions of :mod:`.sharing`.
+
+Example (a tiny node, no kubelet)::
+
+    plan = advertise(inventory, config)
+    server = DevicePluginServer(plan.resources[0], socket_dir, kubelet_socket=None,
+                                config=config)
+    server.start()        # serving on socket_dir/nvidia-gpu.sock, not registered
+    ...
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+
+from lab02_device_plugin import sharing
+from lab02_device_plugin.api import deviceplugin_pb2 as pb
+from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
+from lab02_device_plugin.config import Config
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.health import DeviceHealth, HealthChange
+from lab02_device_plugin.sharing import AdvertisedResource, AllocationError
+
+#: The kubelet API version (``v1beta1.Version``); the only one a kubelet accepts.
+API_VERSION = "v1beta1"
+#: Where a real kubelet expects plugins (``DevicePluginPath``) and its own socket.
+DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins/"
+KUBELET_SOCKET = DEVICE_PLUGIN_PATH + "kubelet.sock"
+
+
+class RegistrationError(RuntimeError):
+    """The kubelet refused the registration, or could not be reached."""
+
+
+def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
+                  max_workers: int = 16) -> grpc.Server:
+    """Build (not start) a gRPC server for ``servicer`` bound to a unix socket.
+
+    Raises:
+        InputError: the socket cannot be bound (path too long, directory missing, ...).
+    """
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
+                                                    thread_name_prefix="device-plugin"))
+    pb_grpc.add_DevicePluginServicer_to_server(servicer, server)
+    try:
+        port = server.add_insecure_port("unix:" + socket_path)
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise InputError(f"{socket_path}: cannot listen on this unix socket (directory missing "
+                         "or not writable, or path longer than 107 bytes)")
+    return server
+
+
+def _remove_socket(path: Path) -> None:
+    try:
+        if stat.S_ISSOCK(path.lstat().st_mode) or path.is_file():
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+class _Servicer(pb_grpc.DevicePluginServicer):
+    """The gRPC methods; all state lives in the owning :class:`DevicePluginServer`."""
+
+    def __init__(self, plugin: DevicePluginServer) -> None:
+        self._p = plugin
+
+    def GetDevicePluginOptions(self, request, context):
+        return self._p.options()
+
+    def ListAndWatch(self, request, context):
+        p = self._p
+        gone = threading.Event()
+
+        def on_done() -> None:
+            gone.set()
+            p._wake()
+
+        context.add_callback(on_done)
+        seen = -1
+        while True:
+            with p._cond:
+                while p._version == seen and not gone.is_set() and not p._stopping.is_set():
+                    p._cond.wait(timeout=1.0)
+                if gone.is_set() or p._stopping.is_set():
+                    return
+                seen = p._version
+            yield p.snapshot()
+
+    def GetPreferredAllocation(self, request, context):
+        p = self._p
+        out = pb.PreferredAllocationResponse()
+        resource = p.resource
+        policy = p.config.flags.plugin.shared_devices_allocation_policy
+        for creq in request.container_requests:
+            try:
+                ids = sharing.preferred_allocation(resource, list(creq.available_deviceIDs),
+                                                   list(creq.must_include_deviceIDs),
+                                                   creq.allocation_size, policy)
+            except AllocationError as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            out.container_responses.add(deviceIDs=ids)
+        return out
+
+    def Allocate(self, request, context):
+        p = self._p
+        out = pb.AllocateResponse()
+        for creq in request.container_requests:
+            try:
+                alloc = sharing.allocate(p.resource, list(creq.devices_ids), p.config)
+            except AllocationError as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            out.container_responses.append(to_proto(alloc))
+        with p._cond:
+            p.allocate_calls += 1
+        return out
+
+    def PreStartContainer(self, request, context):
+        p = self._p
+        for did in request.devices_ids:
+            if p.resource.device(did) is None:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                              f"PreStartContainer for {p.resource.name}: unknown device {did!r}")
+        with p._cond:
+            p.prestart_calls += 1
+        return pb.PreStartContainerResponse()
+
+
+def to_proto(alloc: sharing.ContainerAllocation) -> pb.ContainerAllocateResponse:
+    """Convert a :class:`~.sharing.ContainerAllocation` to ``ContainerAllocateResponse``."""
+    r = pb.ContainerAllocateResponse()
+    r.envs.update(alloc.envs)
+    r.annotations.update(alloc.annotations)
+    for m in alloc.mounts:
+        r.mounts.add(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)
+    for d in alloc.devices:
+        r.devices.add(container_path=d.container_path, host_path=d.host_path,
+                      permissions=d.permissions)
+    for name in alloc.cdi_devices:
+        r.cdi_devices.add(name=name)
+    return r
+
+
+class DevicePluginServer:
+    """The device plugin for one extended resource.
+
+    Args:
+        resource: what to advertise (from :func:`~.sharing.advertise`).
+        socket_dir: the plugin directory (the kubelet's ``/var/lib/kubelet/device-plugins/``).
+        kubelet_socket: the kubelet's Registration socket; None or "" skips registration
+            (upstream ``--kubelet-socket ""``).
+        config: the plugin config (Allocate strategies, allocation policy).
+        health: shared health state; None means every device is always Healthy.
+        pre_start_required: advertise ``pre_start_required`` (default False, as upstream).
+        max_workers: gRPC thread pool size; each open ListAndWatch stream holds one.
+        register_timeout: seconds to wait for the kubelet's Register answer.
+
+    Counters ``allocate_calls`` and ``prestart_calls`` and the ``registered`` flag are for
+    tests and narration.
+    """
+
+    def __init__(self, resource: AdvertisedResource, socket_dir: str | os.PathLike,
+                 kubelet_socket: str | os.PathLike | None = KUBELET_SOCKET,
+                 config: Config | None = None, health: DeviceHealth | None = None,
+                 pre_start_required: bool = False, max_workers: int = 16,
+                 register_timeout: float = 10.0) -> None:
+        self.resource = resource
+        self.socket_dir = Path(socket_dir)
+        self.kubelet_socket = str(kubelet_socket) if kubelet_socket else None
+        self.config = config or Config()
+        self.health = health
+        self.pre_start_required = pre_start_required
+        self.max_workers = max_workers
+        self.register_timeout = register_timeout
+        self._cond = threading.Condition()
+        self._version = 0
+        self._stopping = threading.Event()
+        self._server: grpc.Server | None = None
+        self.registered = False
+        self.allocate_calls = 0
+        self.prestart_calls = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def socket_path(self) -> Path:
+        """``<socket_dir>/nvidia-<name>.sock``."""
+        return self.socket_dir / self.resource.socket_name
+
+    @property
+    def running(self) -> bool:
+        """True between serve() and stop()."""
+        return self._server is not None
+
+    def options(self) -> pb.DevicePluginOptions:
+        """The options sent in RegisterRequest and GetDevicePluginOptions."""
+        return pb.DevicePluginOptions(pre_start_required=self.pre_start_required,
+                                      get_preferred_allocation_available=True)
+
+    def snapshot(self) -> pb.ListAndWatchResponse:
+        """The full device list with current health (one ListAndWatch message)."""
+        unhealthy = self.health.unhealthy() if self.health is not None else frozenset()
+        out = pb.ListAndWatchResponse()
+        for d in sharing.list_and_watch_snapshot(self.resource, unhealthy):
+            dev = out.devices.add(ID=d.id, health=d.health)
+            if d.numa_node is not None:
+                dev.topology.nodes.add(ID=d.numa_node)
+        return out
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def notify(self, change: HealthChange | None = None) -> None:
+        """Send a fresh snapshot on every open ListAndWatch stream (a health listener)."""
+        with self._cond:
+            self._version += 1
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def serve(self) -> None:
+        """Listen on the socket and start answering; returns once a dial succeeds.
+
+        Raises:
+            InputError: the socket cannot be bound.
+            RuntimeError: the server does not answer within 5 s.
+        """
+        if self._server is not None:
+            return
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        _remove_socket(self.socket_path)
+        self._stopping.clear()
+        server = create_server(str(self.socket_path), _Servicer(self), self.max_workers)
+        server.start()
+        self._server = server
+        if self.health is not None:
+            self.health.add_listener(self.notify)
+        with grpc.insecure_channel("unix:" + str(self.socket_path)) as channel:
+            try:
+                grpc.channel_ready_future(channel).result(timeout=5)
+            except grpc.FutureTimeoutError:
+                self.stop()
+                raise RuntimeError(f"{self.socket_path}: device plugin did not come up within 5 s") from None
+
+    def register(self) -> None:
+        """Register with the kubelet (no-op when ``kubelet_socket`` is None).
+
+        Raises:
+            RegistrationError: the kubelet is unreachable or refused (its message included).
+        """
+        if not self.kubelet_socket:
+            return
+        request = pb.RegisterRequest(version=API_VERSION, endpoint=self.resource.socket_name,
+                                     resource_name=self.resource.name, options=self.options())
+        with grpc.insecure_channel("unix:" + self.kubelet_socket) as channel:
+            stub = pb_grpc.RegistrationStub(channel)
+            try:
+                stub.Register(request, timeout=self.register_timeout, wait_for_ready=False)
+            except grpc.RpcError as exc:
+                raise RegistrationError(
+                    f"registering {self.resource.name} with {self.kubelet_socket} failed: "
+                    f"{exc.code().name}: {exc.details()}") from None
+        self.registered = True
+
+    def start(self) -> None:
+        """Serve, then register; if registration fails, stop again and re-raise."""
+        self.serve()
+        try:
+            self.register()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self, grace: float | None = 0.2) -> None:
+        """End the streams, stop gRPC (running calls get ``grace`` s) and delete the socket."""
+        self._stopping.set()
+        self._wake()
+        server, self._server = self._server, None
+        if self.health is not None:
+            self.health.remove_listener(self.notify)
+        if server is not None:
+            server.stop(grace).wait(timeout=5 if grace is None else grace + 5)
+        _remove_socket(self.socket_path)
+        self.registered = False
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        """Block until the server stops (``grpc.Server.wait_for_termination``)."""
+        server = self._server
+        return True if server is None else server.wait_for_termination(timeout)
+
+    def __enter__(self) -> DevicePluginServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

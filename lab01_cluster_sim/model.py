@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping
+import math
+from typing import Any, Mapping
 
 from lab01_cluster_sim.errors import InputError
 
@@ -74,6 +75,13 @@ class Job:
         gpu_models: allowed GPU models; empty means any model.
         priority: larger is more important.
         workers: number of workers of the gang (1 for an ordinary pod).
+        extras: free-form per-job fields that extensions read and the engine ignores
+            (e.g. ``checkpoint_interval_s``, ``restore_s``, ``tolerations``, ``tier``).
+            Not part of equality or hashing. Keep values immutable (numbers, strings,
+            tuples) so a job stays a value.
+
+    A ``duration`` of ``math.inf`` is a service that never completes on its own (an
+    inference server): it holds its GPUs until the run ends or it is evicted.
 
     Raises:
         InputError: an impossible shape (negative values, a share above 1000, a fractional
@@ -91,9 +99,15 @@ class Job:
     priority: int = 0
     workers: int = 1
     tenant: str = "default"
+    extras: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         where = f"job {self.job_id!r}"
+        for attr in ("submit_time", "duration"):
+            if math.isnan(getattr(self, attr)):
+                raise InputError(f"{where}: {attr} must be a number, got NaN")
+        if math.isinf(self.submit_time):
+            raise InputError(f"{where}: submit_time must be finite, got {self.submit_time}")
         for attr in ("submit_time", "duration", "gpus_per_worker", "gpu_milli", "cpu_milli", "memory_mib"):
             if getattr(self, attr) < 0:
                 raise InputError(f"{where}: {attr} must be >= 0, got {getattr(self, attr)}")
@@ -139,3 +153,80 @@ class JobState(enum.Enum):
     RUNNING = "running"
     PENDING = "pending"
     REJECTED = "rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one worker of a job runs.
+
+    Attributes:
+        node: node name.
+        node_index: index of the node in the cluster state.
+        gpus: GPU indices inside the node (empty for a CPU-only worker).
+    """
+
+    node: str
+    node_index: int
+    gpus: tuple[int, ...]
+
+
+@dataclass(eq=False, slots=True)
+class JobRecord:
+    """What happened to one job during a run (mutable while the run goes on).
+
+    Attributes:
+        job: the job as submitted.
+        state: where the job is now (:class:`JobState`).
+        start_time: when its last worker was bound and it began to run, s (first start
+            if it was evicted and restarted); None if it never started.
+        end_time: when it completed, s; None otherwise.
+        placements: one :class:`Placement` per worker bound now (in naive mode a pending
+            job may hold some of them: a partial allocation); emptied on release.
+        last_placements: where the job's workers ran last (kept after completion/eviction).
+        reason: why a job is rejected, or what a pending job waits for.
+        status: the scheduling framework's outcome word for a rejected or waiting job:
+            ``"Unschedulable"`` (not now) or ``"UnschedulableAndUnresolvable"`` (never).
+        remaining: run time still needed, s (starts at ``job.duration``; an extension that
+            evicts a job sets what is left after its last checkpoint).
+        run_started: when the current run began, s (None when not running).
+        preemptions: times the job was evicted.
+        lost_work: run time thrown away by evictions, s.
+        extras: per-record fields that extensions own (e.g. checkpoint bookkeeping); the
+            engine never reads them.
+    """
+
+    job: Job
+    state: JobState = JobState.PENDING
+    start_time: float | None = None
+    end_time: float | None = None
+    placements: list[Placement] = field(default_factory=list)
+    last_placements: tuple[Placement, ...] = ()
+    reason: str | None = None
+    status: str | None = None
+    remaining: float = 0.0
+    run_started: float | None = None
+    preemptions: int = 0
+    lost_work: float = 0.0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.remaining = self.job.duration
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def wait(self) -> float | None:
+        """Queueing delay: first start minus submit time, s; None if it never started."""
+        return None if self.start_time is None else self.start_time - self.job.submit_time
+
+    @property
+    def jct(self) -> float | None:
+        """Job completion time: end minus submit time, s; None unless completed."""
+        return None if self.end_time is None else self.end_time - self.job.submit_time
+
+    @property
+    def workers_bound(self) -> int:
+        """Workers that hold resources now."""
+        return len(self.placements)

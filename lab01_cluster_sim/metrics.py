@@ -1,0 +1,311 @@
+"""Metrics of a timed run: time series sampled at events, and per-run summaries.
+
+Time series (one sample per instant at which the scheduler ran, after its pass, so each
+sample sees the settled state of that instant; see :class:`MetricsRecorder`):
+
+- **GPU allocation ratio**: allocated milli-GPU / total milli-GPU of the cluster, in [0, 1].
+  Kept incrementally from bind/release hooks (O(1) per worker).
+- **Stranded GPUs** (:func:`count_stranded_gpus`, exact definition there): fully free GPUs
+  that no pending job can use now.
+- **Fragmentation** (optional, when a target workload M is given): the paper's F = sum over
+  nodes of F_n(M), milli-GPU (Weng et al., ATC'23; reference/fgd-facts.md sec. 3), from
+  :class:`lab01_cluster_sim.fragmentation.FragmentationTracker`, which recomputes only the
+  nodes that changed since the last sample.
+- pending and running job counts.
+
+Summaries (:func:`summarize`): queueing delay (start - submit) and job completion time
+(JCT = end - submit) of the jobs that got there, with mean, p50 and p99; makespan; the
+time-weighted mean allocation ratio; counts per final state and the rejection reasons.
+
+Percentiles use numpy's default (linear interpolation between closest ranks): for values
+``v_0 <= ... <= v_{n-1}``, pXX is at position ``(n - 1) * XX / 100``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import Request
+from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, Placement
+from lab01_cluster_sim.scheduler import Scheduler, SchedulerObserver, worker_slots
+
+
+# -- stranded GPUs ------------------------------------------------------------------------
+def count_stranded_gpus(full_free: np.ndarray, slots: np.ndarray, gpus_per_worker: np.ndarray,
+                        remaining: np.ndarray) -> int:
+    """Stranded GPUs: fully free GPUs that no pending job can use now.
+
+    Definition (whole GPUs; partly used GPUs are the fragmentation metric's business). With
+    at least one pending job, a fully free GPU on node n is *usable* if some pending job j
+    can use it now, which needs both:
+
+    1. j's gang can be gathered now: the cluster has room for all of j's remaining workers,
+       ``sum_n slots[j, n] >= remaining[j]`` (a gang that cannot start uses nothing), and
+    2. node n hosts some of j's workers: j can use ``min(full_free[n], slots[j, n] * k_j)``
+       of n's fully free GPUs, ``k_j`` = GPUs per worker (1 for a shared-GPU worker, which
+       may sit on a fully free GPU; 0 for a CPU-only job, which uses no GPU).
+
+    The fully free GPUs of a node are interchangeable, so n has
+    ``max_j usable[j, n]`` usable GPUs, and::
+
+        stranded = sum_n (full_free[n] - max_j usable[j, n])
+
+    With no pending job the result is 0: idle GPUs nobody asks for are idle, not stranded.
+    "Cannot use" covers every constraint of ``slots``: wrong GPU model, too little CPU or
+    memory on the node, too few free GPUs on one node for one worker, a gang that cannot
+    gather enough workers.
+
+    Args:
+        full_free: int (N,), fully free GPUs per node (online nodes only; 0 elsewhere).
+        slots: int (J, N), workers of pending job (or job shape) j that node n can host now
+            (:func:`lab01_cluster_sim.scheduler.worker_slots`).
+        gpus_per_worker: int (J,), k_j.
+        remaining: int (J,), workers of j still to place (all of them in gang mode).
+
+    Returns:
+        The number of stranded GPUs, 0..sum(full_free).
+
+    Example: 4 nodes with 3 fully free GPUs each and one pending gang of 2 workers x 4 GPUs:
+    slots are 0 everywhere (3 // 4 = 0), the gang cannot be gathered, so all 12 are stranded.
+
+    Learner exercise (Lab 01, metrics): implement the body.
+    """
+    ### BEGIN SOLUTION
+    full_free = np.asarray(full_free, dtype=np.int64)
+    slots = np.asarray(slots, dtype=np.int64).reshape(-1, full_free.shape[0])
+    if slots.shape[0] == 0:
+        return 0
+    gatherable = slots.sum(axis=1) >= np.asarray(remaining)
+    per_worker = np.asarray(gpus_per_worker, dtype=np.int64)[:, None]
+    usable = np.minimum(full_free[None, :], slots * per_worker)
+    usable[~gatherable] = 0
+    return int((full_free - usable.max(axis=0)).sum())
+    ### END SOLUTION
+
+
+def stranded_gpus(scheduler: Scheduler, pending: Iterable[JobRecord]) -> int:
+    """:func:`count_stranded_gpus` for the scheduler's cluster and the given pending jobs.
+
+    Jobs with the same worker request and the same number of workers still to place share
+    one row, so the cost is O(distinct pending shapes x N x G) vector work.
+    """
+    shapes: dict[tuple[Request, int], None] = {}
+    for rec in pending:
+        shapes[(scheduler.request_of(rec), rec.job.workers - len(rec.placements))] = None
+    if not shapes:
+        return 0
+    st = scheduler.state
+    online = scheduler.online
+    full_free = np.where(online, scheduler.full_free, 0)
+    rows, per_worker, remaining = [], [], []
+    for request, left in shapes:
+        slots = worker_slots(request, st.cpu_free, st.mem_free, st.gpu_free, scheduler._model_ok(request.gpu_models))
+        rows.append(np.where(online, slots, 0))
+        per_worker.append(request.num_gpus)
+        remaining.append(left)
+    return count_stranded_gpus(full_free, np.vstack(rows), np.array(per_worker), np.array(remaining))
+
+
+# -- time series --------------------------------------------------------------------------
+@dataclass
+class Timeline:
+    """Metric time series, one entry per sample (all arrays have the same length).
+
+    Attributes:
+        time: sample times, s, non-decreasing.
+        allocation_ratio: allocated / total milli-GPU, in [0, 1].
+        stranded_gpus: :func:`count_stranded_gpus` (whole GPUs); -1 where not sampled.
+        fragmentation: the paper's cluster fragmentation F, milli-GPU; NaN when no target
+            workload was given.
+        pending: pending jobs; running: running jobs.
+    """
+
+    time: np.ndarray
+    allocation_ratio: np.ndarray
+    stranded_gpus: np.ndarray
+    fragmentation: np.ndarray
+    pending: np.ndarray
+    running: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.time.shape[0])
+
+    def time_weighted_mean(self, values: np.ndarray, end: float | None = None) -> float:
+        """Mean of a step function that holds ``values[i]`` from ``time[i]`` to ``time[i+1]``
+        (the last one until ``end``, default the last sample time). NaN for zero length."""
+        t = self.time
+        if t.size == 0:
+            return math.nan
+        stop = t[-1] if end is None else end
+        widths = np.diff(np.append(t, stop))
+        total = float(widths.sum())
+        if total <= 0:
+            return float(values[-1])
+        return float((values * widths).sum() / total)
+
+
+class MetricsRecorder(SchedulerObserver):
+    """Records the time series of :class:`Timeline` as the run goes.
+
+    Args:
+        scheduler: the scheduler to observe (registers itself as an observer).
+        fragmentation: a :class:`~lab01_cluster_sim.fragmentation.FragmentationTracker`, or
+            None to leave fragmentation out (NaN).
+        stranded_interval: compute stranded GPUs at most once per this many simulated
+            seconds (None = at every sample). The count needs O(pending shapes x N x G) work,
+            the only non-incremental metric, so long runs on big clusters thin it out.
+    """
+
+    def __init__(self, scheduler: Scheduler, fragmentation=None, stranded_interval: float | None = None) -> None:
+        self.scheduler = scheduler
+        self.total_milli = scheduler.state.total_gpus * MILLI_PER_GPU
+        self.allocated_milli = scheduler.state.allocated_milli()
+        self.fragmentation = fragmentation
+        self.stranded_interval = stranded_interval
+        self._next_stranded = -math.inf
+        self._dirty = True
+        self._last_stranded = 0
+        self._t: list[float] = []
+        self._alloc: list[float] = []
+        self._stranded: list[int] = []
+        self._frag: list[float] = []
+        self._pending: list[int] = []
+        self._running: list[int] = []
+        scheduler.add_observer(self)
+
+    def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None:
+        self.allocated_milli += len(placement.gpus) * request.gpu_milli
+        self._dirty = True
+
+    def on_release(self, record: JobRecord, placement: Placement, request: Request) -> None:
+        self.allocated_milli -= len(placement.gpus) * request.gpu_milli
+        self._dirty = True
+
+    def on_enqueue(self, record: JobRecord) -> None:
+        self._dirty = True
+
+    def sample(self, now: float) -> None:
+        """Append one sample at time ``now`` (call after the scheduling pass)."""
+        sched = self.scheduler
+        self._t.append(now)
+        self._alloc.append(self.allocated_milli / self.total_milli if self.total_milli else 0.0)
+        if self.stranded_interval is None or now >= self._next_stranded:
+            if self._dirty:
+                pending = [r for r in sched.discipline.order() if r.state is JobState.PENDING] \
+                    if len(sched.discipline) else []
+                self._last_stranded = stranded_gpus(sched, pending)
+                self._dirty = False
+            self._stranded.append(self._last_stranded)
+            if self.stranded_interval is not None:
+                self._next_stranded = now + self.stranded_interval
+        else:
+            self._stranded.append(-1)
+        self._frag.append(self.fragmentation.total() if self.fragmentation is not None else math.nan)
+        self._pending.append(len(sched.discipline))
+        self._running.append(len(sched.running))
+
+    def timeline(self) -> Timeline:
+        """The samples so far as arrays."""
+        return Timeline(
+            time=np.array(self._t, dtype=float),
+            allocation_ratio=np.array(self._alloc, dtype=float),
+            stranded_gpus=np.array(self._stranded, dtype=np.int64),
+            fragmentation=np.array(self._frag, dtype=float),
+            pending=np.array(self._pending, dtype=np.int64),
+            running=np.array(self._running, dtype=np.int64),
+        )
+
+
+# -- summaries ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stats:
+    """mean / p50 / p99 / max of a sample of durations, s (NaN when empty)."""
+
+    count: int
+    mean: float
+    p50: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> "Stats":
+        v = np.asarray(values, dtype=float)
+        if v.size == 0:
+            return cls(0, math.nan, math.nan, math.nan, math.nan)
+        return cls(int(v.size), float(v.mean()), float(np.percentile(v, 50)), float(np.percentile(v, 99)),
+                   float(v.max()))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Per-run figures.
+
+    Attributes:
+        jobs: number of jobs.
+        states: final state name -> count (every job in exactly one).
+        wait: queueing delay (first start - submit) of every job that started, s.
+        jct: job completion time (end - submit) of completed jobs, s.
+        makespan: last completion - first submission, s (NaN if nothing completed).
+        mean_allocation_ratio: time-weighted mean of the allocation ratio over the samples.
+        peak_stranded_gpus: largest sampled stranded-GPU count.
+        mean_stranded_gpus: time-weighted mean over the samples where it was computed.
+        rejected: rejection reason -> count.
+        waiting: for jobs still pending, reason -> count.
+        preemptions: total evictions; lost_work: run time they threw away, s.
+    """
+
+    jobs: int
+    states: dict[str, int]
+    wait: Stats
+    jct: Stats
+    makespan: float
+    mean_allocation_ratio: float
+    peak_stranded_gpus: int
+    mean_stranded_gpus: float
+    rejected: dict[str, int] = field(default_factory=dict)
+    waiting: dict[str, int] = field(default_factory=dict)
+    preemptions: int = 0
+    lost_work: float = 0.0
+
+
+def summarize(records: Iterable[JobRecord], timeline: Timeline, end_time: float | None = None) -> Summary:
+    """Reduce per-job records and a timeline to a :class:`Summary`.
+
+    Args:
+        records: one record per job.
+        timeline: the run's samples.
+        end_time: end of the run for the time-weighted means (default: last sample).
+    """
+    records = list(records)
+    states = Counter(r.state.value for r in records)
+    waits = [r.wait for r in records if r.wait is not None]
+    jcts = [r.jct for r in records if r.jct is not None]
+    ends = [r.end_time for r in records if r.end_time is not None]
+    makespan = (max(ends) - min(r.job.submit_time for r in records)) if ends else math.nan
+    sampled = timeline.stranded_gpus >= 0
+    if sampled.any():
+        sub = Timeline(timeline.time[sampled], timeline.allocation_ratio[sampled], timeline.stranded_gpus[sampled],
+                       timeline.fragmentation[sampled], timeline.pending[sampled], timeline.running[sampled])
+        mean_stranded = sub.time_weighted_mean(sub.stranded_gpus.astype(float), end_time)
+        peak = int(sub.stranded_gpus.max())
+    else:
+        mean_stranded, peak = math.nan, 0
+    return Summary(
+        jobs=len(records),
+        states={s.value: states.get(s.value, 0) for s in JobState},
+        wait=Stats.of(waits),
+        jct=Stats.of(jcts),
+        makespan=makespan,
+        mean_allocation_ratio=timeline.time_weighted_mean(timeline.allocation_ratio, end_time),
+        peak_stranded_gpus=peak,
+        mean_stranded_gpus=mean_stranded,
+        rejected=dict(Counter(r.reason or "?" for r in records if r.state is JobState.REJECTED)),
+        waiting=dict(Counter(r.reason or "not yet tried" for r in records if r.state is JobState.PENDING)),
+        preemptions=sum(r.preemptions for r in records),
+        lost_work=float(sum(r.lost_work for r in records)),
+    )

@@ -1,0 +1,790 @@
+"""The scheduling cycle, stage by stage as in the Kubernetes scheduling framework.
+
+For every pending job, in the order its :class:`QueueDiscipline` gives (**queue sort**):
+
+1. **Filter**: which nodes can host one worker now (CPU, memory, GPUs of an allowed model,
+   node online). :func:`filter_node` lists *every* reason a node is refused, with
+   requested / used / capacity, like NodeResourcesFit's ``InsufficientResource``. A job that
+   fits no node now stays pending (``Unschedulable``, "not now"); a job that could not fit
+   even on an empty cluster is rejected on arrival (``UnschedulableAndUnresolvable``,
+   "never"; :func:`unresolvable_reason`).
+2. **Score**: the placement policy (:mod:`lab01_cluster_sim.policies`) scores the feasible
+   nodes; the highest wins, ties go to the lowest ``state.tie_rank``; the policy then picks
+   the GPUs inside the node. Same steps as :func:`lab01_cluster_sim.policies.base.place`.
+3. **Permit**: in *gang* mode every worker of a job is trial-placed (bound, then rolled back
+   if the gang is incomplete) and :func:`gang_permit` allows the job only when all of them
+   found a place: all-or-nothing, as the coscheduling plugin's Permit stage does. In *naive*
+   mode there is no permit: workers are bound one at a time, round-robin over the pending
+   jobs, and partial allocations are held (a Kubernetes scheduler without coscheduling).
+4. **Bind**: :meth:`ClusterState.bind`.
+
+Naive mode can deadlock: jobs each hold part of their gang, and nothing that runs will ever
+free enough for any of them. :meth:`Scheduler.find_deadlock` detects it and names who holds
+what; the simulation then stops (it never hangs).
+
+Speed. The filter is a handful of vector comparisons over per-node arrays kept up to date
+on every bind and release (fully free GPUs, largest free share per GPU), not a rescan of
+the (nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is
+remembered as *blocked*; later jobs of the same shape are skipped without work until a
+release frees room on a node that can host one of its workers (binds only take resources,
+so nothing else can unblock it). Optionally, like kube-scheduler's
+``percentageOfNodesToScore``, only ``nodes_to_score`` feasible nodes are scored, taken
+round-robin from a rotating start (:func:`adaptive_nodes_to_score` gives Kubernetes' default).
+
+Extension points (for queue disciplines, preemption, autoscaling, topology):
+
+- :class:`QueueDiscipline`: keeps the pending jobs and runs a pass by calling
+  :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs (backfill), stop at
+  a blocked head (strict FIFO), read :attr:`Scheduler.now` and :attr:`Scheduler.running` (the
+  running jobs, with their expected end in ``record.run_started + record.remaining``) to
+  make reservations, and ask for an eviction with :meth:`Scheduler.evict`. Register a new
+  one with :func:`register_discipline`.
+- :class:`SchedulerObserver`: hooks on enqueue, bind, release, start, finish, reject and
+  evict; metrics use them to stay incremental. Only overridden hooks are called.
+- :meth:`Scheduler.cordon` / :meth:`Scheduler.uncordon`: take a node out of (or back into)
+  scheduling, for node-down events or nodes an autoscaler has not launched yet.
+- :attr:`Scheduler.extra_filters`: callables ``(request, record) -> bool mask (N,)`` ANDed into
+  the filter (taints/tolerations, topology); empty by default, so free when unused.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import importlib
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Placement
+from lab01_cluster_sim.policies.base import PlacementPolicy
+
+MODES = ("gang", "naive")
+"""Placement modes: all-or-nothing gangs, or one worker at a time without coscheduling."""
+
+UNSCHEDULABLE = "Unschedulable"
+"""Framework status: does not fit now; may fit later (stays pending)."""
+UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+"""Framework status: cannot fit even on an empty cluster (rejected)."""
+
+_MANY = 1 << 40  # "unbounded" slot count for a resource a request does not use
+
+
+# -- filter -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """One resource a node lacks for a request (NodeResourcesFit's ``InsufficientResource``).
+
+    Attributes:
+        resource: ``"cpu"`` (milli-cores), ``"memory"`` (MiB), ``"nvidia.com/gpu"`` (whole
+            GPUs) or ``"gpu-share"`` (milli-GPU on a single GPU).
+        requested: amount asked for by one worker.
+        used: amount already taken on the node (for ``gpu-share``: of its emptiest GPU).
+        capacity: the node's total (for ``gpu-share``: one GPU, 1000).
+    """
+
+    resource: str
+    requested: int
+    used: int
+    capacity: int
+
+    def __str__(self) -> str:
+        return (f"Insufficient {self.resource} (requested {self.requested}, used {self.used}, "
+                f"capacity {self.capacity})")
+
+
+def filter_node(state: ClusterState, request: Request, node: int, online: bool = True) -> list[str]:
+    """Every reason why ``node`` cannot host one worker asking ``request`` now; [] if it can.
+
+    Each reason is a sentence; short resources come from :class:`InsufficientResource`
+    (requested / used / capacity). Used for explanations, not in the hot path (which uses
+    vector masks with the same rules).
+    """
+    reasons: list[str] = []
+    n = node
+    if not online:
+        reasons.append("node is cordoned (offline)")
+    model = state.nodes[n].gpu_model
+    if request.num_gpus > 0 and request.gpu_models and model not in request.gpu_models:
+        reasons.append(f"GPU model {model or 'none'!r} not in the allowed models {list(request.gpu_models)}")
+    cpu_cap, mem_cap = int(state.cpu_capacity[n]), int(state.mem_capacity[n])
+    if state.cpu_free[n] < request.cpu_milli:
+        reasons.append(str(InsufficientResource("cpu", request.cpu_milli, cpu_cap - int(state.cpu_free[n]), cpu_cap)))
+    if state.mem_free[n] < request.memory_mib:
+        reasons.append(str(InsufficientResource("memory", request.memory_mib,
+                                                mem_cap - int(state.mem_free[n]), mem_cap)))
+    count = int(state.gpu_count[n])
+    row = state.gpu_free[n, :count]
+    if request.num_gpus > 0:
+        if request.gpu_milli >= MILLI_PER_GPU or request.num_gpus > 1:
+            full = int((row >= MILLI_PER_GPU).sum())
+            if full < request.num_gpus:
+                reasons.append(str(InsufficientResource("nvidia.com/gpu", request.num_gpus, count - full, count)))
+        else:
+            best = int(row.max()) if count else 0
+            if best < request.gpu_milli:
+                reasons.append(str(InsufficientResource("gpu-share", request.gpu_milli,
+                                                        MILLI_PER_GPU - best, MILLI_PER_GPU)))
+    return reasons
+
+
+def worker_slots(request: Request, cpu_free: np.ndarray, mem_free: np.ndarray, gpu_free: np.ndarray,
+                 model_ok: np.ndarray) -> np.ndarray:
+    """int64 (N,): how many workers asking ``request`` each node can host at once.
+
+    The minimum over resources of (free // per-worker ask): CPU, memory, and GPUs: for whole
+    GPUs, fully free GPUs // k; for a shared GPU (k = 1, u < 1000), sum over GPUs of
+    free_g // u. Nodes whose model is not allowed (``model_ok`` False) host 0. Placing
+    workers one by one on a node lowers its count by exactly one each time, whatever GPUs
+    they take, so a gang of w workers fits the cluster now iff the slots sum to >= w.
+
+    Args:
+        cpu_free, mem_free: int (N,); gpu_free: int (N, G) milli-GPU; model_ok: bool (N,).
+    """
+    slots = np.full(cpu_free.shape[0], _MANY, dtype=np.int64)
+    if request.cpu_milli > 0:
+        slots = np.minimum(slots, cpu_free // request.cpu_milli)
+    if request.memory_mib > 0:
+        slots = np.minimum(slots, mem_free // request.memory_mib)
+    if request.num_gpus > 0:
+        if request.gpu_milli >= MILLI_PER_GPU:
+            gpu_slots = (gpu_free >= MILLI_PER_GPU).sum(axis=1) // request.num_gpus
+        else:
+            gpu_slots = (gpu_free // request.gpu_milli).sum(axis=1)
+        slots = np.minimum(slots, gpu_slots)
+        slots = np.where(model_ok, slots, 0)
+    return np.maximum(slots, 0)
+
+
+def unresolvable_reason(state: ClusterState, job: Job) -> str | None:
+    """Why ``job`` can never run on this cluster, even empty; None if it could.
+
+    A worker must fit some node's capacity (CPU, memory, GPU count and model), and the gang
+    must find ``workers`` slots on the empty cluster (:func:`worker_slots` at capacity).
+    Cordoned nodes count: they may come back.
+    """
+    request = Request.of_worker(job)
+    model_ok = state.model_mask(request.gpu_models)
+    full = np.zeros_like(state.gpu_free)
+    full[np.arange(full.shape[1])[None, :] < state.gpu_count[:, None]] = MILLI_PER_GPU
+    slots = worker_slots(request, state.cpu_capacity, state.mem_capacity, full, model_ok)
+    total = int(slots.sum())
+    if total >= job.workers:
+        return None
+    if total == 0:
+        parts = []
+        if request.num_gpus > 0:
+            pool = state.gpu_count[model_ok] if request.gpu_models else state.gpu_count
+            parts.append(f"{request.num_gpus} GPU(s) per worker"
+                         + (f" of model {'|'.join(request.gpu_models)}" if request.gpu_models else "")
+                         + f" (largest such node has {int(pool.max()) if pool.size else 0})")
+        parts.append(f"{request.cpu_milli} milli-CPU (largest node {int(state.cpu_capacity.max(initial=0))})")
+        parts.append(f"{request.memory_mib} MiB (largest node {int(state.mem_capacity.max(initial=0))})")
+        return "no node can host one worker even when empty: needs " + ", ".join(parts)
+    return (f"gang of {job.workers} workers cannot fit even on the empty cluster: "
+            f"room for {total} worker(s) of this shape")
+
+
+def adaptive_nodes_to_score(num_nodes: int) -> int:
+    """kube-scheduler's default number of feasible nodes to find and score.
+
+    ``numFeasibleNodesToFind`` with ``percentageOfNodesToScore`` unset (Kubernetes
+    ``pkg/scheduler/schedule_one.go``): all nodes below 100; otherwise
+    ``max(5, 50 - num_nodes / 125)`` percent of the nodes, at least 100. E.g. 5,000 nodes
+    -> 10% = 500; 10,000 nodes -> 5% = 500.
+    """
+    if num_nodes < 100:
+        return num_nodes
+    percentage = max(5, 50 - num_nodes // 125)
+    return max(100, num_nodes * percentage // 100)
+
+
+# -- permit -------------------------------------------------------------------------------
+def gang_permit(workers_placed: int, workers_needed: int) -> bool:
+    """Permit stage of gang scheduling: may a job whose workers were trial-placed start?
+
+    Args:
+        workers_placed: workers of the job that found a node in this attempt (>= 0).
+        workers_needed: workers of the gang (``job.workers``, >= 1).
+
+    Returns:
+        True to bind every trial-placed worker and start the job; False to roll all of them
+        back, so the job holds nothing while it waits (all-or-nothing, as the Kubernetes
+        coscheduling plugin's Permit waits for ``minMember`` pods of the PodGroup).
+
+    Learner exercise (Lab 01, gang scheduling): implement the body.
+    """
+    ### BEGIN SOLUTION
+    return workers_placed >= workers_needed
+    ### END SOLUTION
+
+
+# -- observers ----------------------------------------------------------------------------
+class SchedulerObserver:
+    """Hooks called as the run goes; subclass and override the ones you need.
+
+    The scheduler calls only the hooks a subclass overrides, so unused hooks cost nothing.
+    ``placement`` is the worker's :class:`Placement`, ``request`` its :class:`Request`.
+    Trial placements of a gang that the permit stage rolls back are never reported.
+    """
+
+    def on_enqueue(self, record: JobRecord) -> None: ...
+    def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
+    def on_release(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
+    def on_start(self, record: JobRecord) -> None: ...
+    def on_finish(self, record: JobRecord) -> None: ...
+    def on_reject(self, record: JobRecord) -> None: ...
+    def on_evict(self, record: JobRecord, lost_work: float) -> None: ...
+
+
+_HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_reject", "on_evict")
+
+
+# -- queue disciplines --------------------------------------------------------------------
+class Outcome(enum.Enum):
+    """Result of :meth:`Scheduler.try_schedule` for one job."""
+
+    STARTED = "started"      # every worker bound; the job runs
+    PROGRESS = "progress"    # naive mode: one more worker bound, the gang is not complete
+    WAITING = "waiting"      # nothing bound (not now); the job stays pending
+
+
+class QueueDiscipline:
+    """Queue sort: holds the pending jobs and decides in which order they are tried.
+
+    A discipline must implement :meth:`push`, :meth:`remove`, :meth:`order` and
+    ``__len__``. The default :meth:`run_pass` tries the jobs in :meth:`order`; with
+    ``blocking = True`` it stops at the first job that cannot be served (strict
+    head-of-line blocking). Priority, DRF or backfill disciplines override :meth:`order`
+    and/or :meth:`run_pass` and may call :meth:`Scheduler.evict` to preempt.
+    """
+
+    name: ClassVar[str] = ""
+    blocking: ClassVar[bool] = False
+
+    def push(self, record: JobRecord) -> None:
+        raise NotImplementedError
+
+    def remove(self, record: JobRecord) -> None:
+        raise NotImplementedError
+
+    def order(self) -> Iterable[JobRecord]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def run_pass(self, scheduler: "Scheduler") -> None:
+        """Try pending jobs once each, in :meth:`order`."""
+        for record in list(self.order()):
+            if record.state is not JobState.PENDING:
+                continue
+            outcome = scheduler.try_schedule(record)
+            if outcome is Outcome.WAITING and self.blocking:
+                break
+
+
+class Fifo(QueueDiscipline):
+    """First in, first out with strict head-of-line blocking: if the oldest pending job
+    cannot start, nobody behind it is tried (the classic batch-queue FIFO)."""
+
+    name: ClassVar[str] = "fifo"
+    blocking: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self._queue: dict[str, JobRecord] = {}
+
+    def push(self, record: JobRecord) -> None:
+        self._queue[record.job_id] = record
+
+    def remove(self, record: JobRecord) -> None:
+        self._queue.pop(record.job_id, None)
+
+    def order(self) -> Iterator[JobRecord]:
+        return iter(self._queue.values())
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def run_pass(self, scheduler: "Scheduler") -> None:
+        if scheduler.mode == "naive":
+            return super().run_pass(scheduler)
+        # Gang mode: only the head can start; started jobs leave the queue.
+        while self._queue:
+            head = next(iter(self._queue.values()))
+            if scheduler.try_schedule(head) is not Outcome.STARTED:
+                return
+
+
+class FifoSkip(QueueDiscipline):
+    """First in, first out, but a blocked job does not block the ones behind it: every
+    pending job is tried in arrival order (what kube-scheduler does by default).
+
+    Jobs are kept in one FIFO per job shape; a pass merges the shapes' heads by arrival
+    order and drops a shape from the pass as soon as its head cannot be placed (the rest
+    of that shape cannot either: resources only shrink during a pass). So a pass costs
+    O((started + shapes) log shapes), not O(pending).
+    """
+
+    name: ClassVar[str] = "fifo-skip"
+    blocking: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self._by_shape: dict[tuple, deque[tuple[int, JobRecord]]] = {}
+        self._seq = 0
+        self._live: dict[str, int] = {}  # job id -> seq of its live entry
+
+    @staticmethod
+    def _shape(record: JobRecord) -> tuple:
+        j = record.job
+        return (j.gpus_per_worker, j.gpu_milli, j.cpu_milli, j.memory_mib, j.gpu_models, j.workers)
+
+    def push(self, record: JobRecord) -> None:
+        self._by_shape.setdefault(self._shape(record), deque()).append((self._seq, record))
+        self._live[record.job_id] = self._seq
+        self._seq += 1
+
+    def remove(self, record: JobRecord) -> None:
+        # Lazy deletion: the entry is dropped when it reaches the head of its deque.
+        self._live.pop(record.job_id, None)
+
+    def _head(self, key: tuple) -> tuple[int, JobRecord] | None:
+        dq = self._by_shape[key]
+        live = self._live
+        while dq and live.get(dq[0][1].job_id) != dq[0][0]:
+            dq.popleft()
+        if not dq:
+            del self._by_shape[key]
+            return None
+        return dq[0]
+
+    def order(self) -> list[JobRecord]:
+        items = [it for dq in self._by_shape.values() for it in dq if self._live.get(it[1].job_id) == it[0]]
+        return [rec for _, rec in sorted(items, key=lambda it: it[0])]
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def run_pass(self, scheduler: "Scheduler") -> None:
+        if scheduler.mode == "naive":
+            return super().run_pass(scheduler)
+        heap = []
+        for key in list(self._by_shape):
+            head = self._head(key)
+            if head is not None:
+                heap.append((head[0], key))
+        heapq.heapify(heap)
+        while heap:
+            _, key = heapq.heappop(heap)
+            head = self._head(key)
+            if head is None:
+                continue
+            if scheduler.try_schedule(head[1]) is Outcome.STARTED:
+                nxt = self._head(key)
+                if nxt is not None:
+                    heapq.heappush(heap, (nxt[0], key))
+            # else: this shape is blocked for the rest of the pass
+
+
+DISCIPLINES: dict[str, type[QueueDiscipline]] = {Fifo.name: Fifo, FifoSkip.name: FifoSkip}
+"""Discipline name -> class. Extensions add theirs with :func:`register_discipline`."""
+
+
+def register_discipline(cls: type[QueueDiscipline]) -> type[QueueDiscipline]:
+    """Class decorator adding a queue discipline to :data:`DISCIPLINES` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} needs a non-empty name")
+    if DISCIPLINES.get(cls.name, cls) is not cls:
+        raise ValueError(f"discipline {cls.name!r} registered twice")
+    DISCIPLINES[cls.name] = cls
+    return cls
+
+
+def get_discipline(name: str, **kwargs) -> QueueDiscipline:
+    """Instantiate the queue discipline registered as ``name``.
+
+    Disciplines defined in the :mod:`lab01_cluster_sim.disciplines` package register
+    themselves when that package is imported, which this function does on a miss.
+
+    Raises:
+        InputError: unknown name (the message lists the known ones).
+    """
+    if name not in DISCIPLINES:
+        try:
+            importlib.import_module("lab01_cluster_sim.disciplines")
+        except ImportError:
+            pass
+    try:
+        cls = DISCIPLINES[name]
+    except KeyError:
+        raise InputError(f"unknown queue discipline {name!r}; expected one of: "
+                         f"{', '.join(sorted(DISCIPLINES))}") from None
+    return cls(**kwargs)
+
+
+# -- deadlock -----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """A pending job's partial allocation in a naive-mode deadlock."""
+
+    job_id: str
+    workers_bound: int
+    workers: int
+    placements: tuple[Placement, ...]
+
+    @property
+    def gpus_held(self) -> int:
+        return sum(len(p.gpus) for p in self.placements)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlockReport:
+    """Naive-mode deadlock: pending jobs hold parts of their gangs and none can ever finish
+    gathering it, even after every running job (of finite duration) completes.
+
+    Attributes:
+        time: when it was detected, s.
+        holdings: the jobs holding partial allocations, with their placements.
+        waiting: other pending jobs (holding nothing) that are stuck too.
+        free_gpus: fully free GPUs at detection time.
+    """
+
+    time: float
+    holdings: tuple[Holding, ...]
+    waiting: tuple[str, ...]
+    free_gpus: int
+
+    def lines(self) -> list[str]:
+        """Human-readable report, one line per holding."""
+        out = [f"deadlock at t={self.time:g}s: {len(self.holdings)} job(s) hold partial gangs, "
+               f"{self.free_gpus} GPU(s) free, no job can complete its gang"]
+        for h in self.holdings:
+            where = ", ".join(f"{p.node}:gpu{','.join(map(str, p.gpus))}" if p.gpus else p.node
+                              for p in h.placements)
+            out.append(f"  {h.job_id}: {h.workers_bound}/{h.workers} workers bound, "
+                       f"holds {h.gpus_held} GPU(s) on {where}")
+        if self.waiting:
+            out.append(f"  also stuck (holding nothing): {', '.join(self.waiting)}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+# -- the scheduler ------------------------------------------------------------------------
+class Scheduler:
+    """Runs scheduling passes over a :class:`ClusterState` (see the module docstring).
+
+    Args:
+        state: the cluster; changed in place by binds and releases.
+        policy: the placement policy (score stage).
+        discipline: the queue discipline (queue sort stage).
+        mode: ``"gang"`` (all-or-nothing) or ``"naive"`` (one worker at a time).
+        rng: the seeded generator handed to the policy.
+        nodes_to_score: score at most this many feasible nodes per worker (None = all);
+            see :func:`adaptive_nodes_to_score`.
+
+    Raises:
+        InputError: unknown mode, or ``nodes_to_score`` < 1.
+
+    Attributes:
+        now: simulated time of the current pass, s (set by the simulation).
+        running: job id -> record of every running job.
+        on_start, on_evict_request: callbacks set by the simulation (start a job's clock;
+            carry out an eviction).
+    """
+
+    def __init__(self, state: ClusterState, policy: PlacementPolicy, discipline: QueueDiscipline,
+                 mode: str = "gang", rng: np.random.Generator | None = None,
+                 nodes_to_score: int | None = None) -> None:
+        if mode not in MODES:
+            raise InputError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
+        if nodes_to_score is not None and nodes_to_score < 1:
+            raise InputError(f"nodes_to_score: expected an integer >= 1 or None, got {nodes_to_score}")
+        self.state = state
+        self.policy = policy
+        self.discipline = discipline
+        self.mode = mode
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.nodes_to_score = nodes_to_score
+        self.now = 0.0
+        self.running: dict[str, JobRecord] = {}
+        self.on_start: Callable[[JobRecord], None] = lambda record: None
+        self.on_evict_request: Callable[[JobRecord, str], None] | None = None
+        self.extra_filters: list[Callable[[Request, JobRecord], np.ndarray]] = []
+        # Per-node summaries kept in step with every bind/release (the hot filter reads them).
+        self.full_free = (state.gpu_free >= MILLI_PER_GPU).sum(axis=1).astype(np.int64)
+        self.max_free = state.gpu_free.max(axis=1).astype(np.int64)
+        self.online = np.ones(state.num_nodes, dtype=bool)
+        self._model_masks: dict[tuple[str, ...], np.ndarray] = {}
+        self._blocked: dict[tuple[Request, int], Request] = {}
+        self._requests: dict[str, Request] = {}
+        self._start_index = 0
+        self.bound_workers = 0
+        """Workers bound so far (a counter; naive mode uses it to see progress)."""
+        self._observers: dict[str, list[Callable]] = {h: [] for h in _HOOKS}
+
+    # -- observers --------------------------------------------------------------------
+    def add_observer(self, observer: SchedulerObserver) -> None:
+        """Register ``observer``; only the hooks it overrides will be called."""
+        for hook in _HOOKS:
+            method = getattr(type(observer), hook, None)
+            if method is not None and method is not getattr(SchedulerObserver, hook):
+                self._observers[hook].append(getattr(observer, hook))
+
+    def notify(self, hook: str, *args) -> None:
+        """Call every observer's ``hook`` with ``args``."""
+        for fn in self._observers[hook]:
+            fn(*args)
+
+    # -- queue ------------------------------------------------------------------------
+    def enqueue(self, record: JobRecord) -> None:
+        """Add a pending job to the queue."""
+        record.state = JobState.PENDING
+        self.discipline.push(record)
+        self.notify("on_enqueue", record)
+
+    def request_of(self, record: JobRecord) -> Request:
+        """The (cached) request of one worker of ``record``'s job."""
+        req = self._requests.get(record.job_id)
+        if req is None:
+            req = self._requests[record.job_id] = Request.of_worker(record.job)
+        return req
+
+    # -- filter / score ---------------------------------------------------------------
+    def _model_ok(self, models: tuple[str, ...]) -> np.ndarray:
+        mask = self._model_masks.get(models)
+        if mask is None:
+            mask = self._model_masks[models] = self.state.model_mask(models)
+        return mask
+
+    def feasible_mask(self, request: Request, record: JobRecord | None = None) -> np.ndarray:
+        """bool (N,): nodes where one worker asking ``request`` fits now (the filter stage).
+
+        Same rule as :meth:`ClusterState.feasible`, plus cordoned nodes and
+        :attr:`extra_filters`, computed from per-node summaries in O(N) vector operations.
+        """
+        st = self.state
+        ok = (st.cpu_free >= request.cpu_milli) & (st.mem_free >= request.memory_mib) & self.online
+        if request.num_gpus > 0:
+            if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+                ok &= self.max_free >= request.gpu_milli
+            else:
+                ok &= self.full_free >= request.num_gpus
+            if request.gpu_models:
+                ok &= self._model_ok(request.gpu_models)
+        for extra in self.extra_filters:
+            ok &= extra(request, record)
+        return ok
+
+    def select_node(self, request: Request, record: JobRecord | None = None) -> tuple[int, tuple[int, ...]] | None:
+        """Filter -> score -> select -> pick GPUs for one worker; ``(node, gpus)`` or None.
+
+        Mirrors :func:`lab01_cluster_sim.policies.base.place` (one feasible node is taken
+        without scoring; ties go to the lowest ``tie_rank``) on the filter above. Does not
+        change the state.
+        """
+        candidates = np.flatnonzero(self.feasible_mask(request, record))
+        if candidates.size == 0:
+            return None
+        k = self.nodes_to_score
+        if k is not None and candidates.size > k:
+            # kube-scheduler: search from a rotating start index, stop after k feasible nodes.
+            first = int(np.searchsorted(candidates, self._start_index))
+            take = np.arange(first, first + k) % candidates.size
+            picked = candidates[take]
+            self._start_index = (int(picked[-1]) + 1) % self.state.num_nodes
+            candidates = np.sort(picked)
+        if candidates.size == 1:
+            node = int(candidates[0])
+        else:
+            scores = self.policy.score(self.state, request, candidates, self.rng)
+            best = candidates[scores == scores.max()]
+            node = int(best[np.argmin(self.state.tie_rank[best])])
+        return node, tuple(self.policy.pick_gpus(self.state, request, node, self.rng))
+
+    # -- bind / release ----------------------------------------------------------------
+    def _refresh(self, node: int) -> None:
+        row = self.state.gpu_free[node]
+        self.full_free[node] = int((row >= MILLI_PER_GPU).sum())
+        self.max_free[node] = int(row.max())
+
+    def _bind_raw(self, node: int, gpus: tuple[int, ...], request: Request) -> None:
+        self.state.bind(node, gpus, request)
+        if request.num_gpus:
+            self._refresh(node)
+
+    def _release_raw(self, node: int, gpus: tuple[int, ...], request: Request) -> None:
+        self.state.release(node, gpus, request)
+        if request.num_gpus:
+            self._refresh(node)
+
+    def _commit(self, record: JobRecord, node: int, gpus: tuple[int, ...], request: Request) -> None:
+        placement = Placement(self.state.nodes[node].name, node, gpus)
+        record.placements.append(placement)
+        self.bound_workers += 1
+        self.notify("on_bind", record, placement, request)
+
+    def _fits_node(self, node: int, req: Request) -> bool:
+        st = self.state
+        if not self.online[node] or st.cpu_free[node] < req.cpu_milli or st.mem_free[node] < req.memory_mib:
+            return False
+        if req.num_gpus == 0:
+            return True
+        if req.gpu_models and not self._model_ok(req.gpu_models)[node]:
+            return False
+        if req.num_gpus == 1 and req.gpu_milli < MILLI_PER_GPU:
+            return bool(self.max_free[node] >= req.gpu_milli)
+        return bool(self.full_free[node] >= req.num_gpus)
+
+    def _unblock(self, nodes: Iterable[int]) -> None:
+        """After resources came back on ``nodes``: forget blocked shapes that may fit now."""
+        if not self._blocked:
+            return
+        nodes = list(dict.fromkeys(nodes))
+        for key, req in list(self._blocked.items()):
+            if any(self._fits_node(n, req) for n in nodes):
+                del self._blocked[key]
+
+    def release_job(self, record: JobRecord) -> None:
+        """Give back everything ``record`` holds (completion, eviction, rollback of naive
+        partial holdings) and tell observers; the job's state is the caller's business."""
+        request = self.request_of(record)
+        nodes = []
+        for placement in record.placements:
+            self._release_raw(placement.node_index, placement.gpus, request)
+            nodes.append(placement.node_index)
+            self.notify("on_release", record, placement, request)
+        if record.placements:
+            record.last_placements = tuple(record.placements)
+        record.placements = []
+        self.running.pop(record.job_id, None)
+        self._unblock(nodes)
+
+    def cordon(self, node: int) -> None:
+        """Stop placing on ``node`` (node down, or not yet launched). Running work stays;
+        evicting it is the caller's choice (:meth:`evict`)."""
+        self.online[node] = False
+
+    def uncordon(self, node: int) -> None:
+        """Put ``node`` back in service; every blocked shape is retried."""
+        self.online[node] = True
+        self._blocked.clear()
+
+    def evict(self, record: JobRecord, reason: str) -> None:
+        """Ask the simulation to evict running ``record`` now (preemption, node drain)."""
+        if self.on_evict_request is None:
+            raise RuntimeError("evict: no simulation attached to carry out evictions")
+        self.on_evict_request(record, reason)
+
+    # -- one job ----------------------------------------------------------------------
+    def _start(self, record: JobRecord) -> None:
+        self.discipline.remove(record)
+        record.state = JobState.RUNNING
+        record.reason = record.status = None
+        if record.start_time is None:
+            record.start_time = self.now
+        record.run_started = self.now
+        self.running[record.job_id] = record
+        self.notify("on_start", record)
+        self.on_start(record)
+
+    def try_schedule(self, record: JobRecord) -> Outcome:
+        """Run filter -> score -> permit -> bind for ``record`` (see the module docstring).
+
+        Gang mode: place all workers or none. Naive mode: bind one more worker.
+        """
+        request = self.request_of(record)
+        gang = self.mode == "gang"
+        key = (request, record.job.workers if gang else 1)
+        if key in self._blocked:
+            return Outcome.WAITING
+        if gang:
+            trial: list[tuple[int, tuple[int, ...]]] = []
+            for _ in range(record.job.workers):
+                choice = self.select_node(request, record)
+                if choice is None:
+                    break
+                self._bind_raw(choice[0], choice[1], request)
+                trial.append(choice)
+            if gang_permit(len(trial), record.job.workers):
+                for node, gpus in trial:
+                    self._commit(record, node, gpus, request)
+                self._start(record)
+                return Outcome.STARTED
+            for node, gpus in reversed(trial):  # roll back: the state is exactly as before
+                self._release_raw(node, gpus, request)
+            self._blocked[key] = request
+            record.status = UNSCHEDULABLE
+            record.reason = (f"gang of {record.job.workers} workers: only {len(trial)} could be placed now")
+            return Outcome.WAITING
+        choice = self.select_node(request, record)
+        if choice is None:
+            self._blocked[key] = request
+            record.status = UNSCHEDULABLE
+            record.reason = (f"naive mode: worker {len(record.placements) + 1}/{record.job.workers} "
+                             f"fits no node now")
+            return Outcome.WAITING
+        self._bind_raw(choice[0], choice[1], request)
+        self._commit(record, choice[0], choice[1], request)
+        if len(record.placements) >= record.job.workers:
+            self._start(record)
+            return Outcome.STARTED
+        return Outcome.PROGRESS
+
+    # -- a pass -----------------------------------------------------------------------
+    def run_pass(self, now: float) -> None:
+        """One scheduling pass at time ``now``: the discipline tries its jobs; in naive mode
+        rounds repeat while some worker was bound (round-robin over the pending jobs)."""
+        self.now = now
+        if self.mode == "gang":
+            self.discipline.run_pass(self)
+            return
+        while True:
+            before = self.bound_workers
+            self.discipline.run_pass(self)
+            if self.bound_workers == before:
+                return
+
+    def find_deadlock(self) -> DeadlockReport | None:
+        """Naive mode: a report if pending jobs hold partial gangs and no pending job could
+        ever complete its gang, else None.
+
+        "Ever": even if every running job of finite duration completed and freed what it
+        holds (services of infinite duration never do); jobs arriving later only take
+        resources, so they cannot help. Costs one copy of the free-resource arrays, so the
+        simulation calls it only after a pass that left partial holdings.
+        """
+        pending = [r for r in self.discipline.order() if r.state is JobState.PENDING]
+        holders = [r for r in pending if r.placements]
+        if not holders:
+            return None
+        st = self.state
+        cpu, mem, gpu = st.cpu_free.copy(), st.mem_free.copy(), st.gpu_free.copy()
+        for rec in self.running.values():
+            if math.isfinite(rec.remaining):
+                req = self.request_of(rec)
+                for p in rec.placements:
+                    cpu[p.node_index] += req.cpu_milli
+                    mem[p.node_index] += req.memory_mib
+                    for g in p.gpus:
+                        gpu[p.node_index, g] += req.gpu_milli
+        online = self.online
+        for rec in pending:
+            req = self.request_of(rec)
+            slots = worker_slots(req, cpu, mem, gpu, self._model_ok(req.gpu_models)) * online
+            if int(slots.sum()) >= rec.job.workers - len(rec.placements):
+                return None
+        return DeadlockReport(
+            time=self.now,
+            holdings=tuple(Holding(r.job_id, len(r.placements), r.job.workers, tuple(r.placements))
+                           for r in holders),
+            waiting=tuple(r.job_id for r in pending if not r.placements),
+            free_gpus=int(self.full_free[self.online].sum()),
+        )

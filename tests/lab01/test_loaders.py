@@ -1,0 +1,133 @@
+"""openb CSV loaders: conversions and errors naming file:line:column."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from lab01_cluster_sim.errors import InputError, TraceFormatError
+from lab01_cluster_sim.workloads.openb import load_nodes, load_pods, load_trace, resolve_pod_list
+
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+NODE_HEADER = "sn,cpu_milli,memory_mib,gpu,model\n"
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_pod_list_fields_and_times(tmp_path):
+    path = _write(tmp_path, "pods.csv", POD_HEADER
+                  + "p0,12000,16384,1,1000,,LS,Running,100,700,110\n"
+                  + "p1,6000,12288,1,460,V100M16|V100M32,BE,Pending,200,900,\n"
+                  + "p2,4000,8192,0,0,,LS,Succeeded,0,50,0\n"
+                  + "p3,8000,8192,2,1200,,LS,Failed,5,5,5\n")
+    pods = load_pods(path)
+    p0, p1, p2, p3 = pods.jobs
+    # p0: submit = creation 100, duration = deletion - scheduled = 700 - 110 = 590
+    assert (p0.job_id, p0.submit_time, p0.duration, p0.gpus_per_worker, p0.gpu_milli) == ("p0", 100, 590, 1, 1000)
+    # p1 never scheduled: duration = deletion - creation = 900 - 200 = 700; models split on "|"
+    assert (p1.duration, p1.gpu_milli, p1.gpu_models) == (700, 460, ("V100M16", "V100M32"))
+    assert math.isnan(pods.scheduled_time[1])
+    # p2 is CPU-only; p3's 1200 milli per GPU is capped at 1000 (as pod_csv_to_yaml.py does)
+    assert (p2.gpus_per_worker, p2.gpu_milli, p2.gpu_models) == (0, 0, ())
+    assert (p3.gpus_per_worker, p3.gpu_milli) == (2, 1000)
+    assert pods.qos == ("LS", "BE", "LS", "LS") and pods.phase[1] == "Pending"
+    # GPU request: 1000 + 460 + 0 + 2*1000 = 3460
+    assert pods.gpu_request_milli() == 3460
+
+
+def test_multigpu_lists_have_five_columns_and_no_times(tmp_path):
+    path = _write(tmp_path, "m.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,8,1000\n")
+    (job,) = load_pods(path).jobs
+    assert (job.gpus_per_worker, job.submit_time, job.duration) == (8, 0.0, 0.0)
+
+
+def test_unknown_extra_columns_are_ignored(tmp_path):
+    path = _write(tmp_path, "x.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,extra\np0,1000,1024,0,0,zzz\n")
+    assert len(load_pods(path)) == 1
+
+
+def test_missing_column_names_file_line_column(tmp_path):
+    path = _write(tmp_path, "bad.csv", "name,cpu_milli,num_gpu,gpu_milli\np0,1,0,0\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.csv:1:memory_mib: missing column") as err:
+        load_pods(path)
+    assert (err.value.line, err.value.column) == (1, "memory_mib")
+
+
+def test_non_numeric_value_names_file_line_column(tmp_path):
+    path = _write(tmp_path, "bad.csv", POD_HEADER + "p0,1000,1024,0,0,,LS,Running,0,1,0\np1,lots,1024,0,0,,LS,Running,0,1,0\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.csv:3:cpu_milli: expected a non-negative integer, got 'lots'"):
+        load_pods(path)
+
+
+def test_negative_request_names_file_line_column(tmp_path):
+    path = _write(tmp_path, "bad.csv", POD_HEADER + "p0,1000,-5,0,0,,LS,Running,0,1,0\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.csv:2:memory_mib: .*got -5"):
+        load_pods(path)
+
+
+def test_fractional_multi_gpu_pod_is_rejected(tmp_path):
+    path = _write(tmp_path, "bad.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,2,500\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.csv:2:gpu_milli: .*whole GPUs"):
+        load_pods(path)
+
+
+def test_bad_time_and_deletion_before_start(tmp_path):
+    path = _write(tmp_path, "bad.csv", POD_HEADER + "p0,1,1,0,0,,LS,Running,10,5,10\n")
+    with pytest.raises(TraceFormatError, match=r"bad\.csv:2:deletion_time"):
+        load_pods(path)
+
+
+def test_nothing_is_half_loaded(tmp_path):
+    # the error is on the last row; the call raises, it does not return the first rows
+    path = _write(tmp_path, "bad.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,0,0\np1,1,1,x,0\n")
+    with pytest.raises(TraceFormatError, match=r":3:num_gpu"):
+        load_pods(path)
+
+
+def test_duplicate_pod_name(tmp_path):
+    path = _write(tmp_path, "bad.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,0,0\np0,1,1,0,0\n")
+    with pytest.raises(TraceFormatError, match=r":3:name: duplicate pod name 'p0' \(first on line 2\)"):
+        load_pods(path)
+
+
+def test_node_list(tmp_path):
+    path = _write(tmp_path, "n.csv", NODE_HEADER + "n0,64000,262144,2,P100\nn1,32000,1024,0,\n")
+    n0, n1 = load_nodes(path)
+    assert (n0.name, n0.gpu_model, n0.gpu_count, n0.cpu_milli, n0.memory_mib) == ("n0", "P100", 2, 64000, 262144)
+    assert (n1.gpu_count, n1.gpu_model) == (0, "")
+
+
+def test_node_with_gpus_needs_a_model(tmp_path):
+    path = _write(tmp_path, "n.csv", NODE_HEADER + "n0,64000,262144,2,\n")
+    with pytest.raises(TraceFormatError, match=r"n\.csv:2:model"):
+        load_nodes(path)
+
+
+def test_missing_file_is_an_input_error(tmp_path):
+    with pytest.raises(TraceFormatError, match="cannot read"):
+        load_pods(tmp_path / "nope.csv")
+    with pytest.raises(InputError, match="not a folder"):
+        load_trace(tmp_path / "nope")
+
+
+def test_resolve_pod_list_by_short_name_and_listing(tmp_path):
+    _write(tmp_path, "openb_pod_list_default.csv", "")
+    _write(tmp_path, "openb_pod_list_gpushare40.csv", "")
+    assert resolve_pod_list(tmp_path).name == "openb_pod_list_default.csv"
+    assert resolve_pod_list(tmp_path, "gpushare40").name == "openb_pod_list_gpushare40.csv"
+    assert resolve_pod_list(tmp_path, "openb_pod_list_gpushare40.csv").name == "openb_pod_list_gpushare40.csv"
+    with pytest.raises(InputError, match="expected one of: default, gpushare40"):
+        resolve_pod_list(tmp_path, "cpu999")
+
+
+def test_real_default_list_figures(alibaba_csv):
+    # SOURCE.md: 1213 nodes with 6212 GPUs; 8152 pods asking for 6086.8 GPUs in total.
+    nodes, pods = load_trace(alibaba_csv)
+    assert (len(nodes), sum(n.gpu_count for n in nodes)) == (1213, 6212)
+    assert (len(pods), pods.gpu_request_milli()) == (8152, 6_086_800)

@@ -1,0 +1,226 @@
+"""``python -m lab02_device_plugin serve``: run the device plugin as a process.
+
+It serves one DevicePlugin per advertised resource on a unix socket in the plugin
+directory, registers each with the kubelet (a real one, or ``python -m lab02_device_plugin
+kubelet``), re-registers when ``kubelet.sock`` is re-created, and exits 0 on SIGTERM or
+SIGINT after removing its sockets. SIGHUP restarts the plugins, as upstream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import signal
+import stat
+import sys
+import threading
+from pathlib import Path
+
+from lab02_device_plugin.config import MIG_STRATEGIES, load_config
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
+from lab02_device_plugin.inventory import Inventory, from_nvml, load_inventory
+from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
+
+NAME = "serve"
+HELP = "run the device plugin: serve a socket per resource, register with the kubelet"
+DESCRIPTION = """\
+Run the device plugin in the foreground, configured with an NVIDIA k8s-device-plugin config
+file (version: v1; flags.migStrategy; flags.plugin.deviceListStrategy / deviceIDStrategy;
+sharing.timeSlicing or sharing.mps). GPUs come from --inventory (an `nvidia-smi -q -x` dump
+or a YAML spec of simulated GPUs; see lab02_device_plugin/examples/) or, without it, from
+NVML (needs nvidia-ml-py and a GPU).
+
+Each resource gets its own socket (nvidia-gpu.sock, nvidia-mig-1g.10gb.sock, ...) and is
+registered with the kubelet at --kubelet-socket; when that socket is re-created (a kubelet
+restart) every plugin restarts and registers again. SIGTERM or Ctrl-C removes the sockets
+and exits 0; SIGHUP restarts the plugins.
+
+Simulated Xids (labs): with --xid-fifo PATH, write lines to the FIFO:
+  echo "xid 0 94"   > PATH   # Xid 94 on GPU index 0 (or a GPU-/MIG- UUID)
+  echo "recover 0"  > PATH   # device healthy again (needs --health-recovery)
+
+Environment: DP_DISABLE_HEALTHCHECKS (all | xids | comma list of Xids to ignore) and
+DP_ENABLE_HEALTHCHECKS (comma list of Xids always acted on), as NVIDIA's plugin.
+
+examples:
+  python -m lab02_device_plugin serve --socket-dir /tmp/dp \\
+      --inventory lab02_device_plugin/examples/inventory-h100x8.yaml \\
+      --config lab02_device_plugin/examples/time-slicing.yaml
+  python -m lab02_device_plugin serve --socket-dir /tmp/dp --kubelet-socket "" \\
+      --inventory ../shared/data/nvidia-smi/a100-sxm4-80gb-mig.q.xml --mig-strategy mixed
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``serve``."""
+    parser.add_argument("--socket-dir", type=Path, default=Path(DEVICE_PLUGIN_PATH),
+                        help="device plugin directory for the sockets (default: %(default)s)")
+    parser.add_argument("--kubelet-socket", default=None, metavar="PATH",
+                        help="the kubelet's Registration socket (default: kubelet.sock in "
+                             "--socket-dir); \"\" serves without registering")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="NVIDIA device plugin config file (default: no sharing, "
+                             "migStrategy none)")
+    parser.add_argument("--inventory", type=Path, metavar="FILE",
+                        help="GPUs: an `nvidia-smi -q -x` XML dump or a YAML spec "
+                             "(default: live NVML)")
+    parser.add_argument("--mig-strategy", choices=MIG_STRATEGIES,
+                        help="override flags.migStrategy of the config (the flag wins, as upstream)")
+    parser.add_argument("--pre-start-required", action="store_true",
+                        help="ask the kubelet to call PreStartContainer before each container")
+    parser.add_argument("--health-recovery", action="store_true",
+                        help="let a recovered device become Healthy again (NVIDIA's plugin "
+                             "needs a restart for that)")
+    parser.add_argument("--xid-fifo", type=Path, metavar="PATH",
+                        help="create a FIFO at PATH and read simulated health events from it")
+    parser.add_argument("--quiet", action="store_true", help="print errors only")
+
+
+def _resolve_device(inventory: Inventory, token: str) -> str:
+    if token.isdigit():
+        return inventory.gpu(int(token)).uuid
+    known = {g.uuid for g in inventory.gpus} | {m.uuid for g in inventory.gpus for m in g.mig_devices}
+    if token not in known:
+        raise InputError(f"xid-fifo: unknown device {token!r}; expected a GPU index or a "
+                         "GPU-/MIG- UUID of the inventory")
+    return token
+
+
+def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSource) -> str:
+    """Apply one FIFO command: ``xid <device> <xid>`` or ``recover <device>``; returns a note.
+
+    ``<device>`` is a GPU index, a GPU or MIG UUID, or ``all``.
+
+    Raises:
+        InputError: a malformed line (named), an unknown device.
+    """
+    parts = line.split()
+    if not parts:
+        return ""
+    verb = parts[0].lower()
+    if verb == "xid" and len(parts) == 3 and parts[2].isdigit():
+        dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
+        source.inject_xid(dev, int(parts[2]))
+        return f"injected Xid {parts[2]} on {dev or 'every device'}"
+    if verb == "recover" and len(parts) == 2:
+        dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
+        source.recover(dev)
+        return f"recovery on {dev or 'every device'}"
+    raise InputError(f"xid-fifo: {line!r}: expected 'xid <gpu index|uuid|all> <xid>' or "
+                     "'recover <gpu index|uuid|all>'")
+
+
+def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
+                 stop: threading.Event, say) -> None:
+    # O_RDWR keeps a writer open ourselves, so the FIFO never reports EOF between writers.
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    buf = b""
+    try:
+        while not stop.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                continue
+            buf += chunk
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                try:
+                    note = handle_fifo_line(raw.decode(errors="replace"), get_inventory(), source)
+                except InputError as exc:
+                    print(f"warning: {exc}", file=sys.stderr, flush=True)
+                    continue
+                if note:
+                    say(note)
+    finally:
+        os.close(fd)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
+    say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    config = load_config(args.config)
+    if args.mig_strategy:
+        config = config.with_mig_strategy(args.mig_strategy)
+    for w in config.warnings:
+        print(f"warning: {w}", file=sys.stderr, flush=True)
+    if args.inventory is not None:
+        inventory = load_inventory(args.inventory)
+    else:
+        inventory = from_nvml()
+    for w in inventory.warnings:
+        print(f"warning: {w}", file=sys.stderr, flush=True)
+    policy = HealthPolicy.from_env(recovery=args.health_recovery)
+    if args.inventory is None:
+        mig_ids = {(g.uuid, m.gpu_instance_id, m.compute_instance_id): m.uuid
+                   for g in inventory.gpus for m in g.mig_devices}
+        source = NvmlHealthSource([g.uuid for g in inventory.gpus], mig_ids=mig_ids)
+    else:
+        source = SimulatedHealthSource()
+    kubelet_socket = args.kubelet_socket
+    if kubelet_socket is None:
+        kubelet_socket = str(args.socket_dir / "kubelet.sock")
+    manager = PluginManager(inventory, config, args.socket_dir, kubelet_socket or None,
+                            health_source=source, health_policy=policy,
+                            pre_start_required=args.pre_start_required, log=say)
+    for w in manager.plan.warnings:
+        print(f"warning: {w}", file=sys.stderr, flush=True)
+    if not manager.plan.resources:
+        raise InputError(f"{inventory.source}: no resources to advertise with migStrategy "
+                         f"{config.flags.mig_strategy}; expected at least one GPU or MIG device")
+
+    stop = threading.Event()
+    hup = threading.Event()
+
+    def on_signal(signum, _frame):
+        if signum == signal.SIGHUP:
+            hup.set()
+        else:
+            stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    fifo_thread = None
+    made_fifo = False
+    try:
+        if args.xid_fifo is not None:
+            if isinstance(source, SimulatedHealthSource):
+                try:
+                    if not args.xid_fifo.exists():
+                        os.mkfifo(args.xid_fifo)
+                        made_fifo = True
+                    elif not stat.S_ISFIFO(args.xid_fifo.stat().st_mode):
+                        raise InputError(f"--xid-fifo {args.xid_fifo}: exists and is not a FIFO")
+                except OSError as exc:
+                    raise InputError(f"--xid-fifo {args.xid_fifo}: cannot create the FIFO "
+                                     f"({exc.strerror})") from None
+            else:
+                raise InputError("--xid-fifo: simulated Xids need --inventory (with NVML, "
+                                 "health events come from the GPUs)")
+        manager.start()
+        if args.xid_fifo is not None:
+            fifo_thread = threading.Thread(
+                target=_fifo_reader, args=(args.xid_fifo, lambda: manager.inventory, source, stop, say),
+                name="xid-fifo", daemon=True)
+            fifo_thread.start()
+            say(f"reading simulated health events from {args.xid_fifo}")
+        say(f"device plugin running ({', '.join(manager.plan.names())}); SIGTERM or Ctrl-C stops it")
+        while not stop.wait(0.2):
+            if hup.is_set():
+                hup.clear()
+                manager.restart("SIGHUP")
+    finally:
+        stop.set()
+        manager.stop()
+        if fifo_thread is not None:
+            fifo_thread.join(timeout=2)
+        if made_fifo:
+            args.xid_fifo.unlink(missing_ok=True)
+        for s, h in previous.items():
+            signal.signal(s, h)
+    say("stopped; sockets removed")
+    return 0

@@ -1,0 +1,306 @@
+"""Stranded GPUs, shape-aware admission and defragmentation by migration.
+
+**Stranded GPUs** (this module's definition, used by its reports): free GPU capacity
+(in GPUs, i.e. free milli-GPU / 1000) on nodes that no pending job can use now. A node's
+free capacity is usable if some pending job can start now (its whole gang fits) with one
+of its workers on that node. With no pending job nothing is stranded (there is no demand).
+Example: an 8-GPU gang pending with 12 free GPUs spread 3 per node over 4 nodes of 8: it
+cannot start, nobody else waits, so all 12 are stranded.
+
+**Shape-aware admission**: a share of the GPU nodes is kept for whole-node jobs (workers
+asking for every GPU of a node); smaller jobs are filtered off them, so big gangs find
+empty nodes instead of a cluster of half-full ones.
+
+**Defragmentation by migration**: when a pending gang is blocked only by fragmentation
+(the cluster has enough free GPUs in total but no placement exists) and checkpointable
+jobs could be moved to empty enough nodes, move them: each moved job loses its progress
+since its last checkpoint and pays its checkpoint and restore time
+(:class:`~lab01_cluster_sim.disciplines.preemption.CheckpointSpec`). The report gives
+stranded GPUs before and after and the GPU-hours the moves cost. Migration is the
+mechanism of Gandiva (Xiao et al., OSDI 2018) and of Singularity (Microsoft, 2022).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.disciplines.preemption import last_checkpoint
+from lab01_cluster_sim.disciplines.runner import Runner, clone_state, place_gang
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobState, Node
+
+
+def stranded_gpus(state: ClusterState, pending: Sequence[Job], mask_for=None) -> float:
+    """Stranded GPUs (see the module docstring), in GPUs.
+
+    Args:
+        state: the cluster now.
+        pending: the pending jobs.
+        mask_for: optional ``mask_for(job) -> bool (N,) | None`` restricting a job's nodes.
+    """
+    free = state.gpu_free.sum(axis=1)
+    if not pending or free.sum() == 0:
+        return 0.0
+    usable = np.zeros(state.num_nodes, dtype=bool)
+    seen: set[tuple] = set()
+    for job in pending:
+        if job.gpus_per_worker == 0:
+            continue
+        mask = None if mask_for is None else mask_for(job)
+        key = (Request.of_worker(job), job.workers, None if mask is None else mask.tobytes())
+        if key in seen:
+            continue
+        seen.add(key)
+        if place_gang(state, job, mask) is None:
+            continue
+        ok = state.feasible(Request.of_worker(job))
+        if mask is not None:
+            ok &= mask
+        usable |= ok
+        if usable.all():
+            break
+    return float(free[~usable].sum()) / MILLI_PER_GPU
+
+
+class ShapeAwareAdmission:
+    """A Runner ``node_filter`` keeping ``reserved_fraction`` of the GPU nodes for whole-node jobs.
+
+    The reserved nodes are the last ``ceil(reserved_fraction x GPU nodes)`` GPU nodes in
+    the given order. A job is "whole-node" on a node when its workers ask for all of the
+    node's GPUs.
+
+    Raises:
+        InputError: a fraction outside [0, 1].
+    """
+
+    def __init__(self, nodes: Sequence[Node], reserved_fraction: float) -> None:
+        if not 0.0 <= reserved_fraction <= 1.0:
+            raise InputError(f"reserved_fraction must be in [0, 1], got {reserved_fraction}")
+        gpu_nodes = [i for i, n in enumerate(nodes) if n.gpu_count > 0]
+        k = math.ceil(reserved_fraction * len(gpu_nodes))
+        self.reserved = np.zeros(len(nodes), dtype=bool)
+        if k:
+            self.reserved[gpu_nodes[-k:]] = True
+        self.gpu_count = np.array([n.gpu_count for n in nodes], dtype=np.int64)
+
+    def __call__(self, runner: Runner, job: Job) -> np.ndarray:
+        whole = (job.gpus_per_worker > 0) & (self.gpu_count == job.gpus_per_worker)
+        return ~self.reserved | whole
+
+
+@dataclass(frozen=True)
+class Move:
+    """One migration: the job, where it was and went, what it cost."""
+
+    job_id: str
+    from_nodes: tuple[str, ...]
+    to_nodes: tuple[str, ...]
+    lost_gpu_s: float
+    overhead_s: float
+    gpus: float
+
+
+@dataclass(frozen=True)
+class DefragEvent:
+    """One defragmentation: at ``time`` moves were made so that ``for_job`` could start."""
+
+    time: float
+    for_job: str
+    moves: tuple[Move, ...]
+    stranded_before: float
+    stranded_after: float
+
+    @property
+    def gpu_hours_cost(self) -> float:
+        """GPU-hours lost (progress since last checkpoint) plus GPU-hours of checkpoint/restore overhead."""
+        return sum(m.lost_gpu_s for m in self.moves) / 3600 + self.overhead_gpu_hours
+
+    @property
+    def overhead_gpu_hours(self) -> float:
+        """GPU-hours spent on checkpoint and restore by the moved jobs (overhead x their GPUs)."""
+        return sum(m.overhead_s * m.gpus for m in self.moves) / 3600
+
+
+@dataclass
+class Defragmenter:
+    """A Runner ``on_blocked`` hook that migrates checkpointable jobs to unblock a gang.
+
+    Args:
+        movable: predicate ``movable(job) -> bool``; default: jobs whose checkpoint
+            interval is finite (they can be restored elsewhere).
+        max_moves: most jobs moved for one gang.
+
+    Attributes:
+        events: every :class:`DefragEvent`, in time order.
+    """
+
+    movable: object = None
+    max_moves: int = 8
+    events: list[DefragEvent] = field(default_factory=list)
+
+    def _is_movable(self, runner: Runner, job_id: str) -> bool:
+        run = runner.runs[job_id]
+        if self.movable is not None:
+            return bool(self.movable(run.job))
+        return math.isfinite(run.spec.interval_s)
+
+    def __call__(self, runner: Runner, now: float) -> None:
+        for job_id in list(runner.pending):
+            job = runner.runs[job_id].job
+            if job.gpus_per_worker == 0:
+                continue
+            if runner.try_place(job) is not None:
+                continue
+            free_gpus = runner.state.gpu_free.sum() / MILLI_PER_GPU
+            if free_gpus * MILLI_PER_GPU < job.gpu_milli_total:
+                continue            # blocked by capacity, not by fragmentation
+            plan = self.plan(runner, job)
+            if plan is None:
+                continue
+            self._apply(runner, job, plan, now)
+            return                   # one gang per event batch keeps moves bounded
+
+    def plan(self, runner: Runner, job: Job) -> list[tuple[str, tuple]] | None:
+        """Moves (job id, new allocation) that let ``job`` start, or None.
+
+        Greedy: rank nodes by the GPU-seconds their movable jobs would lose; empty the
+        cheapest nodes (only nodes whose blocking jobs are all movable) until the gang fits;
+        then re-place every moved job off those nodes (best-fit). Fails if a moved job
+        cannot be re-placed or more than ``max_moves`` would move.
+        """
+        st = runner.state
+        req = Request.of_worker(job)
+        mask = runner.mask_for(job)
+        on_node: dict[int, list[str]] = {}
+        for rid, run in runner.running.items():
+            for node, _ in run.alloc:
+                on_node.setdefault(node, [])
+                if rid not in on_node[node]:
+                    on_node[node].append(rid)
+        costs = []
+        for node in range(st.num_nodes):
+            if mask is not None and not mask[node]:
+                continue
+            if st.gpu_count[node] < req.num_gpus:
+                continue
+            ids = on_node.get(node, [])
+            if not ids or not all(self._is_movable(runner, i) for i in ids):
+                continue
+            lost = 0.0
+            for i in ids:
+                r = runner.runs[i]
+                p = r.progress_at(runner.now)
+                lost += (p - last_checkpoint(p, r.spec)) * r.job.gpu_milli_total / MILLI_PER_GPU
+            costs.append((lost, len(ids), int(st.tie_rank[node]), node))
+        costs.sort()
+        trial = clone_state(st)
+        targets: list[int] = []
+        moved: list[str] = []
+        for _, _, _, node in costs:
+            for i in on_node.get(node, []):
+                if i in moved:
+                    continue
+                r = runner.runs[i]
+                rq = Request.of_worker(r.job)
+                for n, gpus in r.alloc:
+                    trial.release(n, gpus, rq)
+                moved.append(i)
+            targets.append(node)
+            if len(moved) > self.max_moves:
+                return None
+            if place_gang(trial, job, mask) is not None:
+                break
+        else:
+            return None
+        gang = place_gang(trial, job, mask, bind=True)
+        assert gang is not None
+        keep_off = np.ones(st.num_nodes, dtype=bool)
+        keep_off[targets] = False
+        plan = []
+        for i in sorted(moved, key=lambda x: -runner.runs[x].job.gpu_milli_total):
+            r = runner.runs[i]
+            m = runner.mask_for(r.job)
+            alloc = place_gang(trial, r.job, keep_off if m is None else (keep_off & m), bind=True)
+            if alloc is None:
+                return None
+            plan.append((i, alloc))
+        return plan
+
+    def _apply(self, runner: Runner, job: Job, plan: list[tuple[str, tuple]], now: float) -> None:
+        pending_jobs = [runner.runs[i].job for i in runner.pending]
+        before = stranded_gpus(runner.state, pending_jobs, runner.mask_for)
+        moves = []
+        for job_id, alloc in plan:
+            run = runner.runs[job_id]
+            names_from = tuple(sorted({runner.nodes[n].name for n, _ in run.alloc}))
+            overhead = run.spec.checkpoint_s + run.spec.restore_s
+            lost = runner.stop(job_id, run.spec.checkpoint_s, migration=True)
+            moves.append(Move(job_id, names_from, tuple(sorted({runner.nodes[n].name for n, _ in alloc})),
+                              lost, overhead, run.job.gpu_milli_total / MILLI_PER_GPU))
+        # bind the gang first on the nodes just emptied, then put the moved jobs back
+        gang = runner.try_place(job)
+        if gang is not None:
+            runner.start(job.job_id, gang)
+        for job_id, alloc in plan:
+            new = runner.try_place(runner.runs[job_id].job)
+            if new is not None:
+                runner.start(job_id, new)
+        pending_jobs = [runner.runs[i].job for i in runner.pending]
+        after = stranded_gpus(runner.state, pending_jobs, runner.mask_for)
+        self.events.append(DefragEvent(now, job.job_id, tuple(moves), before, after))
+
+    def gpu_hours_cost(self) -> float:
+        """GPU-hours all moves cost: lost progress plus checkpoint/restore time."""
+        return sum(e.gpu_hours_cost for e in self.events)
+
+
+@dataclass(frozen=True)
+class AdmissionRow:
+    """One run of the shape-aware admission comparison."""
+
+    reserved_fraction: float
+    mean_stranded_gpus: float
+    big_job_mean_wait_s: float
+    small_job_mean_wait_s: float
+    utilisation: float
+
+
+def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: Sequence[float],
+                        discipline: str = "fifo-skip") -> list[AdmissionRow]:
+    """Run the workload with each reserved fraction; stranded GPUs are averaged over event samples.
+
+    "Big" jobs are those whose workers ask for a whole node's GPUs.
+    """
+    rows = []
+    full = max((n.gpu_count for n in nodes), default=0)
+    for f in fractions:
+        adm = ShapeAwareAdmission(nodes, f)
+
+        def observe(r: Runner, t: float) -> float:
+            return stranded_gpus(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+
+        res = Runner(nodes, jobs, discipline, node_filter=adm, observer=observe).run()
+        big_ids = {j.job_id for j in jobs if j.gpus_per_worker == full}
+        big = [o.wait for o in res.outcomes if o.wait is not None and o.job_id in big_ids]
+        small = [o.wait for o in res.outcomes if o.wait is not None and o.job_id not in big_ids]
+        # time-weighted mean of the stranded samples
+        ts = [row[0] for row in res.timeline]
+        vals = res.samples
+        if len(ts) > 1:
+            dt = np.diff(ts)
+            mean_stranded = float(np.dot(vals[:-1], dt) / dt.sum()) if dt.sum() > 0 else float(np.mean(vals))
+        else:
+            mean_stranded = float(vals[0]) if vals else 0.0
+        rows.append(AdmissionRow(f, mean_stranded, float(np.mean(big)) if big else 0.0,
+                                 float(np.mean(small)) if small else 0.0, res.summary()["utilisation"]))
+    return rows
+
+
+def job_states(runner: Runner) -> dict[str, JobState]:
+    """Job id -> state (handy in tests and reports)."""
+    return {i: r.state for i, r in runner.runs.items()}

@@ -1,0 +1,223 @@
+"""Node labels and nodeSelector, taints and tolerations, and tenancy tiers.
+
+Kubernetes rules modelled (Kubernetes docs, "Assigning Pods to Nodes" and "Taints and
+Tolerations"):
+
+- ``nodeSelector``: every key/value must be among the node's labels. GPU Feature
+  Discovery labels nodes with e.g. ``nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`` and
+  ``nvidia.com/gpu.count=8``.
+- A pod may land on a node only if it tolerates every taint with effect ``NoSchedule`` or
+  ``NoExecute`` (``PreferNoSchedule`` is a soft preference and does not filter). A
+  toleration matches a taint when the keys are equal (or the toleration's key is empty
+  with operator ``Exists``), the operator is ``Exists`` or the values are equal, and the
+  toleration's effect is empty or equal. GPU nodes are commonly tainted
+  ``nvidia.com/gpu=present:NoSchedule`` (GKE does so) and the ExtendedResourceToleration
+  admission plugin adds the matching toleration to pods that request ``nvidia.com/gpu``:
+  CPU-only pods then stay off GPU nodes.
+
+Tenancy tiers: paying tenants (``premium``, ``standard``) and a best-effort ``free`` tier.
+The constraint: a free-tier job never shares a *physical GPU* with a paying tenant's job
+(no noisy neighbour, no data next to a stranger's without isolation). Each tier maps to
+the sharing mechanism it is sold with (:data:`TIER_MECHANISM`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab01_cluster_sim.disciplines.runner import Allocation, Runner, clone_state, place_gang
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint ``key=value:effect``."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def __post_init__(self) -> None:
+        if not self.key or self.effect not in EFFECTS:
+            raise InputError(f"taint {self.key}={self.value}:{self.effect}: key must be non-empty and effect one of {', '.join(EFFECTS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration (operator ``Equal`` or ``Exists``; empty effect = all effects)."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def __post_init__(self) -> None:
+        if self.operator not in ("Equal", "Exists"):
+            raise InputError(f"toleration {self.key!r}: operator must be Equal or Exists, got {self.operator!r}")
+        if self.effect and self.effect not in EFFECTS:
+            raise InputError(f"toleration {self.key!r}: effect must be empty or one of {', '.join(EFFECTS)}")
+        if not self.key and self.operator != "Exists":
+            raise InputError("a toleration with an empty key must use operator Exists")
+
+    def matches(self, taint: Taint) -> bool:
+        """True if this toleration tolerates ``taint`` (rules in the module docstring)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return True
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+"""The usual taint on GPU nodes."""
+
+GPU_TOLERATION = Toleration("nvidia.com/gpu", "Exists", effect="NoSchedule")
+"""What ExtendedResourceToleration adds to a pod requesting ``nvidia.com/gpu``."""
+
+
+def tolerates_all(tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> bool:
+    """True if every NoSchedule/NoExecute taint is tolerated by some toleration."""
+    return all(any(t.matches(taint) for t in tolerations)
+               for taint in taints if taint.effect != "PreferNoSchedule")
+
+
+def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """True if every ``key: value`` of ``selector`` is among ``labels``."""
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+class Tier(enum.Enum):
+    """Tenancy tiers."""
+
+    PREMIUM = "premium"
+    STANDARD = "standard"
+    FREE = "free"
+
+    @property
+    def paying(self) -> bool:
+        """True for tiers that pay (premium, standard)."""
+        return self is not Tier.FREE
+
+
+TIER_MECHANISM: Mapping[Tier, str] = {
+    Tier.PREMIUM: "dedicated GPU or MIG instance (hardware isolation of memory and SMs)",
+    Tier.STANDARD: "MPS (concurrent, per-client memory limit, no fault isolation)",
+    Tier.FREE: "time-slicing (no memory isolation, shares only with other free-tier jobs)",
+}
+"""Tier -> the sharing mechanism it is sold with."""
+
+
+@dataclass(frozen=True)
+class PodConstraints:
+    """Scheduling constraints of one job's pods.
+
+    Attributes:
+        node_selector: required node labels.
+        tolerations: its tolerations; a job requesting GPUs gets :data:`GPU_TOLERATION`
+            added automatically (ExtendedResourceToleration), unless ``auto_gpu_toleration`` is False.
+    """
+
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    auto_gpu_toleration: bool = True
+
+
+class ConstraintFilter:
+    """A Runner ``node_filter`` applying nodeSelector and taints/tolerations.
+
+    Args:
+        nodes: the cluster (labels come from the nodes).
+        taints: node name -> its taints; default: :data:`GPU_TAINT` on every GPU node.
+        constraints: job id -> :class:`PodConstraints` (default: none).
+    """
+
+    def __init__(self, nodes: Sequence[Node], taints: Mapping[str, Sequence[Taint]] | None = None,
+                 constraints: Mapping[str, PodConstraints] | None = None) -> None:
+        self.nodes = list(nodes)
+        if taints is None:
+            taints = {n.name: (GPU_TAINT,) for n in self.nodes if n.gpu_count > 0}
+        unknown = set(taints) - {n.name for n in self.nodes}
+        if unknown:
+            raise InputError(f"taints given for unknown node(s): {', '.join(sorted(unknown))}")
+        self.taints = {n.name: tuple(taints.get(n.name, ())) for n in self.nodes}
+        self.constraints = dict(constraints or {})
+        self._cache: dict[tuple, np.ndarray] = {}
+
+    def mask(self, job: Job) -> np.ndarray:
+        """bool (N,): nodes whose labels and taints admit ``job``'s pods."""
+        c = self.constraints.get(job.job_id, PodConstraints())
+        tol = c.tolerations + ((GPU_TOLERATION,) if (c.auto_gpu_toleration and job.gpus_per_worker > 0) else ())
+        key = (tuple(sorted(c.node_selector.items())), tol)
+        m = self._cache.get(key)
+        if m is None:
+            m = np.array([selector_matches(c.node_selector, n.labels) and tolerates_all(tol, self.taints[n.name])
+                          for n in self.nodes], dtype=bool)
+            self._cache[key] = m
+        return m
+
+    def __call__(self, runner: Runner, job: Job) -> np.ndarray:
+        return self.mask(job)
+
+
+class TenancyPlacer:
+    """A Runner ``placer`` that never puts a free-tier job on a GPU used by a paying tenant,
+    nor a paying job on a GPU used by the free tier.
+
+    Args:
+        tiers: tenant -> :class:`Tier` (unknown tenants get ``default``).
+        default: tier of tenants not in ``tiers``.
+
+    Placement is best-fit (:func:`place_gang`) on a copy of the cluster state in which
+    the GPUs the job may not share are shown as full.
+    """
+
+    def __init__(self, tiers: Mapping[str, Tier], default: Tier = Tier.STANDARD) -> None:
+        self.tiers = dict(tiers)
+        self.default = default
+
+    def tier(self, tenant: str) -> Tier:
+        """The tier of ``tenant``."""
+        return self.tiers.get(tenant, self.default)
+
+    def gpu_tiers(self, runner: Runner) -> dict[tuple[int, int], set[Tier]]:
+        """(node, GPU) -> tiers of the jobs running on it."""
+        out: dict[tuple[int, int], set[Tier]] = {}
+        for run in runner.running.values():
+            t = self.tier(run.job.tenant)
+            for node, gpus in run.alloc:
+                for g in gpus:
+                    out.setdefault((node, g), set()).add(t)
+        return out
+
+    def __call__(self, runner: Runner, job: Job, now: float) -> Allocation | None:
+        mine = self.tier(job.tenant).paying
+        view = clone_state(runner.state)
+        for (node, g), tiers in self.gpu_tiers(runner).items():
+            if any(t.paying != mine for t in tiers):
+                view.gpu_free[node, g] = 0
+        return place_gang(view, job, runner.mask_for(job))
+
+
+def tenancy_violations(runner: Runner, placer: TenancyPlacer) -> list[tuple[str, int, tuple[str, ...]]]:
+    """(node name, GPU, job ids) of every GPU where a free-tier and a paying job run together."""
+    jobs: dict[tuple[int, int], list[str]] = {}
+    for run in runner.running.values():
+        for node, gpus in run.alloc:
+            for g in gpus:
+                jobs.setdefault((node, g), []).append(run.job.job_id)
+    bad = []
+    for (node, g), ids in sorted(jobs.items()):
+        paying = {placer.tier(runner.runs[i].job.tenant).paying for i in ids}
+        if len(paying) > 1:
+            bad.append((runner.nodes[node].name, g, tuple(sorted(ids))))
+    return bad
+

@@ -1,0 +1,112 @@
+"""Labels/nodeSelector, taints/tolerations, and the tenancy-tier constraint."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab01_cluster_sim.disciplines.runner import Runner
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, JobState, Node
+from lab01_cluster_sim.tenancy import (
+    GPU_TAINT,
+    TIER_MECHANISM,
+    ConstraintFilter,
+    PodConstraints,
+    Taint,
+    TenancyPlacer,
+    Tier,
+    Toleration,
+    selector_matches,
+    tenancy_violations,
+    tolerates_all,
+)
+
+
+def test_toleration_matching_rules():
+    t = Taint("nvidia.com/gpu", "present", "NoSchedule")
+    assert Toleration("nvidia.com/gpu", "Exists").matches(t)
+    assert Toleration("nvidia.com/gpu", "Equal", "present").matches(t)
+    assert not Toleration("nvidia.com/gpu", "Equal", "absent").matches(t)
+    assert not Toleration("nvidia.com/gpu", "Exists", effect="NoExecute").matches(t)
+    assert Toleration("", "Exists").matches(t)                      # tolerates everything
+    assert tolerates_all([], [Taint("x", "y", "PreferNoSchedule")])  # soft taint does not filter
+    assert not tolerates_all([], [t])
+    with pytest.raises(InputError, match="operator"):
+        Toleration("k", "In")
+    with pytest.raises(InputError, match="effect"):
+        Taint("k", "v", "Sometimes")
+
+
+def test_selector():
+    labels = {"nvidia.com/gpu.product": "H100", "nvidia.com/gpu.count": "8"}
+    assert selector_matches({"nvidia.com/gpu.product": "H100"}, labels)
+    assert not selector_matches({"nvidia.com/gpu.product": "A100"}, labels)
+    assert selector_matches({}, labels)
+
+
+def _nodes():
+    return [Node("gpu-a100", "A100", 4, 32000, 256000, labels={"nvidia.com/gpu.product": "A100"}),
+            Node("gpu-h100", "H100", 4, 32000, 256000, labels={"nvidia.com/gpu.product": "H100"}),
+            Node("cpu-0", "", 0, 32000, 256000)]
+
+
+def test_cpu_pods_stay_off_tainted_gpu_nodes():
+    nodes = _nodes()
+    f = ConstraintFilter(nodes)                     # default: GPU_TAINT on both GPU nodes
+    cpu = Job("cpu", 0, 10, cpu_milli=1000, memory_mib=100)
+    gpu = Job("gpu", 0, 10, gpus_per_worker=1, gpu_milli=1000)
+    assert f.mask(cpu).tolist() == [False, False, True]
+    # The GPU pod gets the GPU toleration, so taints allow every node; the untainted CPU node
+    # is then removed by the resource filter (it has no GPUs), not by this mask.
+    assert f.mask(gpu).tolist() == [True, True, True]
+
+
+def test_cpu_pods_tolerating_taint_may_use_gpu_nodes_and_selector_picks_model():
+    nodes = _nodes()
+    f = ConstraintFilter(nodes, constraints={
+        "tol": PodConstraints(tolerations=(Toleration("nvidia.com/gpu", "Exists"),)),
+        "h100": PodConstraints(node_selector={"nvidia.com/gpu.product": "H100"})})
+    assert f.mask(Job("tol", cpu_milli=1)).tolist() == [True, True, True]
+    assert f.mask(Job("h100", gpus_per_worker=1, gpu_milli=1000)).tolist() == [False, True, False]
+    with pytest.raises(InputError, match="unknown node"):
+        ConstraintFilter(nodes, taints={"nope": (GPU_TAINT,)})
+
+
+def test_runner_with_constraints_places_cpu_pod_on_cpu_node_and_rejects_when_none():
+    nodes = _nodes()
+    jobs = [Job("cpu", 0, 10, cpu_milli=1000, memory_mib=100)]
+    r = Runner(nodes, jobs, "fifo", node_filter=ConstraintFilter(nodes), until=5)
+    r.run()
+    assert [n for n, _ in r.runs["cpu"].alloc] == [2]
+    only_gpu = nodes[:2]
+    res = Runner(only_gpu, jobs, "fifo", node_filter=ConstraintFilter(only_gpu)).run()
+    assert res.outcome("cpu").state is JobState.REJECTED
+
+
+def _tenancy_jobs():
+    half = dict(gpus_per_worker=1, gpu_milli=500)
+    return [Job("p1", 0, 100, tenant="acme", **half), Job("f1", 1, 100, tenant="free-user", **half),
+            Job("p2", 2, 100, tenant="acme", **half), Job("f2", 3, 100, tenant="free-user", **half),
+            Job("p3", 4, 100, tenant="acme", **half)]
+
+
+def test_free_tier_never_shares_a_gpu_with_paying_tenant():
+    nodes = [Node("n0", "T4", 2, 32000, 256000)]
+    tiers = {"acme": Tier.PREMIUM, "free-user": Tier.FREE}
+    placer = TenancyPlacer(tiers)
+    r = Runner(nodes, _tenancy_jobs(), "fifo-skip", placer=placer, until=5)
+    r.run()
+    # p1 -> GPU 0 (both empty, first); f1 must avoid GPU 0 -> GPU 1; p2 -> GPU 0; f2 -> GPU 1; p3 waits.
+    assert {i: r.runs[i].alloc for i in ("p1", "f1", "p2", "f2")} == {
+        "p1": ((0, (0,)),), "f1": ((0, (1,)),), "p2": ((0, (0,)),), "f2": ((0, (1,)),)}
+    assert r.runs["p3"].state is JobState.PENDING
+    assert tenancy_violations(r, placer) == []
+    # without the constraint best-fit puts f1 on the half-used GPU 0, next to p1
+    plain = Runner(nodes, _tenancy_jobs(), "fifo-skip", until=5)
+    plain.run()
+    assert ("n0", 0, ("f1", "p1")) in tenancy_violations(plain, placer)
+
+
+def test_tier_mechanisms_documented():
+    assert set(TIER_MECHANISM) == set(Tier)
+    assert "time-slicing" in TIER_MECHANISM[Tier.FREE] and not Tier.FREE.paying and Tier.STANDARD.paying

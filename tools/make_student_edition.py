@@ -45,21 +45,21 @@ _END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
 _DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>\w+)")
 
 PART_OF: dict[str, str] = {
-    # Lab 01 (lab walkthrough parts; see labs/README.md)
-    "lab01_cluster_sim/policies/generic.py::best_fit_raw_score": "1A",
-    "lab01_cluster_sim/policies/generic.py::best_fit_score": "1A",
-    "lab01_cluster_sim/metrics.py::stranded_gpus": "1B",
-    "lab01_cluster_sim/metrics.py::count_stranded_gpus": "1B",
-    "lab01_cluster_sim/gang.py::gang_permit": "1C",
-    "lab01_cluster_sim/disciplines/preemption.py::choose_victims": "1D",
-    "lab01_cluster_sim/disciplines/drf.py::drf_pick_tenant": "1E",
+    # Lab 01 (parts of the lab walkthrough; see labs/README.md)
+    "best_fit_raw_score": "1A",       # policies/generic.py: the BestFit score
+    "count_stranded_gpus": "1B",      # metrics.py: stranded GPUs
+    "gang_permit": "1C",              # scheduler.py: the gang Permit
+    "choose_victims": "1D",           # disciplines/preemption.py: preemption victims
+    "drf_pick_tenant": "1E",          # disciplines/drf.py: DRF ordering
     # Lab 02
-    "lab02_device_plugin/sharing.py::list_and_watch_snapshot": "2A",
-    "lab02_device_plugin/sharing.py::expand_replicas": "2B",
-    "lab02_device_plugin/sharing.py::physical_device_id": "2B",
-    "lab02_device_plugin/mig.py::mixed_resource_name": "2C",
+    "list_and_watch_snapshot": "2A",  # sharing.py: the ListAndWatch snapshot
+    "expand_replicas": "2B",          # sharing.py: time-slicing advertisement
+    "physical_device_id": "2B",       # sharing.py: replica -> GPU in Allocate
+    "mixed_resource_name": "2C",      # mig.py: MIG mixed-strategy naming
+    "next_health": "2D",              # health.py: health transitions
 }
-"""Part of each solution region whose marker names none, keyed by ``path::function``."""
+"""Part of each solution region whose marker names none, keyed by the enclosing function's
+name (or ``path::function`` where a name is not unique)."""
 
 
 class EditionError(Exception):
@@ -106,11 +106,11 @@ def find_regions(text: str, path: str) -> list[Region]:
                 raise EditionError(f"{path}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
             start, m = open_at
             function = _enclosing_function(lines, start, m.group("indent"))
-            part = m.group("part") or PART_OF.get(f"{path}::{function}")
+            part = m.group("part") or PART_OF.get(f"{path}::{function}") or PART_OF.get(function)
             if part is None:
                 raise EditionError(
                     f"{path}:{start + 1}: solution region in {function or 'module code'!r} names no part; "
-                    f"write '### BEGIN SOLUTION 1A' or add '{path}::{function}' to PART_OF in {Path(__file__).name}")
+                    f"write '### BEGIN SOLUTION 1A' or add {function!r} to PART_OF in {Path(__file__).name}")
             regions.append(Region(path, function, start + 1, i + 1, part))
             open_at = None
         elif "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:

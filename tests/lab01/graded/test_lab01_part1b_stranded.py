@@ -1,0 +1,55 @@
+"""Graded, Lab 01 part 1B: stranded GPUs, first-fit against best-fit.
+
+Learner code: ``lab01_cluster_sim.metrics.count_stranded_gpus``: fully free GPUs that no
+pending job can use now (the definition is in its docstring).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lab01_cluster_sim.metrics import count_stranded_gpus
+from lab01_cluster_sim.model import Job, JobState, Node
+from lab01_cluster_sim.simulate import simulate
+
+
+@pytest.mark.points(2, part="1B", number="1B.1")
+def test_gang_that_cannot_gather_strands_all_12():
+    """count_stranded_gpus: 4 nodes x 3 free GPUs, one pending gang of 2 workers x 4 GPUs: all 12 stranded."""
+    # 3 // 4 = 0 workers fit on any node: the gang cannot be gathered, it uses nothing
+    assert count_stranded_gpus(np.array([3, 3, 3, 3]), np.zeros((1, 4), dtype=np.int64),
+                               np.array([4]), np.array([2])) == 12
+
+
+@pytest.mark.points(2, part="1B", number="1B.2")
+def test_usable_gpus_are_not_stranded():
+    """count_stranded_gpus: a 4-GPU pod uses node 0's 4 free GPUs, node 1's 2 are stranded; a 1-GPU job makes them usable."""
+    full_free = np.array([4, 2])
+    # one pending 1 x 4-GPU job: slots [1, 0]; usable min([4, 2], [4, 0]) = [4, 0] -> 0 + 2 = 2
+    assert count_stranded_gpus(full_free, np.array([[1, 0]]), np.array([4]), np.array([1])) == 2
+    # plus a pending 2 x 1-GPU job: slots [4, 2], usable [4, 2] -> max over jobs [4, 2] -> 0
+    assert count_stranded_gpus(full_free, np.array([[1, 0], [4, 2]]), np.array([4, 1]),
+                               np.array([1, 2])) == 0
+    # nobody pending: idle, not stranded
+    assert count_stranded_gpus(full_free, np.zeros((0, 2), dtype=np.int64), np.zeros(0), np.zeros(0)) == 0
+
+
+@pytest.mark.points(3, part="1B", number="1B.3")
+def test_first_fit_strands_where_best_fit_does_not():
+    """First-fit strands 4 GPUs on this sequence, best-fit none: a 2-GPU job, then a 4-GPU job, on nodes of 4 and 2 GPUs."""
+    nodes = [Node("big", "H100", 4, 32000, 262144), Node("small", "H100", 2, 32000, 262144)]
+    jobs = [Job("two", submit_time=0.0, duration=math.inf, gpus_per_worker=2, gpu_milli=1000),
+            Job("four", submit_time=1.0, duration=math.inf, gpus_per_worker=4, gpu_milli=1000)]
+    # first-fit: "two" on big (lowest index) -> 2 + 2 free GPUs, "four" fits nowhere:
+    #   stranded = 2 + 2 = 4
+    # best-fit: "two" scores big 0.5*(2000/4000) left vs small 0 left -> small;
+    #   "four" takes big: nothing pending, 0 stranded
+    ff = simulate(nodes, jobs, policy="first-fit")
+    bf = simulate(nodes, jobs, policy="best-fit")
+    assert ff.summary.peak_stranded_gpus == 4
+    assert ff.records["four"].state is JobState.PENDING
+    assert bf.summary.peak_stranded_gpus == 0
+    assert bf.records["four"].start_time == 1.0

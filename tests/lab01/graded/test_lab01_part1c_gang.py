@@ -1,0 +1,50 @@
+"""Graded, Lab 01 part 1C: the gang test.
+
+Learner code: ``lab01_cluster_sim.scheduler.gang_permit``: the Permit stage that starts a
+gang only when every worker found a place (all-or-nothing).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lab01_cluster_sim.model import Job, JobState, Node
+from lab01_cluster_sim.scheduler import gang_permit
+from lab01_cluster_sim.simulate import simulate
+
+# the textbook case: two 8-GPU jobs (8 workers x 1 GPU), 12 free GPUs over 3 nodes
+NODES = [Node(f"n{i}", "H100", 4, 64000, 524288) for i in range(3)]
+JOBS = [Job(j, submit_time=0.0, duration=100.0, gpus_per_worker=1, gpu_milli=1000, workers=8)
+        for j in ("J1", "J2")]
+
+
+@pytest.mark.points(1, part="1C", number="1C.1")
+def test_permit_is_all_or_nothing():
+    """gang_permit: 8 of 8 workers placed -> start; 7 of 8 -> roll back."""
+    assert gang_permit(8, 8) is True
+    assert gang_permit(7, 8) is False
+    assert gang_permit(0, 1) is False
+    assert gang_permit(1, 1) is True
+
+
+@pytest.mark.points(3, part="1C", number="1C.2")
+def test_gang_mode_runs_both_jobs_one_after_the_other():
+    """Gang mode on the textbook case: J1 runs 0-100 s, J2 100-200 s, both complete (makespan 200 s)."""
+    result = simulate(NODES, JOBS, policy="first-fit", mode="gang")
+    assert result.deadlock is None
+    j1, j2 = result.records["J1"], result.records["J2"]
+    assert (j1.state, j1.start_time, j1.end_time) == (JobState.COMPLETED, 0.0, 100.0)
+    assert (j2.state, j2.start_time, j2.end_time) == (JobState.COMPLETED, 100.0, 200.0)
+    assert result.summary.makespan == 200.0
+
+
+@pytest.mark.points(1, part="1C", number="1C.3")
+def test_naive_mode_deadlocks_with_both_jobs_holding_six():
+    """Naive mode (one worker at a time, round-robin): each job holds 6 of 12 GPUs and neither can finish: a deadlock."""
+    # 12 GPUs, workers bound alternately J1, J2, J1, ... -> 6 each, 2 missing each
+    result = simulate(NODES, JOBS, policy="first-fit", mode="naive")
+    assert result.deadlock is not None
+    held = {h.job_id: h.gpus_held for h in result.deadlock.holdings}
+    assert held == {"J1": 6, "J2": 6}
+    # and the gang permit (the cure) starts neither partial gang
+    assert not gang_permit(6, 8)

@@ -1,0 +1,60 @@
+"""Graded, Lab 02 part 2D: health transitions.
+
+Learner code: ``lab02_device_plugin.health.next_health``: the state of one device after a
+health event, under NVIDIA's Xid policy (device-plugin-facts.md sec. 4 "Health checking").
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lab02_device_plugin.health import DeviceHealth, HealthEvent, HealthPolicy, next_health
+from lab02_device_plugin.inventory import from_yaml_spec
+from lab02_device_plugin.sharing import HEALTHY, UNHEALTHY, advertise, list_and_watch_snapshot
+from lab02_device_plugin.config import Config
+
+UPSTREAM = HealthPolicy()                 # NVIDIA's default: no recovery without a restart
+RECOVERING = HealthPolicy(recovery=True)  # the course's option
+
+
+@pytest.mark.points(2, part="2D", number="2D.1")
+def test_critical_xid_makes_a_gpu_unhealthy_application_xid_does_not():
+    """next_health: Xid 94 (contained ECC error) -> Unhealthy; Xid 13 (an application's fault) -> unchanged."""
+    assert next_health(HEALTHY, HealthEvent("GPU-a", xid=94), UPSTREAM) == UNHEALTHY
+    assert next_health(HEALTHY, HealthEvent("GPU-a", xid=13), UPSTREAM) == HEALTHY
+    assert next_health(HEALTHY, HealthEvent("GPU-a", xid=None), UPSTREAM) == UNHEALTHY  # failure without Xid
+
+
+@pytest.mark.points(2, part="2D", number="2D.2")
+def test_recovery_only_with_the_recovery_option():
+    """next_health: a recovery event leaves a GPU Unhealthy upstream, and makes it Healthy with recovery=True."""
+    back = HealthEvent("GPU-a", recovered=True)
+    assert next_health(UNHEALTHY, back, UPSTREAM) == UNHEALTHY
+    assert next_health(UNHEALTHY, back, RECOVERING) == HEALTHY
+
+
+@pytest.mark.points(1, part="2D", number="2D.3")
+def test_disabled_checks_and_forced_xids():
+    """next_health: DP_DISABLE_HEALTHCHECKS=all ignores Xid 79, but an Xid in DP_ENABLE_HEALTHCHECKS still counts."""
+    policy = HealthPolicy.from_env({"DP_DISABLE_HEALTHCHECKS": "all", "DP_ENABLE_HEALTHCHECKS": "48"})
+    assert next_health(HEALTHY, HealthEvent("GPU-a", xid=79), policy) == HEALTHY
+    assert next_health(HEALTHY, HealthEvent("GPU-a", xid=48), policy) == UNHEALTHY
+
+
+@pytest.mark.points(2, part="2D", number="2D.4")
+def test_xid_94_on_one_of_8_then_recovery():
+    """Xid 94 on one of 8 GPUs: allocatable 8 -> 7 with capacity 8; after recovery (option on) allocatable 8 again."""
+    inv = from_yaml_spec({"gpus": [{"model": "H100-80GB", "count": 8,
+                                    "uuids": [f"GPU-{i}" for i in range(8)]}]})
+    resource = advertise(inv, Config()).resource("nvidia.com/gpu")
+    health = DeviceHealth.for_inventory(inv, RECOVERING)
+
+    def allocatable() -> tuple[int, int]:
+        states = list_and_watch_snapshot(resource, health.unhealthy())
+        return len(states), sum(s.health == HEALTHY for s in states)
+
+    assert allocatable() == (8, 8)
+    health.apply(HealthEvent("GPU-3", xid=94))
+    assert allocatable() == (8, 7)
+    health.apply(HealthEvent("GPU-3", recovered=True))
+    assert allocatable() == (8, 8)

@@ -1,0 +1,164 @@
+"""The student edition: built by tools/make_student_edition.py, it imports, its notebooks
+open, and every graded test fails there (it really tests learner code) while the same
+tests pass, for full marks, on the instructor edition.
+
+Both editions are built into a temporary folder (the instructor edition as a plain copy,
+so grading's file restore never touches this checkout), and graded with
+``pytest --grade`` in a subprocess, with a timeout.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())
+LAB_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
+GRADE_TIMEOUT_S = 900  # a safety net for a hung subprocess, not a speed goal
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("make_student_edition",
+                                                  REPO_ROOT / "tools" / "make_student_edition.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+tool = _load_tool()
+
+
+def _env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "tests")])
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def _grade(root: Path, out: Path) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--grade", "--grade-json", str(out), "-q",
+         "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=root, env=_env(root), capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    assert out.is_file(), f"no results written:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    doc["_stdout"] = proc.stdout
+    return doc
+
+
+@pytest.fixture(scope="module")
+def editions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("editions")
+    student, instructor = base / "student", base / "instructor"
+    regions = tool.build(student)
+    tool.build(instructor, instructor=True)
+    return {"student": student, "instructor": instructor, "regions": regions}
+
+
+def test_regions_are_replaced_with_the_part_named(editions) -> None:
+    student: Path = editions["student"]
+    regions = editions["regions"]
+    assert regions, "no solution regions found in the lab packages"
+    for r in regions:
+        text = (student / r.path.split("#")[0]).read_text()
+        assert f'raise NotImplementedError("your code here ({r.part})")' in text
+    for package in LAB_PACKAGES:
+        for path in (student / package).rglob("*.py"):
+            assert "### BEGIN SOLUTION" not in path.read_text(), path
+
+
+def test_docstrings_and_everything_else_are_kept(editions) -> None:
+    student: Path = editions["student"]
+    for r in {r.path for r in editions["regions"] if "#" not in r.path}:
+        ours = ast.parse((REPO_ROOT / r).read_text())
+        theirs = ast.parse((student / r).read_text())
+        docs = lambda tree: {n.name: ast.get_docstring(n) for n in ast.walk(tree)  # noqa: E731
+                             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        assert docs(ours) == docs(theirs), r
+    for kept in ("pyproject.toml", "lab02_device_plugin/kubelet.py", "lab01_cluster_sim/engine.py"):
+        if (REPO_ROOT / kept).is_file():
+            assert (student / kept).read_bytes() == (REPO_ROOT / kept).read_bytes(), kept
+
+
+def test_hidden_tests_are_left_out(editions) -> None:
+    student: Path = editions["student"]
+    assert not (student / "tests" / "hidden").exists()
+    files = json.loads((student / "tests" / "grading" / "manifest.json").read_text())["files"]
+    pristine = json.loads((student / "tests" / "grading" / "pristine.json").read_text())
+    assert not [p for p in list(files) + list(pristine) if p.startswith("tests/hidden/")]
+    if (REPO_ROOT / "tests" / "hidden").is_dir():
+        assert (editions["instructor"] / "tests" / "hidden").is_dir()
+
+
+def test_student_edition_imports_its_own_packages(editions) -> None:
+    student: Path = editions["student"]
+    code = (
+        "import importlib, pkgutil, sys\n"
+        f"for name in {LAB_PACKAGES!r}:\n"
+        "    pkg = importlib.import_module(name)\n"
+        "    assert pkg.__file__.startswith(sys.argv[1]), pkg.__file__\n"
+        "    for info in pkgutil.walk_packages(pkg.__path__, name + '.'):\n"
+        "        if not info.name.endswith('__main__'):\n"
+        "            importlib.import_module(info.name)\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(student)], cwd=student, env=_env(student),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+def test_student_notebooks_open_with_exercise_outputs_cleared(editions) -> None:
+    student: Path = editions["student"]
+    notebooks = sorted((REPO_ROOT / "labs").glob("*.ipynb"))
+    if not notebooks:
+        pytest.skip("no lab notebooks yet")
+    for path in notebooks:
+        nb = nbformat.read(student / "labs" / path.name, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and {"exercise", "check"} & set(cell.metadata.get("tags", [])):
+                assert cell.outputs == [] and cell.execution_count is None, (path.name, cell.source[:60])
+            if cell.cell_type == "code":
+                assert "### BEGIN SOLUTION" not in cell.source
+
+
+@pytest.fixture(scope="module")
+def graded(editions, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    out = tmp_path_factory.mktemp("results")
+    return {name: _grade(editions[name], out / f"{name}.json") for name in ("student", "instructor")}
+
+
+def test_instructor_edition_scores_full_marks(graded) -> None:
+    doc = graded["instructor"]
+    failed = [(t["number"], t["output"]) for t in doc["tests"] if t["status"] != "passed"]
+    assert not failed, failed
+    assert doc["tests"], "no graded tests ran"
+    assert doc["score"] == sum(t["max_score"] for t in doc["tests"])
+
+
+def test_every_graded_test_fails_on_the_student_edition(graded) -> None:
+    student, instructor = graded["student"], graded["instructor"]
+    visible = {t["number"] for t in instructor["tests"] if not t["extra_data"]["hidden"]}
+    assert {t["number"] for t in student["tests"]} == visible
+    passing = [t["number"] for t in student["tests"] if t["status"] == "passed" or t["score"] > 0]
+    assert not passing, f"graded tests that do not depend on learner code: {passing}"
+    assert student["score"] == 0
+
+
+def test_each_graded_part_has_learner_code(editions, graded) -> None:
+    """A part graded without any solution region would grade nothing the learner wrote."""
+    graded_parts = {t["tags"][0] for t in graded["instructor"]["tests"]}
+    region_parts = {r.part for r in editions["regions"]}
+    assert graded_parts and graded_parts <= region_parts, sorted(graded_parts - region_parts)

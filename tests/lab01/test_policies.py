@@ -126,3 +126,111 @@ def test_first_fit_strands_gpus_where_best_fit_does_not():
     bf = ClusterState(nodes)
     assert _run("best-fit", bf, jobs) == [1, 0]
     assert int(bf.full_free_gpus().sum()) == 0
+
+
+# -- the paper's policies (fgd-facts.md 4.2-4.6) ------------------------------------------
+def test_dot_prod_by_hand():
+    # max_cpu 128000, max_gpu 8000; request b = (4000/128000, 1000/8000) = (0.03125, 0.125)
+    # big:   a = (1, 1):       d = (0.03125 + 0.125)/2 = 0.078125 -> trunc(92.1875) = 92
+    # small: a = (0.25, 0.25): d = (0.0078125 + 0.03125)/2 = 0.01953125 -> trunc(98.046875) = 98
+    assert _score("dot-prod", _state(BIG, SMALL), ONE_GPU) == [92, 98]
+
+
+def _packing_state() -> ClusterState:
+    a = Node("a", "T4", 4, 8000, 1024)   # idle, z = G = 4
+    b = Node("b", "G2", 8, 8000, 1024)   # GPU0 has 300 free, GPU1 950, rest free
+    c = Node("c", "T4", 2, 8000, 1024)   # idle, z = G = 2
+    state = _state(a, b, c)
+    state.bind(1, (0,), Request(0, 0, 1, 700))
+    state.bind(1, (1,), Request(0, 0, 1, 50))
+    return state
+
+
+def test_gpu_packing_by_hand():
+    state = _packing_state()
+    # idle nodes: 33 - z -> a: 29, c: 31
+    # b, u = 200: tightest GPU with >= 200 is 300 (partly used, j = 0):
+    #   max(100 - floor(floor(100*300/1000)/10), 50) = 100 - floor(30/10) = 97
+    assert _score("gpu-packing", state, Request(0, 0, 1, 200)) == [29, 97, 31]
+    # b, u = 400: tightest is 950: 100 - floor(95/10) = 91
+    assert _score("gpu-packing", state, Request(0, 0, 1, 400)) == [29, 91, 31]
+    # b, u = 960: only fully free GPUs fit, j = 1: max(50 - 1, 33) = 49
+    assert _score("gpu-packing", state, Request(0, 0, 1, 960)) == [29, 49, 31]
+    # 2 whole GPUs: b: j = 2 -> 48
+    assert _score("gpu-packing", state, Request(0, 0, 2, 1000)) == [29, 48, 31]
+    # CPU-only pods score 0 everywhere
+    assert _score("gpu-packing", state, Request(100, 0, 0, 0)) == [0, 0, 0]
+
+
+def test_gpu_clustering_by_hand():
+    nodes = [Node(f"n{i}", "G2", 8, 64_000, 1 << 20) for i in range(4)]
+    state = _state(*nodes)
+    state.bind(1, (0,), Request(0, 0, 1, 500))             # n1: one share pod, idle 7500
+    state.bind(2, (0,), Request(0, 0, 1, 500))             # n2: a share pod and a 1-GPU pod, idle 6500
+    state.bind(2, (1,), Request(0, 0, 1, 1000))
+    state.bind(3, (0, 1), Request(0, 0, 2, 1000))          # n3: a 2-GPU pod, idle 6000
+    # base = floor(25*(8000 - idle)/8000): n0 0, n1 floor(12500/8000) = 1, n2 floor(37500/8000) = 4,
+    # n3 floor(50000/8000) = 6
+    # share pod: n0 no GPU pods +25 -> 25; n1 only share +75 -> 76; n2 share and others +50 -> 54;
+    # n3 GPU pods, none share +0 -> 6
+    assert _score("gpu-clustering", state, Request(0, 0, 1, 300)) == [25, 76, 54, 6]
+    # 2-GPU pod: n0 25, n1 1 + 0 = 1, n2 4 + 0 = 4, n3 only 2-GPU pods: 6 + 75 = 81
+    assert _score("gpu-clustering", state, Request(0, 0, 2, 1000)) == [25, 1, 4, 81]
+    # release keeps the tags right: n1 empty again -> 0 + 25
+    state.release(1, (0,), Request(0, 0, 1, 500))
+    assert _score("gpu-clustering", state, Request(0, 0, 1, 300))[1] == 25
+    assert _score("gpu-clustering", state, Request(100, 0, 0, 0)) == [0, 0, 0, 0]
+
+
+def test_fgd_cpu_only_pod_counts_the_cpu_it_takes():
+    # M = {(4000, 500, 1)} p 1; node 8000 milli-CPU, 2 free GPUs: F = 0 (the task fits, nothing < 500).
+    # A CPU-only pod of 5000 leaves 3000 < 4000: f = idle = 2000, dF = -2000,
+    # trunc(100*sigmoid(-2)) = trunc(11.92) = 11.
+    from lab01_cluster_sim.fragmentation import TargetWorkload
+
+    target = TargetWorkload.from_shapes([(4000, 500, 1, "")], [1.0])
+    assert _score("fgd", _state(Node("n", "T4", 2, 8000, 1024)), Request(5000, 0, 0, 0), target=target) == [11]
+
+
+def test_fgd_keeps_usable_shares_where_best_fit_strands_them():
+    # Target M = {(0, 500, 1)} p 1. X: one GPU with 700 free; Y: two free GPUs; 8 vCPU each.
+    # Pod 1 asks for 300 milli-GPU.
+    #   best-fit (max_cpu 8000, max_gpu 2000): X r = 0.5*1 + 0.5*400/2000 = 0.6 -> 40;
+    #   Y r = 0.5 + 0.5*1700/2000 = 0.925 -> 7. It picks X: X keeps 400, which no 500-task can use.
+    #   FGD: X: F 0 -> [400]: no GPU >= 500, f = idle = 400, dF = -400 -> trunc(40.13) = 40;
+    #   Y: F 0 -> [700, 1000]: f = 0, dF = 0 -> 50. It picks Y.
+    # Then three pods of 700: after best-fit, free is x 400, y [1000, 1000] -> two fit, one fails;
+    # after FGD, free is x 700, y [700, 1000] -> all three fit.
+    from lab01_cluster_sim.fragmentation import TargetWorkload, cluster_fragmentation
+
+    target = TargetWorkload.from_shapes([(0, 500, 1, "")], [1.0])
+    nodes = [Node("x", "T4", 1, 8000, 1024), Node("y", "T4", 2, 8000, 1024)]
+    first = Request(0, 0, 1, 300)
+
+    def start() -> ClusterState:
+        state = ClusterState(nodes)
+        state.bind(0, (0,), Request(0, 0, 1, 300))  # x: 700 free
+        return state
+
+    assert _score("best-fit", start(), first) == [100, 0]
+    assert _score("fgd", start(), first, target=target) == [40, 50]
+    jobs = [first] + [Request(0, 0, 1, 700)] * 3
+    outcomes = {}
+    for name in ("best-fit", "fgd"):
+        state = start()
+        pol = get_policy(name, target=target) if name == "fgd" else get_policy(name)
+        placed = []
+        for req in jobs:
+            got = place(state, req, pol, RNG)
+            if got is not None:
+                state.bind(got[0], got[1], req)
+            placed.append(None if got is None else got[0])
+        outcomes[name] = (placed, cluster_fragmentation(state, target))
+    # best-fit: 300 -> x; 700 -> y GPU0, 700 -> y GPU1; the third 700 fails.
+    # Free x [400], y [300, 300]: no GPU >= 500 anywhere, F = idle = 400 + 600 = 1000.
+    assert outcomes["best-fit"] == ([0, 1, 1, None], 1000.0)
+    # FGD: 300 -> y GPU0 (both GPUs score 50, the first wins) -> y [700, 1000].
+    # 700 #1: x [700] -> [0]: F 0 -> 0, score 50; y GPU0 -> [0, 1000]: F 0 -> 0, 50 (GPU1 would give
+    #   [700, 300]: F 300, 42). Tie at 50 -> lowest tie rank = x.
+    # 700 #2 -> y GPU0; 700 #3 -> y GPU1 (the only feasible node). Free y [0, 300]: F = 300.
+    assert outcomes["fgd"] == ([1, 0, 1, 1], 300.0)

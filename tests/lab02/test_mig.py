@@ -1,0 +1,155 @@
+"""MIG tables, placement, quantization waste, naming (facts sec. 5)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.mig import (
+    GPU_MODELS, NoLayoutError, canonical_model, draw_layout, get_profile, mixed_resource_name,
+    plan_layout, profiles, quantization_waste,
+)
+
+
+def test_four_tables_seven_profiles_each():
+    assert GPU_MODELS == ("A100-40GB", "A100-80GB", "H100-80GB", "H200-141GB")
+    assert list(profiles("H200-141GB")) == ["1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb",
+                                            "3g.71gb", "4g.71gb", "7g.141gb"]
+    assert list(profiles("A100-40GB"))[0] == "1g.5gb"
+
+
+@pytest.mark.parametrize("model, name, mem, sm, mx, placements", [
+    ("A100-40GB", "1g.5gb", Fraction(1, 8), Fraction(1, 7), 7, (0, 1, 2, 3, 4, 5, 6)),
+    ("A100-40GB", "1g.10gb", Fraction(2, 8), Fraction(1, 7), 4, (0, 2, 4, 6)),
+    ("A100-80GB", "3g.40gb", Fraction(4, 8), Fraction(3, 7), 2, (0, 4)),
+    ("H100-80GB", "4g.40gb", Fraction(4, 8), Fraction(4, 7), 1, (0,)),
+    ("H100-80GB", "1g.10gb+me", Fraction(1, 8), Fraction(1, 7), 1, (0, 1, 2, 3, 4, 5, 6)),
+    ("H200-141GB", "7g.141gb", Fraction(1), Fraction(1), 1, (0,)),
+    ("H200-141GB", "2g.35gb", Fraction(2, 8), Fraction(2, 7), 3, (0, 2, 4)),
+])
+def test_profile_rows(model, name, mem, sm, mx, placements):
+    p = get_profile(model, name)
+    assert (p.memory_fraction, p.compute_fraction, p.max_instances, p.placements) == \
+        (mem, sm, mx, placements)
+
+
+def test_lgip_figures_where_captured():
+    assert get_profile("A100-80GB", "1g.20gb").memory_gib == 19.50
+    assert get_profile("A100-80GB", "1g.20gb").multiprocessors == 14
+    assert get_profile("H100-80GB", "7g.80gb").memory_gib is None
+
+
+@pytest.mark.parametrize("product, key", [
+    ("NVIDIA A100-SXM4-80GB", "A100-80GB"), ("A100-PCIE-40GB", "A100-40GB"),
+    ("NVIDIA H100 80GB HBM3", "H100-80GB"), ("NVIDIA H200", "H200-141GB"),
+    ("NVIDIA H100 NVL", None), ("NVIDIA GeForce RTX 3080", None), ("Tesla K80", None),
+])
+def test_canonical_model(product, key):
+    assert canonical_model(product) == key
+
+
+def test_unknown_model_and_profile_errors():
+    with pytest.raises(InputError, match="GPU model 'Tesla K80': no MIG profile table"):
+        profiles("Tesla K80")
+    with pytest.raises(InputError, match=r"MIG profile '1g.5gb' does not exist on H100-80GB; "
+                                         "expected one of 1g.10gb"):
+        get_profile("H100-80GB", "1g.5gb")
+
+
+def test_plan_layout_real_h100_capture_mix():
+    # 3g (4 slices) + 2g (2) + 1g + 1g = 8 memory slices, 3+2+1+1 = 7 compute slices.
+    # The 3g cannot take slot 0: then the 2g sits at 4 and the two 1g need 6 and 7, but no 1g
+    # starts at 7. So the 3g goes to slot 4, the 2g to 0 and the 1g to 2 and 3.
+    layout = plan_layout("H100-80GB", ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])
+    assert [(p.profile.name, p.start) for p in layout.placements] == \
+        [("3g.40gb", 4), ("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3)]
+    assert (layout.memory_slices_used, layout.compute_slices_used) == (8, 7)
+    assert layout.slot_owners() == [1, 1, 2, 3, 0, 0, 0, 0]
+    assert layout.addable_profiles() == []
+
+
+def test_plan_layout_seven_1g_and_what_remains():
+    layout = plan_layout("A100-40GB", ["1g.5gb"] * 7)
+    assert [p.start for p in layout.placements] == [0, 1, 2, 3, 4, 5, 6]
+    # After one 3g at slot 4, facts sec. 5: only 1g at 0-3, 1g 2-slice at 0/2, 2g at 0/2,
+    # 3g/4g at 0 remain (7g does not).
+    base = plan_layout("A100-80GB", ["3g.40gb"], existing=())
+    assert base.placements[0].start == 0
+    from lab02_device_plugin.mig import Placement
+    at4 = (Placement(get_profile("A100-80GB", "3g.40gb"), 4),)
+    layout = plan_layout("A100-80GB", [], existing=at4)
+    assert layout.addable_profiles() == ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb",
+                                         "3g.40gb", "4g.40gb"]
+    four = plan_layout("A100-80GB", ["4g.40gb"], existing=at4)
+    assert four.placements[-1].start == 0
+
+
+@pytest.mark.parametrize("requested, reason", [
+    (["3g.40gb"] * 3, "3 x 3g.40gb asked, but at most 2 fit on H100-80GB"),
+    (["1g.10gb"] * 8, "8 x 1g.10gb asked, but at most 7 fit"),
+    (["4g.40gb", "3g.40gb", "1g.10gb"], "8 compute slices asked"),
+    (["1g.10gb+me", "1g.10gb+me"], "1 fit"),
+    (["4g.40gb", "2g.20gb", "2g.20gb"], "8 compute slices asked"),
+    # 4 x 2 + 1 = 9 memory slices
+    (["1g.20gb"] * 4 + ["1g.10gb"], "9 memory slices asked"),
+])
+def test_plan_layout_says_why_not(requested, reason):
+    with pytest.raises(NoLayoutError) as exc:
+        plan_layout("H100-80GB", requested)
+    assert reason in exc.value.reason
+
+
+def test_plan_layout_is_an_input_error_for_unknown_profiles():
+    with pytest.raises(InputError, match="'5g.50gb' does not exist"):
+        plan_layout("H100-80GB", ["5g.50gb"])
+
+
+def test_quantization_waste():
+    # 6 GB on an A100-40GB: 1g.5gb (5 GB) is too small; next by memory slices is the
+    # 2-slice 1g.10gb: 10 GB granted, 4 GB wasted; 1/7 of the SMs granted, none asked.
+    w = quantization_waste("A100-40GB", 6)
+    assert w.profile.name == "1g.10gb"
+    assert (w.granted_memory_gb, w.wasted_memory_gb) == (10.0, 4.0)
+    assert w.granted_compute == pytest.approx(1 / 7)
+    # 20 GB and 40 % of the SMs on an H100: 3g.40gb (40 GB, 3/7 = 42.9 %).
+    w = quantization_waste("H100-80GB", 20, 0.4)
+    assert w.profile.name == "3g.40gb"
+    assert w.wasted_memory_gb == 20.0
+    assert w.wasted_compute == pytest.approx(3 / 7 - 0.4)
+    with pytest.raises(NoLayoutError, match="exceed a whole H100-80GB"):
+        quantization_waste("H100-80GB", 90)
+
+
+@pytest.mark.parametrize("profile, name", [
+    ("1g.10gb", "nvidia.com/mig-1g.10gb"), ("3g.40gb", "nvidia.com/mig-3g.40gb"),
+    ("1g.10gb+me", "nvidia.com/mig-1g.10gb.me"),
+])
+def test_mixed_resource_name(profile, name):
+    assert mixed_resource_name(profile) == name
+
+
+def test_draw_layout_draws_one_box_per_instance():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layout = plan_layout("H200-141GB", ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"])
+    ax = draw_layout(layout)
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"]
+    # 8 grey slot backgrounds + 4 instances
+    assert len(ax.patches) == 12
+    plt.close(ax.figure)
+
+
+def test_plan_layout_slot_7_is_never_a_1g_start():
+    # A 3g already at slot 0 leaves slots 4-7 (4 memory slices, 4 compute slices): four
+    # 1g.10gb add up (4 + 4 = 8 memory, 3 + 4 = 7 compute) but would need slot 7.
+    from lab02_device_plugin.mig import Placement
+    at0 = (Placement(get_profile("H100-80GB", "3g.40gb"), 0),)
+    with pytest.raises(NoLayoutError, match="no non-overlapping placement"):
+        plan_layout("H100-80GB", ["1g.10gb"] * 4, existing=at0)
+    assert [p.start for p in plan_layout("H100-80GB", ["1g.10gb"] * 3, existing=at0).placements] \
+        == [0, 4, 5, 6]

@@ -523,7 +523,7 @@ class Scheduler:
         self.max_free = state.gpu_free.max(axis=1).astype(np.int64)
         self.online = np.ones(state.num_nodes, dtype=bool)
         self._model_masks: dict[tuple[str, ...], np.ndarray] = {}
-        self._blocked: dict[tuple[Request, int], Request] = {}
+        self._blocked: dict[tuple[Request, int], tuple[Request, str]] = {}
         self._requests: dict[str, Request] = {}
         self._start_index = 0
         self.bound_workers = 0
@@ -648,7 +648,7 @@ class Scheduler:
         if not self._blocked:
             return
         nodes = list(dict.fromkeys(nodes))
-        for key, req in list(self._blocked.items()):
+        for key, (req, _) in list(self._blocked.items()):
             if any(self._fits_node(n, req) for n in nodes):
                 del self._blocked[key]
 
@@ -703,7 +703,9 @@ class Scheduler:
         request = self.request_of(record)
         gang = self.mode == "gang"
         key = (request, record.job.workers if gang else 1)
-        if key in self._blocked:
+        blocked = self._blocked.get(key)
+        if blocked is not None:
+            record.status, record.reason = UNSCHEDULABLE, blocked[1]
             return Outcome.WAITING
         if gang:
             trial: list[tuple[int, tuple[int, ...]]] = []
@@ -720,16 +722,15 @@ class Scheduler:
                 return Outcome.STARTED
             for node, gpus in reversed(trial):  # roll back: the state is exactly as before
                 self._release_raw(node, gpus, request)
-            self._blocked[key] = request
             record.status = UNSCHEDULABLE
             record.reason = (f"gang of {record.job.workers} workers: only {len(trial)} could be placed now")
+            self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         choice = self.select_node(request, record)
         if choice is None:
-            self._blocked[key] = request
             record.status = UNSCHEDULABLE
-            record.reason = (f"naive mode: worker {len(record.placements) + 1}/{record.job.workers} "
-                             f"fits no node now")
+            record.reason = "naive mode: no node fits one more worker now"
+            self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         self._bind_raw(choice[0], choice[1], request)
         self._commit(record, choice[0], choice[1], request)

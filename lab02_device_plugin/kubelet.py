@@ -490,7 +490,8 @@ class MockKubelet:
             self._close_endpoint(old)
         flags = (f"preferred allocation: {'yes' if options.get_preferred_allocation_available else 'no'}, "
                  f"pre-start: {'yes' if options.pre_start_required else 'no'}")
-        self._narrate(f"{who}: OK ({flags})" + ("; replaces the previous registration" if old else ""))
+        replaced = old is not None and old.stub is not None
+        self._narrate(f"{who}: OK ({flags})" + ("; replaces the previous registration" if replaced else ""))
         thread = threading.Thread(target=self._list_and_watch, args=(endpoint,),
                                   name=f"ListAndWatch {request.resource_name}", daemon=True)
         with self._lock:

@@ -368,3 +368,84 @@ def replay(nodes: Sequence[Node], jobs: Sequence[Job], policy: str, seed: int = 
         reason=tuple(reasons), arrived_milli=arrived, used_milli=used, idle_milli=idle,
         frag_milli=frag, curve=curve,
     )
+
+
+# -- comparisons over policies and seeds ------------------------------------------------
+@dataclass(frozen=True)
+class PolicySummary:
+    """One row of the policy comparison: means (and sd) over seeds.
+
+    Attributes:
+        policy: the policy name; seeds: the seeds averaged.
+        x_end: the last arrived-% column (130 for inflation 1.3).
+        alloc_100, alloc_end: mean GPU allocation ratio (%) at arrived 100 % and at ``x_end``.
+        alloc_end_sd: sample sd (ddof 1) of ``alloc_end`` over seeds (0 for one seed).
+        failed_pods: mean failed pods per run.
+        unallocated_gpus: mean GPUs left unallocated at the end.
+        frag_pct: mean fragmentation F at ``x_end``, % of the cluster GPU capacity.
+        frag_ratio_pct: mean fragmentation ratio 100 * F / idle at ``x_end``.
+    """
+
+    policy: str
+    seeds: tuple[int, ...]
+    x_end: int
+    alloc_100: float
+    alloc_end: float
+    alloc_end_sd: float
+    failed_pods: float
+    unallocated_gpus: float
+    frag_pct: float
+    frag_ratio_pct: float
+
+
+def summarise(policy: str, runs: Sequence[ReplayResult]) -> PolicySummary:
+    """Means over the runs (seeds) of one policy.
+
+    Raises:
+        ValueError: no runs, or runs with different inflation.
+    """
+    if not runs:
+        raise ValueError("summarise: no runs")
+    x_end = int(round(100 * runs[0].inflation))
+    if any(int(round(100 * r.inflation)) != x_end for r in runs):
+        raise ValueError("summarise: runs with different inflation")
+    end = np.array([r.alloc_at(x_end) for r in runs])
+    return PolicySummary(
+        policy=policy,
+        seeds=tuple(r.seed for r in runs),
+        x_end=x_end,
+        alloc_100=float(np.mean([r.alloc_at(100) for r in runs])),
+        alloc_end=float(end.mean()),
+        alloc_end_sd=float(end.std(ddof=1)) if len(runs) > 1 else 0.0,
+        failed_pods=float(np.mean([r.failed for r in runs])),
+        unallocated_gpus=float(np.mean([r.unallocated_gpus for r in runs])),
+        frag_pct=float(np.mean([r.curve.at(x_end, "frag_pct") for r in runs])),
+        frag_ratio_pct=float(np.mean([r.curve.at(x_end, "frag_ratio_pct") for r in runs])),
+    )
+
+
+def compare(nodes: Sequence[Node], jobs: Sequence[Job], policies: Sequence[str] = PAPER_POLICIES,
+            seeds: Sequence[int] = (42,), inflation: float = DEFAULT_INFLATION,
+            progress=None) -> dict[str, list[ReplayResult]]:
+    """Replay every policy with every seed (the target workload is built once from ``jobs``).
+
+    Args:
+        progress: optional callable called once per finished run (e.g. a tqdm bar's update).
+
+    Returns:
+        policy -> its runs, in the order of ``seeds``.
+
+    Raises:
+        InputError: as :func:`replay`.
+    """
+    target = TargetWorkload.from_jobs(jobs)
+    out: dict[str, list[ReplayResult]] = {}
+    for policy in policies:
+        make_policy(policy, target=target)  # fail fast on an unknown name
+    for policy in policies:
+        out[policy] = []
+        for seed in seeds:
+            out[policy].append(replay(nodes, jobs, policy, seed=seed, inflation=inflation, target=target))
+            if progress is not None:
+                progress()
+    return out

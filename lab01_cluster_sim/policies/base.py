@@ -166,3 +166,9 @@ def make_policy(name: str, target=None) -> PlacementPolicy:
             raise InputError(f"policy {name!r} needs the target workload (the pod list it is tuned for)")
         return get_policy(name, target=target)
     return get_policy(name)
+
+
+def policy_names() -> list[str]:
+    """Names of every registered policy, sorted."""
+    _load_builtin_policies()
+    return sorted(POLICIES)

@@ -1,0 +1,77 @@
+"""``python -m lab01_cluster_sim compare``: options, formats and errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from lab01_cluster_sim.cli import main
+from lab01_cluster_sim.commands.compare import parse_seeds
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.replay import compare, summarise
+from lab01_cluster_sim.workloads.synthetic import default_trace
+
+
+def test_parse_seeds():
+    assert parse_seeds("42") == (42,)
+    assert parse_seeds("42,43") == (42, 43)
+    assert parse_seeds("42-45,50") == (42, 43, 44, 45, 50)
+    for bad in ("x", "45-42", "-3", "1,,2"):
+        with pytest.raises(InputError, match="--seeds"):
+            parse_seeds(bad)
+
+
+def test_table_on_the_synthetic_default(capsys):
+    assert main(["compare", "--quiet", "--policies", "best-fit,fgd", "--seeds", "42"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["policy", "alloc@100", "%", "alloc@130"]
+    assert [line.split()[0] for line in out[2:]] == ["best-fit", "fgd"]
+
+
+def test_csv_matches_the_library_summary(capsys):
+    assert main(["compare", "--quiet", "--format", "csv", "--policies", "first-fit,best-fit", "--seeds", "1-2"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    t = default_trace(0)
+    expected = compare(t.nodes, t.jobs, ["first-fit", "best-fit"], (1, 2))
+    for row in rows:
+        s = summarise(row["policy"], expected[row["policy"]])
+        assert float(row["alloc_end"]) == pytest.approx(s.alloc_end, abs=1e-4)
+        assert float(row["failed_pods"]) == pytest.approx(s.failed_pods)
+        assert row["seeds"] == "1 2" and row["x_end"] == "130"
+
+
+def test_json_and_inflation(capsys):
+    assert main(["compare", "--quiet", "--format", "json", "--policies", "random", "--inflation", "1.1"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["policy"] == "random" and row["x_end"] == 110 and row["seeds"] == [42]
+
+
+def test_plot_is_written(tmp_path, capsys):
+    out = tmp_path / "alloc.png"
+    assert main(["compare", "--quiet", "--policies", "best-fit", "--plot", str(out)]) == 0
+    assert out.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--policies", "nope"], "unknown policy 'nope'"),
+    (["--seeds", "x"], "--seeds"),
+    (["--pod-list", "gpushare40"], "--pod-list needs --trace"),
+    (["--trace", "/nonexistent/folder"], "not a folder"),
+])
+def test_bad_input_is_one_line_and_exit_1(argv, message, capsys):
+    assert main(["compare", "--quiet", *argv]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_real_trace_pod_list_by_name(alibaba_csv, capsys):
+    # multigpu50 is tuned DOWN to 1.0 x capacity; the run only has to succeed and name the list.
+    assert main(["compare", "--trace", str(alibaba_csv), "--pod-list", "multigpu50", "--policies", "best-fit",
+                 "--inflation", "1.0", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "openb_pod_list_multigpu50.csv" in captured.err
+    (row,) = json.loads(captured.out)
+    assert row["x_end"] == 100 and 80 < row["alloc_end"] <= 100

@@ -278,6 +278,8 @@ class Simulation:
             raise InputError(f"until: expected a time > 0 s, got {until!r}")
         reason = self.engine.run(until=until)
         end = self.engine.now
+        if not self.metrics._t:  # no pass ran (e.g. every job rejected): one sample of the end state
+            self.metrics.sample(end)
         for rec in self.records.values():
             if rec.state is JobState.PENDING and rec.reason is None:
                 rec.reason = f"not submitted before the run ended at t={end:g}s"

@@ -162,3 +162,18 @@ def test_each_graded_part_has_learner_code(editions, graded) -> None:
     graded_parts = {t["tags"][0] for t in graded["instructor"]["tests"]}
     region_parts = {r.part for r in editions["regions"]}
     assert graded_parts and graded_parts <= region_parts, sorted(graded_parts - region_parts)
+
+
+CROSS_PART = {"1B.3": {"1A"}}
+"""Graded tests that also need another part's code (1B.3 compares first-fit with best-fit)."""
+
+
+def test_student_failures_come_from_the_parts_own_code(graded) -> None:
+    """Each graded test fails on "your code here (<its part>)", not on an unrelated error or
+    on another part's missing code, so a learner's points for a part depend on that part."""
+    wrong = []
+    for t in graded["student"]["tests"]:
+        allowed = {t["tags"][0]} | CROSS_PART.get(t["number"], set())
+        if not any(f"your code here ({p})" in t["output"] for p in allowed):
+            wrong.append((t["number"], t["output"][:200]))
+    assert not wrong, wrong

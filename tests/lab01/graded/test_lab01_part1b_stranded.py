@@ -39,7 +39,7 @@ def test_usable_gpus_are_not_stranded():
 
 @pytest.mark.points(3, part="1B", number="1B.3")
 def test_first_fit_strands_where_best_fit_does_not():
-    """First-fit strands 4 GPUs on this sequence, best-fit none: a 2-GPU job, then a 4-GPU job, on nodes of 4 and 2 GPUs."""
+    """First-fit strands 4 GPUs on this sequence, best-fit none: a 2-GPU job, then a 4-GPU job, on nodes of 4 and 2 GPUs (needs part 1A too)."""
     nodes = [Node("big", "H100", 4, 32000, 262144), Node("small", "H100", 2, 32000, 262144)]
     jobs = [Job("two", submit_time=0.0, duration=math.inf, gpus_per_worker=2, gpu_milli=1000),
             Job("four", submit_time=1.0, duration=math.inf, gpus_per_worker=4, gpu_milli=1000)]
@@ -47,8 +47,9 @@ def test_first_fit_strands_where_best_fit_does_not():
     #   stranded = 2 + 2 = 4
     # best-fit: "two" scores big 0.5*(2000/4000) left vs small 0 left -> small;
     #   "four" takes big: nothing pending, 0 stranded
-    ff = simulate(nodes, jobs, policy="first-fit")
-    bf = simulate(nodes, jobs, policy="best-fit")
+    # one-worker jobs: "naive" mode places them exactly as gang mode would, without the gang permit (1C)
+    ff = simulate(nodes, jobs, policy="first-fit", mode="naive")
+    bf = simulate(nodes, jobs, policy="best-fit", mode="naive")
     assert ff.summary.peak_stranded_gpus == 4
     assert ff.records["four"].state is JobState.PENDING
     assert bf.summary.peak_stranded_gpus == 0

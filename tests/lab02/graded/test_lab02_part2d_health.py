@@ -10,8 +10,7 @@ import pytest
 
 from lab02_device_plugin.health import DeviceHealth, HealthEvent, HealthPolicy, next_health
 from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.sharing import HEALTHY, UNHEALTHY, advertise, list_and_watch_snapshot
-from lab02_device_plugin.config import Config
+from lab02_device_plugin.sharing import HEALTHY, UNHEALTHY
 
 UPSTREAM = HealthPolicy()                 # NVIDIA's default: no recovery without a restart
 RECOVERING = HealthPolicy(recovery=True)  # the course's option
@@ -46,15 +45,19 @@ def test_xid_94_on_one_of_8_then_recovery():
     """Xid 94 on one of 8 GPUs: allocatable 8 -> 7 with capacity 8; after recovery (option on) allocatable 8 again."""
     inv = from_yaml_spec({"gpus": [{"model": "H100-80GB", "count": 8,
                                     "uuids": [f"GPU-{i}" for i in range(8)]}]})
-    resource = advertise(inv, Config()).resource("nvidia.com/gpu")
     health = DeviceHealth.for_inventory(inv, RECOVERING)
+    devices = [g.uuid for g in inv.gpus]
 
     def allocatable() -> tuple[int, int]:
-        states = list_and_watch_snapshot(resource, health.unhealthy())
-        return len(states), sum(s.health == HEALTHY for s in states)
+        # capacity = every device the plugin lists; allocatable = the healthy ones
+        return len(devices), sum(health.state(d) == HEALTHY for d in devices)
 
     assert allocatable() == (8, 8)
-    health.apply(HealthEvent("GPU-3", xid=94))
+    change = health.apply(HealthEvent("GPU-3", xid=94))
+    assert change.became_unhealthy == frozenset({"GPU-3"})
     assert allocatable() == (8, 7)
-    health.apply(HealthEvent("GPU-3", recovered=True))
+    health.apply(HealthEvent("GPU-3", xid=13))  # an application Xid changes nothing
+    assert allocatable() == (8, 7)
+    change = health.apply(HealthEvent("GPU-3", recovered=True))
+    assert change.became_healthy == frozenset({"GPU-3"})
     assert allocatable() == (8, 8)

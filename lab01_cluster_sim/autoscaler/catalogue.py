@@ -1,0 +1,132 @@
+"""Cloud GPU instance types with approximate on-demand list prices.
+
+The prices are **approximate** on-demand list prices, USD per hour, Linux, in
+AWS us-east-1 (N. Virginia) and GCP us-central1, as published on the providers' pricing
+pages (https://aws.amazon.com/ec2/pricing/on-demand/ and
+https://cloud.google.com/compute/gpus-pricing + https://cloud.google.com/compute/vm-instance-pricing)
+as of :data:`PRICES_AS_OF`. They change often (AWS announced cuts of up to 45% on P4 and
+P5 instances in June 2025, which these figures predate): check the pricing pages before
+relying on a figure, and pass your own catalogue (:func:`load_catalogue`) for real decisions.
+Spot prices vary by the hour and zone; :data:`DEFAULT_SPOT_FACTOR` (spot = factor x
+on-demand) is an assumption for teaching, not a quote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from lab01_cluster_sim.errors import InputError
+
+PRICES_AS_OF = "2025-05"
+"""Month the default prices were taken from the providers' pricing pages."""
+
+DEFAULT_SPOT_FACTOR = 0.4
+"""Assumed spot price as a share of on-demand (spot discounts of 60-70% are typical; varies)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """One instance type.
+
+    Attributes:
+        name: e.g. ``"g4dn.xlarge"``.
+        provider: ``"aws"``, ``"gcp"``...
+        gpu_model: e.g. ``"T4"``.
+        gpus: GPUs per instance.
+        cpu_milli: vCPUs x 1000.
+        memory_mib: memory, MiB.
+        price_per_hour: on-demand price, USD/h.
+        spot_price_per_hour: spot price, USD/h (default: :data:`DEFAULT_SPOT_FACTOR` x on-demand).
+
+    Raises:
+        InputError: negative quantities or a non-positive price.
+    """
+
+    name: str
+    provider: str
+    gpu_model: str
+    gpus: int
+    cpu_milli: int
+    memory_mib: int
+    price_per_hour: float
+    spot_price_per_hour: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gpus < 0 or self.cpu_milli <= 0 or self.memory_mib <= 0 or not self.price_per_hour > 0:
+            raise InputError(f"instance type {self.name!r}: gpus >= 0, cpu, memory and price > 0 expected")
+
+    def price(self, capacity_type: str) -> float:
+        """Hourly price for ``"on-demand"`` or ``"spot"``."""
+        if capacity_type == "spot":
+            return self.spot_price_per_hour if self.spot_price_per_hour is not None \
+                else self.price_per_hour * DEFAULT_SPOT_FACTOR
+        return self.price_per_hour
+
+
+def _t(name, provider, model, gpus, vcpu, mem_gib, price):
+    return InstanceType(name, provider, model, gpus, vcpu * 1000, mem_gib * 1024, price)
+
+
+DEFAULT_CATALOGUE: tuple[InstanceType, ...] = (
+    _t("g4dn.xlarge", "aws", "T4", 1, 4, 16, 0.526),
+    _t("g4dn.12xlarge", "aws", "T4", 4, 48, 192, 3.912),
+    _t("g5.xlarge", "aws", "A10G", 1, 4, 16, 1.006),
+    _t("g5.12xlarge", "aws", "A10G", 4, 48, 192, 5.672),
+    _t("g5.48xlarge", "aws", "A10G", 8, 192, 768, 16.288),
+    _t("g6.xlarge", "aws", "L4", 1, 4, 16, 0.805),
+    _t("p4d.24xlarge", "aws", "A100-40GB", 8, 96, 1152, 32.773),
+    _t("p5.48xlarge", "aws", "H100", 8, 192, 2048, 98.32),
+    _t("g2-standard-4", "gcp", "L4", 1, 4, 16, 0.707),
+    _t("a2-highgpu-1g", "gcp", "A100-40GB", 1, 12, 85, 3.673),
+    _t("a2-highgpu-8g", "gcp", "A100-40GB", 8, 96, 680, 29.387),
+)
+"""Common cloud GPU instance types (prices approximate, see the module docstring)."""
+
+
+def load_catalogue(path: str | Path) -> tuple[InstanceType, ...]:
+    """Read a catalogue from YAML: a list of mappings with the :class:`InstanceType` fields.
+
+    Example entry::
+
+        - {name: g4dn.xlarge, provider: aws, gpu_model: T4, gpus: 1,
+           cpu_milli: 4000, memory_mib: 16384, price_per_hour: 0.526}
+
+    Raises:
+        InputError: unreadable file, not a list, a missing or unknown field (named with
+            the entry's index), duplicate names.
+    """
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{p}: cannot read the instance catalogue: {exc}") from None
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{p}: expected a non-empty YAML list of instance types")
+    fields = set(InstanceType.__dataclass_fields__)
+    required = fields - {"spot_price_per_hour"}
+    out = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise InputError(f"{p}: entry [{i}]: expected a mapping")
+        missing, unknown = required - set(entry), set(entry) - fields
+        if missing or unknown:
+            raise InputError(f"{p}: entry [{i}]: missing {sorted(missing)} / unknown {sorted(unknown)} fields")
+        try:
+            out.append(InstanceType(**entry))
+        except (TypeError, InputError) as exc:
+            raise InputError(f"{p}: entry [{i}]: {exc}") from None
+    check_unique(out)
+    return tuple(out)
+
+
+def check_unique(types: Sequence[InstanceType]) -> None:
+    """Raise InputError naming a duplicated instance-type name."""
+    seen: set[str] = set()
+    for t in types:
+        if t.name in seen:
+            raise InputError(f"instance type {t.name!r} listed twice")
+        seen.add(t.name)

@@ -1,0 +1,78 @@
+"""Karpenter-style NodePools.
+
+Field names follow Karpenter's ``NodePool`` (karpenter.sh/v1): ``limits`` (here on GPUs),
+``disruption.consolidationPolicy`` (``WhenEmpty`` or ``WhenEmptyOrUnderutilized``),
+``disruption.consolidateAfter``, ``template.spec.expireAfter``, and the
+``karpenter.sh/capacity-type`` requirement (``on-demand`` or ``spot``). Timing parameters
+that Karpenter does not own (boot, device plugin registration, image pulls) are ours.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from lab01_cluster_sim.autoscaler.catalogue import InstanceType, check_unique
+from lab01_cluster_sim.errors import InputError
+
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Never")
+CAPACITY_TYPES = ("on-demand", "spot")
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """A NodePool.
+
+    Attributes:
+        name: its name.
+        instance_types: types it may launch.
+        limit_gpus: most GPUs its nodes may hold in total (``limits``); inf = no limit.
+        consolidation_policy: one of :data:`CONSOLIDATION_POLICIES` ("Never" = off).
+        consolidate_after_s: how long a node must be empty (or have stayed unchanged) first, s.
+        expire_after_s: node lifetime before it is replaced (``expireAfter``), s; inf = never.
+        capacity_type: ``"on-demand"`` or ``"spot"``.
+        boot_delay_s: launch -> kubelet up, s (assumed default 60 s).
+        registration_delay_s: kubelet up -> device plugin registered and GPUs allocatable, s
+            (assumed default 15 s).
+        timeslice_replicas: time-slicing replicas configured on its nodes (1 = unsliced).
+        prepulled_images: images warm on its nodes from the moment they are ready (a
+            pre-pull DaemonSet or an image baked into the node image).
+        pull_mib_per_s: image pull bandwidth, MiB/s (default 128 MiB/s, about 1 Gb/s).
+
+    Raises:
+        InputError: an unknown policy or capacity type, negative times, no instance types.
+    """
+
+    name: str
+    instance_types: tuple[InstanceType, ...]
+    limit_gpus: float = math.inf
+    consolidation_policy: str = "WhenEmpty"
+    consolidate_after_s: float = 30.0
+    expire_after_s: float = math.inf
+    capacity_type: str = "on-demand"
+    boot_delay_s: float = 60.0
+    registration_delay_s: float = 15.0
+    timeslice_replicas: int = 1
+    prepulled_images: tuple[str, ...] = ()
+    pull_mib_per_s: float = 128.0
+
+    def __post_init__(self) -> None:
+        where = f"nodepool {self.name!r}"
+        if not self.instance_types:
+            raise InputError(f"{where}: instance_types must not be empty")
+        check_unique(self.instance_types)
+        if self.consolidation_policy not in CONSOLIDATION_POLICIES:
+            raise InputError(f"{where}: consolidationPolicy must be one of {', '.join(CONSOLIDATION_POLICIES)}, "
+                             f"got {self.consolidation_policy!r}")
+        if self.capacity_type not in CAPACITY_TYPES:
+            raise InputError(f"{where}: capacity type must be one of {', '.join(CAPACITY_TYPES)}, got {self.capacity_type!r}")
+        for attr in ("limit_gpus", "consolidate_after_s", "expire_after_s", "boot_delay_s", "registration_delay_s"):
+            if getattr(self, attr) < 0:
+                raise InputError(f"{where}: {attr} must be >= 0, got {getattr(self, attr)}")
+        if self.timeslice_replicas < 1 or not self.pull_mib_per_s > 0:
+            raise InputError(f"{where}: timeslice_replicas must be >= 1 and pull_mib_per_s > 0")
+
+    @property
+    def ready_delay_s(self) -> float:
+        """Launch -> schedulable: boot + device plugin registration, s."""
+        return self.boot_delay_s + self.registration_delay_s

@@ -1,0 +1,41 @@
+"""Ready-made autoscaler scenarios: the workshop's mini-lab and a bursty demo."""
+
+from __future__ import annotations
+
+from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, InstanceType
+from lab01_cluster_sim.autoscaler.nodepool import NodePool
+from lab01_cluster_sim.autoscaler.sim import AutoscalerResult, Pod, StaticNode, simulate_autoscaler
+
+MINI_LAB_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd"
+
+
+def one_gpu_types(catalogue: tuple[InstanceType, ...] = DEFAULT_CATALOGUE) -> tuple[InstanceType, ...]:
+    """Instance types with exactly one GPU."""
+    return tuple(t for t in catalogue if t.gpus == 1)
+
+
+def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, image_gib: float = 1.0,
+             boot_delay_s: float = 60.0, registration_delay_s: float = 15.0, pull_mib_per_s: float = 128.0,
+             prepull: bool = False, consolidate_after_s: float = 30.0) -> AutoscalerResult:
+    """The workshop's mini-lab.
+
+    A static 1-GPU node (T4) is time-sliced to ``replicas`` replicas and already has the
+    image; ``pods`` pods each request one ``nvidia.com/gpu`` at t=0. ``replicas`` of them
+    land on that card; the others stay pending and make the autoscaler launch the cheapest
+    unsliced 1-GPU instance (g4dn.xlarge in the default catalogue), where they run once the
+    node is ready (``boot_delay_s + registration_delay_s``) and, unless ``prepull``, the
+    image is pulled (``image_gib x 1024 / pull_mib_per_s`` s). The new node is removed
+    ``consolidate_after_s`` after it empties (WhenEmpty).
+
+    With the defaults: pods 1-4 start at t=0 on the sliced card; pod 5 binds at 60 + 15 = 75 s
+    and starts at 75 + 1024 / 128 = 83 s (75 s with ``prepull``).
+    """
+    static = StaticNode("gpu-node-1", "T4", 1, timeslice_replicas=replicas, cached_images=(MINI_LAB_IMAGE,),
+                        pull_mib_per_s=pull_mib_per_s)
+    pool = NodePool("gpu-default", one_gpu_types(), consolidation_policy="WhenEmpty",
+                    consolidate_after_s=consolidate_after_s, boot_delay_s=boot_delay_s,
+                    registration_delay_s=registration_delay_s, pull_mib_per_s=pull_mib_per_s,
+                    prepulled_images=(MINI_LAB_IMAGE,) if prepull else ())
+    workload = [Pod(f"pod-{i + 1}", 1, duration_s, 0.0, "mini-lab", 500, 1024, MINI_LAB_IMAGE, image_gib)
+                for i in range(pods)]
+    return simulate_autoscaler(workload, [pool], [static])

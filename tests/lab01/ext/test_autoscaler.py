@@ -1,0 +1,124 @@
+"""Karpenter-style autoscaler: the mini-lab, limits, consolidation, spot, expireAfter, cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, PRICES_AS_OF, InstanceType, load_catalogue
+from lab01_cluster_sim.autoscaler.nodepool import NodePool
+from lab01_cluster_sim.autoscaler.scenarios import MINI_LAB_IMAGE, mini_lab, one_gpu_types
+from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+from lab01_cluster_sim.errors import InputError
+
+G4 = 0.526   # g4dn.xlarge on-demand $/h in the default catalogue (cheapest 1-GPU type)
+
+
+def test_mini_lab_exact_times():
+    r = mini_lab()
+    for i in range(1, 5):
+        p = r.pods[f"pod-{i}"]
+        assert (p.ran_on, p.bound_s, p.started_s, p.finished_s) == ("gpu-node-1", 0, 0, 600)
+    p5 = r.pods["pod-5"]
+    new = r.node(p5.ran_on)
+    assert new.instance_type == "g4dn.xlarge" and new.gpu_capacity == 1          # unsliced
+    assert (new.launched_s, new.ready_s) == (0, 75)                               # 60 s boot + 15 s registration
+    # binds when the node is ready, then pulls 1 GiB at 128 MiB/s = 8 s, runs 600 s
+    assert (p5.bound_s, p5.started_s, p5.finished_s) == (75, 83, 683)
+    # WhenEmpty, consolidateAfter 30 s: removed at 683 + 30 = 713
+    assert new.terminated_s == 713 and new.termination_reason == "consolidation: empty"
+    assert r.cost_dollars() == pytest.approx(713 / 3600 * G4)
+    assert r.pending_times()["pod-5"] == 75 and r.summary()["mean_pending_s"] == 15   # 75 / 5
+
+
+def test_mini_lab_prepulled_image_starts_at_ready_time():
+    r = mini_lab(prepull=True)
+    assert r.pods["pod-5"].started_s == 75 and r.pods["pod-5"].finished_s == 675
+
+
+def test_nodepool_limits_are_never_exceeded():
+    pods = [Pod(f"p{i}", 1, 100) for i in range(4)]
+    pool = NodePool("capped", one_gpu_types(), limit_gpus=2)
+    r = simulate_autoscaler(pods, [pool])
+    launched = [n for n in r.nodes if n.pool is not None]
+    assert len(launched) == 2
+    # p0, p1 run on the two nodes (75..183); p2, p3 then reuse them (bind at 183, cached image)
+    assert r.pods["p2"].bound_s == 183 and r.pods["p2"].started_s == 183
+    zero = simulate_autoscaler([Pod("x", 1, 10)], [NodePool("none", one_gpu_types(), limit_gpus=0)])
+    assert zero.pods["x"].node is None and zero.pods["x"].first_bound_s is None
+    assert zero.summary()["nodes_launched"] == 0
+
+
+def _underutilized(min_available=None):
+    static = StaticNode("static", "T4", 2, cached_images=("app:latest",))
+    pool = NodePool("pool", one_gpu_types(), consolidation_policy="WhenEmptyOrUnderutilized")
+    pods = [Pod("a", 1, 1000, workload="svc"), Pod("b", 1, 100, workload="svc"), Pod("c", 1, 1000, workload="batch")]
+    return simulate_autoscaler(pods, [pool], [static], min_available=min_available)
+
+
+def test_consolidation_when_underutilized_moves_pod_and_removes_node():
+    r = _underutilized()
+    node = r.node("pool-0001")
+    # c binds at 75 on the new node; b ends at 100 on the static node; at 75 + 30 = 105 c fits on
+    # the static node: c is evicted, the node removed, c restarts at 105 (image cached) -> ends 1105.
+    assert node.terminated_s == 105 and node.termination_reason == "consolidation: underutilized"
+    c = r.pods["c"]
+    assert c.disruptions == 1 and c.ran_on == "static" and c.finished_s == 1105
+    assert r.disruptions_by_workload() == {"batch": 1, "svc": 0}
+    assert r.cost_dollars() == pytest.approx(105 / 3600 * G4)
+
+
+def test_consolidation_respects_min_available():
+    r = _underutilized(min_available={"batch": 1})
+    c = r.pods["c"]
+    # evicting c would leave 0 < 1 running 'batch' pods: no consolidation until c ends
+    assert c.disruptions == 0 and c.finished_s == 83 + 1000
+    assert r.node("pool-0001").terminated_s == 83 + 1000 + 30
+
+
+def test_spot_interruption_notice_and_budget():
+    pool = NodePool("spot", one_gpu_types(), capacity_type="spot")
+    pods = [Pod("w-0", 1, 1000, workload="web"), Pod("w-1", 1, 1000, workload="web")]
+    r = simulate_autoscaler(pods, [pool], min_available={"web": 1},
+                            spot_interruptions=[(200, "spot-0001"), (200, "spot-0002")])
+    # notice at 200: w-0 evicted at once (2 -> 1 >= 1); w-1 would leave 0 running, so it stays
+    # until the interruption at 200 + 120 = 320. Replacements: spot-0003 at 200 (ready 275),
+    # spot-0004 at 320 (ready 395); each pulls the 1 GiB image (8 s).
+    assert r.pods["w-0"].ran_on == "spot-0003" and r.pods["w-0"].started_s == 283
+    assert r.pods["w-1"].ran_on == "spot-0004" and r.pods["w-1"].started_s == 403
+    assert r.node("spot-0002").terminated_s == 320 and r.node("spot-0002").termination_reason == "spot interruption"
+    assert r.disruptions_by_workload() == {"web": 2}
+    assert r.node("spot-0001").price_per_hour == pytest.approx(0.4 * G4)
+
+
+def test_expire_after_rotates_node():
+    pool = NodePool("rot", one_gpu_types(), expire_after_s=300)
+    pods = [Pod("a", 1, 200), Pod("b", 1, 200, submit_s=290)]
+    r = simulate_autoscaler(pods, [pool])
+    # a: binds at 75, pulls 8 s, runs 83..283 on rot-0001; b binds there at 290 (image cached),
+    # is evicted at expiry (300) after 10 s of work; rot-0002 launched at 300, ready 375,
+    # pull 8 s -> b runs 383..583.
+    assert r.node("rot-0001").terminated_s == 300
+    assert r.node("rot-0001").termination_reason == "expired (expireAfter)"
+    b = r.pods["b"]
+    assert b.disruptions == 1 and b.lost_s == 10 and b.started_s == 383 and b.finished_s == 583
+
+
+def test_cost_is_sum_of_node_hours_times_price():
+    r = mini_lab(pods=7)
+    assert r.cost_dollars() == pytest.approx(sum(n.hours(r.end_s) * n.price_per_hour for n in r.nodes))
+    assert len([n for n in r.nodes if n.pool is not None]) == 3
+
+
+def test_catalogue_has_date_and_yaml_override(tmp_path):
+    assert PRICES_AS_OF and all(t.price_per_hour > 0 for t in DEFAULT_CATALOGUE)
+    f = tmp_path / "types.yaml"
+    f.write_text("- {name: small, provider: test, gpu_model: T4, gpus: 1, cpu_milli: 4000,"
+                 " memory_mib: 16384, price_per_hour: 0.1}\n")
+    [t] = load_catalogue(f)
+    assert t == InstanceType("small", "test", "T4", 1, 4000, 16384, 0.1)
+    f.write_text("- {name: small, gpus: 1}\n")
+    with pytest.raises(InputError, match=r"entry \[0\]: missing"):
+        load_catalogue(f)
+    with pytest.raises(InputError, match="consolidationPolicy"):
+        NodePool("p", one_gpu_types(), consolidation_policy="Sometimes")
+    assert MINI_LAB_IMAGE

@@ -135,14 +135,18 @@ class Timeline:
     def __len__(self) -> int:
         return int(self.time.shape[0])
 
-    def time_weighted_mean(self, values: np.ndarray, end: float | None = None) -> float:
+    def time_weighted_mean(self, values: np.ndarray, end: float | None = None, start: float | None = None) -> float:
         """Mean of a step function that holds ``values[i]`` from ``time[i]`` to ``time[i+1]``
-        (the last one until ``end``, default the last sample time). NaN for zero length."""
+        (the last one until ``end``, default the last sample time), over [``start``, ``end``]
+        (``start`` default: the first sample). NaN with no samples."""
         t = self.time
         if t.size == 0:
             return math.nan
         stop = t[-1] if end is None else end
-        widths = np.diff(np.append(t, stop))
+        first = t[0] if start is None else start
+        lo = np.clip(t, first, stop)
+        hi = np.clip(np.append(t[1:], stop), first, stop)
+        widths = hi - lo
         total = float(widths.sum())
         if total <= 0:
             return float(values[-1])
@@ -252,6 +256,8 @@ class Summary:
         jct: job completion time (end - submit) of completed jobs, s.
         makespan: last completion - first submission, s (NaN if nothing completed).
         mean_allocation_ratio: time-weighted mean of the allocation ratio over the samples.
+        arrival_allocation_ratio: the same from the first to the last submission (the busy
+            part of a run; the tail after the last arrival only drains the queue).
         peak_stranded_gpus: largest sampled stranded-GPU count.
         mean_stranded_gpus: time-weighted mean over the samples where it was computed.
         rejected: rejection reason -> count.
@@ -265,6 +271,7 @@ class Summary:
     jct: Stats
     makespan: float
     mean_allocation_ratio: float
+    arrival_allocation_ratio: float
     peak_stranded_gpus: int
     mean_stranded_gpus: float
     rejected: dict[str, int] = field(default_factory=dict)
@@ -302,6 +309,9 @@ def summarize(records: Iterable[JobRecord], timeline: Timeline, end_time: float 
         jct=Stats.of(jcts),
         makespan=makespan,
         mean_allocation_ratio=timeline.time_weighted_mean(timeline.allocation_ratio, end_time),
+        arrival_allocation_ratio=(timeline.time_weighted_mean(
+            timeline.allocation_ratio, max(r.job.submit_time for r in records), min(r.job.submit_time for r in records))
+            if records else math.nan),
         peak_stranded_gpus=peak,
         mean_stranded_gpus=mean_stranded,
         rejected=dict(Counter(r.reason or "?" for r in records if r.state is JobState.REJECTED)),

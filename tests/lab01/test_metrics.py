@@ -92,3 +92,10 @@ def test_fragmentation_series_when_target_given():
     # t=10: a ends, free [1000, 0]: both fit, nothing below u -> 0. t=11: all free -> 0.
     assert r.timeline.time.tolist() == [0, 1, 10, 11]
     assert r.timeline.fragmentation.tolist() == [250, 250, 0, 0]
+
+
+def test_time_weighted_mean_over_a_window_by_hand():
+    tl = Timeline(np.array([0.0, 1.0, 4.0]), np.array([0.0, 1.0, 0.5]), np.zeros(3, int), np.zeros(3),
+                  np.zeros(3, int), np.zeros(3, int))
+    # window [0.5, 2]: 0 for 0.5 s, 1 for 1 s -> 1 / 1.5
+    assert tl.time_weighted_mean(tl.allocation_ratio, end=2.0, start=0.5) == pytest.approx(1 / 1.5)

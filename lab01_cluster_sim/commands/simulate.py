@@ -1,0 +1,231 @@
+"""``python -m lab01_cluster_sim simulate``: one timed-mode run (arrivals, queueing, completions)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.scheduler import DISCIPLINES, MODES, adaptive_nodes_to_score
+from lab01_cluster_sim.simulate import SimulationResult, simulate
+
+NAME = "simulate"
+HELP = "run one timed simulation (arrivals, queue, completions) and print its metrics"
+DESCRIPTION = """\
+Timed mode: jobs arrive at their submit time, wait in the queue, run for their duration
+once every worker is bound, and complete. Prints job counts per final state, queueing
+delay and JCT (mean, p50, p99), makespan, the time-weighted GPU allocation ratio and
+stranded GPUs; --plot saves the allocation ratio and stranded GPUs over time.
+
+Without --trace the workload is the embedded synthetic openb-like generator (--jobs jobs on
+--nodes nodes, Poisson arrivals, lognormal durations). With --trace DIR (the folder of the
+Alibaba openb CSVs) the cluster is openb_node_list_gpu_node.csv and each pod of the pod list
+arrives at its creation_time and runs deletion_time - scheduled_time (deletion - creation
+for pods never scheduled).
+
+examples:
+  python -m lab01_cluster_sim simulate
+  python -m lab01_cluster_sim simulate --jobs 5000 --nodes 200 --policy fgd --plot timeline.png
+  python -m lab01_cluster_sim simulate --trace ../shared/data/alibaba-gpu-2023/csv --format json
+"""
+
+FORMATS = ("table", "json", "csv")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", metavar="DIR", help="folder of the openb CSVs (default: synthetic workload)")
+    parser.add_argument("--pod-list", default=None, help="pod list name within --trace (default: 'default')")
+    parser.add_argument("--policy", default="best-fit", help="placement policy (default %(default)s)")
+    parser.add_argument("--mode", default="gang", choices=MODES, help="gang or naive placement (default %(default)s)")
+    parser.add_argument("--discipline", default="fifo-skip",
+                        help=f"queue discipline: {', '.join(sorted(DISCIPLINES))}, ... (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the workload and the policy (default %(default)s)")
+    parser.add_argument("--jobs", type=int, default=2000, help="synthetic jobs (default %(default)s)")
+    parser.add_argument("--nodes", type=int, default=100, help="synthetic nodes (default %(default)s)")
+    parser.add_argument("--interarrival", type=float, default=None,
+                        help="synthetic mean gap between arrivals, s (default: sized so the offered load is ~90%% "
+                             "of the cluster's GPUs)")
+    parser.add_argument("--gang-share", type=float, default=0.0,
+                        help="synthetic: share of multi-GPU jobs that are gangs of several workers (default 0)")
+    parser.add_argument("--nodes-to-score", default="all",
+                        help="feasible nodes scored per worker: 'all', 'adaptive' (kube-scheduler's default) or N")
+    parser.add_argument("--until", type=float, default=None, help="stop at this simulated time, s")
+    parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default %(default)s)")
+    parser.add_argument("--jobs-out", metavar="FILE", help="also write one CSV row per job to FILE")
+    parser.add_argument("--plot", metavar="FILE", help="save the allocation/stranded timeline figure (png, svg, pdf)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def trace_jobs(folder: str, pod_list: str | None) -> tuple[list[Node], list[Job]]:
+    """The openb cluster and its pods as timed jobs (see DESCRIPTION).
+
+    Raises:
+        InputError / TraceFormatError: a missing or malformed file.
+    """
+    from lab01_cluster_sim.workloads.openb import load_trace
+
+    nodes, pods = load_trace(folder, pod_list)
+    created = np.nan_to_num(pods.creation_time, nan=0.0)
+    t0 = float(created.min()) if len(created) else 0.0
+    jobs = []
+    for i, job in enumerate(pods.jobs):
+        start = pods.scheduled_time[i] if not math.isnan(pods.scheduled_time[i]) else created[i]
+        end = pods.deletion_time[i]
+        duration = float(end - start) if not math.isnan(end) else math.inf
+        jobs.append(Job(job.job_id, float(created[i] - t0), max(duration, 0.0), job.gpus_per_worker, job.gpu_milli,
+                        job.cpu_milli, job.memory_mib, job.gpu_models, job.priority, job.workers, job.tenant))
+    return nodes, jobs
+
+
+def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float | None,
+                   gang_share: float) -> tuple[list[Node], list[Job]]:
+    """``num_jobs`` synthetic jobs on ``num_nodes`` openb-mix nodes.
+
+    The default mean inter-arrival gap makes the offered GPU load about 90% of capacity:
+    gap = E[GPU-seconds per job] / (0.9 x GPUs), with E[...] estimated from the drawn jobs.
+
+    Raises:
+        InputError: counts < 1 or a bad share/gap.
+    """
+    from lab01_cluster_sim.workloads.synthetic import PodMix, synthetic_nodes, synthetic_pods
+
+    if num_jobs < 1 or num_nodes < 1:
+        raise InputError(f"--jobs and --nodes must be >= 1, got {num_jobs} and {num_nodes}")
+    if not 0.0 <= gang_share <= 1.0:
+        raise InputError(f"--gang-share must be in [0, 1], got {gang_share}")
+    if interarrival is not None and not interarrival > 0:
+        raise InputError(f"--interarrival must be > 0 s, got {interarrival}")
+    nodes = synthetic_nodes(num_nodes)
+    mix = PodMix(gang_share=gang_share)
+    jobs = synthetic_pods(num_jobs, np.random.default_rng(seed), mix)
+    if interarrival is None:
+        gpus = sum(n.gpu_count for n in nodes)
+        work = sum(j.gpu_milli_total / 1000 * j.duration for j in jobs) / len(jobs)
+        gap = work / (0.9 * gpus)
+        scale = gap / mix.mean_interarrival_s
+        jobs = [Job(j.job_id, round(j.submit_time * scale, 3), j.duration, j.gpus_per_worker, j.gpu_milli,
+                    j.cpu_milli, j.memory_mib, j.gpu_models, j.priority, j.workers, j.tenant) for j in jobs]
+    elif interarrival != mix.mean_interarrival_s:
+        scale = interarrival / mix.mean_interarrival_s
+        jobs = [Job(j.job_id, round(j.submit_time * scale, 3), j.duration, j.gpus_per_worker, j.gpu_milli,
+                    j.cpu_milli, j.memory_mib, j.gpu_models, j.priority, j.workers, j.tenant) for j in jobs]
+    return nodes, jobs
+
+
+def _nodes_to_score(text: str, num_nodes: int) -> int | None:
+    if text == "all":
+        return None
+    if text == "adaptive":
+        return adaptive_nodes_to_score(num_nodes)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InputError(f"--nodes-to-score {text!r}: expected 'all', 'adaptive' or an integer >= 1")
+    return value
+
+
+def summary_dict(result: SimulationResult) -> dict:
+    """The run's headline figures as a JSON-ready dict."""
+    s = result.summary
+
+    def clean(x):
+        return None if isinstance(x, float) and math.isnan(x) else x
+
+    return {
+        "policy": result.policy, "mode": result.mode, "discipline": result.discipline, "seed": result.seed,
+        "jobs": s.jobs, "states": s.states, "stop_reason": result.stop_reason, "end_time_s": result.end_time,
+        "wait_s": {k: clean(getattr(s.wait, k)) for k in ("mean", "p50", "p99", "max")},
+        "jct_s": {k: clean(getattr(s.jct, k)) for k in ("mean", "p50", "p99", "max")},
+        "makespan_s": clean(s.makespan),
+        "mean_allocation_ratio": clean(s.mean_allocation_ratio),
+        "arrival_allocation_ratio": clean(s.arrival_allocation_ratio),
+        "peak_stranded_gpus": s.peak_stranded_gpus, "mean_stranded_gpus": clean(s.mean_stranded_gpus),
+        "rejected": s.rejected, "deadlock": result.deadlock.lines() if result.deadlock else None,
+        "events": result.events,
+    }
+
+
+def _print_table(d: dict, out) -> None:
+    def f(x, unit=""):
+        return "n/a" if x is None else (f"{x:,.1f}{unit}" if isinstance(x, float) else f"{x}{unit}")
+
+    print(f"policy {d['policy']}, mode {d['mode']}, discipline {d['discipline']}, seed {d['seed']}: "
+          f"{d['jobs']} jobs, stopped: {d['stop_reason']} at t={d['end_time_s']:,.0f} s", file=out)
+    print("  states:       " + ", ".join(f"{k} {v}" for k, v in d["states"].items()), file=out)
+    for key, label in (("wait_s", "queueing delay"), ("jct_s", "JCT")):
+        v = d[key]
+        print(f"  {label + ':':<14}mean {f(v['mean'], ' s')}, p50 {f(v['p50'], ' s')}, p99 {f(v['p99'], ' s')}",
+              file=out)
+    print(f"  makespan:     {f(d['makespan_s'], ' s')}", file=out)
+    ratio = d["mean_allocation_ratio"]
+    busy = d["arrival_allocation_ratio"]
+    print(f"  allocation:   {'n/a' if busy is None else f'{100 * busy:.2f}'} % while jobs arrive, "
+          f"{'n/a' if ratio is None else f'{100 * ratio:.2f}'} % over the whole run (time-weighted means)", file=out)
+    print(f"  stranded:     peak {d['peak_stranded_gpus']} GPUs, mean {f(d['mean_stranded_gpus'])}", file=out)
+    for reason, count in d["rejected"].items():
+        print(f"  rejected {count}: {reason}", file=out)
+    for line in d["deadlock"] or []:
+        print("  " + line, file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.trace:
+        nodes, jobs = trace_jobs(args.trace, args.pod_list)
+    else:
+        nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share)
+    result = simulate(nodes, jobs, policy=args.policy, mode=args.mode, discipline=args.discipline, seed=args.seed,
+                      until=args.until, nodes_to_score=_nodes_to_score(args.nodes_to_score, len(nodes)),
+                      stranded_interval=None if len(nodes) * len(jobs) <= 10_000_000 else 600.0,
+                      progress=not args.quiet)
+    d = summary_dict(result)
+    out = sys.stdout
+    if args.format == "json":
+        json.dump(d, out, indent=2)
+        out.write("\n")
+    elif args.format == "csv":
+        keys = ["policy", "mode", "discipline", "seed", "jobs", "completed", "running", "pending", "rejected",
+                "wait_mean_s", "wait_p99_s", "jct_mean_s", "jct_p50_s", "jct_p99_s", "makespan_s",
+                "mean_allocation_ratio", "peak_stranded_gpus", "stop_reason"]
+        row = [d["policy"], d["mode"], d["discipline"], d["seed"], d["jobs"], *d["states"].values(),
+               d["wait_s"]["mean"], d["wait_s"]["p99"], d["jct_s"]["mean"], d["jct_s"]["p50"], d["jct_s"]["p99"],
+               d["makespan_s"], d["mean_allocation_ratio"], d["peak_stranded_gpus"], d["stop_reason"]]
+        print(",".join(keys), file=out)
+        print(",".join("" if v is None else str(v) for v in row), file=out)
+    else:
+        _print_table(d, out)
+    if args.jobs_out:
+        _write_jobs(result, args.jobs_out)
+    if args.plot:
+        from lab01_cluster_sim.plots.timeline import plot_timeline
+
+        fig = plot_timeline({f"{result.policy} ({result.mode})": result.timeline},
+                            title=f"{d['jobs']} jobs on {len(nodes)} nodes")
+        try:
+            fig.savefig(args.plot)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"--plot {args.plot}: cannot save the figure: {exc}") from None
+    return 0
+
+
+def _write_jobs(result: SimulationResult, path: str) -> None:
+    import csv
+
+    try:
+        with Path(path).open("w", newline="") as fh:
+            rows = result.jobs_table()
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["job"])
+            writer.writeheader()
+            for row in rows:
+                row["placements"] = " ".join(row["placements"])
+                writer.writerow(row)
+    except OSError as exc:
+        raise InputError(f"--jobs-out {path}: cannot write: {exc}") from None

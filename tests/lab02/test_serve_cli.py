@@ -1,0 +1,201 @@
+"""``python -m lab02_device_plugin serve`` as a real process against an in-test kubelet."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+
+from lab02_device_plugin.api import deviceplugin_pb2 as pb
+from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
+from lab02_device_plugin.cli import main
+from lab02_device_plugin.examples import example_path
+
+pytestmark = pytest.mark.timeout(90)
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Kubelet(pb_grpc.RegistrationServicer):
+    """Records RegisterRequests (and dials the plugin back, as a kubelet does)."""
+
+    def __init__(self, sock_dir: Path) -> None:
+        self.sock_dir = sock_dir
+        self.requests: list[pb.RegisterRequest] = []
+        self.server = grpc.server(futures.ThreadPoolExecutor(4))
+        pb_grpc.add_RegistrationServicer_to_server(self, self.server)
+        self.server.add_insecure_port(f"unix:{sock_dir / 'kubelet.sock'}")
+        self.server.start()
+
+    def Register(self, request, context):
+        with grpc.insecure_channel(f"unix:{self.sock_dir / request.endpoint}") as ch:
+            pb_grpc.DevicePluginStub(ch).GetDevicePluginOptions(pb.Empty(), timeout=5)
+        self.requests.append(request)
+        return pb.Empty()
+
+    def wait_for(self, n: int, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.requests) >= n:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self) -> None:
+        self.server.stop(0).wait(5)
+
+
+@pytest.fixture
+def sock_dir():
+    with tempfile.TemporaryDirectory(prefix="dp-") as d:
+        yield Path(d)
+
+
+def start_serve(*args: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "serve", *args],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def stop_serve(proc: subprocess.Popen) -> tuple[int, str, str]:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:  # never leave it running
+        proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out, err
+
+
+def test_serve_registers_streams_xids_and_exits_cleanly(sock_dir):
+    kubelet = Kubelet(sock_dir)
+    fifo = sock_dir / "xid"
+    proc = start_serve("--socket-dir", str(sock_dir),
+                       "--inventory", str(example_path("inventory-h100x8.yaml")),
+                       "--config", str(example_path("time-slicing.yaml")),
+                       "--xid-fifo", str(fifo), "--health-recovery")
+    try:
+        assert kubelet.wait_for(1), stop_serve(proc)
+        (req,) = kubelet.requests
+        assert (req.resource_name, req.endpoint) == ("nvidia.com/gpu", "nvidia-gpu.sock")
+        channel = grpc.insecure_channel(f"unix:{sock_dir / 'nvidia-gpu.sock'}")
+        stream = pb_grpc.DevicePluginStub(channel).ListAndWatch(pb.Empty(), timeout=30)
+        first = next(stream)
+        # 8 GPUs x 4 replicas = 32 units, all healthy
+        assert (len(first.devices), sum(d.health == "Healthy" for d in first.devices)) == (32, 32)
+        deadline = time.monotonic() + 10
+        while not fifo.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with open(fifo, "w") as f:
+            f.write("xid 3 94\n")
+        second = next(stream)
+        # GPU 3's 4 replicas unhealthy: 28 of 32 healthy
+        assert sum(d.health == "Healthy" for d in second.devices) == 28
+        with open(fifo, "w") as f:
+            f.write("recover 3\n")
+        assert sum(d.health == "Healthy" for d in next(stream).devices) == 32
+        stream.cancel()
+        channel.close()
+    finally:
+        rc, out, err = stop_serve(proc)
+        kubelet.stop()
+    assert rc == 0, err
+    assert "stopped; sockets removed" in out
+    assert not (sock_dir / "nvidia-gpu.sock").exists()
+    assert not fifo.exists()
+
+
+def test_serve_reregisters_after_kubelet_restart(sock_dir):
+    kubelet = Kubelet(sock_dir)
+    proc = start_serve("--socket-dir", str(sock_dir), "--inventory",
+                       str(example_path("inventory-1gpu.yaml")))
+    second = None
+    try:
+        assert kubelet.wait_for(1), stop_serve(proc)
+        kubelet.stop()
+        for p in sock_dir.iterdir():  # the kubelet removes every socket when it starts
+            p.unlink()
+        second = Kubelet(sock_dir)
+        assert second.wait_for(1), stop_serve(proc)
+        assert second.requests[0].resource_name == "nvidia.com/gpu"
+        deadline = time.monotonic() + 10
+        while not (sock_dir / "nvidia-gpu.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (sock_dir / "nvidia-gpu.sock").exists()
+    finally:
+        rc, _out, err = stop_serve(proc)
+        if second is not None:
+            second.stop()
+    assert rc == 0, err
+
+
+def test_serve_prints_config_warnings(sock_dir, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("version: v1\nflags:\n  nvidiaDriverRoot: /run/nvidia/driver\n")
+    proc = start_serve("--socket-dir", str(sock_dir), "--kubelet-socket", "",
+                       "--inventory", str(example_path("inventory-1gpu.yaml")), "--config", str(cfg))
+    try:
+        deadline = time.monotonic() + 20
+        while not (sock_dir / "nvidia-gpu.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        rc, _out, err = stop_serve(proc)
+    assert rc == 0
+    assert f"warning: {cfg}: flags.nvidiaDriverRoot: accepted but not acted on" in err
+
+
+def test_bad_config_is_one_line_exit_1(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                   "    - name: nvidia.com/gpu\n      replicas: 1\n")
+    rc = main(["serve", "--socket-dir", str(tmp_path), "--config", str(cfg),
+               "--inventory", str(example_path("inventory-1gpu.yaml"))])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err == (f"error: {cfg}: sharing.timeSlicing.resources[0].replicas: expected an "
+                   "integer >= 2, got 1\n")
+
+
+def test_no_inventory_and_no_nvml_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    rc = main(["serve", "--socket-dir", str(tmp_path)])
+    assert rc == 1
+    assert "nvidia-ml-py package is not installed" in capsys.readouterr().err
+
+
+def test_single_strategy_error_from_real_inventory(tmp_path, capsys):
+    spec = tmp_path / "inv.yaml"
+    spec.write_text("gpus:\n- model: H100-80GB\n  mig: {instances: [3g.40gb, 1g.10gb]}\n")
+    rc = main(["serve", "--socket-dir", str(tmp_path), "--inventory", str(spec),
+               "--mig-strategy", "single"])
+    assert rc == 1
+    assert "more than one MIG device type present on node" in capsys.readouterr().err
+
+
+def test_fifo_commands():
+    from lab02_device_plugin.commands.serve import handle_fifo_line
+    from lab02_device_plugin.errors import InputError
+    from lab02_device_plugin.health import SimulatedHealthSource
+    from lab02_device_plugin.inventory import load_inventory
+
+    inv = load_inventory(example_path("inventory-h100x8.yaml"))
+    src = SimulatedHealthSource()
+    got = []
+    src.start(got.append)
+    assert handle_fifo_line("xid 2 79", inv, src).startswith("injected Xid 79 on GPU-")
+    assert handle_fifo_line("recover all", inv, src) == "recovery on every device"
+    assert [(e.device_id, e.xid, e.recovered) for e in got] == [(inv.gpus[2].uuid, 79, False),
+                                                                  (None, None, True)]
+    with pytest.raises(InputError, match="unknown device 'GPU-nope'"):
+        handle_fifo_line("xid GPU-nope 79", inv, src)
+    with pytest.raises(InputError, match="expected 'xid"):
+        handle_fifo_line("xid 2", inv, src)

@@ -21,11 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 #: What a render callback returns: a figure, or a figure and an HTML summary.
 Rendering = Figure | tuple[Figure, str]

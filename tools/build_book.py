@@ -92,7 +92,6 @@ def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: boo
     if rebuild_all:
         cmd.append("--all")
     env = dict(os.environ)
-    env.setdefault("MPLBACKEND", "Agg")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=False)

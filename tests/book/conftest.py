@@ -1,0 +1,64 @@
+"""Fixtures for the book tests: one build per session, and the built site over HTTP.
+
+The build runs ``tools/build_book.py`` (warnings are errors, no-CDN check) into a
+temporary output folder, so a test run never mixes with a developer's ``book/_build``
+and always executes the chapters against the lab packages as they are now (the
+execution cache is keyed on the notebook text only, so a cache from an earlier run
+could hide a change in a lab package). Set ``BOOK_TEST_OUTPUT=DIR`` to build into DIR
+instead and keep its cache between runs (faster when iterating on the book).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO_ROOT / "tools" / "build_book.py"
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the book once per session; return the ``_build/html`` folder.
+
+    Fails (does not skip) when the build fails: the message carries the build's output.
+    """
+    chosen = os.environ.get("BOOK_TEST_OUTPUT")
+    out = Path(chosen) if chosen else tmp_path_factory.mktemp("book")
+    proc = subprocess.run(
+        [sys.executable, str(BUILD_SCRIPT), "--path-output", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200, check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"book build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
+    html = out / "_build" / "html"
+    assert (html / "index.html").is_file(), f"no index.html in {html}"
+    return html
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(built_book: Path) -> Iterator[str]:
+    """Serve the built book on 127.0.0.1 (a free port) in a daemon thread."""
+    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -1,0 +1,85 @@
+"""Speed of the timed-mode simulator: per-decision cost as the cluster doubles.
+
+Runs the synthetic openb-like workload (``--jobs`` jobs, offered GPU load ~90% of each
+cluster; see ``lab01_cluster_sim.commands.simulate.synthetic_jobs``) on N and 2N nodes and
+reports wall time, scheduling decisions (worker placements attempted) and microseconds per
+decision, for scoring every feasible node and for kube-scheduler's adaptive
+``percentageOfNodesToScore``. The figure of merit is the ratio of the cost per decision at 2N
+to that at N (2.0 would be linear growth). Not a test: figures depend on the machine.
+
+    python benchmarks/bench_timed.py                       # 100,000 jobs, 5,000 vs 10,000 nodes
+    python benchmarks/bench_timed.py --jobs 20000 --nodes 1000 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+from lab01_cluster_sim.commands.simulate import synthetic_jobs
+from lab01_cluster_sim.scheduler import Scheduler, adaptive_nodes_to_score
+from lab01_cluster_sim.simulate import Simulation
+
+
+def run_once(num_jobs: int, num_nodes: int, policy: str, nodes_to_score: int | None, seed: int,
+             profile: bool) -> dict:
+    nodes, jobs = synthetic_jobs(num_jobs, num_nodes, seed, None, 0.0)
+    calls = {"n": 0}
+    original = Scheduler.select_node
+
+    def counting(self, request, record=None):
+        calls["n"] += 1
+        return original(self, request, record)
+
+    Scheduler.select_node = counting  # count decisions without touching the library
+    try:
+        sim = Simulation(nodes, jobs, policy, "gang", "fifo-skip", seed, nodes_to_score=nodes_to_score,
+                         stranded_interval=3600.0)
+        prof = cProfile.Profile() if profile else None
+        t0 = time.perf_counter()
+        if prof:
+            prof.enable()
+        result = sim.run()
+        if prof:
+            prof.disable()
+        wall = time.perf_counter() - t0
+    finally:
+        Scheduler.select_node = original
+    if prof:
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(18)
+    return {"nodes": num_nodes, "jobs": num_jobs, "policy": policy,
+            "nodes_to_score": "all" if nodes_to_score is None else nodes_to_score, "wall_s": wall,
+            "decisions": calls["n"], "us_per_decision": 1e6 * wall / max(1, calls["n"]),
+            "events": result.events, "completed": result.summary.states["completed"],
+            "arrival_alloc": result.summary.arrival_allocation_ratio}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--nodes", type=int, default=5_000, help="N; the run is repeated on 2N nodes")
+    ap.add_argument("--policy", default="best-fit")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--modes", default="all,adaptive", help="node scoring: comma list of all, adaptive")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of each run")
+    args = ap.parse_args()
+    print("| nodes | jobs | policy | nodes scored | wall s | decisions | us/decision | events | "
+          "completed | alloc while arriving |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for scoring in args.modes.split(","):
+        rows = []
+        for n in (args.nodes, 2 * args.nodes):
+            k = None if scoring == "all" else adaptive_nodes_to_score(n)
+            r = run_once(args.jobs, n, args.policy, k, args.seed, args.profile)
+            rows.append(r)
+            print(f"| {r['nodes']:,} | {r['jobs']:,} | {r['policy']} | {r['nodes_to_score']} | {r['wall_s']:.1f} | "
+                  f"{r['decisions']:,} | {r['us_per_decision']:.1f} | {r['events']:,} | {r['completed']:,} | "
+                  f"{100 * r['arrival_alloc']:.1f}% |", flush=True)
+        print(f"\nratio of us/decision, {2 * args.nodes:,} vs {args.nodes:,} nodes, scoring {scoring}: "
+              f"{rows[1]['us_per_decision'] / rows[0]['us_per_decision']:.2f}\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""Parameter sweeps: a grid of (runner, policy, workload, seed, parameters) run in parallel.
+
+Reproducing the fragmentation paper's grid is 6 policies x 17 workloads x 10 seeds =
+1,020 replays; :func:`run_sweep` runs such a grid in worker processes
+(:class:`concurrent.futures.ProcessPoolExecutor`) or on a Dask distributed cluster
+(``dask.distributed.Client``, an optional extra: any scheduler address, or a local
+cluster), shows a tqdm progress bar, and returns one tidy table: one row per run with
+its parameters and its metrics. A run that raises is reported in its row (``status`` =
+``"error"``, ``error`` = the message) and the sweep goes on.
+
+Runners (``runner`` column):
+
+- ``disciplines``: the extensions' discipline runner on the seeded demo workload
+  (:mod:`lab01_cluster_sim.disciplines.demo`); ``policy`` is the queue discipline.
+- ``replay``: the paper's replay (H1's :mod:`lab01_cluster_sim.replay`), ``workload`` a
+  pod-list CSV path or name, ``policy`` a placement policy; parameters go to its entry point.
+- ``simulate``: the core timed-mode simulation (:mod:`lab01_cluster_sim.simulate`).
+
+The last two are looked up when a run starts, so a sweep of ``disciplines`` works with
+the core alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from lab01_cluster_sim.errors import InputError
+
+RUNNERS = ("disciplines", "replay", "simulate")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One point of the grid."""
+
+    runner: str
+    policy: str
+    workload: str
+    seed: int
+    params: tuple[tuple[str, object], ...] = ()
+
+    def as_row(self) -> dict:
+        """The run's parameters as table columns."""
+        return {"runner": self.runner, "policy": self.policy, "workload": self.workload, "seed": self.seed,
+                **dict(self.params)}
+
+
+def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: Sequence[int],
+         params: Mapping[str, Sequence[object]] | None = None) -> list[RunSpec]:
+    """The Cartesian product, in a stable order (policy, workload, seed, params).
+
+    Raises:
+        InputError: an unknown runner or an empty axis.
+    """
+    if runner not in RUNNERS:
+        raise InputError(f"unknown runner {runner!r}; expected one of: {', '.join(RUNNERS)}")
+    for name, axis in (("policies", policies), ("workloads", workloads), ("seeds", seeds)):
+        if not axis:
+            raise InputError(f"sweep: {name} must not be empty")
+    params = dict(params or {})
+    keys = sorted(params)
+    combos = list(itertools.product(*(params[k] for k in keys))) if keys else [()]
+    return [RunSpec(runner, p, w, int(s), tuple(zip(keys, c)))
+            for p in policies for w in workloads for s in seeds for c in combos]
+
+
+def _run_disciplines(spec: RunSpec) -> dict:
+    from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
+    from lab01_cluster_sim.disciplines.runner import run_discipline
+
+    p = dict(spec.params)
+    nodes = demo_cluster(int(p.get("nodes", 4)), int(p.get("gpus_per_node", 8)))
+    n_jobs = int(spec.workload) if spec.workload.isdigit() else int(p.get("jobs", 200))
+    jobs = demo_jobs(spec.seed, n_jobs, gpus_per_node=int(p.get("gpus_per_node", 8)),
+                     mean_interarrival_s=float(p.get("interarrival", 400.0)))
+    return run_discipline(nodes, jobs, spec.policy).summary()
+
+
+def _run_external(spec: RunSpec) -> dict:
+    import importlib
+
+    mod = importlib.import_module(f"lab01_cluster_sim.{spec.runner}")
+    fn = getattr(mod, "sweep_entry", None)
+    if fn is None:
+        raise InputError(f"lab01_cluster_sim.{spec.runner} has no sweep_entry(policy, workload, seed, **params) "
+                         "function yet")
+    out = fn(spec.policy, spec.workload, spec.seed, **dict(spec.params))
+    return dict(out)
+
+
+def execute(spec: RunSpec) -> dict:
+    """Run one grid point and return its row; never raises (errors go in the row)."""
+    row = spec.as_row()
+    try:
+        metrics = _run_disciplines(spec) if spec.runner == "disciplines" else _run_external(spec)
+        row.update(metrics)
+        row["status"] = "ok"
+        row["error"] = ""
+    except Exception as exc:  # a failed run is data, not the end of the sweep
+        row["status"] = "error"
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, InputError):
+            row["error"] += " | " + traceback.format_exc(limit=2).strip().splitlines()[-1]
+    return row
+
+
+@dataclass
+class SweepResult:
+    """Rows in grid order; ``failed`` counts rows with status "error"."""
+
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.rows if r.get("status") == "error")
+
+    def to_csv(self) -> str:
+        """The tidy table as CSV (columns: union of all rows' keys, parameters first)."""
+        return format_rows(self.rows, "csv")
+
+
+def _progress(total: int, quiet: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, disable=quiet or not sys.stderr.isatty(), file=sys.stderr, unit="run")
+
+
+def run_sweep(specs: Sequence[RunSpec], *, workers: int = 0, dask: str | None = None, quiet: bool = False,
+              fn: Callable[[RunSpec], dict] = execute) -> SweepResult:
+    """Run every spec; return the rows in grid order.
+
+    Args:
+        specs: the grid (:func:`grid`).
+        workers: worker processes (0 = ``os.cpu_count()``; 1 = in this process, no pool).
+        dask: ``None`` (local processes), ``"local"`` (a ``LocalCluster`` of ``workers``
+            workers, threads only when ``workers == 1``), or a scheduler address
+            (``tcp://host:8786``).
+        quiet: no progress bar.
+        fn: the function run per spec (must be picklable for processes).
+
+    Raises:
+        InputError: Dask asked for but not installed.
+    """
+    rows: list[dict | None] = [None] * len(specs)
+    bar = _progress(len(specs), quiet)
+    try:
+        if dask is not None:
+            _run_dask(specs, rows, dask, workers, bar, fn)
+        elif workers == 1 or len(specs) <= 1:
+            for i, s in enumerate(specs):
+                rows[i] = fn(s)
+                bar.update(1)
+        else:
+            n = workers or os.cpu_count() or 1
+            with ProcessPoolExecutor(max_workers=n) as pool:
+                futures: dict[Future, int] = {pool.submit(fn, s): i for i, s in enumerate(specs)}
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        i = futures[f]
+                        try:
+                            rows[i] = f.result()
+                        except Exception as exc:  # the worker process itself died
+                            rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                        bar.update(1)
+    finally:
+        bar.close()
+    return SweepResult([r for r in rows if r is not None])
+
+
+def _run_dask(specs, rows, address, workers, bar, fn) -> None:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise InputError("--dask needs the optional dependency dask[distributed] (pip install 'dask[distributed]')") from None
+    cluster = None
+    if address == "local":
+        n = max(1, workers or 2)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=n > 1,
+                               dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(address, timeout=30)
+    try:
+        futures = client.map(fn, list(specs), pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        for f in as_completed(futures):
+            i = index[f.key]
+            try:
+                rows[i] = f.result()
+            except Exception as exc:
+                rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            bar.update(1)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def parse_param(text: str) -> tuple[str, list[object]]:
+    """``"key=v1,v2"`` -> ``("key", [v1, v2])`` with ints/floats converted.
+
+    Raises:
+        InputError: no ``=`` or an empty key or value list (the message quotes the text).
+    """
+    if "=" not in text:
+        raise InputError(f"--param {text!r}: expected KEY=V1,V2,...")
+    key, _, values = text.partition("=")
+    vals = [v for v in values.split(",") if v != ""]
+    if not key or not vals:
+        raise InputError(f"--param {text!r}: expected KEY=V1,V2,... with a key and at least one value")
+    return key, [_number(v) for v in vals]
+
+
+def _number(v: str) -> object:
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[str] | None = None) -> str:
+    """Rows of dicts as an aligned text table, CSV or JSON.
+
+    Floats print with 4 significant decimals in tables and in full in CSV/JSON.
+
+    Raises:
+        InputError: an unknown format.
+    """
+    rows = list(rows)
+    if columns is None:
+        columns = []
+        for r in rows:
+            for k in r:
+                if k not in columns:
+                    columns.append(k)
+    if fmt == "json":
+        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in columns})
+        return buf.getvalue()
+    if fmt != "table":
+        raise InputError(f"--format {fmt!r}: expected table, csv or json")
+
+    def cell(v) -> str:
+        if isinstance(v, float):
+            return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
+        return "" if v is None else str(v)
+
+    table = [[str(c) for c in columns]] + [[cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
+    lines = ["  ".join(x.rjust(w) if j else x.ljust(w) for j, (x, w) in enumerate(zip(row, widths))) for row in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"

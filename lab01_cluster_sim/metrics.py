@@ -163,6 +163,9 @@ class MetricsRecorder(SchedulerObserver):
         stranded_interval: compute stranded GPUs at most once per this many simulated
             seconds (None = at every sample). The count needs O(pending shapes x N x G) work,
             the only non-incremental metric, so long runs on big clusters thin it out.
+            If :func:`count_stranded_gpus` raises NotImplementedError (the learner's
+            edition before that exercise is done), the series is -1 ("not computed") and
+            every other metric carries on.
     """
 
     def __init__(self, scheduler: Scheduler, fragmentation=None, stranded_interval: float | None = None) -> None:
@@ -202,7 +205,14 @@ class MetricsRecorder(SchedulerObserver):
             if self._dirty:
                 pending = [r for r in sched.discipline.order() if r.state is JobState.PENDING] \
                     if len(sched.discipline) else []
-                self._last_stranded = stranded_gpus(sched, pending)
+                try:
+                    self._last_stranded = stranded_gpus(sched, pending)
+                except NotImplementedError:
+                    # Student edition before exercise 1B: record "not computed" (-1) and
+                    # stop trying, so every other metric still works.
+                    self._last_stranded = -1
+                    self.stranded_interval = math.inf
+                    self._next_stranded = math.inf
                 self._dirty = False
             self._stranded.append(self._last_stranded)
             if self.stranded_interval is not None:

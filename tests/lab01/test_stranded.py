@@ -62,3 +62,18 @@ def test_cpu_short_node_strands_its_gpus():
     jobs = [Job("cpu-hog", 0.0, 100.0, 0, 0, cpu_milli=4_000), Job("gpu", 1.0, 10.0, 1, 1000, cpu_milli=4_000)]
     r = simulate(nodes, jobs)
     assert r.timeline.stranded_gpus.tolist()[:2] == [0, 2]
+
+
+def test_unimplemented_exercise_leaves_other_metrics_working(monkeypatch):
+    # The student edition replaces count_stranded_gpus' body with NotImplementedError.
+    import lab01_cluster_sim.metrics as metrics
+
+    def todo(*args):
+        raise NotImplementedError("your code here (1B)")
+
+    monkeypatch.setattr(metrics, "count_stranded_gpus", todo)
+    sc = stranded_gang()
+    r = simulate(sc.nodes, sc.jobs)
+    # t=0 queue empty -> 0 without calling it; t=1 it raises -> -1, not computed
+    assert r.timeline.stranded_gpus.tolist() == [0, -1]
+    assert r.timeline.allocation_ratio.tolist() == [0.25, 0.25]

@@ -50,6 +50,7 @@ class FakeDevicePlugin(pb_grpc.DevicePluginServicer):
         self.preferred: Callable[[pb.ContainerPreferredAllocationRequest], list[str]] | None = None
         self.allocate_error: str | None = None
         self.options_error: str | None = None
+        self.pre_start_error: str | None = None
         self.envs: Callable[[list[str]], dict[str, str]] = (
             lambda ids: {"FAKE_VISIBLE_DEVICES": ",".join(ids)})
         self.extra: Callable[[list[str]], dict] = lambda ids: {}
@@ -164,4 +165,6 @@ class FakeDevicePlugin(pb_grpc.DevicePluginServicer):
 
     def PreStartContainer(self, request, context):
         self.calls.pre_start.append(list(request.devices_ids))
+        if self.pre_start_error:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, self.pre_start_error)
         return pb.PreStartContainerResponse()

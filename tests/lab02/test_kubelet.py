@@ -469,3 +469,63 @@ def test_pods_from_manifests():
     assert pods[0].containers[0].limits == {"nvidia.com/gpu": 1}
     with pytest.raises(InputError, match="pods.yaml: document 1: kind: expected Pod, got 'Deployment'"):
         pods_from_manifests([{"kind": "Deployment"}], "pods.yaml")
+
+
+# ---- failure paths ---------------------------------------------------------------------
+
+def test_preferred_allocation_rpc_error_fails_admission(kubelet, plugin_dir, plugins):
+    plugin = start_plugin(plugins, plugin_dir)
+
+    def broken(request):
+        raise RuntimeError("policy crashed")
+
+    plugin.preferred = broken
+    plugin.register()
+    kubelet.wait_for_resource(RES, 4)
+    result = kubelet.admit_pod(pod("p", 1))
+    assert not result.admitted and result.phase == "Failed"
+    # grpc turns an exception in a handler into status UNKNOWN.
+    assert result.message.startswith("Allocate failed due to device plugin GetPreferredAllocation "
+                                     "rpc failed with err: rpc error: code = Unknown desc = ")
+    assert plugin.calls.allocate == []  # no Allocate after a failed preferred call
+
+
+def test_pre_start_failure_fails_the_pod_and_frees_devices(kubelet, plugin_dir, plugins):
+    plugin = start_plugin(plugins, plugin_dir, pre_start_required=True)
+    plugin.pre_start_error = "driver not ready"
+    plugin.register()
+    kubelet.wait_for_resource(RES, 4)
+    result = kubelet.admit_pod(pod("p", 4))
+    assert (result.admitted, result.phase, result.reason) == (False, "Failed", "CreateContainerError")
+    assert result.message == f"PreStartContainer for {RES} failed: FAILED_PRECONDITION: driver not ready"
+    assert kubelet.allocations() == {}
+    plugin.pre_start_error = None
+    assert kubelet.admit_pod(pod("q", 4)).admitted  # all 4 were freed
+
+
+def test_readmission_with_a_different_count_is_refused(kubelet, plugin_dir, plugins):
+    plugin = start_plugin(plugins, plugin_dir)
+    plugin.register()
+    kubelet.wait_for_resource(RES, 4)
+    first = pod("p", 1)
+    assert kubelet.admit_pod(first).admitted
+    changed = Pod("p", [Container("main", {RES: 2})])
+    result = kubelet.admit_pod(changed)
+    assert not result.admitted
+    assert "changed request for resource example.com/gpu from 1 to 2" in result.message
+    assert len(plugin.calls.allocate) == 1
+
+
+def test_wait_for_resource_times_out_with_status(kubelet):
+    with pytest.raises(TimeoutError, match=r"example.com/gpu allocatable=1.*node status"):
+        kubelet.wait_for_resource(RES, 1, timeout=0.2)
+
+
+def test_socket_path_too_long_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="longer than 107 bytes"):
+        MockKubelet(tmp_path / ("d" * 120))
+
+
+def test_delete_unknown_pod_is_an_input_error(kubelet):
+    with pytest.raises(InputError, match="pod default/ghost: no such pod"):
+        kubelet.delete_pod("ghost")

@@ -326,6 +326,12 @@ class MockKubelet:
 
     Use as a context manager (``start`` on enter, ``stop`` on exit). Thread-safe: streams run
     on their own threads, admissions are serialised as in the kubelet's sync loop.
+
+    Attributes:
+        registrations: number of successful Register calls since construction (a counter that
+            tests and the narration use to see a plugin register again).
+        socket_path / checkpoint_path: ``<plugin_dir>/kubelet.sock`` and
+            ``<plugin_dir>/kubelet_internal_checkpoint``.
     """
 
     def __init__(self, plugin_dir: str | os.PathLike, *, on_event: Callable[[str], None] | None = None,
@@ -643,7 +649,12 @@ class MockKubelet:
     def _admit(self, pod: Pod) -> AdmissionResult:
         with self._lock:
             existing = self._pods.get(pod.uid)
-            known = set(self._endpoints) | {a.resource for a in self._allocations}
+            now = self._clock()
+            # Resources the device manager knows: registered (and not dropped after the stop
+            # grace period) or still holding allocations.
+            known = {name for name, e in self._endpoints.items()
+                     if e.stopped_at is None or now - e.stopped_at <= self.stop_grace_period}
+            known |= {a.resource for a in self._allocations}
         if existing is not None and existing.name != pod.name:
             raise InputError(f"pod {pod.name}: UID {pod.uid} already belongs to pod {existing.name}")
         self._narrate(f"Admit {pod.name}: " + ", ".join(

@@ -529,3 +529,18 @@ def test_socket_path_too_long_is_an_input_error(tmp_path):
 def test_delete_unknown_pod_is_an_input_error(kubelet):
     with pytest.raises(InputError, match="pod default/ghost: no such pod"):
         kubelet.delete_pod("ghost")
+
+
+def test_resource_dropped_after_grace_period_is_out_of(plugin_dir, plugins):
+    now = [0.0]
+    with MockKubelet(plugin_dir, clock=lambda: now[0]) as kubelet:
+        plugin = start_plugin(plugins, plugin_dir)
+        plugin.register()
+        kubelet.wait_for_resource(RES, 4)
+        plugin.stop()
+        kubelet.wait_for(lambda: not kubelet.is_registered(RES), 10, "stream end")
+        # Within the grace period the device manager still knows the resource...
+        assert "no healthy devices present" in kubelet.admit_pod(pod("a")).message
+        now[0] += 301
+        # ...after it, the resource is gone and the node's predicate check refuses the pod.
+        assert kubelet.admit_pod(pod("b")).reason == f"OutOf{RES}"

@@ -54,3 +54,20 @@ def test_kubelet_command_bad_pods_file_is_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {pods}:") and "not valid YAML" in err
     assert err.count("\n") == 1
+
+
+def test_pods_file_of_kubernetes_manifests(tmp_path):
+    from lab02_device_plugin.commands.kubelet import _load_pods
+
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: cuda-a}\nspec:\n  containers:\n"
+        "  - name: main\n    image: nvcr.io/nvidia/cuda\n"
+        "    resources: {limits: {nvidia.com/gpu: 2}, requests: {nvidia.com/gpu: 2}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: cuda-b, namespace: team}\nspec:\n"
+        "  initContainers: [{name: warm, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
+        "  containers: [{name: main, resources: {limits: {nvidia.com/gpu: 1}}}]\n")
+    a, b = _load_pods(pods)
+    assert (a.name, a.containers[0].limits, a.containers[0].requests) == (
+        "cuda-a", {"nvidia.com/gpu": 2}, {"nvidia.com/gpu": 2})
+    assert (b.namespace, b.init_containers[0].name) == ("team", "warm")

@@ -162,30 +162,68 @@ def worker_slots(request: Request, cpu_free: np.ndarray, mem_free: np.ndarray, g
     return np.maximum(slots, 0)
 
 
-def unresolvable_reason(state: ClusterState, job: Job) -> str | None:
+@dataclass(frozen=True)
+class CapacityClasses:
+    """The cluster's nodes grouped by capacity (GPU model, GPU count, CPU, memory).
+
+    Real clusters have a handful of node types, so questions about the *empty* cluster
+    (can this job ever fit?) cost O(types), not O(N). Build once with :meth:`of`.
+
+    Attributes:
+        model_index, gpu_count, cpu_capacity, mem_capacity: int64 (T,) per class.
+        count: int64 (T,), nodes in each class.
+        gpu_free: int64 (T, G), every GPU of the class fully free (padding 0).
+        model_names: as ``ClusterState.model_names``.
+    """
+
+    model_index: np.ndarray
+    gpu_count: np.ndarray
+    cpu_capacity: np.ndarray
+    mem_capacity: np.ndarray
+    count: np.ndarray
+    gpu_free: np.ndarray
+    model_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, state: ClusterState) -> "CapacityClasses":
+        rows = np.stack([state.model_index, state.gpu_count, state.cpu_capacity, state.mem_capacity], axis=1)
+        uniq, counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (rows, np.zeros(0, np.int64))
+        width = state.gpu_free.shape[1]
+        full = np.where(np.arange(width)[None, :] < uniq[:, 1:2], MILLI_PER_GPU, 0).astype(np.int64)
+        return cls(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], counts.astype(np.int64), full,
+                   tuple(state.model_names))
+
+    def model_ok(self, gpu_models: tuple[str, ...]) -> np.ndarray:
+        if not gpu_models:
+            return np.ones(self.count.shape[0], dtype=bool)
+        wanted = [i for i, m in enumerate(self.model_names) if m in set(gpu_models)]
+        return np.isin(self.model_index, wanted)
+
+
+def unresolvable_reason(state: ClusterState, job: Job, classes: CapacityClasses | None = None) -> str | None:
     """Why ``job`` can never run on this cluster, even empty; None if it could.
 
     A worker must fit some node's capacity (CPU, memory, GPU count and model), and the gang
     must find ``workers`` slots on the empty cluster (:func:`worker_slots` at capacity).
-    Cordoned nodes count: they may come back.
+    Cordoned nodes count: they may come back. Pass ``classes`` (built once) to make the
+    check O(node types) instead of O(N).
     """
+    c = classes if classes is not None else CapacityClasses.of(state)
     request = Request.of_worker(job)
-    model_ok = state.model_mask(request.gpu_models)
-    full = np.zeros_like(state.gpu_free)
-    full[np.arange(full.shape[1])[None, :] < state.gpu_count[:, None]] = MILLI_PER_GPU
-    slots = worker_slots(request, state.cpu_capacity, state.mem_capacity, full, model_ok)
-    total = int(slots.sum())
+    model_ok = c.model_ok(request.gpu_models)
+    slots = worker_slots(request, c.cpu_capacity, c.mem_capacity, c.gpu_free, model_ok)
+    total = int(np.minimum(slots * c.count, _MANY).sum())
     if total >= job.workers:
         return None
     if total == 0:
         parts = []
         if request.num_gpus > 0:
-            pool = state.gpu_count[model_ok] if request.gpu_models else state.gpu_count
+            pool = c.gpu_count[model_ok]
             parts.append(f"{request.num_gpus} GPU(s) per worker"
                          + (f" of model {'|'.join(request.gpu_models)}" if request.gpu_models else "")
                          + f" (largest such node has {int(pool.max()) if pool.size else 0})")
-        parts.append(f"{request.cpu_milli} milli-CPU (largest node {int(state.cpu_capacity.max(initial=0))})")
-        parts.append(f"{request.memory_mib} MiB (largest node {int(state.mem_capacity.max(initial=0))})")
+        parts.append(f"{request.cpu_milli} milli-CPU (largest node {int(c.cpu_capacity.max(initial=0))})")
+        parts.append(f"{request.memory_mib} MiB (largest node {int(c.mem_capacity.max(initial=0))})")
         return "no node can host one worker even when empty: needs " + ", ".join(parts)
     return (f"gang of {job.workers} workers cannot fit even on the empty cluster: "
             f"room for {total} worker(s) of this shape")
@@ -564,43 +602,69 @@ class Scheduler:
             mask = self._model_masks[models] = self.state.model_mask(models)
         return mask
 
-    def feasible_mask(self, request: Request, record: JobRecord | None = None) -> np.ndarray:
-        """bool (N,): nodes where one worker asking ``request`` fits now (the filter stage).
+    def feasible_mask(self, request: Request, record: JobRecord | None = None,
+                      lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """bool (hi - lo,): which of nodes ``lo..hi-1`` can host one worker asking ``request``
+        now (the filter stage; default all N nodes).
 
         Same rule as :meth:`ClusterState.feasible`, plus cordoned nodes and
-        :attr:`extra_filters`, computed from per-node summaries in O(N) vector operations.
+        :attr:`extra_filters`, computed from per-node summaries in vector operations.
         """
         st = self.state
-        ok = (st.cpu_free >= request.cpu_milli) & (st.mem_free >= request.memory_mib) & self.online
+        sl = slice(lo, hi)
+        ok = (st.cpu_free[sl] >= request.cpu_milli) & (st.mem_free[sl] >= request.memory_mib) & self.online[sl]
         if request.num_gpus > 0:
             if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-                ok &= self.max_free >= request.gpu_milli
+                ok &= self.max_free[sl] >= request.gpu_milli
             else:
-                ok &= self.full_free >= request.num_gpus
+                ok &= self.full_free[sl] >= request.num_gpus
             if request.gpu_models:
-                ok &= self._model_ok(request.gpu_models)
+                ok &= self._model_ok(request.gpu_models)[sl]
         for extra in self.extra_filters:
-            ok &= extra(request, record)
+            ok &= extra(request, record)[sl]
         return ok
+
+    def _find_feasible(self, request: Request, record: JobRecord | None, k: int) -> np.ndarray:
+        """Up to ``k`` feasible nodes, searching from the rotating start index in chunks and
+        stopping once ``k`` are found (kube-scheduler's ``findNodesThatPassFilters`` with
+        ``numFeasibleNodesToFind``; the next search starts after the last node examined).
+        Costs O(nodes examined), not O(N), when feasible nodes are common."""
+        n = self.state.num_nodes
+        chunk = max(2 * k, 1024)
+        start = pos = self._start_index
+        found: list[np.ndarray] = []
+        count = 0
+        scanned = 0
+        last = (start - 1) % n
+        while scanned < n and count < k:
+            hi = min(n, pos + chunk, pos + (n - scanned))
+            idx = np.flatnonzero(self.feasible_mask(request, record, pos, hi)) + pos
+            if count + idx.size >= k:
+                idx = idx[: k - count]
+                last = int(idx[-1])
+            else:
+                last = hi - 1
+            found.append(idx)
+            count += idx.size
+            scanned += hi - pos
+            pos = hi % n
+        self._start_index = (last + 1) % n
+        return np.sort(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
 
     def select_node(self, request: Request, record: JobRecord | None = None) -> tuple[int, tuple[int, ...]] | None:
         """Filter -> score -> select -> pick GPUs for one worker; ``(node, gpus)`` or None.
 
         Mirrors :func:`lab01_cluster_sim.policies.base.place` (one feasible node is taken
-        without scoring; ties go to the lowest ``tie_rank``) on the filter above. Does not
-        change the state.
+        without scoring; ties go to the lowest ``tie_rank``) on the filter above. With
+        ``nodes_to_score`` set, only that many feasible nodes are found and scored
+        (:meth:`_find_feasible`). Does not change the state.
         """
-        candidates = np.flatnonzero(self.feasible_mask(request, record))
+        if self.nodes_to_score is None:
+            candidates = np.flatnonzero(self.feasible_mask(request, record))
+        else:
+            candidates = self._find_feasible(request, record, self.nodes_to_score)
         if candidates.size == 0:
             return None
-        k = self.nodes_to_score
-        if k is not None and candidates.size > k:
-            # kube-scheduler: search from a rotating start index, stop after k feasible nodes.
-            first = int(np.searchsorted(candidates, self._start_index))
-            take = np.arange(first, first + k) % candidates.size
-            picked = candidates[take]
-            self._start_index = (int(picked[-1]) + 1) % self.state.num_nodes
-            candidates = np.sort(picked)
         if candidates.size == 1:
             node = int(candidates[0])
         else:
@@ -630,6 +694,30 @@ class Scheduler:
         record.placements.append(placement)
         self.bound_workers += 1
         self.notify("on_bind", record, placement, request)
+
+    def unschedulable_message(self, request: Request) -> str:
+        """kube-scheduler's FailedScheduling summary for one worker, e.g.
+        ``"0/4 nodes are available: 4 Insufficient nvidia.com/gpu."``
+
+        Counts, per reason, the nodes refused for it (a node short of several resources is
+        counted under each, as kube-scheduler does), with vector masks: O(N).
+        """
+        st = self.state
+        n = st.num_nodes
+        counts: list[tuple[str, int]] = []
+        feasible = int(self.feasible_mask(request).sum())
+        counts.append(("node(s) cordoned", int((~self.online).sum())))
+        if request.num_gpus > 0 and request.gpu_models:
+            counts.append((f"node(s) with a GPU model not in {list(request.gpu_models)}",
+                           int((~self._model_ok(request.gpu_models)).sum())))
+        counts.append(("Insufficient cpu", int((st.cpu_free < request.cpu_milli).sum())))
+        counts.append(("Insufficient memory", int((st.mem_free < request.memory_mib).sum())))
+        if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+            counts.append(("Insufficient gpu-share", int((self.max_free < request.gpu_milli).sum())))
+        elif request.num_gpus > 0:
+            counts.append(("Insufficient nvidia.com/gpu", int((self.full_free < request.num_gpus).sum())))
+        parts = [f"{c} {what}" for what, c in counts if c]
+        return f"{feasible}/{n} nodes are available" + (": " + ", ".join(parts) if parts else "") + "."
 
     def _fits_node(self, node: int, req: Request) -> bool:
         st = self.state
@@ -723,13 +811,17 @@ class Scheduler:
             for node, gpus in reversed(trial):  # roll back: the state is exactly as before
                 self._release_raw(node, gpus, request)
             record.status = UNSCHEDULABLE
-            record.reason = (f"gang of {record.job.workers} workers: only {len(trial)} could be placed now")
+            if record.job.workers == 1:
+                record.reason = f"no node fits the job now ({self.unschedulable_message(request)})"
+            else:
+                record.reason = (f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
+                                 + ("" if trial else f" ({self.unschedulable_message(request)})"))
             self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         choice = self.select_node(request, record)
         if choice is None:
             record.status = UNSCHEDULABLE
-            record.reason = "naive mode: no node fits one more worker now"
+            record.reason = f"no node fits one more worker now ({self.unschedulable_message(request)})"
             self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         self._bind_raw(choice[0], choice[1], request)

@@ -49,6 +49,7 @@ from lab01_cluster_sim.policies.base import PlacementPolicy, get_policy
 from lab01_cluster_sim.scheduler import (
     MODES,
     UNSCHEDULABLE_AND_UNRESOLVABLE,
+    CapacityClasses,
     DeadlockReport,
     QueueDiscipline,
     Scheduler,
@@ -156,6 +157,7 @@ class Simulation:
         self._pass_scheduled = False
         self._completions: dict[str, eng.Event] = {}
         self._unresolvable: dict[tuple, str | None] = {}
+        self._classes = CapacityClasses.of(self.state)
         self._arrived = 0
         self.progress: Callable[[int], None] | None = None
         # Arrivals in submit order; equal times keep input order (the heap's sequence number).
@@ -178,7 +180,7 @@ class Simulation:
         job = rec.job
         key = (job.gpus_per_worker, job.gpu_milli, job.cpu_milli, job.memory_mib, job.gpu_models, job.workers)
         if key not in self._unresolvable:
-            self._unresolvable[key] = unresolvable_reason(self.state, job)
+            self._unresolvable[key] = unresolvable_reason(self.state, job, self._classes)
         reason = self._unresolvable[key]
         if reason is not None:
             rec.state = JobState.REJECTED

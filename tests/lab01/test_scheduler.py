@@ -154,3 +154,39 @@ def test_blocked_shape_is_retried_after_a_release():
     jobs = [Job("a", 0, 30, 1, 1000), Job("b", 0, 60, 1, 1000), Job("c", 1, 20, 1, 1000), Job("d", 2, 10, 1, 1000)]
     r = simulate(nodes, jobs, policy="first-fit").records
     assert (r["c"].start_time, r["c"].end_time, r["d"].start_time, r["d"].end_time) == (30, 50, 50, 60)
+
+
+def test_unschedulable_message_counts_nodes_per_reason_like_kube_scheduler():
+    # n0: A100, 4 GPUs, 3 used -> 1 free, CPU 30000 of 32000 used. n1: T4, 4 free.
+    # n2: A100, 4 free, cordoned. Request: 2 GPUs of A100, 4000 milli-CPU.
+    nodes = [_node("n0"), _node("n1", model="T4"), _node("n2")]
+    st = ClusterState(nodes)
+    st.bind(0, (0, 1, 2), Request(30_000, 0, 3, 1000))
+    sched = Scheduler(st, get_policy("first-fit"), Fifo())
+    sched.cordon(2)
+    msg = sched.unschedulable_message(Request(4_000, 0, 2, 1000, ("A100",)))
+    # cordoned: n2 (1); wrong model: n1 (1); cpu: n0 (1); GPUs: n0 has 1 < 2 (1)
+    assert msg == ("0/3 nodes are available: 1 node(s) cordoned, 1 node(s) with a GPU model not in ['A100'], "
+                   "1 Insufficient cpu, 1 Insufficient nvidia.com/gpu.")
+
+
+def test_pending_single_job_reason_is_the_failed_scheduling_summary():
+    nodes = [_node("n0", gpus=1)]
+    r = simulate(nodes, [Job("a", 0, 100, 1, 1000), Job("b", 1, 1, 1, 1000)], until=50)
+    assert r.records["b"].reason == "no node fits the job now (0/1 nodes are available: 1 Insufficient nvidia.com/gpu.)"
+    assert r.records["b"].status == "Unschedulable"
+
+
+def test_find_feasible_scans_from_a_rotating_start_and_stops_at_k():
+    # 10 one-GPU nodes; n3 and n7 busy. k = 3 from start 0: n0, n1, n2; next start 3:
+    # n4, n5, n6 (n3 skipped); next start 7: n8, n9, then wraps to n0.
+    st = ClusterState([_node(f"n{i}", gpus=1) for i in range(10)])
+    for busy in (3, 7):
+        st.bind(busy, (0,), Request(0, 0, 1, 1000))
+    sched = Scheduler(st, get_policy("first-fit"), Fifo(), nodes_to_score=3)
+    req = Request(0, 0, 1, 1000)
+    assert sched._find_feasible(req, None, 3).tolist() == [0, 1, 2]
+    assert sched._find_feasible(req, None, 3).tolist() == [4, 5, 6]
+    assert sched._find_feasible(req, None, 3).tolist() == [0, 8, 9]
+    # fewer feasible than k: all of them
+    assert sched._find_feasible(req, None, 20).tolist() == [0, 1, 2, 4, 5, 6, 8, 9]

@@ -301,6 +301,15 @@ class DeviceHealth:
                 devices[m.uuid] = g.uuid
         return cls(devices, policy)
 
+    def inherit(self, other: DeviceHealth) -> None:
+        """Copy the unhealthy devices of ``other`` that this state also knows (no listener call).
+
+        Used when the inventory changes: a GPU that was broken stays broken.
+        """
+        bad = other.unhealthy()
+        with self._lock:
+            self._unhealthy |= {d for d in bad if d in self._parent}
+
     def add_listener(self, listener: Callable[[HealthChange], None]) -> None:
         """Call ``listener(change)`` after every change."""
         with self._lock:

@@ -185,9 +185,7 @@ class PluginManager:
             self.plan = plan
             old = self.health
             self.health = DeviceHealth.for_inventory(inventory, old.policy)
-            for d in old.unhealthy():
-                if d in self.health._parent:  # keep what is still known to be broken
-                    self.health._unhealthy.add(d)
+            self.health.inherit(old)  # what is still known to be broken stays broken
             if self.health_source is not None:
                 self.health_source.stop()
                 self.health_source.start(self.health.apply)

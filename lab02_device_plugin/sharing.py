@@ -335,7 +335,7 @@ def runtime_ids(devices: Iterable[AdvertisedDevice], id_strategy: str = "uuid") 
         if id_strategy == "index":
             key = str(d.gpu_index) if d.mig_index is None else f"{d.gpu_index}:{d.mig_index}"
         else:
-            key = d.physical_id
+            key = physical_device_id(d.id)
         out.setdefault(key, None)
     return list(out)
 

@@ -243,3 +243,15 @@ def test_load_inventory_bad_yaml(tmp_path):
     p.write_text("gpus: [\n")
     with pytest.raises(InputError, match=r"inv\.yaml:\d+:\d+: invalid YAML"):
         load_inventory(p)
+
+
+def test_real_pynvml_when_installed():
+    """With nvidia-ml-py installed: a GPU host gives GPUs, a host without a driver a clear error."""
+    pytest.importorskip("pynvml")
+    try:
+        inv = from_nvml()
+    except InputError as exc:
+        assert str(exc).startswith("NVML: cannot initialise")
+    else:
+        assert inv.source == "nvml"
+        assert all(g.uuid.startswith("GPU-") and g.memory_mib > 0 for g in inv.gpus)

@@ -304,3 +304,48 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
 def job_states(runner: Runner) -> dict[str, JobState]:
     """Job id -> state (handy in tests and reports)."""
     return {i: r.state for i, r in runner.runs.items()}
+
+
+@dataclass(frozen=True)
+class DashboardData:
+    """Series for :func:`lab01_cluster_sim.plots.dashboard.fragmentation_dashboard`."""
+
+    times: list[float]
+    stranded: list[float]
+    allocation_ratio: list[float]
+    mig_times: list[float]
+    mig_use: dict[str, list[float]]
+
+
+def dashboard_data(nodes: Sequence[Node], jobs: Sequence[Job], mig_layouts=(), mig_jobs=(),
+                   discipline: str = "fifo-skip", node_filter=None, on_blocked=None,
+                   default_checkpoint=None) -> DashboardData:
+    """Run ``jobs`` and sample stranded GPUs and the allocation ratio at every event batch;
+    replay ``mig_jobs`` ``(submit_s, duration_s, memory_gb, compute_share)`` on ``mig_layouts``
+    for the MIG panel (:func:`lab01_cluster_sim.sharing_modes.mig_pool_timeline`)."""
+    from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
+    from lab01_cluster_sim.sharing_modes import mig_pool_timeline
+
+    total = sum(n.gpu_count for n in nodes) or 1
+
+    def observe(r: Runner, t: float) -> tuple[float, float]:
+        pend = [r.runs[i].job for i in r.pending]
+        return stranded_gpus(r.state, pend, r.mask_for), r.state.allocated_milli() / (total * MILLI_PER_GPU)
+
+    res = Runner(nodes, jobs, discipline, node_filter=node_filter, on_blocked=on_blocked, observer=observe,
+                 default_checkpoint=default_checkpoint or CheckpointSpec()).run()
+    times = [row[0] for row in res.timeline]
+    mig = mig_pool_timeline(list(mig_layouts), list(mig_jobs)) if mig_layouts else None
+    return DashboardData(times, [s[0] for s in res.samples], [s[1] for s in res.samples],
+                         mig.times if mig else [], mig.use if mig else {})
+
+
+def demo_mig_jobs(seed: int = 0, n: int = 200, mean_interarrival_s: float = 300.0) -> list[tuple[float, float, float, float]]:
+    """Seeded small inference jobs for the MIG panel: memory 2-20 GB (uniform), compute share
+    0.05-0.4 (uniform), exponential gaps, log-normal durations (median 20 min, sigma 1)."""
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.exponential(mean_interarrival_s, n))
+    dur = np.maximum(1.0, rng.lognormal(np.log(1200.0), 1.0, n))
+    mem = rng.uniform(2, 20, n)
+    comp = rng.uniform(0.05, 0.4, n)
+    return [(float(t[i]), float(dur[i]), float(round(mem[i], 1)), float(round(comp[i], 3))) for i in range(n)]

@@ -416,3 +416,78 @@ def all_layout_combinations(gpu: str, max_instances: int = 7) -> list[tuple[str,
             if place_layout(gpu, combo) is not None:
                 out.append(combo)
     return out
+
+
+@dataclass(frozen=True)
+class MigTimeline:
+    """Use of a pool of MIG GPUs over time (see :func:`mig_pool_timeline`).
+
+    Attributes:
+        times: event times, s.
+        use: profile -> share of that profile's instances in use after each event.
+        waits: job index -> queueing delay, s (None if never placed).
+        profiles: job index -> profile it was given (None if no offered profile covers it).
+    """
+
+    times: list[float]
+    use: dict[str, list[float]]
+    waits: list[float | None]
+    profiles: list[str | None]
+
+
+def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, float, float, float]]) -> MigTimeline:
+    """Replay jobs ``(submit_s, duration_s, memory_gb, compute_fraction)`` on MIG GPUs with fixed layouts.
+
+    Each job gets the smallest profile offered by the layouts that covers it
+    (:func:`smallest_profile`), waits in arrival order for a free instance of it (a
+    blocked job does not block others), and frees it at the end. Jobs no offered profile
+    covers are never placed. All GPUs must be of one model.
+
+    Raises:
+        InputError: no layouts, or layouts of different GPU models.
+    """
+    import heapq
+
+    if not layouts:
+        raise InputError("mig_pool_timeline: expected at least one MIG layout")
+    gpu = layouts[0].gpu
+    if any(layout.gpu != gpu for layout in layouts):
+        raise InputError("mig_pool_timeline: all layouts must be of the same GPU model")
+    total: dict[str, int] = {}
+    for layout in layouts:
+        for p in layout.profiles:
+            total[p] = total.get(p, 0) + 1
+    offered = sorted(total)
+    profiles: list[str | None] = []
+    for _, _, mem, comp in jobs:
+        try:
+            profiles.append(smallest_profile(gpu, mem, comp, offered).name)
+        except InputError:
+            profiles.append(None)
+    used = {p: 0 for p in offered}
+    events: list[tuple[float, int, int]] = []   # (time, kind 0=finish 1=arrive, job)
+    for i, (submit, _, _, _) in enumerate(jobs):
+        heapq.heappush(events, (submit, 1, i))
+    waits: list[float | None] = [None] * len(jobs)
+    queue: list[int] = []
+    times: list[float] = []
+    use: dict[str, list[float]] = {p: [] for p in offered}
+    while events:
+        t = events[0][0]
+        while events and events[0][0] == t:
+            _, kind, i = heapq.heappop(events)
+            if kind == 0:
+                used[profiles[i]] -= 1
+            elif profiles[i] is not None:
+                queue.append(i)
+        for i in list(queue):
+            p = profiles[i]
+            if used[p] < total[p]:
+                used[p] += 1
+                waits[i] = t - jobs[i][0]
+                queue.remove(i)
+                heapq.heappush(events, (t + jobs[i][1], 0, i))
+        times.append(t)
+        for p in offered:
+            use[p].append(used[p] / total[p])
+    return MigTimeline(times, use, waits, profiles)

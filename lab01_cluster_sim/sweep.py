@@ -12,12 +12,13 @@ Runners (``runner`` column):
 
 - ``disciplines``: the extensions' discipline runner on the seeded demo workload
   (:mod:`lab01_cluster_sim.disciplines.demo`); ``policy`` is the queue discipline.
-- ``replay``: the paper's replay (H1's :mod:`lab01_cluster_sim.replay`), ``workload`` a
-  pod-list CSV path or name, ``policy`` a placement policy; parameters go to its entry point.
-- ``simulate``: the core timed-mode simulation (:mod:`lab01_cluster_sim.simulate`).
+- ``replay``: the paper's replay (:func:`lab01_cluster_sim.replay.replay`); ``workload`` is
+  ``synthetic`` or ``DIR[:POD_LIST]``, ``policy`` a placement policy, param ``inflation``.
+- ``simulate``: the core timed-mode simulation (:func:`lab01_cluster_sim.simulate.simulate`)
+  on its synthetic workload; ``workload`` is a job count, ``policy`` a placement policy,
+  params ``nodes``, ``discipline``, ``mode``, ``interarrival``, ``gang_share``.
 
-The last two are looked up when a run starts, so a sweep of ``disciplines`` works with
-the core alone.
+Both are imported when a run starts.
 """
 
 from __future__ import annotations
@@ -85,23 +86,58 @@ def _run_disciplines(spec: RunSpec) -> dict:
     return run_discipline(nodes, jobs, spec.policy).summary()
 
 
-def _run_external(spec: RunSpec) -> dict:
-    import importlib
+def _run_replay(spec: RunSpec) -> dict:
+    """The paper's replay. ``workload``: ``synthetic`` (the embedded default trace, seeded by
+    ``seed``) or ``DIR[:POD_LIST]`` (a folder of openb CSVs and a pod-list name). Params:
+    ``inflation`` (default 1.3)."""
+    from lab01_cluster_sim.replay import DEFAULT_INFLATION, replay
 
-    mod = importlib.import_module(f"lab01_cluster_sim.{spec.runner}")
-    fn = getattr(mod, "sweep_entry", None)
-    if fn is None:
-        raise InputError(f"lab01_cluster_sim.{spec.runner} has no sweep_entry(policy, workload, seed, **params) "
-                         "function yet")
-    out = fn(spec.policy, spec.workload, spec.seed, **dict(spec.params))
-    return dict(out)
+    p = dict(spec.params)
+    if spec.workload == "synthetic":
+        from lab01_cluster_sim.workloads.synthetic import default_trace
+
+        trace = default_trace(spec.seed)
+        nodes, jobs = list(trace.nodes), list(trace.jobs)
+    else:
+        from lab01_cluster_sim.workloads.openb import load_trace
+
+        folder, _, pod_list = spec.workload.partition(":")
+        nodes, pods = load_trace(folder, pod_list or None)
+        jobs = list(pods.jobs)
+    res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=float(p.get("inflation", DEFAULT_INFLATION)))
+    return {"final_alloc_pct": res.final_alloc_pct, "final_frag_pct": res.final_frag_pct,
+            "unallocated_gpus": res.unallocated_gpus, "placed": res.placed, "failed": res.failed}
+
+
+def _run_simulate(spec: RunSpec) -> dict:
+    """The core timed simulation on its synthetic workload. ``workload``: number of jobs;
+    ``policy``: placement policy. Params: ``nodes`` (default 100), ``discipline``
+    (default fifo-skip), ``mode`` (gang), ``interarrival`` (default: ~90% load), ``gang_share``."""
+    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.simulate import simulate
+
+    p = dict(spec.params)
+    if not spec.workload.isdigit():
+        raise InputError(f"simulate runner: workload must be a number of jobs, got {spec.workload!r}")
+    interarrival = p.get("interarrival")
+    nodes, jobs = synthetic_jobs(int(spec.workload), int(p.get("nodes", 100)), spec.seed,
+                                 None if interarrival is None else float(interarrival), float(p.get("gang_share", 0.0)))
+    res = simulate(nodes, jobs, spec.policy, mode=str(p.get("mode", "gang")),
+                   discipline=str(p.get("discipline", "fifo-skip")), seed=spec.seed)
+    s = res.summary
+    out = {"jobs": s.jobs, "mean_wait_s": s.wait.mean, "p99_wait_s": s.wait.p99, "mean_jct_s": s.jct.mean,
+           "p99_jct_s": s.jct.p99, "makespan_s": s.makespan, "mean_allocation_ratio": s.mean_allocation_ratio,
+           "mean_stranded_gpus": s.mean_stranded_gpus}
+    out.update({f"state_{k}": v for k, v in sorted(s.states.items())})
+    return out
 
 
 def execute(spec: RunSpec) -> dict:
     """Run one grid point and return its row; never raises (errors go in the row)."""
     row = spec.as_row()
     try:
-        metrics = _run_disciplines(spec) if spec.runner == "disciplines" else _run_external(spec)
+        run = {"disciplines": _run_disciplines, "replay": _run_replay, "simulate": _run_simulate}[spec.runner]
+        metrics = run(spec)
         row.update(metrics)
         row["status"] = "ok"
         row["error"] = ""

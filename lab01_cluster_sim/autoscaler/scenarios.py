@@ -39,3 +39,21 @@ def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, ima
     workload = [Pod(f"pod-{i + 1}", 1, duration_s, 0.0, "mini-lab", 500, 1024, MINI_LAB_IMAGE, image_gib)
                 for i in range(pods)]
     return simulate_autoscaler(workload, [pool], [static])
+
+
+def burst_pods(seed: int = 0, n: int = 60, mean_interarrival_s: float = 30.0, workloads: int = 3) -> list[Pod]:
+    """A seeded burst: ``n`` pods (1 GPU with probability 0.6, 4 with 0.3, 8 with 0.1),
+    exponential gaps, log-normal durations (median 15 min, sigma 0.8), spread over
+    ``workloads`` workloads, two container images (5 and 12 GiB)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.exponential(mean_interarrival_s, n))
+    gpus = rng.choice([1, 4, 8], size=n, p=[0.6, 0.3, 0.1])
+    dur = np.maximum(60.0, np.round(rng.lognormal(np.log(900.0), 0.8, n)))
+    wl = rng.integers(0, workloads, n)
+    img = rng.integers(0, 2, n)
+    return [Pod(f"pod-{i:04d}", int(gpus[i]), float(dur[i]), float(round(t[i], 3)), f"workload-{wl[i]}",
+                2000 * int(gpus[i]), 8192 * int(gpus[i]), ("trainer:v1", "llm-server:v2")[img[i]],
+                (5.0, 12.0)[img[i]])
+            for i in range(n)]

@@ -286,8 +286,16 @@ class AutoscalerSim:
             self._provision()
             alive = [n for n in self.nodes.values() if n.alive and n.ready_s <= t]
             self.timeline.append((t, len(alive), sum(n.physical_gpus for n in alive), len(self.pending)))
+            if self._settled():
+                break
         end = max(self.now, self.horizon)
         return AutoscalerResult(self.pods, list(self.nodes.values()), end, self.timeline)
+
+    def _settled(self) -> bool:
+        """Every pod finished and every NodePool node gone: later events (spot notices,
+        expiries of dead nodes) cannot change anything."""
+        return (all(r.finished_s is not None for r in self.pods.values())
+                and not any(n.alive and n.pool is not None for n in self.nodes.values()))
 
     def _on_arrive(self, name: str) -> None:
         self.pending.append(name)

@@ -8,7 +8,9 @@ Distributions (documented so results can be reproduced by hand):
 - duration: log-normal with median ``median_duration_s`` and sigma 1.0 (deep-learning job
   durations are heavy-tailed: Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU
   Clusters for DNN Training Workloads", USENIX ATC 2019);
-- tenant: uniform over ``tenants``; priority: 10 with probability ``high_priority_prob``, else 0.
+- tenant: uniform over ``tenants`` (with ``big_tenant``, every job of ``gpus_per_node`` or
+  more GPUs belongs to that tenant instead: a research team of big gangs next to product
+  teams of small jobs); priority: 10 with probability ``high_priority_prob``, else 0.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def demo_jobs(seed: int = 0, n: int = 200, *, gpus_per_node: int = 8, mean_inter
               median_duration_s: float = 1800.0, gpu_sizes: Sequence[int] = (1, 2, 4, 8, 16),
               gpu_probs: Sequence[float] = (0.4, 0.2, 0.15, 0.15, 0.1),
               tenants: Sequence[str] = ("team-a", "team-b", "team-c"),
-              high_priority_prob: float = 0.1) -> list[Job]:
+              high_priority_prob: float = 0.1, big_tenant: str | None = None) -> list[Job]:
     """``n`` seeded jobs (see the module docstring for the distributions).
 
     Raises:
@@ -62,8 +64,9 @@ def demo_jobs(seed: int = 0, n: int = 200, *, gpus_per_node: int = 8, mean_inter
     jobs = []
     for i in range(n):
         g = int(sizes[i])
+        tenant = big_tenant if (big_tenant is not None and g >= gpus_per_node) else tenants[tenant_idx[i]]
         workers, per = (g // gpus_per_node, gpus_per_node) if g > gpus_per_node else (1, g)
         jobs.append(Job(f"job-{i:05d}", float(round(t[i], 3)), float(durations[i]), gpus_per_worker=per,
                         gpu_milli=1000, cpu_milli=4000 * per, memory_mib=32_768 * per,
-                        priority=int(prio[i]), workers=workers, tenant=tenants[tenant_idx[i]]))
+                        priority=int(prio[i]), workers=workers, tenant=tenant))
     return jobs

@@ -1,0 +1,96 @@
+"""``python -m lab01_cluster_sim defrag``: stranded GPUs, shape-aware admission, migration, dashboard."""
+
+from __future__ import annotations
+
+import argparse
+
+from lab01_cluster_sim.errors import InputError
+
+NAME = "defrag"
+HELP = "fight fragmentation: shape-aware admission, defragmentation by migration, and the fragmentation dashboard"
+DESCRIPTION = """\
+Stranded GPUs: free GPU capacity on nodes that no pending job can use now (definition in
+lab01_cluster_sim.defrag). Two remedies, on the seeded demo workload (see `disciplines --help`):
+
+1. Shape-aware admission keeps a share of the nodes (--reserved, comma-separated shares)
+   for whole-node jobs; smaller jobs stay off them. Prints the time-averaged stranded GPUs,
+   the mean wait of whole-node jobs and of the others, and utilisation per share.
+2. Defragmentation by migration: when a gang is blocked only by fragmentation, checkpointable
+   jobs (every job checkpoints every --checkpoint-interval s) are moved to free whole nodes,
+   losing the work since their last checkpoint and paying --checkpoint-cost + --restore s.
+   Prints each run with and without migration, the moves made, stranded GPUs before and
+   after each, and the GPU-hours the moves cost.
+
+--dashboard FILE saves the fragmentation dashboard: stranded GPUs, allocation ratio and the
+use of each MIG profile of a pool of MIG GPUs (--mig-gpus GPUs with --mig-layout) over time.
+
+examples:
+  python -m lab01_cluster_sim defrag
+  python -m lab01_cluster_sim defrag --reserved 0,0.25,0.5 --dashboard dashboard.png
+  python -m lab01_cluster_sim defrag --checkpoint-interval 300 --restore 30 --format csv
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reserved", default="0,0.25,0.5", help="shares of nodes kept for whole-node jobs")
+    parser.add_argument("--checkpoint-interval", type=float, default=600.0, help="checkpoint interval, s (default %(default)s)")
+    parser.add_argument("--checkpoint-cost", type=float, default=30.0, help="time to write a checkpoint on a move, s")
+    parser.add_argument("--restore", type=float, default=60.0, help="time to restore after a move, s (default %(default)s)")
+    parser.add_argument("--nodes", type=int, default=8, help="nodes (default %(default)s)")
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default %(default)s)")
+    parser.add_argument("--jobs", type=int, default=300, help="jobs (default %(default)s)")
+    parser.add_argument("--interarrival", type=float, default=200.0, help="mean gap between arrivals, s")
+    parser.add_argument("--seed", type=int, default=0, help="workload seed (default %(default)s)")
+    parser.add_argument("--dashboard", metavar="FILE", help="save the fragmentation dashboard figure")
+    parser.add_argument("--mig-gpus", type=int, default=4, help="MIG GPUs in the dashboard's pool (default %(default)s)")
+    parser.add_argument("--mig-layout", default="3g.40gb,2g.20gb,1g.10gb,1g.10gb",
+                        help="MIG layout of each A100-80GB of the pool (default %(default)s)")
+    parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from lab01_cluster_sim.defrag import Defragmenter, compare_shape_aware
+    from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
+    from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
+    from lab01_cluster_sim.disciplines.runner import Runner
+    from lab01_cluster_sim.sweep import format_rows
+
+    try:
+        shares = [float(x) for x in args.reserved.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--reserved {args.reserved!r}: expected comma-separated shares in [0, 1]") from None
+    nodes = demo_cluster(args.nodes, args.gpus_per_node)
+    jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival)
+    print("shape-aware admission")
+    print(format_rows([asdict(r) for r in compare_shape_aware(nodes, jobs, shares)], args.format), end="")
+    spec = CheckpointSpec(args.checkpoint_interval, args.checkpoint_cost, args.restore)
+    plain = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec).run().summary()
+    defrag = Defragmenter()
+    moved = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, on_blocked=defrag).run().summary()
+    rows = [{"migration": "off", "mean_wait_s": plain["mean_wait_s"], "p99_wait_s": plain["p99_wait_s"],
+             "utilisation": plain["utilisation"], "moves": 0, "gpu_hours_cost": 0.0},
+            {"migration": "on", "mean_wait_s": moved["mean_wait_s"], "p99_wait_s": moved["p99_wait_s"],
+             "utilisation": moved["utilisation"], "moves": sum(len(e.moves) for e in defrag.events),
+             "gpu_hours_cost": defrag.gpu_hours_cost()}]
+    print("\ndefragmentation by migration")
+    print(format_rows(rows, args.format), end="")
+    if defrag.events and args.format == "table":
+        print("\nfirst moves (time s, for job: moved jobs; stranded GPUs before -> after):")
+        for e in defrag.events[:5]:
+            print(f"  t={e.time:.0f} for {e.for_job}: {', '.join(m.job_id for m in e.moves)}; "
+                  f"{e.stranded_before:g} -> {e.stranded_after:g}")
+    if args.dashboard:
+        from lab01_cluster_sim.defrag import dashboard_data, demo_mig_jobs
+        from lab01_cluster_sim.plots.dashboard import fragmentation_dashboard
+        from lab01_cluster_sim.sharing_modes import MigLayout
+
+        layout = MigLayout("A100-80GB", tuple(p.strip() for p in args.mig_layout.split(",") if p.strip()))
+        if args.mig_gpus < 1:
+            raise InputError(f"--mig-gpus must be >= 1, got {args.mig_gpus}")
+        data = dashboard_data(nodes, jobs, [layout] * args.mig_gpus, demo_mig_jobs(args.seed),
+                              on_blocked=Defragmenter(), default_checkpoint=spec)
+        fragmentation_dashboard(data.times, data.stranded, data.allocation_ratio, data.mig_times,
+                                data.mig_use).savefig(args.dashboard, dpi=120)
+    return 0

@@ -1,0 +1,82 @@
+"""``python -m lab01_cluster_sim sharing``: GPU sharing modes as the scheduler sees them."""
+
+from __future__ import annotations
+
+import argparse
+
+from lab01_cluster_sim.errors import InputError
+
+NAME = "sharing"
+HELP = "time-slicing, MPS and MIG as the scheduler sees them: advertised resources, slowdown, MIG quantization"
+DESCRIPTION = """\
+For --jobs identical small jobs (--job-memory-gb, --job-compute = share of the SMs they
+need) on one GPU, prints what a node advertises under each mode (exclusive, time-slicing
+replicas, MPS replicas, MIG profiles), how many jobs share the GPU, their slowdown, whether
+memory is isolated, and the memory wasted.
+
+Time-slicing: n co-located compute-bound jobs each run n x (slice + switch) / slice times
+longer (--slice-ms, --switch-us: assumptions, documented in lab01_cluster_sim.sharing_modes).
+MPS: each replica gets 100/n %% of the SMs and 1/n of the memory. MIG: each job is rounded
+up to the smallest profile covering it (quantization waste); the node advertises
+nvidia.com/mig-<profile>: <count>.
+
+--layout prints the resources one MIG layout advertises (and refuses an impossible one);
+--requests MEM:COMPUTE,... prints the quantization of a set of requests.
+
+examples:
+  python -m lab01_cluster_sim sharing
+  python -m lab01_cluster_sim sharing --gpu H100-80GB --layout 3g.40gb,2g.20gb,1g.10gb,1g.10gb
+  python -m lab01_cluster_sim sharing --gpu A100-80GB --requests 6:0.125,25:0.3,12:0.2
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lab01_cluster_sim.sharing_modes import MIG_PROFILES
+
+    parser.add_argument("--gpu", default="A100-80GB", choices=sorted(MIG_PROFILES), help="GPU model (default %(default)s)")
+    parser.add_argument("--jobs", type=int, default=4, help="identical small jobs (default %(default)s)")
+    parser.add_argument("--job-memory-gb", type=float, default=15.0, help="memory per job, GB (default %(default)s)")
+    parser.add_argument("--job-compute", type=float, default=0.25, help="share of the SMs per job (default %(default)s)")
+    parser.add_argument("--slice-ms", type=float, default=2.0, help="time-slice length, ms (assumed; default %(default)s)")
+    parser.add_argument("--switch-us", type=float, default=50.0, help="context-switch cost, us (assumed; default %(default)s)")
+    parser.add_argument("--layout", help="comma-separated MIG profiles of one GPU, e.g. 3g.40gb,3g.40gb")
+    parser.add_argument("--requests", help="comma-separated MEM_GB:COMPUTE_SHARE requests to round up to MIG profiles")
+    parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
+
+
+def _memory_gb(gpu: str) -> int:
+    from lab01_cluster_sim.sharing_modes import MIG_PROFILES
+
+    return max(p.memory_gb for p in MIG_PROFILES[gpu].values())
+
+
+def run(args: argparse.Namespace) -> int:
+    from lab01_cluster_sim.sharing_modes import MigLayout, TimeSlicingParams, compare_sharing_modes, quantization_waste
+    from lab01_cluster_sim.sweep import format_rows
+
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
+    if not 0 < args.job_compute <= 1:
+        raise InputError(f"--job-compute must be in (0, 1], got {args.job_compute}")
+    rows = compare_sharing_modes(args.gpu, _memory_gb(args.gpu), args.jobs, args.job_memory_gb, args.job_compute,
+                                 TimeSlicingParams(args.slice_ms, args.switch_us))
+    table = [{"mode": r.mode, "advertised": ", ".join(f"{k}: {v}" for k, v in r.advertised.items()),
+              "jobs_on_gpu": r.jobs_on_gpu, "slowdown": r.slowdown, "memory_isolated": r.memory_isolated,
+              "memory_waste": r.memory_waste} for r in rows]
+    print(format_rows(table, args.format), end="")
+    if args.layout:
+        layout = MigLayout(args.gpu, tuple(p.strip() for p in args.layout.split(",") if p.strip()))
+        print(f"\nMIG layout on {args.gpu}: " + ", ".join(f"{k}: {v}" for k, v in layout.advertised().items()))
+    if args.requests:
+        reqs = []
+        for item in args.requests.split(","):
+            try:
+                mem, comp = item.split(":")
+                reqs.append((float(mem), float(comp)))
+            except ValueError:
+                raise InputError(f"--requests item {item!r}: expected MEM_GB:COMPUTE_SHARE, e.g. 10:0.25") from None
+        q = quantization_waste(args.gpu, reqs)
+        print(f"\nquantization on {args.gpu}: profiles {', '.join(q.profiles)}; memory asked {q.asked_memory_gb:g} GB, "
+              f"granted {q.granted_memory_gb:g} GB (waste {q.memory_waste:.0%}); compute asked {q.asked_compute:.3g}, "
+              f"granted {q.granted_compute:.3g} GPUs (waste {q.compute_waste:.0%})")
+    return 0

@@ -1,0 +1,83 @@
+"""``python -m lab01_cluster_sim topology``: wait for one NVLink island, or span islands and run slower."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from lab01_cluster_sim.errors import InputError
+
+NAME = "topology"
+HELP = "NVLink islands: ring all-reduce cost and the trade-off between waiting for one island and running slower"
+DESCRIPTION = """\
+A job whose GPUs span NVLink islands all-reduces over the slower inter-island network.
+Ring all-reduce moves 2(n-1)/n of the gradient bytes over the slowest link, so a job that
+spends a fraction f of its time communicating inside one island runs (1 - f) + f x
+intra/inter times longer across islands (defaults: NVLink 900 GB/s per H100 GPU,
+InfiniBand NDR 50 GB/s per 400 Gb/s port).
+
+The topology-aware placement prefers one island and waits at most --max-waits seconds for
+it before spanning. For each bound this prints mean wait, mean slowdown of multi-GPU jobs,
+mean JCT and how many jobs spanned islands, on the seeded demo workload (see
+`disciplines --help`). --island-size N groups N nodes into one NVLink domain (9 nodes of 8
+GPUs = a 72-GPU NVL72-style rack).
+
+examples:
+  python -m lab01_cluster_sim topology
+  python -m lab01_cluster_sim topology --max-waits 0,600,3600,inf --comm-fraction 0.3 --plot topo.png
+  python -m lab01_cluster_sim topology --allreduce-gb 10 --gpus 16
+"""
+
+
+def _floats(text: str, opt: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{opt} {text!r}: expected comma-separated numbers (inf allowed)") from None
+    if not vals or any(v < 0 for v in vals):
+        raise InputError(f"{opt} {text!r}: expected at least one number >= 0")
+    return vals
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-waits", default="0,300,1800,inf", help="bounded waits to compare, s (default %(default)s)")
+    parser.add_argument("--comm-fraction", type=float, default=0.2,
+                        help="share of step time in all-reduce inside one island (default %(default)s)")
+    parser.add_argument("--intra-gbps", type=float, default=900.0, help="NVLink GB/s per GPU (default %(default)s)")
+    parser.add_argument("--inter-gbps", type=float, default=50.0, help="inter-island GB/s per GPU (default %(default)s)")
+    parser.add_argument("--island-size", type=int, default=1, help="nodes per NVLink island (default %(default)s)")
+    parser.add_argument("--nodes", type=int, default=4, help="nodes (default %(default)s)")
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default %(default)s)")
+    parser.add_argument("--jobs", type=int, default=300, help="jobs (default %(default)s)")
+    parser.add_argument("--interarrival", type=float, default=400.0, help="mean gap between arrivals, s")
+    parser.add_argument("--seed", type=int, default=0, help="workload seed (default %(default)s)")
+    parser.add_argument("--allreduce-gb", type=float, default=None,
+                        help="also print one all-reduce's time for this many GB of gradients")
+    parser.add_argument("--gpus", type=int, default=16, help="ring size for --allreduce-gb (default %(default)s)")
+    parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
+    parser.add_argument("--plot", metavar="FILE", help="save the wait-vs-slowdown figure")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
+    from lab01_cluster_sim.sweep import format_rows
+    from lab01_cluster_sim.topology import TopologyParams, allreduce_seconds, compare_wait_vs_slowdown
+
+    params = TopologyParams(args.intra_gbps, args.inter_gbps)
+    if args.allreduce_gb is not None:
+        one = allreduce_seconds(args.allreduce_gb * 1e9, args.gpus, 1, params)
+        two = allreduce_seconds(args.allreduce_gb * 1e9, args.gpus, 2, params)
+        print(f"ring all-reduce of {args.allreduce_gb:g} GB over {args.gpus} GPUs: "
+              f"{one * 1e3:.2f} ms in one island, {two * 1e3:.2f} ms across islands")
+    waits = _floats(args.max_waits, "--max-waits")
+    nodes = demo_cluster(args.nodes, args.gpus_per_node, island_size=args.island_size)
+    jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival)
+    rows = compare_wait_vs_slowdown(nodes, jobs, waits, default_comm_fraction=args.comm_fraction, params=params)
+    print(format_rows([asdict(r) for r in rows], args.format), end="")
+    if args.plot:
+        from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
+
+        wait_vs_slowdown_figure(rows).savefig(args.plot, dpi=120)
+    return 0 if all(math.isfinite(r.mean_wait_s) for r in rows) else 1

@@ -1,0 +1,62 @@
+"""The extension subcommands: documented --help, small runs, one-line input errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab01_cluster_sim.cli import main
+
+COMMANDS = ("disciplines", "topology", "sharing", "defrag", "autoscale", "sweep")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_documents_the_command(name, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([name, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"python -m lab01_cluster_sim {name}" in out
+
+
+def test_disciplines_command_csv(capsys):
+    assert main(["disciplines", "--jobs", "40", "--nodes", "2", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("discipline,mean_wait_s,p99_wait_s,utilisation,jain_index")
+    assert [line.split(",")[0] for line in lines[1:]] == ["fifo", "fifo-skip", "priority", "drf", "backfill"]
+
+
+def test_autoscale_mini_lab_output(capsys):
+    assert main(["autoscale"]) == 0
+    out = capsys.readouterr().out
+    assert "g4dn.xlarge" in out and "consolidation: empty" in out
+    pod5 = next(line for line in out.splitlines() if line.startswith("pod-5"))
+    assert pod5.split()[1:5] == ["gpu-default-0001", "75", "83", "683"]
+
+
+def test_sharing_command_and_bad_layout(capsys):
+    assert main(["sharing", "--layout", "3g.40gb,3g.40gb", "--requests", "6:0.125"]) == 0
+    out = capsys.readouterr().out
+    assert "nvidia.com/mig-3g.40gb: 2" in out and "1g.10gb" in out
+    assert main(["sharing", "--layout", "4g.40gb,4g.40gb"]) == 1
+    assert "does not fit" in capsys.readouterr().err
+
+
+def test_topology_and_defrag_commands_run(capsys, tmp_path):
+    assert main(["topology", "--jobs", "30", "--nodes", "2", "--max-waits", "0,inf", "--allreduce-gb", "1",
+                 "--gpus", "8", "--plot", str(tmp_path / "t.png")]) == 0
+    out = capsys.readouterr().out
+    assert "1.94 ms in one island, 35.00 ms across islands" in out   # 1.75 GB / 900 GB/s and / 50 GB/s
+    assert (tmp_path / "t.png").stat().st_size > 0
+    assert main(["defrag", "--jobs", "40", "--nodes", "2", "--dashboard", str(tmp_path / "d.png")]) == 0
+    assert "defragmentation by migration" in capsys.readouterr().out
+    assert (tmp_path / "d.png").stat().st_size > 0
+
+
+def test_sweep_command_writes_csv_and_reports_failures(capsys, tmp_path):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "--policies", "fifo,bogus", "--workloads", "10", "--seeds", "0", "--workers", "1",
+                 "--param", "nodes=2", "--output", str(out), "--quiet"]) == 1
+    text = out.read_text().splitlines()
+    assert text[0].startswith("runner,policy,workload,seed,nodes")
+    assert "1 of 2 runs failed" in capsys.readouterr().err
+    assert main(["sweep", "--seeds", "x"]) == 1

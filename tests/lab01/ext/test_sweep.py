@@ -1,0 +1,66 @@
+"""Sweep: grid order, tidy rows, failures reported not fatal, process pool and a local Dask cluster."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.sweep import RunSpec, format_rows, grid, parse_param, run_sweep
+
+
+def test_grid_is_the_cartesian_product_in_stable_order():
+    specs = grid("disciplines", ["fifo", "backfill"], ["20"], [0, 1], {"nodes": [2, 3]})
+    assert len(specs) == 2 * 1 * 2 * 2
+    assert specs[0] == RunSpec("disciplines", "fifo", "20", 0, (("nodes", 2),))
+    assert specs[-1] == RunSpec("disciplines", "backfill", "20", 1, (("nodes", 3),))
+    with pytest.raises(InputError, match="unknown runner"):
+        grid("nope", ["fifo"], ["1"], [0])
+    with pytest.raises(InputError, match="seeds must not be empty"):
+        grid("disciplines", ["fifo"], ["1"], [])
+
+
+def test_parse_param():
+    assert parse_param("interarrival=300,400.5,x") == ("interarrival", [300, 400.5, "x"])
+    with pytest.raises(InputError, match="KEY=V1"):
+        parse_param("interarrival")
+
+
+def test_failed_run_is_reported_with_its_parameters_and_the_sweep_goes_on():
+    specs = grid("disciplines", ["fifo", "no-such-discipline"], ["20"], [0], {"nodes": [2]})
+    res = run_sweep(specs, workers=1, quiet=True)
+    ok, bad = res.rows
+    assert ok["status"] == "ok" and ok["completed"] == 20
+    assert bad["status"] == "error" and bad["policy"] == "no-such-discipline" and bad["nodes"] == 2
+    assert "unknown discipline 'no-such-discipline'" in bad["error"]
+    assert res.failed == 1
+    rows = list(csv.DictReader(io.StringIO(res.to_csv())))
+    assert [r["status"] for r in rows] == ["ok", "error"]
+
+
+def test_process_pool_gives_the_same_rows_as_serial():
+    specs = grid("disciplines", ["fifo-skip", "backfill"], ["30"], [0, 1], {"nodes": [2]})
+    serial = run_sweep(specs, workers=1, quiet=True).rows
+    parallel = run_sweep(specs, workers=2, quiet=True).rows
+    assert parallel == serial                 # same order, same numbers (deterministic runs)
+
+
+@pytest.mark.timeout(120)
+def test_local_dask_cluster_threads():
+    pytest.importorskip("dask.distributed")
+    specs = grid("disciplines", ["fifo", "bad"], ["20"], [0], {"nodes": [2]})
+    rows = run_sweep(specs, workers=1, dask="local", quiet=True).rows
+    assert [r["status"] for r in rows] == ["ok", "error"]
+    assert rows[0] == run_sweep(specs[:1], workers=1, quiet=True).rows[0]
+
+
+def test_format_rows_table_csv_json():
+    rows = [{"a": 1, "b": 0.123456}, {"a": 2, "c": "x"}]
+    table = format_rows(rows)
+    assert table.splitlines()[0].split() == ["a", "b", "c"] and "0.1235" in table
+    assert format_rows(rows, "csv").splitlines() == ["a,b,c", "1,0.123456,", "2,,x"]
+    assert '"c": "x"' in format_rows(rows, "json")
+    with pytest.raises(InputError, match="--format"):
+        format_rows(rows, "xml")

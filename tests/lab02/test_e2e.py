@@ -178,3 +178,56 @@ def test_many_containers_in_one_allocate_request():
             resp = stub.Allocate(pb.AllocateRequest(container_requests=[
                 pb.ContainerAllocateRequest(devices_ids=[u]) for u in uuids]), timeout=10)
         assert [r.envs["NVIDIA_VISIBLE_DEVICES"] for r in resp.container_responses] == uuids
+
+
+def _plugin_flags(**plugin) -> dict:
+    return {"version": "v1", "flags": {"migStrategy": "none", "plugin": plugin}}
+
+
+def test_device_list_strategy_volume_mounts_reaches_the_runtime():
+    with node(gpus(count=2), _plugin_flags(deviceListStrategy="volume-mounts")) as n:
+        result = n.kubelet.admit_pod(pod("p", 2))
+        options = result.containers["main"]
+        uuids = sorted(result.devices["main"]["nvidia.com/gpu"])
+        assert options.envs == {"NVIDIA_VISIBLE_DEVICES": "/var/run/nvidia-container-devices"}
+        assert sorted((m.container_path, m.host_path, m.read_only) for m in options.mounts) == [
+            (f"/var/run/nvidia-container-devices/{u}", "/dev/null", True) for u in uuids]
+
+
+def test_device_list_strategy_cdi_cri_gives_cdi_devices_and_no_env():
+    with node(gpus(count=1), _plugin_flags(deviceListStrategy="cdi-cri")) as n:
+        result = n.kubelet.admit_pod(pod("p", 1))
+        uuid = n.inventory.gpus[0].uuid
+        assert result.containers["main"].cdi_devices == [f"k8s.device-plugin.nvidia.com/gpu={uuid}"]
+        assert result.containers["main"].envs == {}
+
+
+def test_device_list_strategy_cdi_annotations():
+    with node(gpus(count=1), _plugin_flags(deviceListStrategy="cdi-annotations")) as n:
+        result = n.kubelet.admit_pod(pod("p", 1))
+        uuid = n.inventory.gpus[0].uuid
+        ((key, value),) = result.containers["main"].annotations.items()
+        assert key.startswith("cdi.k8s.io/nvidia-device-plugin_")
+        assert value == f"k8s.device-plugin.nvidia.com/gpu={uuid}"
+
+
+def test_device_id_strategy_index_and_pass_device_specs():
+    with node(gpus(count=2), _plugin_flags(deviceIDStrategy="index", passDeviceSpecs=True)) as n:
+        result = n.kubelet.admit_pod(pod("p", 1))
+        chosen = result.devices["main"]["nvidia.com/gpu"][0]
+        index = next(g.index for g in n.inventory.gpus if g.uuid == chosen)
+        options = result.containers["main"]
+        assert options.envs == {"NVIDIA_VISIBLE_DEVICES": str(index)}
+        paths = [d.container_path for d in options.devices]
+        assert paths[:4] == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                             "/dev/nvidia-modeset"]
+        assert len(paths) == 5 and paths[4].startswith("/dev/nvidia")
+
+
+def test_mps_adds_pipe_directory_and_mounts():
+    with node(gpus(count=1), time_slicing(4, strategy="mps")) as n:
+        options = n.kubelet.admit_pod(pod("p", 1)).containers["main"]
+        assert options.envs["NVIDIA_VISIBLE_DEVICES"] == n.inventory.gpus[0].uuid
+        pipe = options.envs["CUDA_MPS_PIPE_DIRECTORY"]
+        assert pipe in [m.container_path for m in options.mounts]
+        assert "/dev/shm" in [m.container_path for m in options.mounts]

@@ -1,0 +1,41 @@
+"""The timeline figure and the named scenarios."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from lab01_cluster_sim.errors import InputError  # noqa: E402
+from lab01_cluster_sim.plots.timeline import plot_timeline  # noqa: E402
+from lab01_cluster_sim.scenarios import SCENARIOS, get_scenario, textbook_gang  # noqa: E402
+from lab01_cluster_sim.simulate import simulate  # noqa: E402
+
+
+def test_plot_timeline_draws_allocation_and_stranded_steps():
+    sc = get_scenario("stranded-gang")
+    r = simulate(sc.nodes, sc.jobs)
+    fig = plot_timeline({"best-fit": r.timeline}, title="stranded", time_unit="s")
+    alloc_ax, stranded_ax = fig.axes
+    # allocation in %: service holds 4 of 16 GPUs -> 25 % at t=0 and t=1
+    assert alloc_ax.lines[0].get_ydata().tolist() == [25.0, 25.0]
+    assert stranded_ax.lines[0].get_ydata().tolist() == [0, 12]
+    assert stranded_ax.get_xlabel() == "time (s)"
+
+
+def test_plot_timeline_rejects_unknown_unit():
+    sc = get_scenario("stranded-gang")
+    with pytest.raises(ValueError, match="time_unit"):
+        plot_timeline(simulate(sc.nodes, sc.jobs).timeline, time_unit="days")
+
+
+def test_scenarios_registry_and_errors():
+    assert sorted(SCENARIOS) == ["stranded-gang", "textbook-gang"]
+    sc = textbook_gang()
+    # 16 GPUs; the service takes 4 (one per node) -> 12 free; each trainer asks 8
+    assert sum(n.gpu_count for n in sc.nodes) == 16
+    assert [j.num_gpus for j in sc.jobs] == [4, 8, 8]
+    with pytest.raises(InputError, match="does not fit 12 free GPUs"):
+        textbook_gang(workers=13)
+    with pytest.raises(InputError, match="unknown scenario 'x'"):
+        get_scenario("x")

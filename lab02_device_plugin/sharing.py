@@ -439,7 +439,7 @@ def _set_score(devs: Sequence[AdvertisedDevice]) -> int:
 
 
 #: Above this many candidate sets, whole-GPU preference turns greedy (it stays deterministic).
-EXHAUSTIVE_LIMIT = 20000
+EXHAUSTIVE_LIMIT = 5000
 
 
 def preferred_allocation(resource: AdvertisedResource, available: Sequence[str],
@@ -490,18 +490,31 @@ def _preferred_whole_gpus(devs, avail, must, size) -> list[str]:
     rest = [i for i in order if i not in must]
     k = size - len(must)
     if math.comb(len(rest), k) <= EXHAUSTIVE_LIMIT:
-        best, best_score = None, -1
-        for combo in itertools.combinations(rest, k):
-            score = _set_score([devs[i] for i in (*must, *combo)])
-            if score > best_score:
-                best, best_score = combo, score
-        return must + list(best)
-    picked = list(must)
-    while len(picked) < size:
-        cand = [i for i in rest if i not in picked]
-        picked.append(max(cand, key=lambda i: (sum(_pair_score(devs[i], devs[p]) for p in picked),
-                                                -devs[i].gpu_index)))
-    return picked
+        # Pair scores once; a candidate set's score = must-must + must-rest + rest-rest pairs.
+        score = [[_pair_score(devs[a], devs[b]) for b in rest] for a in rest]
+        base = _set_score([devs[i] for i in must])
+        with_must = [sum(_pair_score(devs[r], devs[m]) for m in must) for r in rest]
+        best, best_score = (), -1
+        for combo in itertools.combinations(range(len(rest)), k):
+            total = base + sum(with_must[c] for c in combo) + sum(
+                score[a][b] for a, b in itertools.combinations(combo, 2))
+            if total > best_score:
+                best, best_score = combo, total
+        return must + [rest[c] for c in best]
+    # Too many sets: grow greedily from each possible seed (must_include, or each GPU) and
+    # keep the best grown set; ties go to the earlier seed.
+    seeds = [list(must)] if must else [[r] for r in rest]
+    best_set, best_total = None, -1
+    for seed in seeds:
+        picked = list(seed)
+        while len(picked) < size:
+            cand = [i for i in rest if i not in picked]
+            picked.append(max(cand, key=lambda i: (
+                sum(_pair_score(devs[i], devs[p]) for p in picked), -devs[i].gpu_index)))
+        total = _set_score([devs[i] for i in picked])
+        if total > best_total:
+            best_set, best_total = picked, total
+    return best_set
 
 
 def _preferred_replicas(resource, devs, avail, must, size, policy) -> list[str]:

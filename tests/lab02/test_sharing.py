@@ -301,3 +301,21 @@ def test_preferred_allocation_errors():
         preferred_allocation(r, ["GPU-0", "GPU-9"], [], 1)
     with pytest.raises(AllocationError, match="not enough available devices"):
         preferred_allocation(r, ["GPU-0"], [], 2)
+
+
+def test_large_node_greedy_path_still_finds_the_free_island():
+    # 16 GPUs in islands {0..7} {8..15}; GPU 0 is taken; 8 GPUs asked. C(15, 8) = 6435 sets
+    # exceed EXHAUSTIVE_LIMIT (5000), so the seeded greedy search runs: seeding at GPU 8 grows
+    # the whole second island (28 pairs x 100 = 2800) which beats any set spanning islands
+    # (GPUs 1..7 + one more: 21 x 100 + 7 x 10 = 2170).
+    from lab02_device_plugin.sharing import EXHAUSTIVE_LIMIT
+    import math
+    assert math.comb(15, 8) > EXHAUSTIVE_LIMIT
+    inv = from_yaml_spec({"gpus": [{"model": "H100-80GB", "count": 16}],
+                          "nvlink_islands": [list(range(8)), list(range(8, 16))]})
+    (r,) = advertise(inv, cfg()).resources
+    ids = [d.id for d in r.devices]
+    assert preferred_allocation(r, ids[1:], [], 8) == ids[8:]
+    # with a must-include in the first island, the rest of that island is filled first
+    got = preferred_allocation(r, ids[1:], [ids[3]], 8)
+    assert got[0] == ids[3] and set(got[:7]) == set(ids[1:8])

@@ -34,6 +34,14 @@ manager.go, endpoint.go, pod_devices.go, checkpoint/, plugin/v1beta1/server.go).
 Every step is narrated for learners (:attr:`MockKubelet.narration`, and an ``on_event``
 callback). The mock has no CPU or memory model: only extended resources are admitted.
 
+Not modelled (and why it does not change what a learner sees here): the Topology Manager's
+NUMA alignment (without a hint the kubelet treats every device as "no affinity", which is what
+this mock does); skipping allocation for containers already running while sources are not
+ready after a restart (there are no running containers here); the ResourceHealthStatus pod
+status; registration through the plugin watcher (plugins_registry); a scheduler (a pod that
+does not fit is reported ``Pending`` rather than bound and failed). Devices of a deleted pod
+are freed at once, where the kubelet frees them at the start of the next admission.
+
 Example::
 
     with MockKubelet(plugin_dir) as kubelet:

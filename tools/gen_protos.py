@@ -27,11 +27,12 @@ PROTO_REL = Path("lab02_device_plugin/api/deviceplugin.proto")
 GENERATED = ("deviceplugin_pb2.py", "deviceplugin_pb2_grpc.py", "deviceplugin_pb2.pyi")
 
 
-def generate(out_dir: Path) -> list[Path]:
-    """Compile the proto and write the generated files into ``out_dir``.
+def generate(out_dir: Path, root: Path = REPO_ROOT) -> list[Path]:
+    """Compile ``<root>/lab02_device_plugin/api/deviceplugin.proto`` into ``out_dir``.
 
-    Returns the paths written (``GENERATED``, in that order). Raises RuntimeError when protoc
-    fails (its message is printed on stderr by grpc_tools).
+    ``root`` is the include path (default: this repository); tests pass a copy to check that a
+    changed proto is noticed. Returns the paths written (``GENERATED``, in that order).
+    Raises RuntimeError when protoc fails (its message is printed on stderr by grpc_tools).
     """
     from grpc_tools import protoc  # imported here: only maintainers need grpcio-tools
 
@@ -43,12 +44,12 @@ def generate(out_dir: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         rc = protoc.main([
             "grpc_tools.protoc",
-            f"-I{REPO_ROOT}",
+            f"-I{root}",
             f"-I{well_known}",
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
             f"--grpc_python_out={tmp}",
-            str(REPO_ROOT / PROTO_REL),
+            str(Path(root) / PROTO_REL),
         ])
         if rc != 0:
             raise RuntimeError(f"protoc failed on {PROTO_REL} (exit status {rc})")

@@ -161,12 +161,35 @@ def test_stubs_import_by_package_path() -> None:
     assert pb_grpc.DevicePluginServicer and pb_grpc.RegistrationStub
 
 
-def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:
-    """Regenerate the stubs from the .proto and compare with the committed files."""
+def _gen_protos():
     pytest.importorskip("grpc_tools")
     spec = importlib.util.spec_from_file_location("gen_protos", REPO_ROOT / "tools" / "gen_protos.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
+    return gen
+
+
+_BLOB = re.compile(r"AddSerializedFile\((b'.*?')\)", re.S)
+
+
+def test_a_changed_proto_is_noticed(tmp_path: Path) -> None:
+    """The check below can fail: renumbering one field changes the generated descriptor."""
+    gen = _gen_protos()
+    root = tmp_path / "root"
+    proto = root / "lab02_device_plugin" / "api" / "deviceplugin.proto"
+    proto.parent.mkdir(parents=True)
+    text = (API_DIR / "deviceplugin.proto").read_text()
+    assert "int32 allocation_size = 3;" in text
+    proto.write_text(text.replace("int32 allocation_size = 3;", "int32 allocation_size = 4;"))
+    gen.generate(tmp_path / "out", root=root)
+    changed = _BLOB.search((tmp_path / "out" / "deviceplugin_pb2.py").read_text()).group(1)
+    committed = _BLOB.search((API_DIR / "deviceplugin_pb2.py").read_text()).group(1)
+    assert changed != committed
+
+
+def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:
+    """Regenerate the stubs from the .proto and compare with the committed files."""
+    gen = _gen_protos()
     written = gen.generate(tmp_path)
     committed_grpc = (API_DIR / "deviceplugin_pb2_grpc.py").read_text()
     fresh_grpc = (tmp_path / "deviceplugin_pb2_grpc.py").read_text()
@@ -179,7 +202,6 @@ def test_committed_stubs_match_the_proto(tmp_path: Path) -> None:
     else:
         # Another grpcio-tools version words the files differently; the descriptor must still
         # be byte-identical (same messages, fields and services as the .proto).
-        blob = re.compile(r"AddSerializedFile\((b'.*?')\)", re.S)
-        committed_pb2 = blob.search((API_DIR / "deviceplugin_pb2.py").read_text()).group(1)
-        fresh_pb2 = blob.search((tmp_path / "deviceplugin_pb2.py").read_text()).group(1)
+        committed_pb2 = _BLOB.search((API_DIR / "deviceplugin_pb2.py").read_text()).group(1)
+        fresh_pb2 = _BLOB.search((tmp_path / "deviceplugin_pb2.py").read_text()).group(1)
         assert committed_pb2 == fresh_pb2, "the committed stubs do not match deviceplugin.proto"

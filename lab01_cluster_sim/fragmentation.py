@@ -71,6 +71,14 @@ class TargetWorkload:
     coverage: float = 1.0
     num_shapes_total: int = 0
     _access_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _u_values: np.ndarray = field(init=False, repr=False, compare=False)
+    _u_of_shape: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # distinct per-GPU shares, computed once: fragmentation_of groups shapes by u
+        u_values, u_of_shape = np.unique(self.gpu_milli, return_inverse=True)
+        object.__setattr__(self, "_u_values", u_values)
+        object.__setattr__(self, "_u_of_shape", u_of_shape.reshape(-1))
 
     @classmethod
     def from_shapes(cls, shapes: Sequence[tuple[int, int, int, str]], popularity: Sequence[float]) -> "TargetWorkload":
@@ -157,7 +165,7 @@ def fragmentation_of(gpu_free: np.ndarray, cpu_free: np.ndarray, model_index: np
     """
     L = np.asarray(gpu_free)
     idle = L.sum(axis=1)
-    u_values, u_of_shape = np.unique(target.gpu_milli, return_inverse=True)
+    u_values, u_of_shape = target._u_values, target._u_of_shape
     ge = L[None, :, :] >= u_values[:, None, None]  # (D, X, G)
     count_ge = ge.sum(axis=2)  # (D, X)
     below = np.where(ge, 0, L[None, :, :]).sum(axis=2)  # (D, X): sum of L_g < u

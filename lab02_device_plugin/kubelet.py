@@ -366,6 +366,7 @@ class MockKubelet:
         self._pods: dict[str, Pod] = {}
         self._server: grpc.Server | None = None
         self._threads: list[threading.Thread] = []
+        self._accepting = False
         self.registrations = 0
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -405,6 +406,8 @@ class MockKubelet:
             raise InputError(f"cannot listen on {self.socket_path}: {exc}") from exc
         if port == 0:
             raise InputError(f"cannot listen on {self.socket_path}")
+        with self._lock:
+            self._accepting = True
         server.start()
         self._server = server
         self._narrate(f"kubelet: serving Registration on {self.socket_path}")
@@ -412,6 +415,8 @@ class MockKubelet:
     def stop(self, grace: float | None = 0.5) -> None:
         """Stop serving, close every plugin connection and join the stream threads. The
         checkpoint stays on disk; kubelet.sock is removed. Safe to call twice."""
+        with self._lock:
+            self._accepting = False
         server, self._server = self._server, None
         if server is not None:
             server.stop(grace).wait(timeout=5)
@@ -497,6 +502,9 @@ class MockKubelet:
             return error
         endpoint = _Endpoint(request.resource_name, socket_path, channel, stub, options)
         with self._lock:
+            if not self._accepting:  # stopped while this Register was dialling
+                channel.close()
+                return "kubelet is shutting down"
             old = self._endpoints.get(request.resource_name)
             self._endpoints[request.resource_name] = endpoint
             self.registrations += 1

@@ -23,6 +23,7 @@ from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, Simulated
 from lab02_device_plugin.inventory import Inventory, from_nvml, load_inventory
 from lab02_device_plugin.manager import PluginManager
 from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
+from lab02_device_plugin.topology import apply_topology, load_topology
 
 NAME = "serve"
 HELP = "run the device plugin: serve a socket per resource, register with the kubelet"
@@ -67,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inventory", type=Path, metavar="FILE",
                         help="GPUs: an `nvidia-smi -q -x` XML dump or a YAML spec "
                              "(default: live NVML)")
+    parser.add_argument("--topology", type=Path, metavar="FILE",
+                        help="`nvidia-smi topo -m` output of the same node: NUMA nodes and "
+                             "NVLink islands for the GPUs (used by GetPreferredAllocation)")
     parser.add_argument("--mig-strategy", choices=MIG_STRATEGIES,
                         help="override flags.migStrategy of the config (the flag wins, as upstream)")
     parser.add_argument("--pre-start-required", action="store_true",
@@ -153,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         inventory = load_inventory(args.inventory)
     else:
         inventory = from_nvml()
+    if args.topology is not None:
+        inventory = apply_topology(inventory, load_topology(args.topology))
     for w in inventory.warnings:
         print(f"warning: {w}", file=sys.stderr, flush=True)
     policy = HealthPolicy.from_env(recovery=args.health_recovery)

@@ -199,3 +199,11 @@ def test_fifo_commands():
         handle_fifo_line("xid GPU-nope 79", inv, src)
     with pytest.raises(InputError, match="expected 'xid"):
         handle_fifo_line("xid 2", inv, src)
+
+
+def test_topology_that_does_not_match_the_inventory(tmp_path, capsys, nvidia_smi_dir):
+    rc = main(["serve", "--socket-dir", str(tmp_path), "--kubelet-socket", "",
+               "--inventory", str(example_path("inventory-1gpu.yaml")),
+               "--topology", str(nvidia_smi_dir / "h100-8gpu-nv18.topo.txt")])
+    assert rc == 1
+    assert "topology has 8 GPUs but" in capsys.readouterr().err

@@ -161,17 +161,17 @@ class Config:
     sharing: Sharing = field(default_factory=Sharing)
     warnings: tuple[str, ...] = ()
 
-    def with_mig_strategy(self, strategy: str) -> Config:
+    def with_mig_strategy(self, strategy: str, where: str = "--mig-strategy") -> Config:
         """A copy with ``flags.migStrategy`` replaced (the CLI flag beats the file, as upstream).
 
         Raises:
             InputError: unknown strategy, or MPS combined with ``mixed``.
         """
         if strategy not in MIG_STRATEGIES:
-            raise InputError(f"--mig-strategy: expected one of {', '.join(MIG_STRATEGIES)}, "
+            raise InputError(f"{where}: expected one of {', '.join(MIG_STRATEGIES)}, "
                              f"got {strategy!r}")
         new = replace(self, flags=replace(self.flags, mig_strategy=strategy))
-        _check_cross_fields(new, "--mig-strategy")
+        _check_cross_fields(new, where)
         return new
 
 

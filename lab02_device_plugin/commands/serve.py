@@ -72,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="`nvidia-smi topo -m` output of the same node: NUMA nodes and "
                              "NVLink islands for the GPUs (used by GetPreferredAllocation)")
     parser.add_argument("--mig-strategy", choices=MIG_STRATEGIES,
-                        help="override flags.migStrategy of the config (the flag wins, as upstream)")
+                        default=os.environ.get("MIG_STRATEGY") or None,
+                        help="override flags.migStrategy of the config; default $MIG_STRATEGY "
+                             "when set (precedence flag > environment > file, as upstream)")
     parser.add_argument("--pre-start-required", action="store_true",
                         help="ask the kubelet to call PreStartContainer before each container")
     parser.add_argument("--health-recovery", action="store_true",
@@ -150,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     config = load_config(args.config)
     if args.mig_strategy:
-        config = config.with_mig_strategy(args.mig_strategy)
+        config = config.with_mig_strategy(args.mig_strategy, "--mig-strategy (or $MIG_STRATEGY)")
     for w in config.warnings:
         print(f"warning: {w}", file=sys.stderr, flush=True)
     if args.inventory is not None:

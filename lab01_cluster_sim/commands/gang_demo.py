@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.policies.base import POLICIES, get_policy
+from lab01_cluster_sim.policies.base import get_policy
 from lab01_cluster_sim.scenarios import textbook_gang
 from lab01_cluster_sim.simulate import SimulationResult, simulate
 
@@ -50,8 +50,9 @@ def _holdings(result: SimulationResult) -> list[str]:
 
 
 def demo(workers: int = 8, gpus_per_worker: int = 1, duration: float = 100.0, policy: str = "best-fit",
-         out=sys.stdout) -> tuple[SimulationResult, SimulationResult]:
-    """Run the textbook case in naive and gang mode and print both; return (naive, gang).
+         out=None) -> tuple[SimulationResult, SimulationResult]:
+    """Run the textbook case in naive and gang mode, print both to ``out`` (default
+    stdout) and return (naive, gang).
 
     Raises:
         InputError: a job shape that does not fit the 12 free GPUs, or a bad option.
@@ -66,6 +67,8 @@ def demo(workers: int = 8, gpus_per_worker: int = 1, duration: float = 100.0, po
     sc = textbook_gang(workers, gpus_per_worker, duration)
     naive = simulate(sc.nodes, sc.jobs, policy=policy, mode="naive")
     gang = simulate(sc.nodes, sc.jobs, policy=policy, mode="gang")
+    out = sys.stdout if out is None else out
+
     def p(*lines: str) -> None:
         for line in lines:
             print(line, file=out)

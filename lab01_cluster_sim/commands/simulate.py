@@ -6,7 +6,6 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
 from matplotlib.figure import Figure
 
 from lab01_cluster_sim.metrics import Timeline

@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -236,7 +237,7 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
 # --------------------------------------------------------------------------- YAML spec
 
 #: Default product name and memory (MiB) of models a spec may name by short key.
-KNOWN_MODELS: Mapping[str, tuple[str, int]] = {
+KNOWN_MODELS: Mapping[str, tuple[str, int]] = MappingProxyType({
     "A100-40GB": ("NVIDIA A100-SXM4-40GB", 40960),
     "A100-80GB": ("NVIDIA A100-SXM4-80GB", 81920),
     "H100-80GB": ("NVIDIA H100 80GB HBM3", 81559),
@@ -244,7 +245,7 @@ KNOWN_MODELS: Mapping[str, tuple[str, int]] = {
     "T4": ("Tesla T4", 15360),
     "L4": ("NVIDIA L4", 23034),
     "V100-32GB": ("Tesla V100-SXM2-32GB", 32768),
-}
+})
 
 _SPEC_GPU_KEYS = ("model", "count", "memory_mib", "numa_node", "mig", "uuids")
 

@@ -88,7 +88,7 @@ _SHAPES = (
 )
 
 # model -> (nominal GB, names for S/D/Q/F memory sizes, -lgip (GiB, SMs) per shape)
-_MODELS: dict[str, tuple[int, dict[str, str], tuple]] = {
+_MODELS: MappingProxyType = MappingProxyType({
     "A100-40GB": (40, {"S": "5gb", "D": "10gb", "Q": "20gb", "F": "40gb"},
                   ((4.75, 14), (4.75, 14), (9.62, 14), (9.62, 28), (19.50, 42), (19.50, 56),
                    (39.25, 98))),
@@ -101,7 +101,7 @@ _MODELS: dict[str, tuple[int, dict[str, str], tuple]] = {
     "H200-141GB": (141, {"S": "18gb", "D": "35gb", "Q": "71gb", "F": "141gb"},
                    ((16.00, 16), (16.00, 16), (None, None), (32.50, 32), (None, None),
                     (None, None), (140.00, 132))),
-}
+})
 
 
 def _build_tables() -> MappingProxyType:

@@ -3,10 +3,12 @@
 Three sources, one result (:class:`Inventory`):
 
 * :func:`from_nvidia_smi_xml`: an ``nvidia-smi -q -x`` dump (the real format, DTD v10-v13);
+* :func:`from_nvidia_smi_list`: ``nvidia-smi -L`` (GPU and MIG UUIDs; :func:`with_mig_uuids`
+  adds the real MIG UUIDs to an older XML dump that lacks them);
 * :func:`from_yaml_spec`: a small YAML spec of simulated GPUs (see ``examples/*.yaml``);
 * :func:`from_nvml`: live NVML through nvidia-ml-py (``import pynvml``, optional).
 
-:func:`load_inventory` picks the first two by file content. Nothing here opens a socket;
+:func:`load_inventory` picks among the first three by file content. Nothing here opens a socket;
 the sharing logic turns an inventory and a config into advertised resources.
 """
 
@@ -232,6 +234,98 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
     gpus = tuple(Gpu(i, uuid, model, mem, mig, devs, numa, None, bus or None, minor)
                  for i, (bus, uuid, model, mem, mig, devs, numa, minor) in enumerate(raw))
     return Inventory(gpus, src, _text(root, "driver_version"), tuple(warnings))
+
+
+# --------------------------------------------------------------------------- nvidia-smi -L
+
+_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)\s]+)\)\s*$")
+_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)\s*$")
+
+#: Full-GPU memory (MiB) of the MIG-capable models, for listings that do not state it.
+_MIG_MODEL_MEMORY = MappingProxyType({"A100-40GB": 40960, "A100-80GB": 81920,
+                                      "H100-80GB": 81559, "H200-141GB": 143771})
+
+
+def from_nvidia_smi_list(text: str, source: str = "<nvidia-smi -L>") -> Inventory:
+    """Read ``nvidia-smi -L`` output (GPU and MIG lines; other lines are skipped).
+
+    ``-L`` gives index, product name and UUID of each GPU and, for MIG, the profile, index
+    and real ``MIG-`` UUID of each MIG device, but no memory and no GI/CI IDs: memory comes
+    from the model (A100/H100/H200 tables; 0 with a warning otherwise), GI/CI are -1.
+    The MIG UUIDs are what older ``-q -x`` dumps lack: see :func:`with_mig_uuids`. A GPU
+    of a MIG-capable model without MIG lines is recorded with MIG disabled (``-L`` cannot
+    tell "disabled" from "enabled, no instances").
+
+    Raises:
+        InputError: no GPU line, a GPU listed twice, or a MIG line before any GPU line
+            (line number named).
+    """
+    gpus: list[dict] = []
+    warnings: list[str] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _L_GPU.match(line)
+        if m:
+            if any(g["index"] == int(m.group(1)) for g in gpus):
+                raise InputError(f"{source}:{n}: GPU {m.group(1)} listed twice; expected one "
+                                 "`nvidia-smi -L` listing")
+            gpus.append(dict(index=int(m.group(1)), model=m.group(2), uuid=m.group(3), migs=[]))
+            continue
+        m = _L_MIG.match(line)
+        if m:
+            if not gpus:
+                raise InputError(f"{source}:{n}: MIG device line before any GPU line; expected "
+                                 "`nvidia-smi -L` output")
+            gpus[-1]["migs"].append((m.group(1), int(m.group(2)), m.group(3)))
+    if not gpus:
+        raise InputError(f"{source}: no 'GPU <n>: <name> (UUID: GPU-...)' line; expected "
+                         "`nvidia-smi -L` output")
+    out = []
+    for g in gpus:
+        key = migmod.canonical_model(g["model"])
+        memory = _MIG_MODEL_MEMORY.get(key, 0) if key else 0
+        if not memory:
+            warnings.append(f"{source}: GPU {g['index']} ({g['model']}): memory unknown from "
+                            "nvidia-smi -L; recorded as 0 MiB")
+        devices = []
+        for profile, j, uuid in g["migs"]:
+            p = migmod.PROFILE_TABLES[key].get(profile) if key else None
+            mem = int(round(p.memory_gib * 1024)) if p is not None and p.memory_gib else (
+                memory * p.memory_slices // migmod.MEMORY_SLICES if p is not None else 0)
+            devices.append(MigDevice(j, profile, -1, -1, uuid, mem,
+                                     p.multiprocessors if p is not None else None))
+        mig_enabled = True if devices else (False if key else None)
+        out.append(Gpu(g["index"], g["uuid"], g["model"], memory, mig_enabled, tuple(devices),
+                       minor_number=g["index"]))
+    return Inventory(tuple(out), source, None, tuple(warnings))
+
+
+def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
+    """Replace legacy MIG IDs (``MIG-<GPU uuid>/<gi>/<ci>``) by the real UUIDs of a listing.
+
+    Matches GPUs by UUID and MIG devices by index (and profile); GPUs of the listing that
+    the inventory lacks are ignored (the A100 ``-q -x`` sample keeps 1 of 4 GPUs).
+
+    Raises:
+        InputError: a matched MIG device has a different profile in the two sources.
+    """
+    by_uuid = {g.uuid: g for g in listing.gpus}
+    gpus = []
+    for g in inventory.gpus:
+        other = by_uuid.get(g.uuid)
+        if other is None:
+            gpus.append(g)
+            continue
+        real = {m.index: m for m in other.mig_devices}
+        devices = []
+        for m in g.mig_devices:
+            r = real.get(m.index)
+            if r is not None and r.profile != m.profile:
+                raise InputError(f"{listing.source}: GPU {g.index} MIG device {m.index} is "
+                                 f"{r.profile}, but {inventory.source} says {m.profile}; expected "
+                                 "listings of the same MIG layout")
+            devices.append(replace(m, uuid=r.uuid) if r is not None else m)
+        gpus.append(replace(g, mig_devices=tuple(devices)))
+    return replace(inventory, gpus=tuple(gpus))
 
 
 # --------------------------------------------------------------------------- YAML spec
@@ -466,7 +560,8 @@ def _sysfs_numa_node(bus_id: str | None) -> int | None:
 # --------------------------------------------------------------------------- dispatch
 
 def load_inventory(path: str | Path) -> Inventory:
-    """Read an inventory file: ``nvidia-smi -q -x`` XML or a YAML spec (chosen by content).
+    """Read an inventory file: ``nvidia-smi -q -x`` XML, ``nvidia-smi -L`` text or a YAML spec
+    (chosen by content).
 
     Raises:
         InputError: unreadable file, or content that is neither (message says which).
@@ -478,6 +573,8 @@ def load_inventory(path: str | Path) -> Inventory:
         raise InputError(f"{p}: cannot read inventory: {exc.strerror or exc}") from None
     if text.lstrip().startswith("<"):
         return from_nvidia_smi_xml(p, text)
+    if re.search(r"^GPU \d+: .+\(UUID: GPU-", text, re.MULTILINE):
+        return from_nvidia_smi_list(text, str(p))
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -10,7 +10,8 @@ import pytest
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.examples import EXAMPLES_DIR
 from lab02_device_plugin.inventory import (
-    from_nvidia_smi_xml, from_nvml, from_yaml_spec, infer_mig_profile, load_inventory,
+    from_nvidia_smi_list, from_nvidia_smi_xml, from_nvml, from_yaml_spec, infer_mig_profile,
+    load_inventory, with_mig_uuids,
 )
 
 
@@ -255,3 +256,62 @@ def test_real_pynvml_when_installed():
     else:
         assert inv.source == "nvml"
         assert all(g.uuid.startswith("GPU-") and g.memory_mib > 0 for g in inv.gpus)
+
+
+# ---------------------------------------------------------------- nvidia-smi -L
+
+def test_every_real_listing_parses(nvidia_smi_dir: Path):
+    # (file, GPUs, MIG devices per GPU, profile of GPU 0's MIG devices)
+    expected = {
+        "a100-sxm4-80gb-x4-mig.L.txt": (4, [4, 0, 0, 0], "1g.20gb"),
+        "a100-sxm4-80gb-mig-7x1g.10gb.L.txt": (1, [7], "1g.10gb"),
+        "a100-pcie-40gb-mig-3x2g.L.txt": (1, [3], "2g.10gb"),
+    }
+    for name, (n, per_gpu, profile) in expected.items():
+        inv = load_inventory(nvidia_smi_dir / name)
+        assert len(inv.gpus) == n, name
+        assert [len(g.mig_devices) for g in inv.gpus] == per_gpu, name
+        assert {m.profile for m in inv.gpus[0].mig_devices} == {profile}, name
+        assert inv.warnings == ()
+
+
+def test_listing_values_by_hand(nvidia_smi_dir: Path):
+    inv = load_inventory(nvidia_smi_dir / "a100-pcie-40gb-mig-3x2g.L.txt")
+    (g,) = inv.gpus
+    assert (g.uuid, g.model, g.memory_mib, g.mig_enabled) == \
+        ("GPU-84fd49f2-48ad-50e8-9f2e-3bf0dfd47ccb", "NVIDIA A100-PCIE-40GB", 40960, True)
+    m = g.mig_devices[2]
+    # 2g.10gb on A100-40GB: -lgip 9.62 GiB x 1024 = 9850.9 -> 9851 MiB, 28 SMs
+    assert (m.index, m.uuid, m.memory_mib, m.multiprocessors) == \
+        (2, "MIG-c6e2bae8-46d4-5a7e-9a68-c6cf1f680ba0", 9851, 28)
+
+
+def test_h100_capture_listing_section(nvidia_smi_dir: Path):
+    text = (nvidia_smi_dir / "h100-80gb-mig.capture.txt").read_text()
+    section = text.split("# $ nvidia-smi -L\n", 1)[1].split("\n# ", 1)[0]
+    (g,) = from_nvidia_smi_list(section).gpus
+    assert [m.profile for m in g.mig_devices] == ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+    # the whole capture holds a second 'GPU 0:' line (from `nvlink -s`): not one listing
+    with pytest.raises(InputError, match=r":1215: GPU 0 listed twice"):
+        from_nvidia_smi_list(text, "capture")
+
+
+def test_xml_plus_listing_gives_real_mig_uuids(nvidia_smi_dir: Path):
+    xml = load_inventory(nvidia_smi_dir / "a100-sxm4-80gb-mig.q.xml")
+    listing = load_inventory(nvidia_smi_dir / "a100-sxm4-80gb-x4-mig.L.txt")
+    merged = with_mig_uuids(xml, listing)
+    (g,) = merged.gpus  # the listing's GPUs 1-3 are not in the XML sample
+    assert [m.uuid for m in g.mig_devices] == [
+        "MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a", "MIG-a45882f0-9215-5733-a0c1-49286ab31cb5",
+        "MIG-f00d722c-f4e1-52c9-aa31-750441ae1bfe", "MIG-930574a9-d43a-5d2b-95da-3e68384c8d6b"]
+    # GI/CI IDs still come from the XML
+    assert [m.gpu_instance_id for m in g.mig_devices] == [3, 4, 5, 6]
+
+
+def test_listing_errors():
+    with pytest.raises(InputError, match="no 'GPU <n>: <name> \\(UUID: GPU-...\\)' line"):
+        from_nvidia_smi_list("nothing here\n", "l.txt")
+    with pytest.raises(InputError, match=r"l\.txt:1: MIG device line before any GPU line"):
+        from_nvidia_smi_list("  MIG 1g.10gb     Device  0: (UUID: MIG-x)\n", "l.txt")
+    inv = from_nvidia_smi_list("GPU 0: Tesla T4 (UUID: GPU-t4)\n", "l.txt")
+    assert inv.gpus[0].memory_mib == 0 and "memory unknown" in inv.warnings[0]

@@ -4,8 +4,17 @@ A policy is a small object with the :class:`~lab01_cluster_sim.policies.base.Pla
 shape. :data:`POLICIES` maps each policy's name (the word used on the command line, in
 tables and in errors) to its class, like the Kubernetes scheduler's map of scoring
 strategies: a new policy is one new entry and the engine is untouched.
+
+Built in (facts in reference/fgd-facts.md sec. 4):
+
+- ``first-fit``, ``best-fit``, ``worst-fit``, ``random`` (:mod:`.generic`);
+- the FGD paper's baselines ``dot-prod`` (:mod:`.dot_prod`), ``gpu-packing``
+  (:mod:`.gpu_packing`), ``gpu-clustering`` (:mod:`.gpu_clustering`); its Random and BestFit
+  are ``random`` and ``best-fit``;
+- ``fgd``, Fragmentation Gradient Descent (:mod:`.fgd`), which needs the target workload:
+  build it with :func:`~lab01_cluster_sim.policies.base.make_policy`.
 """
 
-from lab01_cluster_sim.policies.base import PlacementPolicy, get_policy, POLICIES, place
+from lab01_cluster_sim.policies.base import POLICIES, PlacementPolicy, get_policy, make_policy, place, policy_names
 
-__all__ = ["PlacementPolicy", "POLICIES", "get_policy", "place"]
+__all__ = ["PlacementPolicy", "POLICIES", "get_policy", "make_policy", "place", "policy_names"]

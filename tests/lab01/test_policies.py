@@ -234,3 +234,42 @@ def test_fgd_keeps_usable_shares_where_best_fit_strands_them():
     #   [700, 300]: F 300, 42). Tie at 50 -> lowest tie rank = x.
     # 700 #2 -> y GPU0; 700 #3 -> y GPU1 (the only feasible node). Free y [0, 300]: F = 300.
     assert outcomes["fgd"] == ([1, 0, 1, 1], 300.0)
+
+
+def test_fgd_cached_scores_equal_fresh_scores_after_binds_and_releases():
+    # The FGD score cache is keyed by ClusterState.node_version: after any sequence of binds and
+    # releases, cached scores must equal scores computed from scratch by a new policy object.
+    from lab01_cluster_sim.fragmentation import TargetWorkload
+
+    target = TargetWorkload.from_shapes(
+        [(2000, 500, 1, ""), (8000, 1000, 2, ""), (1000, 0, 0, ""), (4000, 300, 1, "T4")], [0.4, 0.2, 0.2, 0.2])
+    nodes = [Node(f"g{i}", "G2", 8, 32_000, 1 << 20) for i in range(3)] + [Node("t", "T4", 2, 16_000, 1 << 20)]
+    state = ClusterState(nodes)
+    cached = get_policy("fgd", target=target)
+    rng = np.random.default_rng(11)
+    shapes = [Request(2000, 0, 1, 500), Request(4000, 0, 1, 300), Request(8000, 0, 2, 1000), Request(1000, 0, 0, 0)]
+    bound = []
+    for step in range(60):
+        req = shapes[step % len(shapes)]
+        cand = np.flatnonzero(state.feasible(req))
+        if cand.size:
+            fresh = get_policy("fgd", target=target).score(state, req, cand, rng)
+            assert cached.score(state, req, cand, rng).tolist() == fresh.tolist(), step
+            got = place(state, req, cached, rng)
+            state.bind(got[0], got[1], req)
+            bound.append((got, req))
+        if step % 5 == 4 and bound:  # release a random earlier pod
+            (node, gpus), r = bound.pop(int(rng.integers(len(bound))))
+            state.release(node, gpus, r)
+
+
+def test_make_policy_hands_the_target_only_to_fgd():
+    from lab01_cluster_sim.fragmentation import TargetWorkload
+    from lab01_cluster_sim.policies import make_policy, policy_names
+
+    target = TargetWorkload.from_shapes([(0, 500, 1, "")], [1.0])
+    assert make_policy("fgd", target=target).target is target
+    assert make_policy("best-fit", target=target).name == "best-fit"
+    with pytest.raises(InputError, match="needs the target workload"):
+        make_policy("fgd")
+    assert {"random", "dot-prod", "gpu-clustering", "gpu-packing", "best-fit", "fgd"} <= set(policy_names())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
@@ -11,6 +13,7 @@ from lab01_cluster_sim.fragmentation import (
     FragmentationTracker,
     TargetWorkload,
     cluster_fragmentation,
+    fragmentation_of,
     fragmentation_ratio,
     node_fragmentation,
 )
@@ -112,3 +115,39 @@ def test_tracker_follows_binds_and_matches_the_full_pass():
     # node 0 -> 1650 (worked check); total 2050
     assert tracker.total() == pytest.approx(2050.0)
     assert tracker.total() == pytest.approx(cluster_fragmentation(state, WORKED))
+
+
+# -- the vectorised kernel against a plain transcription of fgd-facts.md sec. 3 ------------
+def _plain_f(free: list[int], cpu_left: int, model: str, shape: tuple[int, int, int, str]) -> int:
+    c, u, k, spec = shape
+    idle = sum(free)
+    if u == 0:
+        return idle  # case 1: CPU-only task
+    if spec and model not in spec.split("|"):
+        return idle  # case 2: no access
+    if sum(1 for x in free if x >= u) >= k:
+        return sum(x for x in free if x < u) if cpu_left >= c else idle  # case 3
+    return idle  # case 4
+
+
+_shape = st.tuples(st.integers(0, 8000), st.sampled_from([0, 100, 250, 500, 810, 1000]),
+                   st.integers(1, 4), st.sampled_from(["", "A", "B", "A|B"]))
+_node = st.tuples(st.lists(st.integers(0, 1000), min_size=1, max_size=4), st.integers(0, 9000),
+                  st.sampled_from(["A", "B"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(shapes=st.lists(_shape, min_size=1, max_size=5), nodes=st.lists(_node, min_size=1, max_size=5),
+       weights=st.lists(st.integers(1, 9), min_size=5, max_size=5))
+def test_kernel_matches_the_plain_rules(shapes, nodes, weights):
+    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
+    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
+    width = max(len(f) for f, _, _ in nodes)
+    free = np.array([f + [0] * (width - len(f)) for f, _, _ in nodes])
+    models = ["A", "B"]
+    got = fragmentation_of(free, np.array([c for _, c, _ in nodes]), np.array([models.index(m) for _, _, m in nodes]),
+                           target.access(models), target)
+    p = target.popularity
+    for i, (f, cpu, model) in enumerate(nodes):
+        want = sum(p[j] * _plain_f(f, cpu, model, s) for j, s in enumerate(shapes))
+        assert got[i] == pytest.approx(want)

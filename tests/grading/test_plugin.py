@@ -121,7 +121,7 @@ def test_endless_loop_costs_only_that_test(course: pytest.Pytester,
 def test_hidden_tests_run_when_present(course: pytest.Pytester) -> None:
     hidden = course.path / "tests" / "hidden"
     hidden.mkdir(parents=True)
-    (hidden / "test_hidden_lab01.py").write_text(
+    (hidden / "test_hidden_example_plugin.py").write_text(
         "import pytest\n"
         "@pytest.mark.points(1, part='1A', number='1A.9')\n"
         "def test_secret():\n"

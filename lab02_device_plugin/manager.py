@@ -133,7 +133,13 @@ class PluginManager:
             if self.health_source is not None:
                 self.health_source.start(self.health.apply)
             self._last_identity = _socket_identity(self.kubelet_socket)
-            self._start_plugins()
+            try:
+                self._start_plugins()
+            except BaseException:  # e.g. a socket that cannot be bound: undo what began
+                self._stop_plugins()
+                if self.health_source is not None:
+                    self.health_source.stop()
+                raise
             self._watcher = threading.Thread(target=self._watch, name="kubelet-watch", daemon=True)
             self._watcher.start()
 

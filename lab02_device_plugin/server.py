@@ -61,6 +61,9 @@ def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
     Raises:
         InputError: the socket cannot be bound (path too long, directory missing, ...).
     """
+    if len(socket_path.encode()) > 107:  # sun_path is 108 bytes with the NUL
+        raise InputError(f"{socket_path}: unix socket path is {len(socket_path.encode())} bytes; "
+                         "expected at most 107 (use a shorter --socket-dir)")
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="device-plugin"))
     pb_grpc.add_DevicePluginServicer_to_server(servicer, server)
@@ -188,8 +191,8 @@ class DevicePluginServer:
                  pre_start_required: bool = False, max_workers: int = 16,
                  register_timeout: float = 10.0) -> None:
         self.resource = resource
-        self.socket_dir = Path(socket_dir)
-        self.kubelet_socket = str(kubelet_socket) if kubelet_socket else None
+        self.socket_dir = Path(socket_dir).absolute()
+        self.kubelet_socket = str(Path(kubelet_socket).absolute()) if kubelet_socket else None
         self.config = config or Config()
         self.health = health
         self.pre_start_required = pre_start_required

@@ -313,3 +313,14 @@ def test_manager_health_and_lost_gpu(sock_dir, kubelet):
         assert m.wait_registered(5, registrations=2)
         snap = next(stub(sock_dir / "nvidia-gpu.sock").ListAndWatch(pb.Empty(), timeout=10))
         assert [d.ID for d in snap.devices] == [f"GPU-{i}" for i in (0, 1, 3, 4, 5, 6, 7)]
+
+
+def test_socket_path_too_long_is_a_clear_error_and_nothing_keeps_running(tmp_path):
+    deep = tmp_path / ("d" * 120)
+    src = SimulatedHealthSource()
+    m = PluginManager(four_gpus(), cfg(), deep, kubelet_socket=None, health_source=src)
+    from lab02_device_plugin.errors import InputError
+    with pytest.raises(InputError, match="expected at most 107"):
+        m.start()
+    assert m._watcher is None
+    assert src._callbacks == []  # the health source was stopped again

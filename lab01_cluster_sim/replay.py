@@ -15,6 +15,10 @@ sec. 1, 4 and 5):
    included) and the fragmentation F are recorded; the curves are discretised to integer
    "arrived %" columns as the authors' analysis scripts do (sec. 5).
 
+Not modelled: kube-scheduler's limit of 1001 pods per node (NodeResourcesFit). It never
+binds on openb, where every pod asks for at least 1 vCPU and no node holds more than a few
+dozen pods.
+
 Randomness comes from one ``numpy.random.Generator`` seeded with the run seed, used in the
 order shuffle, tuning draws, node permutation, then (Random only) policy draws. Go's
 ``math/rand`` is not reproduced bit for bit, so single seeds differ from the paper's; means

@@ -24,6 +24,7 @@ gets ``deletion_time - creation_time``, the time it stayed in the trace. Lists w
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,19 +66,19 @@ class PodList:
     def __len__(self) -> int:
         return len(self.jobs)
 
-    @property
+    @functools.cached_property
     def cpu_milli(self) -> np.ndarray:
         return np.array([j.cpu_milli for j in self.jobs], dtype=np.int64)
 
-    @property
+    @functools.cached_property
     def memory_mib(self) -> np.ndarray:
         return np.array([j.memory_mib for j in self.jobs], dtype=np.int64)
 
-    @property
+    @functools.cached_property
     def num_gpus(self) -> np.ndarray:
         return np.array([j.gpus_per_worker for j in self.jobs], dtype=np.int64)
 
-    @property
+    @functools.cached_property
     def gpu_milli(self) -> np.ndarray:
         return np.array([j.gpu_milli for j in self.jobs], dtype=np.int64)
 

@@ -39,6 +39,10 @@ def test_pod_list_fields_and_times(tmp_path):
     assert pods.qos == ("LS", "BE", "LS", "LS") and pods.phase[1] == "Pending"
     # GPU request: 1000 + 460 + 0 + 2*1000 = 3460
     assert pods.gpu_request_milli() == 3460
+    # numpy columns for fast use
+    assert pods.cpu_milli.tolist() == [12000, 6000, 4000, 8000]
+    assert pods.num_gpus.tolist() == [1, 1, 0, 2] and pods.gpu_milli.tolist() == [1000, 460, 0, 1000]
+    assert pods.memory_mib.tolist() == [16384, 12288, 8192, 8192]
 
 
 def test_multigpu_lists_have_five_columns_and_no_times(tmp_path):

@@ -135,6 +135,14 @@ def test_hidden_tests_run_when_present(course: pytest.Pytester) -> None:
     # a learner's check leaves them out
     result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-no-hidden")
     assert [t["number"] for t in read_results(course)["tests"]] == ["1A.1", "1A.2", "1B.1"]
+    # naming a lab's folder adds that lab's hidden tests only
+    (hidden / "test_hidden_example_lab02.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.points(1, part='2A', number='2A.9')\n"
+        "def test_other_lab():\n"
+        "    assert True\n")
+    result = course.runpytest("-p", "grading.plugin", "--grade", "tests/lab01/graded")
+    assert [t["number"] for t in read_results(course)["tests"]] == ["1A.1", "1A.2", "1A.9", "1B.1"]
 
 
 @pytest.mark.parametrize("marker, message", [

@@ -44,7 +44,9 @@ Extension points (for queue disciplines, preemption, autoscaling, topology):
 - :meth:`Scheduler.cordon` / :meth:`Scheduler.uncordon`: take a node out of (or back into)
   scheduling, for node-down events or nodes an autoscaler has not launched yet.
 - :attr:`Scheduler.extra_filters`: callables ``(request, record) -> bool mask (N,)`` ANDed into
-  the filter (taints/tolerations, topology); empty by default, so free when unused.
+  the filter (taints/tolerations, topology); empty by default, so free when unused. When
+  present, jobs of the same shape are no longer treated as interchangeable (the blocked
+  memo becomes per job and FIFO-skip tries every job), since the filter may read the job.
 """
 
 from __future__ import annotations
@@ -410,7 +412,9 @@ class FifoSkip(QueueDiscipline):
         return len(self._live)
 
     def run_pass(self, scheduler: "Scheduler") -> None:
-        if scheduler.mode == "naive":
+        if scheduler.mode == "naive" or scheduler.extra_filters:
+            # Per-shape skipping assumes jobs of one shape are interchangeable, which extra
+            # filters that read the job (tolerations) break: try every job instead.
             return super().run_pass(scheduler)
         heap = []
         for key in list(self._by_shape):
@@ -695,7 +699,7 @@ class Scheduler:
         self.bound_workers += 1
         self.notify("on_bind", record, placement, request)
 
-    def unschedulable_message(self, request: Request) -> str:
+    def unschedulable_message(self, request: Request, record: JobRecord | None = None) -> str:
         """kube-scheduler's FailedScheduling summary for one worker, e.g.
         ``"0/4 nodes are available: 4 Insufficient nvidia.com/gpu."``
 
@@ -705,7 +709,7 @@ class Scheduler:
         st = self.state
         n = st.num_nodes
         counts: list[tuple[str, int]] = []
-        feasible = int(self.feasible_mask(request).sum())
+        feasible = int(self.feasible_mask(request, record).sum())
         counts.append(("node(s) cordoned", int((~self.online).sum())))
         if request.num_gpus > 0 and request.gpu_models:
             counts.append((f"node(s) with a GPU model not in {list(request.gpu_models)}",
@@ -716,6 +720,11 @@ class Scheduler:
             counts.append(("Insufficient gpu-share", int((self.max_free < request.gpu_milli).sum())))
         elif request.num_gpus > 0:
             counts.append(("Insufficient nvidia.com/gpu", int((self.full_free < request.num_gpus).sum())))
+        if self.extra_filters:
+            allowed = np.ones(n, dtype=bool)
+            for extra in self.extra_filters:
+                allowed &= extra(request, record)
+            counts.append(("node(s) refused by extra filters (taints, topology)", int((~allowed).sum())))
         parts = [f"{c} {what}" for what, c in counts if c]
         return f"{feasible}/{n} nodes are available" + (": " + ", ".join(parts) if parts else "") + "."
 
@@ -790,7 +799,9 @@ class Scheduler:
         """
         request = self.request_of(record)
         gang = self.mode == "gang"
-        key = (request, record.job.workers if gang else 1)
+        # Jobs of one shape are interchangeable for the filter -- unless extra filters look
+        # at the job itself (tolerations in extras), then the memo is per job.
+        key = (request, record.job.workers if gang else 1, record.job_id if self.extra_filters else None)
         blocked = self._blocked.get(key)
         if blocked is not None:
             record.status, record.reason = UNSCHEDULABLE, blocked[1]
@@ -812,16 +823,16 @@ class Scheduler:
                 self._release_raw(node, gpus, request)
             record.status = UNSCHEDULABLE
             if record.job.workers == 1:
-                record.reason = f"no node fits the job now ({self.unschedulable_message(request)})"
+                record.reason = f"no node fits the job now ({self.unschedulable_message(request, record)})"
             else:
                 record.reason = (f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
-                                 + ("" if trial else f" ({self.unschedulable_message(request)})"))
+                                 + ("" if trial else f" ({self.unschedulable_message(request, record)})"))
             self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         choice = self.select_node(request, record)
         if choice is None:
             record.status = UNSCHEDULABLE
-            record.reason = f"no node fits one more worker now ({self.unschedulable_message(request)})"
+            record.reason = f"no node fits one more worker now ({self.unschedulable_message(request, record)})"
             self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         self._bind_raw(choice[0], choice[1], request)

@@ -115,6 +115,21 @@ def test_extra_filter_acts_like_a_taint():
     assert r.records["t"].last_placements[0].node == "n1"
 
 
+def test_extra_filter_jobs_of_one_shape_are_not_interchangeable():
+    # "s1" (pool=serve) blocks on the busy serve node; "t1", same shape but pool=train, must
+    # still be tried and start at once on the train node.
+    nodes = [Node("n0", "A100", 1, 32_000, 65_536, labels={"pool": "serve"}),
+             Node("n1", "A100", 1, 32_000, 65_536, labels={"pool": "train"})]
+    jobs = [Job("s0", 0.0, 50.0, 1, 1000, extras={"pool": "serve"}),
+            Job("s1", 1.0, 10.0, 1, 1000, extras={"pool": "serve"}),
+            Job("t1", 2.0, 10.0, 1, 1000, extras={"pool": "train"})]
+    sim = Simulation(nodes, jobs, policy="first-fit")
+    pools = np.array([n.labels["pool"] for n in nodes])
+    sim.scheduler.extra_filters.append(lambda request, record: pools == record.job.extras["pool"])
+    r = sim.run().records
+    assert (r["s1"].start_time, r["t1"].start_time) == (50.0, 2.0)
+
+
 def test_a_custom_discipline_registers_and_orders_the_queue():
     @register_discipline
     class ShortestFirst(QueueDiscipline):

@@ -13,6 +13,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,80 @@ def test_student_failures_come_from_the_parts_own_code(graded) -> None:
         if not any(f"your code here ({p})" in t["output"] for p in allowed):
             wrong.append((t["number"], t["output"][:200]))
     assert not wrong, wrong
+
+
+# -- the tool on tiny inputs ------------------------------------------------------------------
+SOURCE = '''def score(x):
+    """Docstring stays."""
+    if x < 0:
+        raise ValueError("x")
+    ### BEGIN SOLUTION 1A
+    y = x * 2
+    return y
+    ### END SOLUTION
+
+
+class K:
+    def method(self):
+        """Method doc."""
+        ### BEGIN SOLUTION
+        return 1
+        ### END SOLUTION
+'''
+
+
+def test_strip_replaces_regions_at_their_indent_and_keeps_the_rest() -> None:
+    saved = dict(tool.PART_OF)
+    tool.PART_OF["method"] = "2B"
+    try:
+        text, regions = tool.strip_solutions(SOURCE, "pkg/mod.py")
+    finally:
+        tool.PART_OF.clear()
+        tool.PART_OF.update(saved)
+    assert [(r.function, r.part, r.begin, r.end) for r in regions] == [("score", "1A", 5, 8), ("method", "2B", 14, 16)]
+    assert text == SOURCE.replace(
+        '    ### BEGIN SOLUTION 1A\n    y = x * 2\n    return y\n    ### END SOLUTION\n',
+        '    raise NotImplementedError("your code here (1A)")\n').replace(
+        '        ### BEGIN SOLUTION\n        return 1\n        ### END SOLUTION\n',
+        '        raise NotImplementedError("your code here (2B)")\n')
+    compile(text, "mod.py", "exec")  # still valid Python
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def f():\n    ### END SOLUTION\n", "mod.py:2: END SOLUTION without a BEGIN SOLUTION"),
+    ("def f():\n    ### BEGIN SOLUTION 1A\n    pass\n", "mod.py:2: BEGIN SOLUTION without an END SOLUTION"),
+    ("def f():\n    ### BEGIN SOLUTION 1A\n    ### BEGIN SOLUTION 1A\n", "mod.py:3: BEGIN SOLUTION inside the region opened at line 2"),
+    ("def unknown_fn():\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION\n", "mod.py:2: solution region in 'unknown_fn' names no part"),
+    ("x = 1  ### BEGIN SOLUTION\n", "mod.py:1: a solution marker must stand alone"),
+])
+def test_bad_markers_are_named_by_file_and_line(source: str, message: str) -> None:
+    with pytest.raises(tool.EditionError, match=re.escape(message)):
+        tool.strip_solutions(source, "mod.py")
+
+
+def test_notebook_regions_and_exercise_outputs(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("intro"),
+        nbformat.v4.new_code_cell("answer = 1\n### BEGIN SOLUTION 1C\nanswer = 42\n### END SOLUTION\n"),
+        nbformat.v4.new_code_cell("print('demo')"),
+        nbformat.v4.new_code_cell("check('1C')"),
+    ]
+    nb.cells[3].metadata["tags"] = ["check"]
+    for cell in nb.cells[1:]:
+        cell.outputs = [nbformat.v4.new_output("stream", text="out\n")]
+        cell.execution_count = 1
+    raw, regions = tool.strip_notebook(nbformat.writes(nb), "labs/x.ipynb")
+    out = nbformat.reads(raw, as_version=4)
+    nbformat.validate(out)
+    assert [r.part for r in regions] == ["1C"]
+    assert out.cells[1].source == 'answer = 1\nraise NotImplementedError("your code here (1C)")\n'
+    assert out.cells[1].outputs == [] and out.cells[3].outputs == []   # solution and check cells cleared
+    assert out.cells[2].outputs[0]["text"] == "out\n"                   # a plain demo cell keeps its output
+
+
+def test_build_refuses_a_non_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(tool.EditionError, match="not empty"):
+        tool.build(tmp_path)
+    assert (tmp_path / "keep.txt").read_text() == "mine"

@@ -6,7 +6,8 @@
   the health source, then serves and registers every plugin;
 * a watcher thread polls the kubelet socket every ``watch_interval`` seconds (inode and
   mtime); when ``kubelet.sock`` is re-created (a kubelet restart, which also deletes every
-  plugin socket) it stops and restarts all plugins, which registers them again. Until the
+  plugin socket), or when one of its own sockets has vanished while kubelet.sock exists,
+  it stops and restarts all plugins, which registers them again. Until the
   kubelet answers, registration is retried every ``retry_interval`` seconds;
 * :meth:`~PluginManager.stop` stops the watcher, the plugins (sockets deleted) and the
   health source.
@@ -30,6 +31,11 @@ from lab02_device_plugin.server import (
     DEVICE_PLUGIN_PATH, KUBELET_SOCKET, DevicePluginServer, RegistrationError,
 )
 from lab02_device_plugin.sharing import ResourcePlan, advertise
+
+
+def _devices(res) -> str:
+    n = len(res.devices)
+    return f"{n} device" + ("" if n == 1 else "s")
 
 
 def _socket_identity(path: str | None) -> tuple[int, int] | None:
@@ -159,10 +165,10 @@ class PluginManager:
                 continue
             if srv.registered:
                 self.registrations += 1
-                self._log(f"{res.name}: serving {len(res.devices)} devices on {srv.socket_path}, "
+                self._log(f"{res.name}: serving {_devices(res)} on {srv.socket_path}, "
                           f"registered with {self.kubelet_socket}")
             else:
-                self._log(f"{res.name}: serving {len(res.devices)} devices on {srv.socket_path}"
+                self._log(f"{res.name}: serving {_devices(res)} on {srv.socket_path}"
                           + ("" if self.kubelet_socket is None else " (not registered)"))
 
     def _stop_plugins(self) -> None:
@@ -208,6 +214,10 @@ class PluginManager:
             if self.health_source is not None:
                 self.health_source.stop()
 
+    def _own_socket_removed(self) -> bool:
+        with self._lock:
+            return any(s.running and not s.socket_path.exists() for s in self.servers.values())
+
     def _watch(self) -> None:
         while not self._stop.wait(self.watch_interval):
             ident = _socket_identity(self.kubelet_socket)
@@ -215,6 +225,11 @@ class PluginManager:
             self._last_identity = ident
             if changed:
                 self.restart(f"{self.kubelet_socket} was re-created")
+            elif ident is not None and self._own_socket_removed():
+                # A kubelet restart removes every socket in the directory. Polling can miss
+                # the new kubelet.sock when the file system reuses the inode within one
+                # timestamp tick, so a vanished plugin socket is the second sign.
+                self.restart("a plugin socket was removed (kubelet restart)")
             elif (ident is not None and not self.registered and self.kubelet_socket
                   and time.monotonic() - self._last_attempt >= self.retry_interval):
                 self.restart("registration retry")

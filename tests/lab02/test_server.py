@@ -324,3 +324,14 @@ def test_socket_path_too_long_is_a_clear_error_and_nothing_keeps_running(tmp_pat
         m.start()
     assert m._watcher is None
     assert src._callbacks == []  # the health source was stopped again
+
+
+def test_manager_restarts_when_its_socket_is_removed(sock_dir, kubelet):
+    # The kubelet.sock identity may look unchanged to a poller (inode reused within one
+    # timestamp tick); a plugin socket that vanished is the second sign of a kubelet restart.
+    with PluginManager(four_gpus(), cfg(), sock_dir, watch_interval=0.02) as m:
+        assert m.wait_registered(5, registrations=1)
+        (sock_dir / "nvidia-gpu.sock").unlink()
+        assert m.wait_registered(5, registrations=2)
+        assert (sock_dir / "nvidia-gpu.sock").exists()
+        assert len(kubelet.requests) == 2

@@ -319,3 +319,34 @@ def test_large_node_greedy_path_still_finds_the_free_island():
     # with a must-include in the first island, the rest of that island is filled first
     got = preferred_allocation(r, ids[1:], [ids[3]], 8)
     assert got[0] == ids[3] and set(got[:7]) == set(ids[1:8])
+
+
+@pytest.mark.parametrize("inventory, config, expected", [
+    # 8 GPUs x 4 replicas
+    ("inventory-h100x8.yaml", "time-slicing.yaml", {"nvidia.com/gpu": 32}),
+    # 8 GPUs x 10 replicas, renamed
+    ("inventory-h100x8.yaml", "time-slicing-renamed.yaml", {"nvidia.com/gpu.shared": 80}),
+    ("inventory-h100x8.yaml", "mps.yaml", {"nvidia.com/gpu": 32}),
+    ("inventory-1gpu.yaml", "time-slicing.yaml", {"nvidia.com/gpu": 4}),
+    # GPU 0: 3g + 2g + 2 x 1g; GPU 1: 7 x 1g -> 9 x 1g.10gb x 2 replicas = 18
+    ("inventory-h100-mig.yaml", "mig-mixed.yaml",
+     {"nvidia.com/mig-1g.10gb": 18, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}),
+])
+def test_shipped_examples_together(inventory, config, expected):
+    from lab02_device_plugin.config import load_config
+    from lab02_device_plugin.examples import example_path
+    from lab02_device_plugin.inventory import load_inventory
+
+    plan = advertise(load_inventory(example_path(inventory)), load_config(example_path(config)))
+    assert {r.name: len(r.devices) for r in plan.resources} == expected
+    assert plan.warnings == ()
+
+
+def test_shipped_mig_single_refuses_a_mixed_layout():
+    from lab02_device_plugin.config import load_config
+    from lab02_device_plugin.examples import example_path
+    from lab02_device_plugin.inventory import load_inventory
+
+    with pytest.raises(InputError, match="more than one MIG device type present on node"):
+        advertise(load_inventory(example_path("inventory-h100-mig.yaml")),
+                  load_config(example_path("mig-single.yaml")))

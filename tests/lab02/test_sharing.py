@@ -350,3 +350,17 @@ def test_shipped_mig_single_refuses_a_mixed_layout():
     with pytest.raises(InputError, match="more than one MIG device type present on node"):
         advertise(load_inventory(example_path("inventory-h100-mig.yaml")),
                   load_config(example_path("mig-single.yaml")))
+
+
+def test_real_a100_dump_under_each_mig_strategy(nvidia_smi_dir):
+    from lab02_device_plugin.inventory import load_inventory
+
+    inv = load_inventory(nvidia_smi_dir / "a100-sxm4-80gb-mig.q.xml")  # 1 GPU, 4 x 1g.20gb
+    names = {s: {r.name: [d.id for d in r.devices] for r in
+                 advertise(inv, cfg(f"flags: {{migStrategy: {s}}}")).resources}
+             for s in ("none", "single", "mixed")}
+    gpu = "GPU-513536b6-7d19-9063-b049-1e69664bb298"
+    migs = [f"MIG-{gpu}/{gi}/0" for gi in (3, 4, 5, 6)]
+    assert names["none"] == {"nvidia.com/gpu": [gpu]}
+    assert names["single"] == {"nvidia.com/gpu": migs}
+    assert names["mixed"] == {"nvidia.com/mig-1g.20gb": migs}

@@ -115,7 +115,8 @@ def format_rows(rows: Sequence[PolicySummary], fmt: str) -> str:
     x_end = rows[0].x_end if rows else 130
     head = ("policy", "alloc@100 %", f"alloc@{x_end} %", "sd", "failed pods", "unalloc GPUs", "frag %",
             "frag ratio %")
-    body = [(r.policy, f"{r.alloc_100:.2f}", f"{r.alloc_end:.2f}", f"{r.alloc_end_sd:.2f}", f"{r.failed_pods:.1f}",
+    body = [(r.policy, f"{r.alloc_100:.2f}", f"{r.alloc_end:.2f}",
+             f"{r.alloc_end_sd:.2f}" if len(r.seeds) > 1 else "-", f"{r.failed_pods:.1f}",
              f"{r.unallocated_gpus:.1f}", f"{r.frag_pct:.2f}", f"{r.frag_ratio_pct:.1f}") for r in rows]
     widths = [max(len(row[i]) for row in (head, *body)) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))

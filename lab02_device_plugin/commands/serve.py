@@ -82,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "needs a restart for that)")
     parser.add_argument("--xid-fifo", type=Path, metavar="PATH",
                         help="create a FIFO at PATH and read simulated health events from it")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the resources and device IDs that would be advertised, "
+                             "then exit (no sockets)")
     parser.add_argument("--quiet", action="store_true", help="print errors only")
 
 
@@ -147,6 +150,20 @@ def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
         os.close(fd)
 
 
+def print_plan(plan, inventory: Inventory, out=None) -> None:
+    """Print what would be advertised: one block per resource, one line per device."""
+    out = out or sys.stdout
+    print(f"{len(inventory.gpus)} GPU(s) from {inventory.source}", file=out)
+    for r in plan.resources:
+        shared = f", {r.sharing} x{r.replicas}" if r.is_shared else ""
+        print(f"{r.name} ({len(r.devices)} devices{shared}) on {r.socket_name}", file=out)
+        for d in r.devices:
+            where = f"GPU {d.gpu_index}" + (f" MIG {d.mig_index}" if d.mig_index is not None else "")
+            extra = "".join(f", {k} {v}" for k, v in (("NUMA", d.numa_node),
+                                                     ("island", d.nvlink_island)) if v is not None)
+            print(f"  {d.id}  ({where}{extra})", file=out)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
@@ -181,6 +198,10 @@ def run(args: argparse.Namespace) -> int:
     if not manager.plan.resources:
         raise InputError(f"{inventory.source}: no resources to advertise with migStrategy "
                          f"{config.flags.mig_strategy}; expected at least one GPU or MIG device")
+
+    if args.dry_run:
+        print_plan(manager.plan, inventory)
+        return 0
 
     stop = threading.Event()
     hup = threading.Event()

@@ -207,3 +207,18 @@ def test_topology_that_does_not_match_the_inventory(tmp_path, capsys, nvidia_smi
                "--topology", str(nvidia_smi_dir / "h100-8gpu-nv18.topo.txt")])
     assert rc == 1
     assert "topology has 8 GPUs but" in capsys.readouterr().err
+
+
+def test_dry_run_prints_the_plan(capsys, tmp_path):
+    from lab02_device_plugin.inventory import load_inventory
+
+    uuid = load_inventory(example_path("inventory-1gpu.yaml")).gpus[0].uuid
+    rc = main(["serve", "--dry-run", "--socket-dir", str(tmp_path),
+               "--inventory", str(example_path("inventory-1gpu.yaml")),
+               "--config", str(example_path("time-slicing.yaml"))])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out == [f"1 GPU(s) from {example_path('inventory-1gpu.yaml')}",
+                   "nvidia.com/gpu (4 devices, time-slicing x4) on nvidia-gpu.sock"] + \
+        [f"  {uuid}::{n}  (GPU 0)" for n in range(4)]
+    assert list(tmp_path.iterdir()) == []  # no sockets

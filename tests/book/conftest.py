@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -31,6 +32,12 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Fails (does not skip) when the build fails: the message carries the build's output.
     """
+    sys.path.insert(0, str(REPO_ROOT / "tools"))
+    import fetch_book_assets
+
+    if shutil.which("npm") is None and not fetch_book_assets.is_installed():
+        pytest.skip("npm not found and book/_vendor/ not fetched: the book needs require.js, the "
+                    "ipywidgets embed script and MathJax from the npm registry (Debian: apt-get install npm)")
     chosen = os.environ.get("BOOK_TEST_OUTPUT")
     out = Path(chosen) if chosen else tmp_path_factory.mktemp("book")
     proc = subprocess.run(

@@ -90,8 +90,10 @@ def run_part(part: str, timeout: float = CHECK_TIMEOUT_S) -> tuple[dict | None, 
     env.pop("PYTEST_ADDOPTS", None)
     with tempfile.TemporaryDirectory(prefix="labcheck-") as tmp:
         out = Path(tmp) / "results.json"
-        cmd = [sys.executable, "-m", "pytest", "--grade", "--grade-part", part, "--grade-no-hidden",
-               "--grade-no-restore", "--grade-json", str(out), "-q", "-p", "no:cacheprovider"]
+        # "--opt=value": pytest reads its rootdir from the command line before the grading
+        # plugin is loaded, and would take a separate existing path for a test path
+        cmd = [sys.executable, "-m", "pytest", "--grade", f"--grade-part={part}", "--grade-no-hidden",
+               "--grade-no-restore", f"--grade-json={out}", "-q", "-p", "no:cacheprovider"]
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout)
@@ -142,5 +144,5 @@ def check(part: str, timeout: float = CHECK_TIMEOUT_S) -> PartResult:
     else:
         print(f"Look at: {where} (the lines marked \"your code here ({part})\"). "
               f"For full tracebacks run, from the repository root: "
-              f"python -m pytest --grade --grade-part {part}")
+              f"python -m pytest --grade --grade-part={part}")
     return result

@@ -49,7 +49,7 @@ def _env(root: Path) -> dict[str, str]:
 
 def _grade(root: Path, out: Path) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--grade", "--grade-json", str(out), "-q",
+        [sys.executable, "-m", "pytest", "--grade", f"--grade-json={out}", "-q",
          "-p", "no:cacheprovider", "-p", "no:randomly"],
         cwd=root, env=_env(root), capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
     assert out.is_file(), f"no results written:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

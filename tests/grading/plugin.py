@@ -34,10 +34,14 @@ Writing a graded test::
    :mod:`grading.manifest`) and reports every file a learner changed;
 2. collects the graded folders (``tests/lab01/graded``, ``tests/lab02/graded`` and, when
    present, ``tests/hidden``) unless paths are given, and deselects tests without points;
-   ``--grade-part 1`` (or ``1A``; repeatable) keeps the parts whose id starts with it;
+   ``--grade-part=1`` (or ``=1A``; repeatable) keeps the parts whose id starts with it;
 3. prints a points table per part and writes ``results.json`` (``--grade-json PATH``) in
    Gradescope's autograder format (https://gradescope-autograders.readthedocs.io/en/latest/specs/),
    checked by ``results.schema.json``.
+
+Write option values with ``=`` (``--grade-json=PATH``): this plugin is loaded from
+``tests/conftest.py``, and pytest determines its rootdir from the command line before that,
+taking a separate existing ``PATH`` for a test path.
 
 Ordinary test runs (without ``--grade``) run graded tests as plain tests, with their timeout.
 """

@@ -70,6 +70,9 @@ class Gpu:
         nvlink_island: ID of the group of GPUs joined by NVLink, or None.
         pci_bus_id: e.g. ``00000000:01:00.0``.
         minor_number: ``/dev/nvidia<minor>``; defaults to the index.
+        links: connection to each peer GPU from ``nvidia-smi topo -m``, as
+            ``(peer index, word)`` with words SYS, NODE, PHB, PXB, PIX or NV<n>; empty when
+            the topology is unknown (see :mod:`.topology`).
     """
 
     index: int
@@ -82,6 +85,7 @@ class Gpu:
     nvlink_island: int | None = None
     pci_bus_id: str | None = None
     minor_number: int | None = None
+    links: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import math
 import uuid as uuidlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from lab02_device_plugin.config import (
     MIG_STRATEGY_MIXED, MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, SHARING_MPS, SHARING_NONE, Config,
@@ -56,6 +57,8 @@ class AdvertisedDevice:
         numa_node: NUMA node (inherited by MIG devices and replicas), or None.
         nvlink_island: NVLink island of the GPU, or None.
         minor_number: ``/dev/nvidia<minor>`` of the GPU.
+        links: the GPU's ``(peer GPU index, topo word)`` pairs when the topology is known
+            (full GPUs only; NVLink is not used in MIG mode).
     """
 
     id: str
@@ -67,6 +70,7 @@ class AdvertisedDevice:
     numa_node: int | None = None
     nvlink_island: int | None = None
     minor_number: int = 0
+    links: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ def list_and_watch_snapshot(resource: AdvertisedResource,
 
 def _gpu_device(g) -> AdvertisedDevice:
     return AdvertisedDevice(g.uuid, g.uuid, g.uuid, g.index, None, None, g.numa_node,
-                            g.nvlink_island, g.minor_number if g.minor_number is not None else g.index)
+                            g.nvlink_island, g.minor_number if g.minor_number is not None else g.index,
+                            g.links)
 
 
 def _mig_device(g, m) -> AdvertisedDevice:
@@ -423,10 +428,25 @@ def allocate(resource: AdvertisedResource, device_ids: Sequence[str],
 
 # --------------------------------------------------------------------------- preferred
 
+#: go-gpuallocator's link scores by ``nvidia-smi topo -m`` word (facts sec. 4): across CPUs
+#: (SYS) 10, same CPU (NODE) 20, host bridge (PHB) 30, several switches (PXB) 40, one switch
+#: (PIX) 50; N bonded NVLinks score 100 x N.
+LINK_SCORES = MappingProxyType({"SYS": 10, "NODE": 20, "PHB": 30, "PXB": 40, "PIX": 50})
+
+
 def _pair_score(a: AdvertisedDevice, b: AdvertisedDevice) -> int:
-    """Link score of two GPUs, after go-gpuallocator's scale: NVLink 100, same NUMA 20,
-    across CPUs 10 (facts sec. 4 "GetPreferredAllocation policy"; we know islands, not links).
+    """Link score of two GPUs, on go-gpuallocator's scale (:data:`LINK_SCORES`).
+
+    With the topology known (``links``), the real link decides: ``NV<n>`` -> 100 x n, PCIe
+    words by :data:`LINK_SCORES`. Without it: same NVLink island 100, same NUMA node 20
+    (SameCPU), else 10 (CrossCPU).
     """
+    if a.links:
+        word = dict(a.links).get(b.gpu_index)
+        if word is not None:
+            if word.startswith("NV"):
+                return 100 * int(word[2:])
+            return LINK_SCORES.get(word, 10)
     if a.nvlink_island is not None and a.nvlink_island == b.nvlink_island:
         return 100
     if a.numa_node is not None and a.numa_node == b.numa_node:
@@ -448,9 +468,10 @@ def preferred_allocation(resource: AdvertisedResource, available: Sequence[str],
     """GetPreferredAllocation for one container.
 
     Whole GPUs (no replicas, no MIG): the set of ``size`` available GPUs containing
-    ``must_include`` with the highest total pair score (same NVLink island 100, same NUMA
-    node 20, else 10), so a 4-GPU request on a node with islands {0-3} {4-7} lands in one
-    island; ties go to the lowest indices.
+    ``must_include`` with the highest total pair score (:func:`_pair_score`: real links
+    from ``nvidia-smi topo -m`` when known, else same NVLink island 100, same NUMA node 20,
+    else 10), so a 4-GPU request on a node with islands {0-3} {4-7} lands in one island;
+    ties go to the lowest indices.
 
     Replicas and MIG devices: greedy per physical device. ``distributed`` (default) takes
     next the device whose physical GPU has the fewest replicas in use (allocated before

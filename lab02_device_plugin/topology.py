@@ -135,7 +135,7 @@ def load_topology(path: str | Path) -> Topology:
 
 
 def apply_topology(inventory: Inventory, topology: Topology) -> Inventory:
-    """A copy of ``inventory`` with NUMA nodes and NVLink islands from ``topology``.
+    """A copy of ``inventory`` with NUMA nodes, NVLink islands and peer links from ``topology``.
 
     Values the topology does not know (N/A) keep the inventory's own.
 
@@ -150,5 +150,6 @@ def apply_topology(inventory: Inventory, topology: Topology) -> Inventory:
     for g in inventory.gpus:
         i = g.index
         numa = topology.numa_nodes[i] if topology.numa_nodes[i] is not None else g.numa_node
-        gpus.append(replace(g, numa_node=numa, nvlink_island=islands[i]))
+        links = tuple((j, topology.links[i][j]) for j in range(len(topology.gpus)) if j != i)
+        gpus.append(replace(g, numa_node=numa, nvlink_island=islands[i], links=links))
     return replace(inventory, gpus=tuple(gpus))

@@ -68,3 +68,39 @@ def test_errors():
     inv = from_yaml_spec({"gpus": [{"model": "T4", "count": 3}]})
     with pytest.raises(InputError, match="topology has 4 GPUs but <spec> has 3"):
         apply_topology(inv, parse_topology(SPLIT))
+
+
+def test_v100_cube_mesh_links_drive_the_preference(nvidia_smi_dir: Path):
+    t = load_topology(nvidia_smi_dir / "azure-nd40rs-v2-8x-v100.topo.txt")
+    inv = apply_topology(from_yaml_spec({"gpus": [{"model": "V100-32GB", "count": 8}]}), t)
+    assert inv.gpus[0].links[:4] == ((1, "NV2"), (2, "NV1"), (3, "NV2"), (4, "NODE"))
+    (r,) = advertise(inv, parse_config(None)).resources
+    ids = [d.id for d in r.devices]
+    # Pairs: the best is an NV2 pair (200); the first by index is GPU0-GPU1.
+    assert preferred_allocation(r, ids, [], 2) == [ids[0], ids[1]]
+    # GPU1 taken, GPU0 a must: GPU0's other NV2 peer is GPU3 (NV1 peers 2, 6 score 100).
+    assert preferred_allocation(r, [i for i in ids if i != ids[1]], [ids[0]], 2) == [ids[0], ids[3]]
+    # Quads: each half of the cube mesh is fully NVLinked:
+    # {0,1,2,3}: 200+100+200+200+100+100 = 900; {4,5,6,7}: 100+100+200+200+100+200 = 900;
+    # tie -> lower indices. With GPU0 taken the best is {4,5,6,7} (900) over e.g. {1,2,3,4}:
+    # 1-2 200 + 1-3 100 + 2-3 100 + 1-4 20 + 2-4 200 + 3-4 20 = 640.
+    assert preferred_allocation(r, ids, [], 4) == ids[:4]
+    assert preferred_allocation(r, ids[1:], [], 4) == ids[4:]
+
+
+def test_pcie_words_score_like_go_gpuallocator():
+    from lab02_device_plugin.sharing import LINK_SCORES
+    assert dict(LINK_SCORES) == {"SYS": 10, "NODE": 20, "PHB": 30, "PXB": 40, "PIX": 50}
+    text = """\
+        GPU0    GPU1    GPU2    CPU Affinity    NUMA Affinity
+GPU0     X      PIX     SYS     0-15    0
+GPU1    PIX      X      SYS     0-15    0
+GPU2    SYS     SYS      X      16-31   1
+"""
+    inv = apply_topology(from_yaml_spec({"gpus": [{"model": "T4", "count": 3}]}), parse_topology(text))
+    (r,) = advertise(inv, parse_config(None)).resources
+    ids = [d.id for d in r.devices]
+    # GPU2 must: its peers are both SYS (10) -> lowest index GPU0; without a must the PIX
+    # pair (50) wins.
+    assert preferred_allocation(r, ids, [], 2) == [ids[0], ids[1]]
+    assert preferred_allocation(r, ids, [ids[2]], 2) == [ids[2], ids[0]]

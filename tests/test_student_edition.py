@@ -255,3 +255,18 @@ def test_build_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(tool.EditionError, match="not empty"):
         tool.build(tmp_path)
     assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_check_cell_in_the_student_edition_says_what_to_do(editions) -> None:
+    """The notebooks' check helper, run in the student edition, reports the failures and
+    points at the function to write."""
+    student: Path = editions["student"]
+    env = _env(student)
+    env["PYTHONPATH"] = ""  # labcheck itself puts the checkout first on sys.path
+    proc = subprocess.run([sys.executable, "-c", "import labcheck; labcheck.check('2C')"],
+                          cwd=student / "labs", env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Part 2C (MIG profiles as resource names): 0 of 2 graded tests pass, 0 of 5 points." in out
+    assert "NotImplementedError: your code here (2C)" in out
+    assert "Look at: lab02_device_plugin/mig.py: mixed_resource_name" in out

@@ -7,8 +7,10 @@ affinity is only in newer dumps. ``nvidia-smi topo -m`` prints both::
     GPU0     X      NV18    ...  0-51,104-155    0
 
 :func:`parse_topology` reads that matrix (space- or tab-separated, with or without NIC
-columns and legend); :func:`apply_topology` copies NUMA nodes and NVLink islands onto the
-GPUs of an :class:`~.inventory.Inventory` (GPU<i> is the GPU with nvidia-smi index i).
+columns and legend); :func:`apply_topology` copies NUMA nodes, NVLink islands and the
+per-peer links onto the GPUs of an :class:`~.inventory.Inventory` (GPU<i> is the GPU with
+nvidia-smi index i). GetPreferredAllocation then scores GPU pairs by their real link
+(:func:`~.sharing.preferred_allocation`).
 
 An *NVLink island* here is a connected group of GPUs in the graph of NV# links. On an
 NVSwitch system (every pair NV18) that is all 8 GPUs; on a hybrid cube-mesh (V100 DGX-1,

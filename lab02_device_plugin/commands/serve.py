@@ -69,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPUs: an `nvidia-smi -q -x` XML dump or a YAML spec "
                              "(default: live NVML)")
     parser.add_argument("--topology", type=Path, metavar="FILE",
-                        help="`nvidia-smi topo -m` output of the same node: NUMA nodes and "
-                             "NVLink islands for the GPUs (used by GetPreferredAllocation)")
+                        help="`nvidia-smi topo -m` output of the same node: NUMA nodes, NVLink "
+                             "islands and links of the GPUs (used by GetPreferredAllocation)")
     parser.add_argument("--mig-strategy", choices=MIG_STRATEGIES,
                         default=os.environ.get("MIG_STRATEGY") or None,
                         help="override flags.migStrategy of the config; default $MIG_STRATEGY "

@@ -426,6 +426,29 @@ def allocate(resource: AdvertisedResource, device_ids: Sequence[str],
     return ContainerAllocation(envs, tuple(mounts), tuple(nodes), annotations, cdi)
 
 
+def mps_daemon_commands(resource: AdvertisedResource, inventory: Inventory) -> list[str]:
+    """The MPS control daemon's default limits for an MPS-shared resource, as commands.
+
+    NVIDIA's plugin starts one ``nvidia-cuda-mps-control`` per resource and sets
+    ``set_default_active_thread_percentage 100/replicas`` and, per GPU,
+    ``set_default_device_pinned_mem_limit <index> <memory/replicas>M`` (facts sec. 4, MPS):
+    each client gets 1/replicas of the SMs and of the memory. Example: 4 replicas of an
+    81559 MiB H100 -> ``set_default_active_thread_percentage 25`` and
+    ``set_default_device_pinned_mem_limit 0 20389M`` (81559 // 4).
+
+    Returns:
+        The command lines, or ``[]`` when ``resource`` is not shared with MPS.
+    """
+    if resource.sharing != SHARING_MPS:
+        return []
+    lines = [f"set_default_active_thread_percentage {100 // resource.replicas}"]
+    for gpu_index in dict.fromkeys(d.gpu_index for d in resource.devices):
+        memory = inventory.gpu(gpu_index).memory_mib
+        lines.append(f"set_default_device_pinned_mem_limit {gpu_index} "
+                     f"{memory // resource.replicas}M")
+    return lines
+
+
 # --------------------------------------------------------------------------- preferred
 
 #: go-gpuallocator's link scores by ``nvidia-smi topo -m`` word (facts sec. 4): across CPUs

@@ -20,9 +20,12 @@ from pathlib import Path
 from lab02_device_plugin.config import MIG_STRATEGIES, load_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
-from lab02_device_plugin.inventory import Inventory, from_nvml, load_inventory
+from lab02_device_plugin.inventory import (
+    Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
+)
 from lab02_device_plugin.manager import PluginManager
 from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
+from lab02_device_plugin.sharing import mps_daemon_commands
 from lab02_device_plugin.topology import apply_topology, load_topology
 
 NAME = "serve"
@@ -68,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inventory", type=Path, metavar="FILE",
                         help="GPUs: an `nvidia-smi -q -x` XML dump or a YAML spec "
                              "(default: live NVML)")
+    parser.add_argument("--listing", type=Path, metavar="FILE",
+                        help="`nvidia-smi -L` output of the same node: real MIG UUIDs for an "
+                             "older `-q -x` dump that lacks them")
     parser.add_argument("--topology", type=Path, metavar="FILE",
                         help="`nvidia-smi topo -m` output of the same node: NUMA nodes, NVLink "
                              "islands and links of the GPUs (used by GetPreferredAllocation)")
@@ -86,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the resources and device IDs that would be advertised, "
                              "then exit (no sockets)")
     parser.add_argument("--quiet", action="store_true", help="print errors only")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def _resolve_device(inventory: Inventory, token: str) -> str:
@@ -157,6 +170,8 @@ def print_plan(plan, inventory: Inventory, out=None) -> None:
     for r in plan.resources:
         shared = f", {r.sharing} x{r.replicas}" if r.is_shared else ""
         print(f"{r.name} ({len(r.devices)} devices{shared}) on {r.socket_name}", file=out)
+        for line in mps_daemon_commands(r, inventory):
+            print(f"  MPS control daemon: {line}", file=out)
         for d in r.devices:
             where = f"GPU {d.gpu_index}" + (f" MIG {d.mig_index}" if d.mig_index is not None else "")
             extra = "".join(f", {k} {v}" for k, v in (("NUMA", d.numa_node),
@@ -167,6 +182,8 @@ def print_plan(plan, inventory: Inventory, out=None) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    if args.listing is not None and args.inventory is None:
+        raise InputError("--listing: needs --inventory (it completes an nvidia-smi XML dump)")
     config = load_config(args.config)
     if args.mig_strategy:
         config = config.with_mig_strategy(args.mig_strategy, "--mig-strategy (or $MIG_STRATEGY)")
@@ -176,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
         inventory = load_inventory(args.inventory)
     else:
         inventory = from_nvml()
+    if args.listing is not None:
+        inventory = with_mig_uuids(inventory, from_nvidia_smi_list(_read(args.listing), str(args.listing)))
     if args.topology is not None:
         inventory = apply_topology(inventory, load_topology(args.topology))
     for w in inventory.warnings:

@@ -222,3 +222,21 @@ def test_dry_run_prints_the_plan(capsys, tmp_path):
                    "nvidia.com/gpu (4 devices, time-slicing x4) on nvidia-gpu.sock"] + \
         [f"  {uuid}::{n}  (GPU 0)" for n in range(4)]
     assert list(tmp_path.iterdir()) == []  # no sockets
+
+
+def test_dry_run_with_listing_shows_real_mig_uuids(capsys, tmp_path, nvidia_smi_dir):
+    rc = main(["serve", "--dry-run", "--socket-dir", str(tmp_path),
+               "--inventory", str(nvidia_smi_dir / "a100-sxm4-80gb-mig.q.xml"),
+               "--listing", str(nvidia_smi_dir / "a100-sxm4-80gb-x4-mig.L.txt"),
+               "--mig-strategy", "mixed"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[1] == "nvidia.com/mig-1g.20gb (4 devices) on nvidia-mig-1g.20gb.sock"
+    assert out[2] == "  MIG-ce861fb0-a248-58ce-a9a8-f9adbc22a66a  (GPU 0 MIG 0)"
+
+
+def test_listing_needs_an_inventory(capsys, tmp_path):
+    rc = main(["serve", "--dry-run", "--socket-dir", str(tmp_path), "--listing", "x.txt"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert err == "error: --listing: needs --inventory (it completes an nvidia-smi XML dump)\n"

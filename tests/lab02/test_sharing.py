@@ -364,3 +364,17 @@ def test_real_a100_dump_under_each_mig_strategy(nvidia_smi_dir):
     assert names["none"] == {"nvidia.com/gpu": [gpu]}
     assert names["single"] == {"nvidia.com/gpu": migs}
     assert names["mixed"] == {"nvidia.com/mig-1g.20gb": migs}
+
+
+def test_mps_daemon_commands():
+    from lab02_device_plugin.sharing import mps_daemon_commands
+    inv = gpus(2)  # 81559 MiB each
+    c = cfg("sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}")
+    (r,) = advertise(inv, c).resources
+    # 100 // 4 = 25 %; 81559 // 4 = 20389 MiB per client
+    assert mps_daemon_commands(r, inv) == [
+        "set_default_active_thread_percentage 25",
+        "set_default_device_pinned_mem_limit 0 20389M",
+        "set_default_device_pinned_mem_limit 1 20389M"]
+    (plain,) = advertise(inv, ts(4)).resources
+    assert mps_daemon_commands(plain, inv) == []

@@ -55,6 +55,9 @@ examples:
       --config lab02_device_plugin/examples/time-slicing.yaml
   python -m lab02_device_plugin serve --socket-dir /tmp/dp --kubelet-socket "" \\
       --inventory ../shared/data/nvidia-smi/a100-sxm4-80gb-mig.q.xml --mig-strategy mixed
+  python -m lab02_device_plugin serve --dry-run \\
+      --inventory lab02_device_plugin/examples/inventory-h100-mig.yaml \\
+      --config lab02_device_plugin/examples/mig-mixed.yaml      # what would be advertised
 """
 
 
@@ -219,7 +222,11 @@ def run(args: argparse.Namespace) -> int:
                          f"{config.flags.mig_strategy}; expected at least one GPU or MIG device")
 
     if args.dry_run:
-        print_plan(manager.plan, inventory)
+        try:
+            print_plan(manager.plan, inventory)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `serve --dry-run | head`: the reader left, not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
     stop = threading.Event()

@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import InputError
+from .mig import canonical_model, mixed_resource_name, quantization_waste
 
 MECHANISMS = ("exclusive", "MIG", "MPS", "time-slicing", "DRA")
 WORKLOADS = ("training", "inference", "interactive", "batch")
@@ -67,6 +68,8 @@ class Requirements:
         latency_guarantee: needs predictable latency (no neighbour may slow it down).
         dra_available: the cluster runs Kubernetes DRA with a GPU DRA driver.
         varying_sizes: pods of this kind ask for different slice sizes over time.
+        memory_gb: GPU memory the pod needs (GB), if known; with MIG it picks the profile
+            (:func:`lab02_device_plugin.mig.quantization_waste`), > 0.
     """
 
     gpus: float
@@ -78,6 +81,7 @@ class Requirements:
     latency_guarantee: bool = False
     dra_available: bool = False
     varying_sizes: bool = False
+    memory_gb: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, (int, float)) \
@@ -85,6 +89,10 @@ class Requirements:
             raise InputError(f"gpus: expected a number of GPUs > 0 (0.5 = half a GPU), got {self.gpus!r}")
         if self.gpu_model.lower() not in MIG_CAPABLE:
             raise InputError(f"gpu_model: expected one of {sorted(MIG_CAPABLE)}, got {self.gpu_model!r}")
+        if self.memory_gb is not None and (isinstance(self.memory_gb, bool)
+                                           or not isinstance(self.memory_gb, (int, float))
+                                           or not math.isfinite(self.memory_gb) or self.memory_gb <= 0):
+            raise InputError(f"memory_gb: expected GPU memory in GB > 0 (or None), got {self.memory_gb!r}")
         if self.workload not in WORKLOADS:
             raise InputError(f"workload: expected one of {list(WORKLOADS)}, got {self.workload!r}")
 
@@ -134,6 +142,17 @@ _HALF_EXCL = ("Not on this GPU: without MIG there is no isolated half. Give a wh
               "workload to a smaller GPU model or to a MIG-capable node pool.")
 
 
+def _mig_profile(req: Requirements) -> str | None:
+    """Smallest MIG profile covering ``req.memory_gb`` and ``req.gpus`` of the SMs, when the
+    GPU model has a profile table and the memory is known; None otherwise (or if none fits)."""
+    if req.memory_gb is None or canonical_model(req.gpu_model) is None:
+        return None
+    try:
+        return quantization_waste(req.gpu_model, req.memory_gb, min(req.gpus, 1.0)).profile.name
+    except InputError:
+        return None
+
+
 def decide(req: Requirements) -> Decision:
     """Apply the chapter's decision table to ``req`` (rules in the module docstring).
 
@@ -162,10 +181,14 @@ def decide(req: Requirements) -> Decision:
                                          ("a latency guarantee", req.latency_guarantee)) if flag]
         why = ", ".join(needs)
         if mig:
-            return Decision("MIG", f"Hard isolation is needed ({why}) and {req.gpu_model} supports MIG: "
-                            "each instance has its own SMs, memory and L2.", _HALF_MIG,
-                            "nvidia.com/mig-<profile>: 1 (mixed strategy) or nvidia.com/gpu: 1 (single)",
-                            ISOLATION["MIG"])
+            request = "nvidia.com/mig-<profile>: 1 (mixed strategy) or nvidia.com/gpu: 1 (single)"
+            reason = (f"Hard isolation is needed ({why}) and {req.gpu_model} supports MIG: "
+                      "each instance has its own SMs, memory and L2.")
+            profile = _mig_profile(req)
+            if profile is not None:
+                request = f"{mixed_resource_name(profile)}: 1 (mixed strategy)"
+                reason += f" The smallest profile covering {req.memory_gb:g} GB and {req.gpus:g} of the SMs is {profile}."
+            return Decision("MIG", reason, _HALF_MIG, request, ISOLATION["MIG"])
         return Decision("exclusive", f"Hard isolation is needed ({why}) but {req.gpu_model} has no MIG; "
                         "MPS and time-slicing do not isolate faults, so only a whole GPU does.",
                         _HALF_EXCL, "nvidia.com/gpu: 1", ISOLATION["exclusive"])
@@ -187,7 +210,7 @@ def decision_table() -> list[tuple[str, Requirements, Decision]]:
     cases = [
         ("8-GPU training job", Requirements(gpus=8, workload="training")),
         ("regulated tenant, half a GPU, H100", Requirements(gpus=0.5, gpu_model="h100-80gb",
-                                                             other_tenants=True)),
+                                                             other_tenants=True, memory_gb=30)),
         ("regulated tenant, half a GPU, L40S", Requirements(gpus=0.5, gpu_model="l40s",
                                                              other_tenants=True)),
         ("team's inference replicas, A100", Requirements(gpus=0.25, workload="inference")),

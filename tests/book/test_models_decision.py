@@ -53,3 +53,23 @@ def test_table_and_isolation_cover_all_mechanisms():
 def test_bad_requirements(kwargs, name):
     with pytest.raises(InputError, match=name):
         Requirements(**kwargs)
+
+
+def test_mig_answer_names_the_smallest_covering_profile():
+    # H100-80GB, 30 GB and half the SMs: 2g.20gb is too small (20 GB); 3g.40gb has 40 GB but
+    # only 3/7 = 0.43 of the SMs < 0.5; 4g.40gb has 4/7 = 0.57 -> 4g.40gb.
+    d = decide(Requirements(gpus=0.5, gpu_model="h100-80gb", other_tenants=True, memory_gb=30))
+    assert d.request == "nvidia.com/mig-4g.40gb: 1 (mixed strategy)"
+    assert "4g.40gb" in d.reason
+    # 0.25 of the SMs and 15 GB on an A100-80GB: 1g.10gb has 10 GB (< 15), 1g.20gb has 20 GB but
+    # 1/7 = 0.14 < 0.25 of the SMs; 2g.20gb has 2/7 = 0.29 and 20 GB -> 2g.20gb
+    d = decide(Requirements(gpus=0.25, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
+    assert d.request == "nvidia.com/mig-2g.20gb: 1 (mixed strategy)"
+    # no table for B200 here: the generic answer
+    d = decide(Requirements(gpus=0.5, gpu_model="b200", other_tenants=True, memory_gb=30))
+    assert d.mechanism == "MIG" and "<profile>" in d.request
+
+
+def test_bad_memory():
+    with pytest.raises(InputError, match="memory_gb"):
+        Requirements(gpus=0.5, memory_gb=0)

@@ -34,6 +34,7 @@ Writing a graded test::
    :mod:`grading.manifest`) and reports every file a learner changed;
 2. collects the graded folders (``tests/lab01/graded``, ``tests/lab02/graded`` and, when
    present, ``tests/hidden``) unless paths are given, and deselects tests without points;
+   a graded file that fails to import does not stop the run: its tests score 0;
    ``--grade-part=1`` (or ``=1A``; repeatable) keeps the parts whose id starts with it;
 3. prints a points table per part and writes ``results.json`` (``--grade-json PATH``) in
    Gradescope's autograder format (https://gradescope-autograders.readthedocs.io/en/latest/specs/),
@@ -48,6 +49,7 @@ Ordinary test runs (without ``--grade``) run graded tests as plain tests, with t
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import re
@@ -205,6 +207,58 @@ def _number_key(number: str) -> tuple:
     return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.]", number))
 
 
+@dataclass(frozen=True)
+class DeclaredTest:
+    """A graded test as written in its file (read with ``ast``, without importing it)."""
+
+    nodeid: str
+    points: float
+    part: str
+    number: str | None
+    hidden: bool
+
+
+def declared_tests(paths: list[Path], rootpath: Path) -> list[DeclaredTest]:
+    """Graded tests declared in the ``test_*.py`` files under ``paths``.
+
+    Used to count a test that never ran because its file failed to import (a syntax error
+    in learner code, say): it still appears in the results, with 0 of its points. Only
+    literal markers are seen (``@pytest.mark.points(2, part="1A", ...)`` on a function or a
+    method of a class).
+    """
+    files: set[Path] = set()
+    for path in paths:
+        if path.is_dir():
+            files.update(path.rglob("test_*.py"))
+        elif path.is_file() and path.name.startswith("test_") and path.suffix == ".py":
+            files.add(path)
+    out = []
+    for file in sorted(files):
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+            rel = file.resolve().relative_to(rootpath.resolve()).as_posix()
+        except (SyntaxError, ValueError, OSError):
+            continue
+        scopes = [(node, "") for node in tree.body]
+        scopes += [(n, f"{c.name}::") for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body]
+        for node, prefix in scopes:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for dec in node.decorator_list:
+                if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
+                        and dec.func.attr == "points" and dec.args):
+                    continue
+                try:
+                    kwargs = {k.arg: ast.literal_eval(k.value) for k in dec.keywords}
+                    points = float(ast.literal_eval(dec.args[0]))
+                except ValueError:
+                    continue
+                if isinstance(kwargs.get("part"), str):
+                    out.append(DeclaredTest(f"{rel}::{prefix}{node.name}", points, kwargs["part"],
+                                            kwargs.get("number"), rel.startswith(HIDDEN_DIR + "/")))
+    return out
+
+
 # -- hooks ---------------------------------------------------------------------------------
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("grading", "grading of the course labs")
@@ -232,6 +286,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("grade", default=False):
         return
+    # a graded file that fails to import (learner code with a syntax error) must cost its
+    # own tests only: run the others, and count its tests as 0 (Grader.add_tests_that_did_not_run)
+    config.option.continue_on_collection_errors = True
     grader = Grader(config)
     config.pluginmanager.register(grader, "grading-grader")
     grader.restore_test_files()
@@ -290,6 +347,7 @@ class Grader:
         self.restore_lines: list[str] = []
         self.start = time.monotonic()
         self.hidden_follow_labs = False
+        self.collect_errors: dict[str, str] = {}
         self.json_path = Path(config.getoption("grade_json"))
         if not self.json_path.is_absolute():
             self.json_path = Path(config.invocation_params.dir) / self.json_path
@@ -412,7 +470,35 @@ class Grader:
             "tests": [r.to_gradescope() for r in self.ordered()],
         }
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            message = str(report.longrepr).strip().splitlines()
+            self.collect_errors[report.nodeid] = message[-1] if message else "collection error"
+
+    def add_tests_that_did_not_run(self, session: pytest.Session) -> None:
+        """Count graded tests whose file failed to import: 0 of their points each."""
+        if not self.collect_errors:
+            return
+        paths = [Path(a.split("::")[0]) for a in self.config.args]
+        paths = [p if p.is_absolute() else Path(self.config.invocation_params.dir) / p for p in paths]
+        no_hidden = self.config.getoption("grade_no_hidden")
+        seen = list(self.results)
+        for t in declared_tests(paths, self.root):
+            if (any(n == t.nodeid or n.startswith(t.nodeid + "[") for n in seen)
+                    or not _wants_part(t.part, self.parts) or (no_hidden and t.hidden)):
+                continue
+            file = t.nodeid.split("::")[0]
+            error = next((m for nodeid, m in self.collect_errors.items() if nodeid == file), None)
+            if error is None:
+                continue
+            self.results[t.nodeid] = TestResult(
+                nodeid=t.nodeid, name=t.nodeid.split("::")[-1], number=t.number or f"{t.part}.{t.nodeid.split('::')[-1]}",
+                part=t.part, max_score=t.points,
+                visibility="after_published" if t.hidden else "visible", hidden=t.hidden,
+                status="failed", message=f"did not run: {file} failed to import: {error}")
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.add_tests_that_did_not_run(session)
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
         self.json_path.write_text(json.dumps(self.results_json(), indent=2) + "\n", encoding="utf-8")
 

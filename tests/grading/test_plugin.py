@@ -219,3 +219,26 @@ def test_missing_manifest_is_a_warning_not_a_crash(course: pytest.Pytester) -> N
     result = course.runpytest("-p", "grading.plugin", "--grade")
     result.stdout.fnmatch_lines(["warning: test files not checked: *manifest.json: not found*"])
     assert read_results(course)["score"] == 5.0
+
+
+def test_a_file_that_fails_to_import_still_counts_its_points(course: pytest.Pytester) -> None:
+    """A syntax error in learner code makes a graded file fail to import: its tests get 0
+    of their points instead of vanishing from the total."""
+    (course.path / "tests" / "lab01" / "graded" / "test_lab01_broken.py").write_text(
+        "import pytest\n"
+        "import learner_module_that_does_not_exist\n"
+        "@pytest.mark.points(4, part='1C', number='1C.1')\n"
+        "def test_a():\n    pass\n"
+        "class TestB:\n"
+        "    @pytest.mark.points(1, part='1C', number='1C.2')\n"
+        "    def test_b(self):\n        pass\n")
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    result.assert_outcomes(passed=1, failed=2, errors=1, deselected=1)  # the other file still runs
+    doc = read_results(course)
+    assert doc["score"] == 5.0  # as without the broken file: 2 + 0 + 3
+    by_number = {t["number"]: t for t in doc["tests"]}
+    # the broken file's tests are listed: 1C is worth 4 + 1 = 5, all lost
+    assert (by_number["1C.1"]["score"], by_number["1C.1"]["max_score"]) == (0.0, 4.0)
+    assert (by_number["1C.2"]["score"], by_number["1C.2"]["max_score"]) == (0.0, 1.0)
+    assert "ModuleNotFoundError" in by_number["1C.1"]["output"]
+    assert by_number["1C.1"]["output"].startswith("did not run: tests/lab01/graded/test_lab01_broken.py")

@@ -18,7 +18,8 @@ Writing a graded test::
 
 - ``points(value, *, part, number=None, visibility="visible")``: ``value`` > 0 points;
   ``part`` like ``"1A"`` (lab number, then a letter); ``number`` like ``"1A.2"`` (default:
-  the part followed by the test's position among that part's tests); ``visibility`` as in
+  the part followed by the test's position among that part's tests); each case of a
+  parametrized test is worth ``value`` and numbered ``1A.2.1``, ``1A.2.2``...; ``visibility`` as in
   Gradescope (``visible``, ``hidden``, ``after_due_date``, ``after_published``; tests under
   ``tests/hidden/`` default to ``after_published``).
 - Every graded test gets a pytest-timeout marker (``--grade-timeout``, default 60 s) unless
@@ -175,10 +176,13 @@ def grade_info(item: pytest.Item, rootpath: Path) -> GradeInfo | None:
 
 
 def _test_title(item: pytest.Item) -> str:
+    """The test's name in the results: its docstring's first paragraph, else its name."""
     doc = getattr(getattr(item, "function", None), "__doc__", None)
-    if doc and doc.strip():
-        return " ".join(doc.strip().split("\n\n")[0].split())
-    return item.name
+    if not (doc and doc.strip()):
+        return item.name
+    title = " ".join(doc.strip().split("\n\n")[0].split())
+    callspec = getattr(item, "callspec", None)
+    return f"{title} [{callspec.id}]" if callspec is not None else title
 
 
 def _failure_message(report: pytest.TestReport) -> str:
@@ -289,6 +293,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # a graded file that fails to import (learner code with a syntax error) must cost its
     # own tests only: run the others, and count its tests as 0 (Grader.add_tests_that_did_not_run)
     config.option.continue_on_collection_errors = True
+    if not config.pluginmanager.hasplugin("timeout"):
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            "pytest-timeout is not installed: graded tests run without a timeout "
+            "(pip install pytest-timeout)"), stacklevel=2)
     grader = Grader(config)
     config.pluginmanager.register(grader, "grading-grader")
     grader.restore_test_files()
@@ -310,17 +318,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     seen: dict[str, str] = {}
     timeout = config.getoption("grade_timeout", default=DEFAULT_TIMEOUT_S)
     has_timeout = config.pluginmanager.hasplugin("timeout")
-    if not has_timeout and any(i.get_closest_marker("points") for i in items):
-        config.issue_config_time_warning(pytest.PytestConfigWarning(
-            "pytest-timeout is not installed: graded tests run without a timeout "
-            "(pip install pytest-timeout)"), stacklevel=2)
-    for item in items:
-        info = grade_info(item, config.rootpath)
-        if info is None:
-            continue
-        per_part[info.part] = per_part.get(info.part, 0) + 1
+    params: dict[str, int] = {}
+    graded = [(item, info) for item in items if (info := grade_info(item, config.rootpath))]
+    explicit = {info.number for _, info in graded if info.number}
+    auto: dict[str, str] = {}  # test function -> its automatic number
+    for item, info in graded:
+        base = item.nodeid.split("[")[0]
         if info.number is None:
-            info.number = f"{info.part}.{per_part[info.part]}"
+            if base not in auto:  # the next index of the part not taken by an explicit number
+                while True:
+                    per_part[info.part] = per_part.get(info.part, 0) + 1
+                    auto[base] = f"{info.part}.{per_part[info.part]}"
+                    if auto[base] not in explicit:
+                        break
+            info.number = auto[base]
+        if hasattr(item, "callspec"):  # a parametrized test: one number per case, 1.1, 1.2...
+            params[base] = params.get(base, 0) + 1
+            info.number = f"{info.number}.{params[base]}"
         if info.number in seen and seen[info.number] != item.nodeid:
             raise pytest.UsageError(f"{item.nodeid}: graded test number {info.number} is already "
                                     f"used by {seen[info.number]}")

@@ -242,3 +242,26 @@ def test_a_file_that_fails_to_import_still_counts_its_points(course: pytest.Pyte
     assert (by_number["1C.2"]["score"], by_number["1C.2"]["max_score"]) == (0.0, 1.0)
     assert "ModuleNotFoundError" in by_number["1C.1"]["output"]
     assert by_number["1C.1"]["output"].startswith("did not run: tests/lab01/graded/test_lab01_broken.py")
+
+
+def test_parametrized_graded_test_numbers_each_case(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_param_example="""
+import pytest
+
+@pytest.mark.points(1, part="2C", number="2C.1")
+@pytest.mark.parametrize("x", [1, 2, 3])
+def test_cases(x):
+    assert x != 2
+
+@pytest.mark.points(2, part="2C")
+@pytest.mark.parametrize("y", [1, 2])
+def test_auto(y):
+    pass
+""")
+    result = pytester.runpytest("-p", "grading.plugin", "--grade", "test_param_example.py")
+    result.assert_outcomes(passed=4, failed=1)
+    doc = read_results(pytester)
+    # each case is worth the marker's points: 1 + 0 + 1 + 2 + 2 = 6 of 7
+    assert [(t["number"], t["score"]) for t in doc["tests"]] == [
+        ("2C.1.1", 1.0), ("2C.1.2", 0.0), ("2C.1.3", 1.0), ("2C.2.1", 2.0), ("2C.2.2", 2.0)]
+    assert doc["score"] == 6.0

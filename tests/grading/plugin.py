@@ -24,8 +24,8 @@ Writing a graded test::
   ``tests/hidden/`` default to ``after_published``).
 - Every graded test gets a pytest-timeout marker (``--grade-timeout``, default 60 s) unless
   it has its own, so an endless loop in learner code costs that test only.
-- Each graded test starts with Python's ``random`` seeded (0); numpy code uses explicit
-  seeded Generators, as everywhere in the project.
+- Each graded test starts with Python's ``random`` and numpy's global generator seeded (0);
+  the project's own code draws from explicit seeded Generators.
 - Score of a test: all its points when it passes, none when it fails or is skipped, unless
   the test called ``partial_credit(fraction)``: then ``fraction`` x points either way.
 
@@ -345,8 +345,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fixed seeds before each graded test: Python's ``random`` and numpy's legacy global
+    generator (the project itself draws only from explicit seeded Generators)."""
     if GRADE_KEY in item.stash:
         random.seed(0)
+        try:
+            import numpy
+        except ImportError:  # numpy is a dependency of the labs, not of this plugin
+            return
+        numpy.random.seed(0)
 
 
 class Grader:

@@ -265,3 +265,23 @@ def test_auto(y):
     assert [(t["number"], t["score"]) for t in doc["tests"]] == [
         ("2C.1.1", 1.0), ("2C.1.2", 0.0), ("2C.1.3", 1.0), ("2C.2.1", 2.0), ("2C.2.2", 2.0)]
     assert doc["score"] == 6.0
+
+
+def test_graded_tests_start_from_fixed_seeds(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_seed_example="""
+import random
+import numpy as np
+import pytest
+
+@pytest.mark.points(1, part="1A")
+@pytest.mark.parametrize("run", [1, 2])
+def test_draw(run):
+    random.seed(run * 1000)  # disturb the seed; the next test must not see it
+    np.random.seed(run * 1000)
+
+@pytest.mark.points(1, part="1A")
+def test_fixed():
+    assert random.random() == random.Random(0).random()
+    assert np.random.random() == np.random.RandomState(0).random_sample()
+""")
+    pytester.runpytest("-p", "grading.plugin").assert_outcomes(passed=3)

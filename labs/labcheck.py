@@ -20,8 +20,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -30,7 +32,7 @@ if str(REPO_ROOT) not in sys.path:
 CHECK_TIMEOUT_S = 900.0
 """Upper bound on one check (each graded test also has its own timeout)."""
 
-PARTS: dict[str, tuple[str, str]] = {
+PARTS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "1A": ("the best-fit score behind the policy comparison",
            "lab01_cluster_sim/policies/generic.py: best_fit_raw_score"),
     "1B": ("stranded GPUs, first-fit against best-fit",
@@ -49,7 +51,7 @@ PARTS: dict[str, tuple[str, str]] = {
            "lab02_device_plugin/mig.py: mixed_resource_name"),
     "2D": ("health transitions",
            "lab02_device_plugin/health.py: next_health"),
-}
+})
 """Part id -> (what it is about, where the learner's code goes)."""
 
 

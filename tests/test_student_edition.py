@@ -201,13 +201,7 @@ class K:
 
 
 def test_strip_replaces_regions_at_their_indent_and_keeps_the_rest() -> None:
-    saved = dict(tool.PART_OF)
-    tool.PART_OF["method"] = "2B"
-    try:
-        text, regions = tool.strip_solutions(SOURCE, "pkg/mod.py")
-    finally:
-        tool.PART_OF.clear()
-        tool.PART_OF.update(saved)
+    text, regions = tool.strip_solutions(SOURCE, "pkg/mod.py", part_of={"method": "2B"})
     assert [(r.function, r.part, r.begin, r.end) for r in regions] == [("score", "1A", 5, 8), ("method", "2B", 14, 16)]
     assert text == SOURCE.replace(
         '    ### BEGIN SOLUTION 1A\n    y = x * 2\n    return y\n    ### END SOLUTION\n',

@@ -32,8 +32,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LAB_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
@@ -44,7 +46,7 @@ _BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?:[ \t]+(?P<part>[0-
 _END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
 _DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>\w+)")
 
-PART_OF: dict[str, str] = {
+PART_OF: Mapping[str, str] = MappingProxyType({
     # Lab 01 (parts of the lab walkthrough; see labs/README.md)
     "best_fit_raw_score": "1A",       # policies/generic.py: the BestFit score
     "count_stranded_gpus": "1B",      # metrics.py: stranded GPUs
@@ -57,7 +59,7 @@ PART_OF: dict[str, str] = {
     "physical_device_id": "2B",       # sharing.py: replica -> GPU in Allocate
     "mixed_resource_name": "2C",      # mig.py: MIG mixed-strategy naming
     "next_health": "2D",              # health.py: health transitions
-}
+})
 """Part of each solution region whose marker names none, keyed by the enclosing function's
 name (or ``path::function`` where a name is not unique)."""
 
@@ -85,7 +87,7 @@ def _enclosing_function(lines: list[str], index: int, indent: str) -> str:
     return ""
 
 
-def find_regions(text: str, path: str) -> list[Region]:
+def find_regions(text: str, path: str, part_of: Mapping[str, str] = PART_OF) -> list[Region]:
     """Solution regions of one Python source (or one notebook cell).
 
     Raises:
@@ -106,7 +108,7 @@ def find_regions(text: str, path: str) -> list[Region]:
                 raise EditionError(f"{path}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
             start, m = open_at
             function = _enclosing_function(lines, start, m.group("indent"))
-            part = m.group("part") or PART_OF.get(f"{path}::{function}") or PART_OF.get(function)
+            part = m.group("part") or part_of.get(f"{path}::{function}") or part_of.get(function)
             if part is None:
                 raise EditionError(
                     f"{path}:{start + 1}: solution region in {function or 'module code'!r} names no part; "
@@ -120,13 +122,13 @@ def find_regions(text: str, path: str) -> list[Region]:
     return regions
 
 
-def strip_solutions(text: str, path: str) -> tuple[str, list[Region]]:
+def strip_solutions(text: str, path: str, part_of: Mapping[str, str] = PART_OF) -> tuple[str, list[Region]]:
     """``text`` with every solution region replaced by a ``raise NotImplementedError``.
 
     Returns:
         The new text (same line ending at the end as the input) and the regions replaced.
     """
-    regions = find_regions(text, path)
+    regions = find_regions(text, path, part_of)
     if not regions:
         return text, []
     lines = text.splitlines(keepends=True)

@@ -17,6 +17,10 @@ Usage::
     python tools/build_book.py                      # into book/_build/html
     python tools/build_book.py --path-output DIR    # into DIR/_build/html
     python tools/build_book.py --all                # re-render every page
+    python tools/build_book.py --fresh              # drop the output and the execution cache first
+
+The execution cache is keyed on each chapter's text only: after changing a lab package,
+build with ``--fresh`` so the chapters run again against the new code.
 
 Exit status 0 on success, 1 when the build or a check failed (the message says which).
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -78,8 +83,16 @@ def find_remote_assets(html_dir: Path) -> list[str]:
     return problems
 
 
-def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: bool = False) -> int:
-    """Fetch assets, build the HTML, check it; return a process exit status."""
+def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: bool = False,
+          fresh: bool = False) -> int:
+    """Fetch assets, build the HTML, check it; return a process exit status.
+
+    ``fresh`` removes ``<output>/_build`` (HTML, executed notebooks, execution cache) first.
+    """
+    if fresh:
+        out_dir = (path_output or BOOK_DIR) / "_build"
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
     try:
         fetch_book_assets.fetch(quiet=quiet)
     except fetch_book_assets.AssetFetchError as exc:
@@ -120,9 +133,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="build into PATH/_build/html instead of book/_build/html")
     parser.add_argument("--all", dest="rebuild_all", action="store_true",
                         help="re-render every page (the execution cache is still used)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="remove the previous output and execution cache first (use after "
+                        "changing a lab package: the cache only tracks the chapters' text)")
     parser.add_argument("--quiet", action="store_true", help="less output")
     args = parser.parse_args(argv)
-    return build(args.path_output, args.rebuild_all, args.quiet)
+    return build(args.path_output, args.rebuild_all, args.quiet, args.fresh)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,8 @@ def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: boo
         cmd += ["--path-output", str(path_output)]
     if rebuild_all:
         cmd.append("--all")
+    if quiet:
+        cmd.append("-q")
     env = dict(os.environ)
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     start = time.perf_counter()

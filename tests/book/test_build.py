@@ -137,6 +137,11 @@ def test_chapter_page_has_figure_exercise_solution_and_outputs(built_book, chapt
     assert "dropdown" in page, "solution folded"
     assert "cell_output" in page, "cells were executed"
     assert "Traceback" not in page
+    # every numbered figure holds an image (a Figure shown without a PNG formatter leaves
+    # only its text repr "<Figure size ...>")
+    for fig in re.findall(r"<figure.*?</figure>", page, re.S):
+        assert "<img" in fig, f"figure without an image: {fig[:200]}"
+    assert "Figure size" not in page, "a matplotlib figure rendered as text, not as an image"
 
 
 @pytestmark_slow

@@ -49,8 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=2000, help="synthetic jobs (default %(default)s)")
     parser.add_argument("--nodes", type=int, default=100, help="synthetic nodes (default %(default)s)")
     parser.add_argument("--interarrival", type=float, default=None,
-                        help="synthetic mean gap between arrivals, s (default: sized so the offered load is ~90%% "
-                             "of the cluster's GPUs)")
+                        help="synthetic mean gap between arrivals, s (default: from --load)")
+    parser.add_argument("--load", type=float, default=0.9,
+                        help="synthetic offered GPU load as a share of capacity, sets the arrival rate "
+                             "when --interarrival is not given (default %(default)s)")
     parser.add_argument("--gang-share", type=float, default=0.0,
                         help="synthetic: share of multi-GPU jobs that are gangs of several workers (default 0)")
     parser.add_argument("--nodes-to-score", default="all",
@@ -84,11 +86,13 @@ def trace_jobs(folder: str, pod_list: str | None) -> tuple[list[Node], list[Job]
 
 
 def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float | None,
-                   gang_share: float) -> tuple[list[Node], list[Job]]:
+                   gang_share: float, load: float = 0.9) -> tuple[list[Node], list[Job]]:
     """``num_jobs`` synthetic jobs on ``num_nodes`` openb-mix nodes.
 
-    The default mean inter-arrival gap makes the offered GPU load about 90% of capacity:
-    gap = E[GPU-seconds per job] / (0.9 x GPUs), with E[...] estimated from the drawn jobs.
+    The default mean inter-arrival gap makes the offered GPU load ``load`` x capacity:
+    gap = E[GPU-seconds per job] / (load x GPUs), with E[...] estimated from the drawn jobs.
+    (Durations are heavy-tailed, so a run of a few thousand jobs stays below its offered
+    load: much of the work arrives late in long jobs.)
 
     Raises:
         InputError: counts < 1 or a bad share/gap.
@@ -99,6 +103,8 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
         raise InputError(f"--jobs and --nodes must be >= 1, got {num_jobs} and {num_nodes}")
     if not 0.0 <= gang_share <= 1.0:
         raise InputError(f"--gang-share must be in [0, 1], got {gang_share}")
+    if not load > 0:
+        raise InputError(f"--load must be > 0, got {load}")
     if interarrival is not None and not interarrival > 0:
         raise InputError(f"--interarrival must be > 0 s, got {interarrival}")
     nodes = synthetic_nodes(num_nodes)
@@ -107,7 +113,7 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
     if interarrival is None:
         gpus = sum(n.gpu_count for n in nodes)
         work = sum(j.gpu_milli_total / 1000 * j.duration for j in jobs) / len(jobs)
-        gap = work / (0.9 * gpus)
+        gap = work / (load * gpus)
         scale = gap / mix.mean_interarrival_s
         jobs = [Job(j.job_id, round(j.submit_time * scale, 3), j.duration, j.gpus_per_worker, j.gpu_milli,
                     j.cpu_milli, j.memory_mib, j.gpu_models, j.priority, j.workers, j.tenant) for j in jobs]
@@ -180,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         nodes, jobs = trace_jobs(args.trace, args.pod_list)
     else:
-        nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share)
+        nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share,
+                                     args.load)
     result = simulate(nodes, jobs, policy=args.policy, mode=args.mode, discipline=args.discipline, seed=args.seed,
                       until=args.until, nodes_to_score=_nodes_to_score(args.nodes_to_score, len(nodes)),
                       stranded_interval=None if len(nodes) * len(jobs) <= 10_000_000 else 600.0,

@@ -159,8 +159,10 @@ def test_widget_pages_embed_precomputed_states(built_book, chapter):
 
 @pytestmark_slow
 def test_footer_credits_and_trace_citation(built_book):
-    index = (built_book / "intro.html").read_text(encoding="utf-8")
-    assert "CC BY 4.0" in index and "MIT" in index
+    for page in sorted(built_book.glob("ch*.html")) + [built_book / "intro.html"]:
+        footer = re.search(r'<div class="extra_footer">(.*?)</div>', page.read_text(encoding="utf-8"), re.S)
+        assert footer, f"{page.name}: no license footer"
+        assert "CC BY 4.0" in footer.group(1) and "MIT" in footer.group(1)
     ch06 = next(built_book.glob("ch06_*.html")).read_text(encoding="utf-8")
     assert "beware of fragmentation" in ch06.lower()
     refs = (built_book / "references.html").read_text(encoding="utf-8")

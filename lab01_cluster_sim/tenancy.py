@@ -167,6 +167,15 @@ class ConstraintFilter:
     def __call__(self, runner: Runner, job: Job) -> np.ndarray:
         return self.mask(job)
 
+    def extra_filter(self, request, record) -> np.ndarray:
+        """The same mask as a core :attr:`Scheduler.extra_filters` entry ``(request, record) -> mask``.
+
+        Usage: ``sim.scheduler.extra_filters.append(constraint_filter.extra_filter)``.
+        """
+        if record is None:
+            return np.ones(len(self.nodes), dtype=bool)
+        return self.mask(record.job)
+
 
 class TenancyPlacer:
     """A Runner ``placer`` that never puts a free-tier job on a GPU used by a paying tenant,

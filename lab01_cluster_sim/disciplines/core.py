@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import deque
 from collections.abc import Iterable, Mapping
 
 from lab01_cluster_sim.disciplines.drf import drf_pick_tenant
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, VictimCandidate, choose_victims, last_checkpoint
 from lab01_cluster_sim.disciplines.runner import clone_state, place_gang
 from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState
-from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, register_discipline
+from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver, register_discipline
 
 
 class _Queue(QueueDiscipline):
@@ -70,11 +71,23 @@ class EasyBackfill(_Queue):
     name = "backfill"
 
     def reservation(self, scheduler, head: JobRecord) -> float:
-        """Earliest expected end of running jobs after which ``head`` fits (inf if never)."""
+        """Earliest expected end of running jobs after which ``head`` fits (inf if never).
+
+        Releases the running jobs one by one in order of expected end on one copy of the
+        state; the (costly) placement test runs only once enough GPUs are free in total.
+        """
         running = sorted(scheduler.running.values(), key=lambda r: (_expected_end(r), r.job_id))
-        for k in range(len(running)):
-            if _fits_after(scheduler, head, running[: k + 1]):
-                return _expected_end(running[k])
+        trial = clone_state(scheduler.state)
+        need = head.job.gpu_milli_total
+        free = int(trial.gpu_free[scheduler.online].sum())
+        for rec in running:
+            req = scheduler.request_of(rec)
+            for p in rec.placements:
+                trial.release(p.node_index, p.gpus, req)
+                if scheduler.online[p.node_index]:
+                    free += req.gpu_milli * len(p.gpus)
+            if free >= need and place_gang(trial, head.job, scheduler.online) is not None:
+                return _expected_end(rec)
         return math.inf
 
     def run_pass(self, scheduler) -> None:
@@ -98,26 +111,54 @@ class DrfDiscipline(_Queue):
 
     name = "drf"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._usage: dict[str, list[float]] | None = None
+        self._scheduler = None
+
+    def _attach(self, scheduler) -> dict[str, list[float]]:
+        """Keep tenants' usage incrementally through the scheduler's observer hooks."""
+        if self._usage is None or self._scheduler is not scheduler:
+            usage: dict[str, list[float]] = {}
+            for rec in scheduler.running.values():
+                _add(usage, rec, 1)
+            self._usage, self._scheduler = usage, scheduler
+            scheduler.add_observer(_UsageObserver(usage))
+        return self._usage
+
     def run_pass(self, scheduler) -> None:
         st = scheduler.state
         capacity = (float(st.total_gpus), float(st.cpu_capacity.sum()), float(st.mem_capacity.sum()))
-        usage: dict[str, list[float]] = {}
-        for rec in scheduler.running.values():
-            _add(usage, rec, 1)
-        tried: set[str] = set()
-        queue = [r for r in self.order() if r.state is JobState.PENDING]
-        while True:
-            heads: dict[str, JobRecord] = {}
-            for rec in queue:
-                if rec.job_id not in tried and rec.state is JobState.PENDING:
-                    heads.setdefault(rec.job.tenant, rec)
-            tenant = drf_pick_tenant(usage, capacity, sorted(heads))
-            if tenant is None:
-                return
-            rec = heads[tenant]
-            tried.add(rec.job_id)
-            if scheduler.try_schedule(rec) is Outcome.STARTED:
-                _add(usage, rec, 1)
+        usage = self._attach(scheduler)
+        queues: dict[str, deque[JobRecord]] = {}
+        for rec in self.order():
+            if rec.state is JobState.PENDING:
+                queues.setdefault(rec.job.tenant, deque()).append(rec)
+        tenant: str | None = None
+        while queues:
+            if tenant not in queues:   # shares change only when a job starts: re-pick then
+                tenant = drf_pick_tenant(usage, capacity, sorted(queues))
+            rec = queues[tenant].popleft()
+            if not queues[tenant]:
+                del queues[tenant]
+            if rec.state is JobState.PENDING and scheduler.try_schedule(rec) is Outcome.STARTED:
+                tenant = None      # the observer added its usage
+
+
+class _UsageObserver(SchedulerObserver):
+    """Adds a job's GPUs, CPU and memory to its tenant on start; removes them on finish or eviction."""
+
+    def __init__(self, usage: dict[str, list[float]]) -> None:
+        self.usage = usage
+
+    def on_start(self, record: JobRecord) -> None:
+        _add(self.usage, record, 1)
+
+    def on_finish(self, record: JobRecord) -> None:
+        _add(self.usage, record, -1)
+
+    def on_evict(self, record: JobRecord, lost_work: float) -> None:
+        _add(self.usage, record, -1)
 
 
 def _add(usage: dict[str, list[float]], rec: JobRecord, sign: int) -> None:
@@ -150,12 +191,18 @@ class PriorityPreemption(_Queue):
         return [r for (s, r) in sorted(self._items.values(), key=lambda x: (-x[1].job.priority, x[0]))]
 
     def run_pass(self, scheduler) -> None:
+        hopeless: set[tuple] = set()
         for rec in list(self.order()):
             if rec.state is not JobState.PENDING:
                 continue
             if scheduler.try_schedule(rec) is Outcome.STARTED:
                 continue
+            key = (rec.job.priority, scheduler.request_of(rec), rec.job.workers)
+            if key in hopeless:
+                continue
             victims = self.victims(scheduler, rec)
+            if not victims:
+                hopeless.add(key)
             if victims:
                 for v in victims:
                     scheduler.evict(scheduler.running[v], f"preempted by {rec.job_id} (priority {rec.job.priority})")
@@ -172,7 +219,19 @@ class PriorityPreemption(_Queue):
                                              progress - last_checkpoint(progress, spec)))
         if not cands:
             return None
-        return choose_victims(cands, lambda ids: _fits_after(scheduler, rec, [scheduler.running[i] for i in ids]))
+        st = scheduler.state
+        free = int(st.gpu_free[scheduler.online].sum())
+        need = rec.job.gpu_milli_total
+        held = {c.job_id: scheduler.running[c.job_id].job.gpu_milli_total for c in cands}
+        if free + sum(held.values()) < need:
+            return None     # even preempting every candidate would not free enough GPUs
+
+        def enough(ids) -> bool:
+            if free + sum(held[i] for i in ids) < need:
+                return False    # cheap count check before the trial placement
+            return _fits_after(scheduler, rec, [scheduler.running[i] for i in ids])
+
+        return choose_victims(cands, enough)
 
 
 def progress_of(rec: JobRecord, now: float) -> float:

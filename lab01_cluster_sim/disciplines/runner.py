@@ -315,6 +315,7 @@ class Runner:
         self.capacity = np.array([self.state.total_gpus, int(self.state.cpu_capacity.sum()),
                                   int(self.state.mem_capacity.sum())], dtype=float)
         self.tenant_usage: dict[str, list[float]] = {}
+        self._failed: set[tuple] = set()
         for j in jobs:
             self._push(j.submit_time, 1, j.job_id, 0)
 
@@ -341,11 +342,24 @@ class Runner:
         return None if self.node_filter is None else self.node_filter(self, job)
 
     def try_place(self, job: Job, state: ClusterState | None = None) -> Allocation | None:
-        """Where ``job`` would go now (state unchanged), or None."""
-        st = self.state if state is None else state
-        if self.placer is not None and state is None:
+        """Where ``job`` would go now (state unchanged), or None.
+
+        With the default placement, a shape (worker request, workers, node mask) that found
+        no room is remembered until resources are released: binds only take resources, so
+        later jobs of the same shape are skipped without work (as the core scheduler does).
+        """
+        if state is not None:
+            return place_gang(state, job, self.mask_for(job))
+        if self.placer is not None:
             return self.placer(self, job, self.now)
-        return place_gang(st, job, self.mask_for(job))
+        mask = self.mask_for(job)
+        key = (Request.of_worker(job), job.workers, None if mask is None else mask.tobytes())
+        if key in self._failed:
+            return None
+        alloc = place_gang(self.state, job, mask)
+        if alloc is None:
+            self._failed.add(key)
+        return alloc
 
     def start(self, job_id: str, alloc: Allocation) -> None:
         """Bind ``alloc`` and start (or resume) the job now."""
@@ -377,6 +391,7 @@ class Runner:
         u[2] += sign * job.workers * job.memory_mib
 
     def _free(self, run: JobRun) -> None:
+        self._failed.clear()
         req = Request.of_worker(run.job)
         for node, gpus in run.alloc:
             self.state.release(node, gpus, req)

@@ -301,6 +301,7 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
 
     table = [[str(c) for c in columns]] + [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
-    lines = ["  ".join(x.rjust(w) if j else x.ljust(w) for j, (x, w) in enumerate(zip(row, widths))) for row in table]
+    numeric = [all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) for c in columns]
+    lines = ["  ".join(x.rjust(w) if num else x.ljust(w) for x, w, num in zip(row, widths, numeric)) for row in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"

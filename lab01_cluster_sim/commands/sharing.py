@@ -23,10 +23,16 @@ nvidia.com/mig-<profile>: <count>.
 --layout prints the resources one MIG layout advertises (and refuses an impossible one);
 --requests MEM:COMPUTE,... prints the quantization of a set of requests.
 
+--tenancy prints the tenancy tiers (premium, standard, free) with the sharing mechanism
+each is sold with, then places paying and free-tier half-GPU jobs on a 2-GPU node with
+and without the constraint "a free-tier job never shares a physical GPU with a paying
+tenant" and lists the GPUs where the constraint would be broken.
+
 examples:
   python -m lab01_cluster_sim sharing
   python -m lab01_cluster_sim sharing --gpu H100-80GB --layout 3g.40gb,2g.20gb,1g.10gb,1g.10gb
   python -m lab01_cluster_sim sharing --gpu A100-80GB --requests 6:0.125,25:0.3,12:0.2
+  python -m lab01_cluster_sim sharing --tenancy --plot sharing.png
 """
 
 
@@ -41,7 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--switch-us", type=float, default=50.0, help="context-switch cost, us (assumed; default %(default)s)")
     parser.add_argument("--layout", help="comma-separated MIG profiles of one GPU, e.g. 3g.40gb,3g.40gb")
     parser.add_argument("--requests", help="comma-separated MEM_GB:COMPUTE_SHARE requests to round up to MIG profiles")
+    parser.add_argument("--tenancy", action="store_true",
+                        help="also show tenancy tiers: tier -> mechanism, and a free-tier/paying placement with and "
+                             "without the constraint")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
+    parser.add_argument("--plot", metavar="FILE", help="save the sharing-modes figure")
 
 
 def _memory_gb(gpu: str) -> int:
@@ -79,4 +89,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nquantization on {args.gpu}: profiles {', '.join(q.profiles)}; memory asked {q.asked_memory_gb:g} GB, "
               f"granted {q.granted_memory_gb:g} GB (waste {q.memory_waste:.0%}); compute asked {q.asked_compute:.3g}, "
               f"granted {q.granted_compute:.3g} GPUs (waste {q.compute_waste:.0%})")
+    if args.tenancy:
+        _tenancy_demo(args.format)
+    if args.plot:
+        from lab01_cluster_sim.plots.dashboard import sharing_modes_figure
+
+        sharing_modes_figure(rows).savefig(args.plot, dpi=120)
     return 0
+
+
+def _tenancy_demo(fmt: str) -> None:
+    from lab01_cluster_sim.disciplines.runner import Runner
+    from lab01_cluster_sim.model import Job, Node
+    from lab01_cluster_sim.sweep import format_rows
+    from lab01_cluster_sim.tenancy import TIER_MECHANISM, TenancyPlacer, Tier, tenancy_violations
+
+    print()
+    print(format_rows([{"tier": t.value, "paying": t.paying, "mechanism": m} for t, m in TIER_MECHANISM.items()], fmt),
+          end="")
+    tiers = {"acme": Tier.PREMIUM, "student": Tier.FREE}
+    half = dict(gpus_per_worker=1, gpu_milli=500)
+    jobs = [Job("acme-1", 0, 100, tenant="acme", **half), Job("student-1", 1, 100, tenant="student", **half),
+            Job("acme-2", 2, 100, tenant="acme", **half), Job("student-2", 3, 100, tenant="student", **half)]
+    node = [Node("gpu-node", "A100", 2, 64000, 512000)]
+    placer = TenancyPlacer(tiers)
+    for label, kwargs in (("best-fit, no constraint", {}), ("tenancy constraint", {"placer": placer})):
+        r = Runner(node, jobs, "fifo-skip", until=10, **kwargs)
+        r.run()
+        where = ", ".join(f"{i}->GPU{r.runs[i].alloc[0][1][0]}" for i in sorted(r.running))
+        bad = tenancy_violations(r, placer)
+        print(f"\n{label}: {where}; GPUs shared by free and paying tenants: "
+              + (", ".join(f"{n} GPU{g} {list(ids)}" for n, g, ids in bad) if bad else "none"))

@@ -37,3 +37,27 @@ def fragmentation_dashboard(times: Sequence[float], stranded: Sequence[float], a
     axes[-1].set_xlabel("time (h)")
     fig.suptitle(title)
     return fig
+
+
+def sharing_modes_figure(rows: Sequence) -> Figure:
+    """Slowdown and memory waste of small jobs per sharing mode (the scheduler's view).
+
+    Args:
+        rows: :class:`lab01_cluster_sim.sharing_modes.SharingRow` items
+            (:func:`lab01_cluster_sim.sharing_modes.compare_sharing_modes`).
+    """
+    names = [r.mode for r in rows]
+    x = list(range(len(rows)))
+    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    ax1, ax2, ax3 = fig.subplots(1, 3)
+    ax1.bar(x, [r.jobs_on_gpu for r in rows], color="tab:blue")
+    ax1.set_ylabel("jobs on one GPU")
+    ax2.bar(x, [r.slowdown for r in rows], color=["tab:green" if r.memory_isolated else "tab:red" for r in rows])
+    ax2.set_ylabel("slowdown (red: no memory isolation)")
+    ax3.bar(x, [r.memory_waste for r in rows], color="tab:gray")
+    ax3.set_ylabel("GPU memory wasted")
+    ax3.set_ylim(0, 1)
+    for ax in (ax1, ax2, ax3):
+        ax.set_xticks(x, names, rotation=25, ha="right")
+    fig.suptitle("GPU sharing modes as the scheduler sees them")
+    return fig

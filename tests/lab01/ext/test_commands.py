@@ -60,3 +60,12 @@ def test_sweep_command_writes_csv_and_reports_failures(capsys, tmp_path):
     assert text[0].startswith("runner,policy,workload,seed,nodes")
     assert "1 of 2 runs failed" in capsys.readouterr().err
     assert main(["sweep", "--seeds", "x"]) == 1
+
+
+def test_sharing_tenancy_demo(capsys):
+    assert main(["sharing", "--tenancy"]) == 0
+    out = capsys.readouterr().out
+    # best-fit puts student-1 on acme-1's half-used GPU 0; the constraint sends it to GPU 1
+    assert "gpu-node GPU0 ['acme-1', 'student-1']" in out
+    assert "tenancy constraint: acme-1->GPU0, acme-2->GPU0, student-1->GPU1, student-2->GPU1; " \
+           "GPUs shared by free and paying tenants: none" in out

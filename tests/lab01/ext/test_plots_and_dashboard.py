@@ -1,0 +1,71 @@
+"""Figure functions of the extensions and the data behind the fragmentation dashboard."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from matplotlib.figure import Figure
+
+from lab01_cluster_sim.autoscaler.scenarios import mini_lab
+from lab01_cluster_sim.defrag import dashboard_data, demo_mig_jobs
+from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
+from lab01_cluster_sim.disciplines.trilemma import trilemma_report
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
+from lab01_cluster_sim.plots.dashboard import fragmentation_dashboard, sharing_modes_figure
+from lab01_cluster_sim.plots.fairness import trilemma_figure
+from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
+from lab01_cluster_sim.sharing_modes import MigLayout, compare_sharing_modes, mig_pool_timeline
+from lab01_cluster_sim.topology import compare_wait_vs_slowdown
+
+
+def test_mig_pool_timeline_hand_values():
+    seven = MigLayout("A100-80GB", ("1g.10gb",) * 7)
+    # job 1 -> 1g.10gb; job 2 (30 GB) fits no offered profile; job 3 -> 1g.10gb at t=10
+    t = mig_pool_timeline([seven], [(0, 100, 5, 0.1), (0, 100, 30, 0.5), (10, 50, 8, 0.1)])
+    assert t.times == [0, 10, 60, 100]
+    assert t.use["1g.10gb"] == pytest.approx([1 / 7, 2 / 7, 1 / 7, 0])
+    assert t.waits == [0, None, 0] and t.profiles == ["1g.10gb", None, "1g.10gb"]
+    # two 3g.40gb instances, three 30 GB / 0.4 jobs at t=0: the third waits for the first end (100)
+    two = MigLayout("A100-80GB", ("3g.40gb", "3g.40gb"))
+    t2 = mig_pool_timeline([two], [(0, 100, 30, 0.4)] * 3)
+    assert t2.waits == [0, 0, 100]
+    with pytest.raises(InputError):
+        mig_pool_timeline([], [])
+
+
+def test_dashboard_data_and_figure():
+    nodes = [Node(f"n{i}", "A100", 4, 32000, 256000) for i in range(2)]
+    jobs = [Job("a", 0, 10, gpus_per_worker=3, gpu_milli=1000), Job("b", 0, 10, gpus_per_worker=3, gpu_milli=1000),
+            Job("big", 1, 10, gpus_per_worker=4, gpu_milli=1000)]
+    d = dashboard_data(nodes, jobs, [MigLayout("A100-80GB", ("3g.40gb", "3g.40gb"))], [(0, 100, 30, 0.4)])
+    # t=0: a, b run (6 of 8 GPUs); t=1: big waits, 1 + 1 free GPUs stranded; t=10: big runs; t=20: empty
+    assert d.times == [0, 1, 10, 20]
+    assert d.stranded == [0, 2, 0, 0]
+    assert d.allocation_ratio == pytest.approx([0.75, 0.75, 0.5, 0.0])
+    assert d.mig_use == {"3g.40gb": [0.5, 0.0]}
+    fig = fragmentation_dashboard(d.times, d.stranded, d.allocation_ratio, d.mig_times, d.mig_use)
+    assert isinstance(fig, Figure) and len(fig.axes) == 3
+    assert len(fragmentation_dashboard(d.times, d.stranded, d.allocation_ratio).axes) == 2
+    assert len(demo_mig_jobs(0, 10)) == 10
+
+
+def test_other_figures_build():
+    nodes = demo_cluster(2, 8)
+    jobs = demo_jobs(0, 20, mean_interarrival_s=400)
+    assert len(trilemma_figure(trilemma_report(nodes, jobs, ["fifo", "backfill"])).axes) == 3
+    assert len(wait_vs_slowdown_figure(compare_wait_vs_slowdown(nodes, jobs, [0, math.inf])).axes) == 3
+    assert len(autoscaler_figure(mini_lab()).axes) == 2
+    assert len(sharing_modes_figure(compare_sharing_modes()).axes) == 3
+
+
+def test_demo_workload_is_seeded_and_big_jobs_go_to_big_tenant():
+    a = demo_jobs(3, 50, big_tenant="research")
+    assert a == demo_jobs(3, 50, big_tenant="research")
+    assert all(j.tenant == "research" for j in a if j.num_gpus >= 8)
+    assert all(j.tenant != "research" for j in a if j.num_gpus < 8)
+    assert {j.workers for j in a if j.num_gpus == 16} <= {2}
+    with pytest.raises(InputError):
+        demo_jobs(0, 5, gpu_probs=(1.0,))

@@ -491,3 +491,26 @@ def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, 
         for p in offered:
             use[p].append(used[p] / total[p])
     return MigTimeline(times, use, waits, profiles)
+
+
+class TimeSlicingSpeed:
+    """A :class:`~lab01_cluster_sim.disciplines.runner.Runner` ``speed`` hook for time-sliced GPUs.
+
+    A job that starts on a GPU already used by ``k`` running jobs runs
+    :func:`timeslice_slowdown` ``(k + 1)`` times slower for its whole run (the contention
+    it meets at start is assumed to last; neighbours arriving or leaving later do not
+    change it). Fractional requests (``gpu_milli`` = 1000 / replicas) are how a
+    time-sliced replica shows up in the simulator's records.
+    """
+
+    def __init__(self, params: TimeSlicingParams = TimeSlicingParams()) -> None:
+        self.params = params
+
+    def __call__(self, runner, job, alloc) -> float:
+        worst = 1
+        for node, gpus in alloc:
+            for g in gpus:
+                k = sum(1 for r in runner.running.values() if r.job.job_id != job.job_id
+                        and any(n == node and g in gs for n, gs in r.alloc))
+                worst = max(worst, k + 1)
+        return timeslice_slowdown(worst, self.params)

@@ -104,3 +104,17 @@ def test_compare_sharing_modes_view():
     # 15 GB, 25% SMs -> 2g.20gb (2/7 = .286); 3 fit on one GPU; waste 1 - 45/60
     assert rows["mig"].advertised == {"nvidia.com/mig-2g.20gb": 3}
     assert rows["mig"].jobs_on_gpu == 3 and rows["mig"].memory_waste == pytest.approx(0.25)
+
+
+def test_timeslicing_speed_hook_in_runner():
+    from lab01_cluster_sim.disciplines.runner import Runner
+    from lab01_cluster_sim.model import Job, Node
+    from lab01_cluster_sim.sharing_modes import TimeSlicingSpeed
+
+    node = [Node("n0", "T4", 1, 64000, 512000)]
+    quarter = dict(gpus_per_worker=1, gpu_milli=250)          # one of 4 time-slicing replicas
+    jobs = [Job("a", 0, 100, **quarter), Job("b", 10, 100, **quarter)]
+    res = Runner(node, jobs, "fifo-skip", speed=TimeSlicingSpeed()).run()
+    assert res.outcome("a").end == 100                         # alone at start: full speed
+    # b starts next to a: 2 x (2 ms + 50 us) / 2 ms = 2.05 -> 10 + 205 = 215
+    assert res.outcome("b").slowdown == pytest.approx(2.05) and res.outcome("b").end == pytest.approx(215)

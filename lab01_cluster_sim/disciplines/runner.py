@@ -514,13 +514,18 @@ class Runner:
     def reservation_time(self, job: Job) -> float:
         """EASY's shadow time: the earliest expected end of running jobs after which ``job`` fits (inf if never)."""
         trial = clone_state(self.state)
-        if place_gang(trial, job, self.mask_for(job)) is not None:
+        mask = self.mask_for(job)
+        if place_gang(trial, job, mask) is not None:
             return self.now
+        need = job.gpu_milli_total
+        free = int(trial.gpu_free.sum())
         for run in sorted(self.running.values(), key=lambda r: (r.end_time, r.job.job_id)):
             req = Request.of_worker(run.job)
             for node, gpus in run.alloc:
                 trial.release(node, gpus, req)
-            if place_gang(trial, job, self.mask_for(job)) is not None:
+            free += run.job.gpu_milli_total
+            # the placement test is the costly part: only once enough GPUs are free in total
+            if free >= need and place_gang(trial, job, mask) is not None:
                 return float(run.end_time)
         return math.inf
 

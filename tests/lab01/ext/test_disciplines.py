@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from lab01_cluster_sim.disciplines.drf import dominant_share, drf_allocate, drf_pick_tenant

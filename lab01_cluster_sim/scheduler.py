@@ -287,6 +287,14 @@ _HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_re
 
 
 # -- queue disciplines --------------------------------------------------------------------
+def shape_key(job: Job, gang: bool = True) -> tuple:
+    """Hashable shape of a job for the blocked memo: the worker request's numbers and
+    allowed models, and the number of workers in gang mode (1 in naive mode, where one
+    worker is placed at a time). A plain tuple, cheap to hash."""
+    return (job.cpu_milli, job.memory_mib, job.gpus_per_worker, job.gpu_milli, job.gpu_models,
+            job.workers if gang else 1)
+
+
 class Outcome(enum.Enum):
     """Result of :meth:`Scheduler.try_schedule` for one job."""
 
@@ -366,10 +374,13 @@ class FifoSkip(QueueDiscipline):
     """First in, first out, but a blocked job does not block the ones behind it: every
     pending job is tried in arrival order (what kube-scheduler does by default).
 
-    Jobs are kept in one FIFO per job shape; a pass merges the shapes' heads by arrival
-    order and drops a shape from the pass as soon as its head cannot be placed (the rest
-    of that shape cannot either: resources only shrink during a pass). So a pass costs
-    O((started + shapes) log shapes), not O(pending).
+    Jobs are kept in one FIFO per job shape (worker request x workers). A pass merges the
+    heads of the *active* shapes by arrival order; a shape whose head cannot be placed goes
+    dormant (the rest of that shape cannot be placed either: resources only shrink during a
+    pass) and stays out of later passes until the scheduler reports that a release made
+    room it may use (:meth:`Scheduler.pop_woken`). So a pass costs
+    O((started + woken shapes) log shapes), not O(pending). With extra filters or in naive
+    mode it falls back to trying every job.
     """
 
     name: ClassVar[str] = "fifo-skip"
@@ -377,16 +388,21 @@ class FifoSkip(QueueDiscipline):
 
     def __init__(self) -> None:
         self._by_shape: dict[tuple, deque[tuple[int, JobRecord]]] = {}
+        self._dormant: set[tuple] = set()
+        self._active: set[tuple] = set()  # shapes with jobs that are not dormant
         self._seq = 0
         self._live: dict[str, int] = {}  # job id -> seq of its live entry
 
     @staticmethod
     def _shape(record: JobRecord) -> tuple:
-        j = record.job
-        return (j.gpus_per_worker, j.gpu_milli, j.cpu_milli, j.memory_mib, j.gpu_models, j.workers)
+        # Same as Scheduler.blocked_key in gang mode without extra filters.
+        return shape_key(record.job) + (None,)
 
     def push(self, record: JobRecord) -> None:
-        self._by_shape.setdefault(self._shape(record), deque()).append((self._seq, record))
+        key = self._shape(record)
+        self._by_shape.setdefault(key, deque()).append((self._seq, record))
+        if key not in self._dormant:
+            self._active.add(key)
         self._live[record.job_id] = self._seq
         self._seq += 1
 
@@ -395,12 +411,16 @@ class FifoSkip(QueueDiscipline):
         self._live.pop(record.job_id, None)
 
     def _head(self, key: tuple) -> tuple[int, JobRecord] | None:
-        dq = self._by_shape[key]
+        dq = self._by_shape.get(key)
+        if dq is None:
+            return None
         live = self._live
         while dq and live.get(dq[0][1].job_id) != dq[0][0]:
             dq.popleft()
         if not dq:
             del self._by_shape[key]
+            self._dormant.discard(key)
+            self._active.discard(key)
             return None
         return dq[0]
 
@@ -412,26 +432,38 @@ class FifoSkip(QueueDiscipline):
         return len(self._live)
 
     def run_pass(self, scheduler: "Scheduler") -> None:
+        woken = scheduler.pop_woken()
         if scheduler.mode == "naive" or scheduler.extra_filters:
             # Per-shape skipping assumes jobs of one shape are interchangeable, which extra
             # filters that read the job (tolerations) break: try every job instead.
+            self._active.update(k for k in self._dormant if k in self._by_shape)
+            self._dormant.clear()
             return super().run_pass(scheduler)
-        heap = []
-        for key in list(self._by_shape):
+        if woken is None:
+            woken = list(self._dormant)
+        for key in woken:
+            if key in self._dormant:
+                self._dormant.discard(key)
+                if key in self._by_shape:
+                    self._active.add(key)
+        entries = []
+        for key in list(self._active):
             head = self._head(key)
             if head is not None:
-                heap.append((head[0], key))
-        heapq.heapify(heap)
-        while heap:
-            _, key = heapq.heappop(heap)
+                entries.append((head[0], key))
+        heapq.heapify(entries)
+        while entries:
+            _, key = heapq.heappop(entries)
             head = self._head(key)
             if head is None:
                 continue
             if scheduler.try_schedule(head[1]) is Outcome.STARTED:
                 nxt = self._head(key)
                 if nxt is not None:
-                    heapq.heappush(heap, (nxt[0], key))
-            # else: this shape is blocked for the rest of the pass
+                    heapq.heappush(entries, (nxt[0], key))
+            else:
+                self._active.discard(key)  # blocked until the scheduler wakes it
+                self._dormant.add(key)
 
 
 DISCIPLINES: dict[str, type[QueueDiscipline]] = {Fifo.name: Fifo, FifoSkip.name: FifoSkip}
@@ -565,7 +597,9 @@ class Scheduler:
         self.max_free = state.gpu_free.max(axis=1).astype(np.int64)
         self.online = np.ones(state.num_nodes, dtype=bool)
         self._model_masks: dict[tuple[str, ...], np.ndarray] = {}
-        self._blocked: dict[tuple[Request, int], tuple[Request, str]] = {}
+        self._blocked: dict[tuple, tuple[Request, str]] = {}
+        self._woken: list[tuple] = []
+        self._woke_all = False
         self._requests: dict[str, Request] = {}
         self._start_index = 0
         self.bound_workers = 0
@@ -728,6 +762,14 @@ class Scheduler:
         parts = [f"{c} {what}" for what, c in counts if c]
         return f"{feasible}/{n} nodes are available" + (": " + ", ".join(parts) if parts else "") + "."
 
+    def explain(self, record: JobRecord) -> str:
+        """The pending ``record``'s reason with kube-scheduler's FailedScheduling summary of
+        the current state appended, e.g. ``"no node fits the job now (0/4 nodes are
+        available: 4 Insufficient nvidia.com/gpu.)"``. The simulation calls it for every job
+        still pending when a run ends."""
+        base = record.reason or "not tried yet"
+        return f"{base} ({self.unschedulable_message(self.request_of(record), record)})"
+
     def _fits_node(self, node: int, req: Request) -> bool:
         st = self.state
         if not self.online[node] or st.cpu_free[node] < req.cpu_milli or st.mem_free[node] < req.memory_mib:
@@ -748,6 +790,23 @@ class Scheduler:
         for key, (req, _) in list(self._blocked.items()):
             if any(self._fits_node(n, req) for n in nodes):
                 del self._blocked[key]
+                self._woken.append(key)
+
+    def blocked_key(self, record: JobRecord) -> tuple:
+        """The key under which a job that found no room is remembered as blocked (its
+        worker request, its workers in gang mode, and its id when extra filters exist)."""
+        return shape_key(record.job, self.mode == "gang") + (record.job_id if self.extra_filters else None,)
+
+    def pop_woken(self) -> list[tuple] | None:
+        """Blocked keys forgotten since the last call (a release made room they may use), or
+        None if every key was forgotten (a node came back). For disciplines that keep blocked
+        shapes aside between passes, like :class:`FifoSkip`."""
+        if self._woke_all:
+            self._woke_all = False
+            self._woken = []
+            return None
+        woken, self._woken = self._woken, []
+        return woken
 
     def release_job(self, record: JobRecord) -> None:
         """Give back everything ``record`` holds (completion, eviction, rollback of naive
@@ -773,6 +832,7 @@ class Scheduler:
         """Put ``node`` back in service; every blocked shape is retried."""
         self.online[node] = True
         self._blocked.clear()
+        self._woke_all = True
 
     def evict(self, record: JobRecord, reason: str) -> None:
         """Ask the simulation to evict running ``record`` now (preemption, node drain)."""
@@ -801,7 +861,7 @@ class Scheduler:
         gang = self.mode == "gang"
         # Jobs of one shape are interchangeable for the filter -- unless extra filters look
         # at the job itself (tolerations in extras), then the memo is per job.
-        key = (request, record.job.workers if gang else 1, record.job_id if self.extra_filters else None)
+        key = shape_key(record.job, gang) + (record.job_id if self.extra_filters else None,)
         blocked = self._blocked.get(key)
         if blocked is not None:
             record.status, record.reason = UNSCHEDULABLE, blocked[1]
@@ -822,17 +882,18 @@ class Scheduler:
             for node, gpus in reversed(trial):  # roll back: the state is exactly as before
                 self._release_raw(node, gpus, request)
             record.status = UNSCHEDULABLE
+            # Short reason now; explain() adds kube-scheduler's per-node summary on demand
+            # (computing it at every failed attempt would cost O(N) each time).
             if record.job.workers == 1:
-                record.reason = f"no node fits the job now ({self.unschedulable_message(request, record)})"
+                record.reason = "no node fits the job now"
             else:
-                record.reason = (f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
-                                 + ("" if trial else f" ({self.unschedulable_message(request, record)})"))
+                record.reason = f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
             self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         choice = self.select_node(request, record)
         if choice is None:
             record.status = UNSCHEDULABLE
-            record.reason = f"no node fits one more worker now ({self.unschedulable_message(request, record)})"
+            record.reason = "no node fits one more worker now"
             self._blocked[key] = (request, record.reason)
             return Outcome.WAITING
         self._bind_raw(choice[0], choice[1], request)

@@ -283,6 +283,8 @@ class Simulation:
         if not self.metrics._t:  # no pass ran (e.g. every job rejected): one sample of the end state
             self.metrics.sample(end)
         for rec in self.records.values():
+            if rec.state is JobState.PENDING and rec.status is not None:
+                rec.reason = self.scheduler.explain(rec)  # add the per-node summary
             if rec.state is JobState.PENDING and rec.reason is None:
                 rec.reason = f"not submitted before the run ended at t={end:g}s"
         timeline = self.metrics.timeline()

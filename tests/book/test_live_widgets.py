@@ -64,3 +64,40 @@ model_box.value = "A100-40GB"   # callbacks run without error in the kernel
 fig, html = render_layout("A100-40GB", ["4g.20gb", "2g.10gb", "1g.5gb"])
 assert "7/8 memory" in html and "7/7 compute" in html, html
 """)
+
+
+def test_ch02_timeline_recomputes_for_wider_kernels():
+    # 3 clients x 4 kernels x 2 ms. Default share 0.25: MPS overlaps all three -> 8.0 ms.
+    # Share 1.0: nothing can overlap -> 12 kernels x 2 ms = 24.0 ms with MPS; without MPS
+    # 24 ms + 11 context switches x 0.1 ms = 25.1 ms.
+    _run_chapter_with("ch02_mps.md", """
+html = lambda: view.stack.children[2].children[1].value
+assert "MPS finishes in 8.0 ms instead of 25.1 ms" in html(), html()
+share.value = 1.0
+assert "MPS finishes in 24.0 ms instead of 25.1 ms" in html(), html()
+""")
+
+
+def test_ch04_latency_recomputes_for_a_new_request_size():
+    # slice 2 ms, switch 0.1, 4 tenants. w = 5 ms: p99 = 0.99*3*2.1 + 2*8.4 + 1 = 24.037 -> "24.0".
+    # w = 1 ms (one slice): p99 = 0.99*3*2.1 + 1 = 7.237 -> "7.2".
+    _run_chapter_with("ch04_time_slicing.md", """
+html = lambda: view.stack.children[2].children[1].value
+assert "p99 24.0 ms against 5 ms alone" in html(), html()
+work.value = 1.0
+assert "p99 7.2 ms against 1 ms alone" in html(), html()
+""")
+
+
+def test_ch06_steps_recompute_for_typed_job_sizes():
+    # Four 1-GPU jobs: first-fit and best-fit stack them on node-0 (free 0, 4, 4): nothing
+    # stranded. Worst-fit spreads them (free 2, 3, 3): no node has 4 free, all 8 stranded.
+    _run_chapter_with("ch06_cluster_scheduling.md", """
+html = lambda: view.stack.children[4].children[1].value
+assert "first-fit: 4 stranded; best-fit: 0 stranded; worst-fit: 4 stranded" in html(), html()
+sizes_box.value = "1, 1, 1, 1"
+assert "first-fit: 0 stranded; best-fit: 0 stranded; worst-fit: 8 stranded" in html(), html()
+sizes_box.value = "9"
+assert "expected four" in sizes_msg.value
+assert "worst-fit: 8 stranded" in html()   # a bad input changes nothing
+""")

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab01_cluster_sim.cluster import ClusterState
+from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.disciplines.runner import Allocation, Runner, place_gang
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
 
 NVLINK_H100_GBPS = 900.0
 """GB/s per GPU, H100 SXM5 4th-generation NVLink (NVIDIA H100 datasheet)."""
@@ -113,25 +113,51 @@ def islands_spanned(alloc: Allocation, islands: np.ndarray) -> int:
     return len({int(islands[node]) for node, gpus in alloc if gpus})
 
 
+def worker_slots(state: ClusterState, request: Request) -> np.ndarray:
+    """int64 (N,): how many workers asking ``request`` each node could host now (an upper
+    bound for shared GPUs, exact for whole GPUs)."""
+    big = np.iinfo(np.int64).max // 4
+    slots = np.full(state.num_nodes, big, dtype=np.int64)
+    if request.cpu_milli:
+        slots = np.minimum(slots, state.cpu_free // request.cpu_milli)
+    if request.memory_mib:
+        slots = np.minimum(slots, state.mem_free // request.memory_mib)
+    if request.num_gpus:
+        if request.gpu_milli >= MILLI_PER_GPU:
+            g = (state.gpu_free >= MILLI_PER_GPU).sum(axis=1) // request.num_gpus
+        else:
+            g = (state.gpu_free // request.gpu_milli).sum(axis=1)
+        if request.gpu_models:
+            g = np.where(state.model_mask(request.gpu_models), g, 0)
+        slots = np.minimum(slots, g)
+    return slots
+
+
 def place_in_one_island(state: ClusterState, job: Job, islands: np.ndarray,
                         mask: np.ndarray | None = None) -> Allocation | None:
     """Place the whole gang inside one island, best-fit over islands, or None.
 
     Among the islands that can hold the gang, take the one with the least free milli-GPU
-    (ties: lowest island id), so big holes stay open for big jobs.
+    (ties: lowest island id), so big holes stay open for big jobs. Islands are first
+    screened by counting worker slots per island (vectorised); the placement itself is
+    tried only on islands that pass, best first.
     """
-    free = state.gpu_free.sum(axis=1)
-    best: tuple[int, int, Allocation] | None = None
-    for isl in np.unique(islands):
-        m = islands == isl
+    ids, inverse = np.unique(islands, return_inverse=True)
+    slots = worker_slots(state, Request.of_worker(job))
+    if mask is not None:
+        slots = np.where(mask, slots, 0)
+    per_island = np.bincount(inverse, weights=np.minimum(slots, job.workers), minlength=ids.size)
+    free = np.bincount(inverse, weights=state.gpu_free.sum(axis=1), minlength=ids.size)
+    for k in np.lexsort((ids, free)):
+        if per_island[k] < job.workers:
+            continue
+        m = inverse == k
         if mask is not None:
             m = m & mask
         alloc = place_gang(state, job, m)
         if alloc is not None:
-            key = (int(free[m].sum()), int(isl))
-            if best is None or key < best[:2]:
-                best = (key[0], key[1], alloc)
-    return None if best is None else best[2]
+            return alloc
+    return None
 
 
 class TopologyAware:

@@ -82,3 +82,20 @@ def test_compare_wait_vs_slowdown_rows():
     assert rows[1].mean_slowdown == 1.0
     # waits: a 0, c 0, x 0 -> 0; waiting: x waits 99 -> 33
     assert rows[0].mean_wait_s == 0 and rows[1].mean_wait_s == pytest.approx(33)
+
+
+def test_place_in_one_island_prefers_the_fullest_island_that_fits():
+    from lab01_cluster_sim.cluster import ClusterState, Request
+    from lab01_cluster_sim.topology import place_in_one_island, worker_slots
+
+    nodes = [Node(f"n{i}", "H100", 8, 96000, 10 ** 6) for i in range(3)]
+    st = ClusterState(nodes)
+    st.bind(0, tuple(range(6)), Request(0, 0, 6, 1000))     # n0: 2 free
+    st.bind(1, tuple(range(4)), Request(0, 0, 4, 1000))     # n1: 4 free
+    assert worker_slots(st, Request(1000, 0, 2, 1000)).tolist() == [1, 2, 4]   # 2 // 2, 4 // 2, 8 // 2
+    islands = island_ids(nodes)
+    four = Job("four", gpus_per_worker=4, gpu_milli=1000)
+    # fits n1 (4 free) and n2 (8 free): the fuller n1 wins, keeping n2 whole
+    assert place_in_one_island(st, four, islands) == ((1, (4, 5, 6, 7)),)
+    gang = Job("gang", gpus_per_worker=4, gpu_milli=1000, workers=3)      # 12 GPUs: no island of 8 holds it
+    assert place_in_one_island(st, gang, islands) is None

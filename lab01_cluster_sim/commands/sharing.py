@@ -26,7 +26,9 @@ nvidia.com/mig-<profile>: <count>.
 --tenancy prints the tenancy tiers (premium, standard, free) with the sharing mechanism
 each is sold with, then places paying and free-tier half-GPU jobs on a 2-GPU node with
 and without the constraint "a free-tier job never shares a physical GPU with a paying
-tenant" and lists the GPUs where the constraint would be broken.
+tenant" and lists the GPUs where the constraint would be broken; then shows that with the
+usual GPU-node taint (and the toleration GPU pods get automatically) a CPU-only pod lands
+on the CPU node instead of the GPU node.
 
 examples:
   python -m lab01_cluster_sim sharing
@@ -120,3 +122,18 @@ def _tenancy_demo(fmt: str) -> None:
         bad = tenancy_violations(r, placer)
         print(f"\n{label}: {where}; GPUs shared by free and paying tenants: "
               + (", ".join(f"{n} GPU{g} {list(ids)}" for n, g, ids in bad) if bad else "none"))
+    # taints and tolerations: a GPU pod fills the GPU node's GPUs, then a CPU-only pod arrives;
+    # best-fit (fullest node first) would put it on the GPU node, using CPU the GPUs need
+    from lab01_cluster_sim.tenancy import ConstraintFilter
+
+    cluster = [Node("gpu-node", "A100", 2, 64000, 512000, labels={"nvidia.com/gpu.product": "A100"}),
+               Node("cpu-node", "", 0, 64000, 512000)]
+    pods = [Job("gpu-pod", 0, 100, gpus_per_worker=2, gpu_milli=1000, cpu_milli=1000, memory_mib=1024),
+            Job("cpu-pod", 1, 100, cpu_milli=1000, memory_mib=1024)]
+    for label, kwargs in (("no taints", {"node_filter": ConstraintFilter(cluster, taints={})}),
+                          ("GPU node tainted nvidia.com/gpu=present:NoSchedule",
+                           {"node_filter": ConstraintFilter(cluster)})):
+        r = Runner(cluster, pods, "fifo-skip", until=10, **kwargs)
+        r.run()
+        where = ", ".join(f"{i}->{cluster[r.runs[i].alloc[0][0]].name}" for i in sorted(r.running))
+        print(f"{label}: {where}")

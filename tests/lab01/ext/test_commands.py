@@ -69,3 +69,12 @@ def test_sharing_tenancy_demo(capsys):
     assert "gpu-node GPU0 ['acme-1', 'student-1']" in out
     assert "tenancy constraint: acme-1->GPU0, acme-2->GPU0, student-1->GPU1, student-2->GPU1; " \
            "GPUs shared by free and paying tenants: none" in out
+
+
+def test_sharing_taint_demo(capsys):
+    assert main(["sharing", "--tenancy"]) == 0
+    out = capsys.readouterr().out
+    # the GPU pod takes both GPUs of gpu-node; best-fit then ties on free GPUs (0 and 0) and takes
+    # the node with less free CPU (gpu-node: 63000 < 64000) for the CPU pod, unless the node is tainted
+    assert "no taints: cpu-pod->gpu-node, gpu-pod->gpu-node" in out
+    assert "NoSchedule: cpu-pod->cpu-node, gpu-pod->gpu-node" in out

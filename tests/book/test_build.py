@@ -170,3 +170,16 @@ def test_footer_credits_and_trace_citation(built_book):
     assert (REPO_ROOT / "CITATION.cff").is_file()
     cff = yaml.safe_load((REPO_ROOT / "CITATION.cff").read_text(encoding="utf-8"))
     assert cff["cff-version"] == "1.2.0" and "CC-BY-4.0" in cff["license"]
+
+
+@pytestmark_slow
+def test_no_tex_left_outside_math(built_book):
+    """Inline math that failed to parse (e.g. a $ for money closing a formula, or a formula
+    broken over two lines) leaves TeX commands in the prose."""
+    tex = re.compile(r"\\(times|lceil|rceil|frac|le|approx|cdot)\b")
+    for page in sorted(built_book.glob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        html = re.sub(r'<(span|div) class="math[^"]*"[^>]*>.*?</\1>', "", html, flags=re.S)
+        html = re.sub(r"<(pre|script|code)\b.*?</\1>", "", html, flags=re.S)
+        html = re.sub(r'title="[^"]*"', "", html)
+        assert not tex.search(html), f"{page.name}: TeX outside math: {tex.search(html).group(0)}"

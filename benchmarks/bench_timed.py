@@ -1,7 +1,8 @@
 """Speed of the timed-mode simulator: per-decision cost as the cluster doubles.
 
-Runs the synthetic openb-like workload (``--jobs`` jobs, offered GPU load ~90% of each
-cluster; see ``lab01_cluster_sim.commands.simulate.synthetic_jobs``) on N and 2N nodes and
+Runs the synthetic openb-like workload (see ``lab01_cluster_sim.commands.simulate.synthetic_jobs``)
+at the same offered load on N nodes with J/2 jobs and on 2N nodes with J jobs (the same
+jobs per node, so both clusters see the same contention), and
 reports wall and CPU time, scheduling decisions (worker placements attempted) and CPU
 microseconds per decision, for scoring every feasible node and for kube-scheduler's adaptive
 ``percentageOfNodesToScore``. The figure of merit is the ratio of the cost per decision at 2N
@@ -10,7 +11,7 @@ the machine is shared and wall time swings with other people's load; with ``--re
 each configuration runs R times and the fastest run counts. Not a test: figures depend on
 the machine.
 
-    python benchmarks/bench_timed.py                       # 100,000 jobs, 5,000 vs 10,000 nodes, load 4
+    python benchmarks/bench_timed.py                       # 50k jobs/5,000 nodes vs 100k jobs/10,000 nodes
     python benchmarks/bench_timed.py --jobs 20000 --nodes 1000 --profile
 """
 
@@ -32,14 +33,14 @@ from lab01_cluster_sim.simulate import Simulation
 
 
 def run_once(num_jobs: int, num_nodes: int, policy: str, nodes_to_score: int | None, seed: int,
-             profile: bool, load: float = 4.0, gang_share: float = 0.0) -> dict:
+             profile: bool, load: float = 16.0, gang_share: float = 0.0) -> dict:
     nodes, jobs = synthetic_jobs(num_jobs, num_nodes, seed, None, gang_share, load)
     calls = {"n": 0}
     original = Scheduler.select_node
 
-    def counting(self, request, record=None):
+    def counting(self, request, record=None, within=None):
         calls["n"] += 1
-        return original(self, request, record)
+        return original(self, request, record, within)
 
     Scheduler.select_node = counting  # count decisions without touching the library
     try:
@@ -67,33 +68,35 @@ def run_once(num_jobs: int, num_nodes: int, policy: str, nodes_to_score: int | N
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--jobs", type=int, default=100_000, help="J: jobs of the 2N-node run (J/2 on N nodes)")
     ap.add_argument("--nodes", type=int, default=5_000, help="N; the run is repeated on 2N nodes")
     ap.add_argument("--policy", default="best-fit")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--modes", default="all,adaptive", help="node scoring: comma list of all, adaptive")
-    ap.add_argument("--load", type=float, default=4.0,
-                    help="offered GPU load x capacity (heavy-tailed durations: 4 gives queues and ~70%% allocation)")
+    ap.add_argument("--load", type=float, default=16.0,
+                    help="offered GPU load x capacity; durations are heavy-tailed, so at 10 jobs per node it takes "
+                         "about 16 to make queues form (default %(default)s)")
     ap.add_argument("--gang-share", type=float, default=0.0, help="share of multi-GPU jobs that are 2-worker gangs")
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration; the fastest counts")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of each run")
     args = ap.parse_args()
-    print("| nodes | jobs | policy | nodes scored | wall s | CPU s | decisions | CPU us/decision | events | "
-          "completed | alloc while arriving | p99 wait s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| nodes | jobs | policy | nodes scored | wall s | CPU s | decisions | CPU us/decision | CPU us/job | "
+          "events | completed | alloc while arriving | p99 wait s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for scoring in args.modes.split(","):
         rows = []
-        for n in (args.nodes, 2 * args.nodes):
+        for n, jobs in ((args.nodes, args.jobs // 2), (2 * args.nodes, args.jobs)):
             k = None if scoring == "all" else adaptive_nodes_to_score(n)
-            r = min((run_once(args.jobs, n, args.policy, k, args.seed, args.profile, args.load, args.gang_share)
+            r = min((run_once(jobs, n, args.policy, k, args.seed, args.profile, args.load, args.gang_share)
                      for _ in range(max(1, args.repeat))), key=lambda x: x["cpu_s"])
             rows.append(r)
             print(f"| {r['nodes']:,} | {r['jobs']:,} | {r['policy']} | {r['nodes_to_score']} | {r['wall_s']:.1f} | "
                   f"{r['cpu_s']:.1f} | "
-                  f"{r['decisions']:,} | {r['us_per_decision']:.1f} | {r['events']:,} | {r['completed']:,} | "
+                  f"{r['decisions']:,} | {r['us_per_decision']:.1f} | {1e6 * r['cpu_s'] / r['jobs']:.1f} | {r['events']:,} | {r['completed']:,} | "
                   f"{100 * r['arrival_alloc']:.1f}% | {r['wait_p99']:,.0f} |", flush=True)
-        print(f"\nratio of CPU us/decision, {2 * args.nodes:,} vs {args.nodes:,} nodes, scoring {scoring}: "
-              f"{rows[1]['us_per_decision'] / rows[0]['us_per_decision']:.2f}\n", flush=True)
+        print(f"\nscoring {scoring}, {2 * args.nodes:,} vs {args.nodes:,} nodes: ratio of CPU us/decision "
+              f"{rows[1]['us_per_decision'] / rows[0]['us_per_decision']:.2f}, of CPU us/job "
+              f"{(rows[1]['cpu_s'] / rows[1]['jobs']) / (rows[0]['cpu_s'] / rows[0]['jobs']):.2f}\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,12 @@ on every bind and release (fully free GPUs, largest free share per GPU), not a r
 the (nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is
 remembered as *blocked*; later jobs of the same shape are skipped without work until a
 release frees room on a node that can host one of its workers (binds only take resources,
-so nothing else can unblock it). Optionally, like kube-scheduler's
+so nothing else can unblock it); a one-worker shape's retry filters only the nodes released
+since it was blocked (no other node can have become feasible). These shortcuts rely on every
+change to the cluster state during a run going through the scheduler (binds in
+:meth:`Scheduler.try_schedule`, :meth:`Scheduler.release_job`, :meth:`Scheduler.cordon` /
+:meth:`Scheduler.uncordon`); extensions that want to try placements on the side should work
+on a copy of the arrays. Optionally, like kube-scheduler's
 ``percentageOfNodesToScore``, only ``nodes_to_score`` feasible nodes are scored, taken
 round-robin from a rotating start (:func:`adaptive_nodes_to_score` gives Kubernetes' default).
 
@@ -600,6 +605,11 @@ class Scheduler:
         self._blocked: dict[tuple, tuple[Request, str]] = {}
         self._woken: list[tuple] = []
         self._woke_all = False
+        # Every real release, in order (node index). A shape of one worker blocked when the
+        # log had length p fits no node outside log[p:] until a node comes back online, so
+        # its retries filter only those nodes (see try_schedule).
+        self._release_log: list[int] = []
+        self._since: dict[tuple, int] = {}
         self._requests: dict[str, Request] = {}
         self._start_index = 0
         self.bound_workers = 0
@@ -689,15 +699,37 @@ class Scheduler:
         self._start_index = (last + 1) % n
         return np.sort(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
 
-    def select_node(self, request: Request, record: JobRecord | None = None) -> tuple[int, tuple[int, ...]] | None:
+    def _feasible_among(self, request: Request, record: JobRecord | None, idx: np.ndarray) -> np.ndarray:
+        """The nodes of ``idx`` (int64 array) where one worker fits now (same rule as
+        :meth:`feasible_mask`)."""
+        st = self.state
+        ok = (st.cpu_free[idx] >= request.cpu_milli) & (st.mem_free[idx] >= request.memory_mib) & self.online[idx]
+        if request.num_gpus > 0:
+            if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+                ok &= self.max_free[idx] >= request.gpu_milli
+            else:
+                ok &= self.full_free[idx] >= request.num_gpus
+            if request.gpu_models:
+                ok &= self._model_ok(request.gpu_models)[idx]
+        for extra in self.extra_filters:
+            ok &= extra(request, record)[idx]
+        return idx[ok]
+
+    def select_node(self, request: Request, record: JobRecord | None = None,
+                    within: np.ndarray | None = None) -> tuple[int, tuple[int, ...]] | None:
         """Filter -> score -> select -> pick GPUs for one worker; ``(node, gpus)`` or None.
 
         Mirrors :func:`lab01_cluster_sim.policies.base.place` (one feasible node is taken
         without scoring; ties go to the lowest ``tie_rank``) on the filter above. With
         ``nodes_to_score`` set, only that many feasible nodes are found and scored
-        (:meth:`_find_feasible`). Does not change the state.
+        (:meth:`_find_feasible`). ``within`` (sorted node indices) is a superset of the
+        feasible nodes known to the caller; only those are filtered. Does not change the state.
         """
-        if self.nodes_to_score is None:
+        if within is not None:
+            candidates = self._feasible_among(request, record, within)
+            if self.nodes_to_score is not None and candidates.size > self.nodes_to_score:
+                candidates = candidates[: self.nodes_to_score]
+        elif self.nodes_to_score is None:
             candidates = np.flatnonzero(self.feasible_mask(request, record))
         else:
             candidates = self._find_feasible(request, record, self.nodes_to_score)
@@ -792,6 +824,15 @@ class Scheduler:
                 del self._blocked[key]
                 self._woken.append(key)
 
+    def _block(self, key: tuple, request: Request, reason: str, one_worker: bool) -> None:
+        """Remember ``key`` as blocked; for a one-worker shape, also that no node fits it
+        now, so later retries filter only nodes released from here on."""
+        self._blocked[key] = (request, reason)
+        if one_worker:
+            self._since[key] = len(self._release_log)
+        else:
+            self._since.pop(key, None)
+
     def blocked_key(self, record: JobRecord) -> tuple:
         """The key under which a job that found no room is remembered as blocked (its
         worker request, its workers in gang mode, and its id when extra filters exist)."""
@@ -821,6 +862,7 @@ class Scheduler:
             record.last_placements = tuple(record.placements)
         record.placements = []
         self.running.pop(record.job_id, None)
+        self._release_log.extend(nodes)
         self._unblock(nodes)
 
     def cordon(self, node: int) -> None:
@@ -832,6 +874,7 @@ class Scheduler:
         """Put ``node`` back in service; every blocked shape is retried."""
         self.online[node] = True
         self._blocked.clear()
+        self._since.clear()
         self._woke_all = True
 
     def evict(self, record: JobRecord, reason: str) -> None:
@@ -866,6 +909,26 @@ class Scheduler:
         if blocked is not None:
             record.status, record.reason = UNSCHEDULABLE, blocked[1]
             return Outcome.WAITING
+        # One-worker shape that was blocked before: only nodes released since can fit it.
+        within = None
+        since = self._since.get(key)
+        if since is not None:
+            if len(self._release_log) - since <= max(64, self.state.num_nodes // 8):
+                within = np.unique(np.asarray(self._release_log[since:], dtype=np.int64))
+            else:
+                del self._since[key]  # too many releases since: a full filter is as cheap
+        one_worker = record.job.workers == 1 or not gang
+        if gang and record.job.workers == 1:
+            choice = self.select_node(request, record, within)
+            if choice is None:
+                record.status = UNSCHEDULABLE
+                record.reason = "no node fits the job now"
+                self._block(key, request, record.reason, one_worker)
+                return Outcome.WAITING
+            self._bind_raw(choice[0], choice[1], request)
+            self._commit(record, choice[0], choice[1], request)
+            self._start(record)
+            return Outcome.STARTED
         if gang:
             trial: list[tuple[int, tuple[int, ...]]] = []
             for _ in range(record.job.workers):
@@ -884,17 +947,14 @@ class Scheduler:
             record.status = UNSCHEDULABLE
             # Short reason now; explain() adds kube-scheduler's per-node summary on demand
             # (computing it at every failed attempt would cost O(N) each time).
-            if record.job.workers == 1:
-                record.reason = "no node fits the job now"
-            else:
-                record.reason = f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
-            self._blocked[key] = (request, record.reason)
+            record.reason = f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
+            self._block(key, request, record.reason, False)
             return Outcome.WAITING
-        choice = self.select_node(request, record)
+        choice = self.select_node(request, record, within)
         if choice is None:
             record.status = UNSCHEDULABLE
             record.reason = "no node fits one more worker now"
-            self._blocked[key] = (request, record.reason)
+            self._block(key, request, record.reason, True)
             return Outcome.WAITING
         self._bind_raw(choice[0], choice[1], request)
         self._commit(record, choice[0], choice[1], request)

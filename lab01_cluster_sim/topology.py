@@ -164,8 +164,11 @@ class TopologyAware:
     """Placement that prefers one NVLink island and waits at most ``max_wait_s`` for it.
 
     Use as a :class:`~lab01_cluster_sim.disciplines.runner.Runner` ``placer`` together with
-    :meth:`speed`. A job that cannot fit in one island waits until ``submit + max_wait_s``
-    and then takes any placement, running ``comm_slowdown`` times slower if it spans islands.
+    :meth:`speed`. The bounded wait starts when the job first *could* run spread over
+    islands (enough free GPUs, no single island): it then waits at most ``max_wait_s`` for
+    one island and afterwards takes the spread placement, running ``comm_slowdown`` times
+    slower. (Counting from submission instead would make the bound meaningless in a busy
+    queue, where jobs wait longer than it for any placement at all.)
     ``max_wait_s = 0`` is topology-oblivious best-fit; ``inf`` never spans (unless the job
     is larger than any island, which it then does at once).
 
@@ -191,6 +194,8 @@ class TopologyAware:
         for node, isl in zip(nodes, self.islands):
             sizes[int(isl)] = sizes.get(int(isl), 0) + node.gpu_count
         self.largest_island = max(sizes.values(), default=0)
+        self.spannable_since: dict[str, float] = {}
+        """job id -> first time a spread placement existed while no single island could hold it."""
 
     def __call__(self, runner: Runner, job: Job, now: float) -> Allocation | None:
         mask = runner.mask_for(job)
@@ -199,9 +204,13 @@ class TopologyAware:
         alloc = place_in_one_island(runner.state, job, self.islands, mask)
         if alloc is not None:
             return alloc
-        deadline = job.submit_time + self.max_wait_s
+        spread = place_gang(runner.state, job, mask)
+        if spread is None:
+            return None                      # cannot run anywhere yet: an ordinary wait
+        since = self.spannable_since.setdefault(job.job_id, now)
+        deadline = since + self.max_wait_s
         if now >= deadline:
-            return place_gang(runner.state, job, mask)
+            return spread
         if not math.isinf(deadline):
             runner.wake_at(deadline)
         return None

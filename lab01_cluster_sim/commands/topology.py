@@ -19,7 +19,8 @@ InfiniBand NDR 50 GB/s per 400 Gb/s port).
 The topology-aware placement prefers one island and waits at most --max-waits seconds for
 it before spanning. For each bound this prints mean wait, mean slowdown of multi-GPU jobs,
 mean JCT and how many jobs spanned islands, on the seeded demo workload (see
-`disciplines --help`). --island-size N groups N nodes into one NVLink domain (9 nodes of 8
+`disciplines --help`) in which a job of g GPUs is a gang of g one-GPU workers (one pod per
+GPU), so the scheduler can spread it over islands. --island-size N groups N nodes into one NVLink domain (9 nodes of 8
 GPUs = a 72-GPU NVL72-style rack).
 
 examples:
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
               f"{one * 1e3:.2f} ms in one island, {two * 1e3:.2f} ms across islands")
     waits = _floats(args.max_waits, "--max-waits")
     nodes = demo_cluster(args.nodes, args.gpus_per_node, island_size=args.island_size)
-    jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival)
+    jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival,
+                     one_gpu_workers=True)
     rows = compare_wait_vs_slowdown(nodes, jobs, waits, default_comm_fraction=args.comm_fraction, params=params)
     print(format_rows([asdict(r) for r in rows], args.format), end="")
     if args.plot:

@@ -4,7 +4,9 @@ Distributions (documented so results can be reproduced by hand):
 
 - arrivals: Poisson process, exponential inter-arrival times with mean ``mean_interarrival_s``;
 - GPUs per job: drawn from ``gpu_sizes`` with probabilities ``gpu_probs``; a job of more
-  GPUs than a node holds becomes a gang of workers of ``gpus_per_node`` GPUs each;
+  GPUs than a node holds becomes a gang of workers of ``gpus_per_node`` GPUs each (with
+  ``one_gpu_workers``, every job of g GPUs is a gang of g one-GPU workers, which the
+  scheduler may spread over nodes and NVLink islands);
 - duration: log-normal with median ``median_duration_s`` and sigma 1.0 (deep-learning job
   durations are heavy-tailed: Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU
   Clusters for DNN Training Workloads", USENIX ATC 2019);
@@ -47,7 +49,8 @@ def demo_jobs(seed: int = 0, n: int = 200, *, gpus_per_node: int = 8, mean_inter
               median_duration_s: float = 1800.0, gpu_sizes: Sequence[int] = (1, 2, 4, 8, 16),
               gpu_probs: Sequence[float] = (0.4, 0.2, 0.15, 0.15, 0.1),
               tenants: Sequence[str] = ("team-a", "team-b", "team-c"),
-              high_priority_prob: float = 0.1, big_tenant: str | None = None) -> list[Job]:
+              high_priority_prob: float = 0.1, big_tenant: str | None = None,
+              one_gpu_workers: bool = False) -> list[Job]:
     """``n`` seeded jobs (see the module docstring for the distributions).
 
     Raises:
@@ -65,7 +68,10 @@ def demo_jobs(seed: int = 0, n: int = 200, *, gpus_per_node: int = 8, mean_inter
     for i in range(n):
         g = int(sizes[i])
         tenant = big_tenant if (big_tenant is not None and g >= gpus_per_node) else tenants[tenant_idx[i]]
-        workers, per = (g // gpus_per_node, gpus_per_node) if g > gpus_per_node else (1, g)
+        if one_gpu_workers:
+            workers, per = g, 1          # one pod per GPU, as data-parallel jobs often run
+        else:
+            workers, per = (g // gpus_per_node, gpus_per_node) if g > gpus_per_node else (1, g)
         jobs.append(Job(f"job-{i:05d}", float(round(t[i], 3)), float(durations[i]), gpus_per_worker=per,
                         gpu_milli=1000, cpu_milli=4000 * per, memory_mib=32_768 * per,
                         priority=int(prio[i]), workers=workers, tenant=tenant))

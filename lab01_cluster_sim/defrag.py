@@ -130,6 +130,10 @@ class DefragEvent:
 class Defragmenter:
     """A Runner ``on_blocked`` hook that migrates checkpointable jobs to unblock a gang.
 
+    At each event batch it looks at the oldest pending job that is blocked only by
+    fragmentation (enough free GPUs in total, no placement) and, if a plan exists, makes
+    the moves and starts it.
+
     Args:
         movable: predicate ``movable(job) -> bool``; default: jobs whose checkpoint
             interval is finite (they can be restored elsewhere).
@@ -142,6 +146,7 @@ class Defragmenter:
     movable: object = None
     max_moves: int = 8
     events: list[DefragEvent] = field(default_factory=list)
+    _failed: tuple | None = field(default=None, repr=False)
 
     def _is_movable(self, runner: Runner, job_id: str) -> bool:
         run = runner.runs[job_id]
@@ -159,11 +164,15 @@ class Defragmenter:
             free_gpus = runner.state.gpu_free.sum() / MILLI_PER_GPU
             if free_gpus * MILLI_PER_GPU < job.gpu_milli_total:
                 continue            # blocked by capacity, not by fragmentation
+            sig = (job_id, frozenset(runner.running))
+            if sig == self._failed:
+                return               # same job, same running jobs: the plan would fail again
             plan = self.plan(runner, job)
-            if plan is None:
-                continue
-            self._apply(runner, job, plan, now)
-            return                   # one gang per event batch keeps moves bounded
+            if plan is not None:
+                self._apply(runner, job, plan, now)
+            else:
+                self._failed = sig
+            return   # only the oldest fragmentation-blocked job per event batch: bounded moves and cost
 
     def plan(self, runner: Runner, job: Job) -> list[tuple[str, tuple]] | None:
         """Moves (job id, new allocation) that let ``job`` start, or None.

@@ -138,6 +138,8 @@ class Defragmenter:
         movable: predicate ``movable(job) -> bool``; default: jobs whose checkpoint
             interval is finite (they can be restored elsewhere).
         max_moves: most jobs moved for one gang.
+        replan_after_s: after a failed plan for a job, wait this long (simulated s) before
+            planning for it again, like a controller's reconcile period (default 60 s).
 
     Attributes:
         events: every :class:`DefragEvent`, in time order.
@@ -145,8 +147,10 @@ class Defragmenter:
 
     movable: object = None
     max_moves: int = 8
+    replan_after_s: float = 60.0
     events: list[DefragEvent] = field(default_factory=list)
     _failed: tuple | None = field(default=None, repr=False)
+    _last_failed: dict = field(default_factory=dict, repr=False)
 
     def _is_movable(self, runner: Runner, job_id: str) -> bool:
         run = runner.runs[job_id]
@@ -164,6 +168,9 @@ class Defragmenter:
             free_gpus = runner.state.gpu_free.sum() / MILLI_PER_GPU
             if free_gpus * MILLI_PER_GPU < job.gpu_milli_total:
                 continue            # blocked by capacity, not by fragmentation
+            last = self._last_failed.get(job_id)
+            if last is not None and now < last + self.replan_after_s:
+                return               # a plan for this job failed recently: wait for the next round
             sig = (job_id, frozenset(runner.running))
             if sig == self._failed:
                 return               # same job, same running jobs: the plan would fail again
@@ -172,10 +179,12 @@ class Defragmenter:
                 self._apply(runner, job, plan, now)
             else:
                 self._failed = sig
+                self._last_failed[job_id] = now
             return   # only the oldest fragmentation-blocked job per event batch: bounded moves and cost
 
-    def plan(self, runner: Runner, job: Job) -> list[tuple[str, tuple]] | None:
-        """Moves (job id, new allocation) that let ``job`` start, or None.
+    def plan(self, runner: Runner, job: Job) -> tuple[tuple, list[tuple[str, tuple]]] | None:
+        """``(gang allocation, [(moved job id, its new allocation), ...])`` that lets ``job``
+        start, or None.
 
         Greedy: rank nodes by the GPU-seconds their movable jobs would lose; empty the
         cheapest nodes (only nodes whose blocking jobs are all movable) until the gang fits;
@@ -238,9 +247,15 @@ class Defragmenter:
             if alloc is None:
                 return None
             plan.append((i, alloc))
-        return plan
+        return gang, plan
 
-    def _apply(self, runner: Runner, job: Job, plan: list[tuple[str, tuple]], now: float) -> None:
+    def _apply(self, runner: Runner, job: Job, planned: tuple[tuple, list[tuple[str, tuple]]], now: float) -> None:
+        """Stop the moved jobs, start the gang and the moved jobs exactly where planned.
+
+        The plan was computed on a copy of this very state, so the binds succeed; the gang
+        starts on the planned nodes whatever the runner's own placer would prefer.
+        """
+        gang_alloc, plan = planned
         pending_jobs = [runner.runs[i].job for i in runner.pending]
         before = stranded_gpus(runner.state, pending_jobs, runner.mask_for)
         moves = []
@@ -251,14 +266,10 @@ class Defragmenter:
             lost = runner.stop(job_id, run.spec.checkpoint_s, migration=True)
             moves.append(Move(job_id, names_from, tuple(sorted({runner.nodes[n].name for n, _ in alloc})),
                               lost, overhead, run.job.gpu_milli_total / MILLI_PER_GPU))
-        # bind the gang first on the nodes just emptied, then put the moved jobs back
-        gang = runner.try_place(job)
-        if gang is not None:
-            runner.start(job.job_id, gang)
+        # bind the gang first on the nodes just emptied, then the moved jobs, in plan order
+        runner.start(job.job_id, gang_alloc)
         for job_id, alloc in plan:
-            new = runner.try_place(runner.runs[job_id].job)
-            if new is not None:
-                runner.start(job_id, new)
+            runner.start(job_id, alloc)
         pending_jobs = [runner.runs[i].job for i in runner.pending]
         after = stranded_gpus(runner.state, pending_jobs, runner.mask_for)
         self.events.append(DefragEvent(now, job.job_id, tuple(moves), before, after))

@@ -95,3 +95,20 @@ def test_compare_shape_aware_stranded_time_average():
     # t=1..100 big runs on n1, s2 still cannot use n0's 1 free GPU: 1 stranded; run ends at 200.
     assert half.mean_stranded_gpus == pytest.approx((5 * 1 + 1 * 99) / 200)
     assert (none.big_job_mean_wait_s, half.big_job_mean_wait_s) == (99, 0)
+
+
+def test_migration_starts_the_gang_where_planned_even_if_the_placer_would_wait():
+    # Regression: the gang used to be re-placed through the runner's placer after the moves;
+    # a placer that keeps it waiting (e.g. topology-aware) made the same moves repeat forever.
+    from lab01_cluster_sim.disciplines.runner import place_gang
+
+    nodes, jobs = _fragmenting_workload()
+    spec = CheckpointSpec(interval_s=30, checkpoint_s=2, restore_s=3)
+
+    def stubborn(runner, job, now):
+        return None if job.job_id == "g" else place_gang(runner.state, job, None)
+
+    defrag = Defragmenter()
+    res = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, placer=stubborn, on_blocked=defrag).run()
+    assert res.outcome("g").first_start == 20 and len(defrag.events) == 1
+    assert res.outcome("c").migrations == 1

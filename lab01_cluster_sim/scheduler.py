@@ -912,12 +912,23 @@ class Scheduler:
         # One-worker shape that was blocked before: only nodes released since can fit it.
         within = None
         since = self._since.get(key)
+        one_worker = record.job.workers == 1 or not gang
         if since is not None:
-            if len(self._release_log) - since <= max(64, self.state.num_nodes // 8):
+            fresh = len(self._release_log) - since
+            if fresh <= 16:
+                nodes = set(self._release_log[since:])
+                # Plain-Python check of those few nodes first: after a release, most woken
+                # shapes find the freed room already taken by an earlier job.
+                if not any(self._fits_node(n, request) for n in nodes):
+                    record.status = UNSCHEDULABLE
+                    record.reason = "no node fits the job now" if gang else "no node fits one more worker now"
+                    self._block(key, request, record.reason, True)
+                    return Outcome.WAITING
+                within = np.array(sorted(nodes), dtype=np.int64)
+            elif fresh <= max(64, self.state.num_nodes // 8):
                 within = np.unique(np.asarray(self._release_log[since:], dtype=np.int64))
             else:
                 del self._since[key]  # too many releases since: a full filter is as cheap
-        one_worker = record.job.workers == 1 or not gang
         if gang and record.job.workers == 1:
             choice = self.select_node(request, record, within)
             if choice is None:

@@ -166,7 +166,9 @@ class RunnerResult:
     def summary(self) -> dict[str, float]:
         """The trilemma numbers: mean and p99 wait (s), utilisation, Jain's index over tenants, ...
 
-        utilisation = allocated GPU-seconds / (GPUs x (end - start)).
+        utilisation = allocated GPU-seconds / (GPUs x (end - start)); allocated time includes
+        work later lost to preemption and restore overheads, so priority with preemption can
+        show more "utilisation" for the same useful work.
         """
         w = self.waits()
         span = self.end_time - self.start_time

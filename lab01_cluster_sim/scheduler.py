@@ -557,6 +557,79 @@ class DeadlockReport:
 
 
 # -- the scheduler ------------------------------------------------------------------------
+class _BlockedTable:
+    """The worker requests of the blocked shapes as arrays, to find in one vector pass which
+    of them fit a node that just got resources back (used by :meth:`Scheduler._unblock`)."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple | None] = []
+        self.slot: dict[tuple, int] = {}
+        self.free: list[int] = []
+        cap = 64
+        self.cpu = np.zeros(cap, dtype=np.int64)
+        self.mem = np.zeros(cap, dtype=np.int64)
+        self.k = np.zeros(cap, dtype=np.int64)
+        self.u = np.zeros(cap, dtype=np.int64)
+        self.model = np.zeros(cap, dtype=np.int64)
+        self.live = np.zeros(cap, dtype=bool)
+        self.model_sets: dict[tuple[str, ...], int] = {}
+        self.model_rows: list[np.ndarray] = []
+        self.model_table = np.zeros((0, 0), dtype=bool)
+
+    def add(self, key: tuple, request: Request, sched: "Scheduler") -> None:
+        i = self.slot.get(key)
+        if i is None:
+            if self.free:
+                i = self.free.pop()
+                self.keys[i] = key
+            else:
+                i = len(self.keys)
+                self.keys.append(key)
+                if i >= self.cpu.shape[0]:
+                    for name in ("cpu", "mem", "k", "u", "model", "live"):
+                        old = getattr(self, name)
+                        grown = np.zeros(2 * old.shape[0], dtype=old.dtype)
+                        grown[: old.shape[0]] = old
+                        setattr(self, name, grown)
+            self.slot[key] = i
+        mid = self.model_sets.get(request.gpu_models)
+        if mid is None:
+            mid = self.model_sets[request.gpu_models] = len(self.model_rows)
+            self.model_rows.append(sched._model_ok(request.gpu_models))
+            self.model_table = np.vstack(self.model_rows)
+        self.cpu[i], self.mem[i] = request.cpu_milli, request.memory_mib
+        self.k[i], self.u[i], self.model[i] = request.num_gpus, request.gpu_milli, mid
+        self.live[i] = True
+
+    def fitting(self, sched: "Scheduler", nodes: Iterable[int]) -> list[tuple]:
+        """Remove and return the keys of blocked shapes one worker of which fits one of
+        ``nodes`` now (same rule as the filter; extra filters are ignored, which only wakes
+        more shapes than needed)."""
+        n_used = len(self.keys)
+        if n_used == 0:
+            return []
+        live = self.live[:n_used]
+        k, u = self.k[:n_used], self.u[:n_used]
+        frac = (k == 1) & (u < MILLI_PER_GPU)
+        hit = np.zeros(n_used, dtype=bool)
+        st = sched.state
+        for n in nodes:
+            if not sched.online[n]:
+                continue
+            gpu_ok = (k == 0) | (self.model_table[self.model[:n_used], n]
+                                 & np.where(frac, sched.max_free[n] >= u, sched.full_free[n] >= k))
+            hit |= live & (self.cpu[:n_used] <= st.cpu_free[n]) & (self.mem[:n_used] <= st.mem_free[n]) & gpu_ok
+        out = []
+        for i in np.flatnonzero(hit):
+            key = self.keys[i]
+            out.append(key)
+            del self.slot[key]
+            self.keys[i] = None
+            self.live[i] = False
+            self.free.append(int(i))
+        return out
+
+
 class Scheduler:
     """Runs scheduling passes over a :class:`ClusterState` (see the module docstring).
 
@@ -610,6 +683,7 @@ class Scheduler:
         # its retries filter only those nodes (see try_schedule).
         self._release_log: list[int] = []
         self._since: dict[tuple, int] = {}
+        self._table = _BlockedTable()
         self._requests: dict[str, Request] = {}
         self._start_index = 0
         self.bound_workers = 0
@@ -815,19 +889,21 @@ class Scheduler:
         return bool(self.full_free[node] >= req.num_gpus)
 
     def _unblock(self, nodes: Iterable[int]) -> None:
-        """After resources came back on ``nodes``: forget blocked shapes that may fit now."""
+        """After resources came back on ``nodes``: forget blocked shapes that may fit now.
+
+        The blocked shapes' requests sit in arrays (:class:`_BlockedTable`), so this is a few
+        vector comparisons over the blocked shapes per released node, not a Python loop."""
         if not self._blocked:
             return
-        nodes = list(dict.fromkeys(nodes))
-        for key, (req, _) in list(self._blocked.items()):
-            if any(self._fits_node(n, req) for n in nodes):
-                del self._blocked[key]
-                self._woken.append(key)
+        for key in self._table.fitting(self, dict.fromkeys(nodes)):
+            del self._blocked[key]
+            self._woken.append(key)
 
     def _block(self, key: tuple, request: Request, reason: str, one_worker: bool) -> None:
         """Remember ``key`` as blocked; for a one-worker shape, also that no node fits it
         now, so later retries filter only nodes released from here on."""
         self._blocked[key] = (request, reason)
+        self._table.add(key, request, self)
         if one_worker:
             self._since[key] = len(self._release_log)
         else:
@@ -874,6 +950,7 @@ class Scheduler:
         """Put ``node`` back in service; every blocked shape is retried."""
         self.online[node] = True
         self._blocked.clear()
+        self._table = _BlockedTable()
         self._since.clear()
         self._woke_all = True
 

@@ -50,3 +50,32 @@ def test_priority_preemption_on_core_engine_with_checkpoints():
     assert lo.preemptions == 1 and lo.end_time == 130
     # the core counts lost run time: 45 s run - (100 - 75) s kept = 20 s (15 s of work + 5 s restore)
     assert lo.lost_work == pytest.approx(20)
+
+
+def _twice_preempted():
+    node = Node("n0", "H100", 4, 64000, 512000)
+    low = Job("low", 0, 100, gpus_per_worker=4, gpu_milli=1000, priority=0)
+    h1 = Job("h1", 45, 10, gpus_per_worker=2, gpu_milli=1000, priority=10)
+    h2 = Job("h2", 100, 10, gpus_per_worker=2, gpu_milli=1000, priority=10)
+    return [node], [low, h1, h2], {"low": CheckpointSpec(interval_s=30, restore_s=5)}
+
+
+def test_second_preemption_counts_progress_after_the_restore():
+    # 1st eviction at 45: keeps 30. Restarts at 55, restores until 60, then progresses:
+    # at 100 it has 30 + 40 = 70 s done, last checkpoint 60 -> needs 100 - 60 + 5 = 45 s from 110 -> 155.
+    nodes, jobs, specs = _twice_preempted()
+    sim = Simulation(nodes, jobs, discipline=PriorityPreemption(checkpoints=specs),
+                     evict_hook=checkpoint_evict_hook(specs))
+    lo = sim.run().records["low"]
+    assert lo.preemptions == 2 and lo.end_time == 155
+    # core's lost run time: 20 (first) + 45 ran - (75 - 45) kept = 15 (second) = 35
+    assert lo.lost_work == pytest.approx(35)
+
+
+def test_second_preemption_in_the_runner_agrees():
+    from lab01_cluster_sim.disciplines.runner import run_discipline
+
+    nodes, jobs, specs = _twice_preempted()
+    lo = run_discipline(nodes, jobs, "priority", checkpoints=specs).outcome("low")
+    # lost GPU-s: (45 - 30) x 4 + (70 - 60) x 4 = 100
+    assert lo.preemptions == 2 and lo.end == 155 and lo.lost_gpu_s == 100

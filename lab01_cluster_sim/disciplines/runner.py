@@ -21,10 +21,16 @@ Gangs are placed all-or-nothing. The default placement is best-fit (the node wit
 least free GPU capacity that fits, i.e. Kubernetes' "MostAllocated"); extensions pass
 their own ``placer``, an extra ``node_filter`` or a ``speed`` (slowdown) function.
 
-Why a loop of its own: the core engine (``engine.py``) was being written in parallel;
-this loop is small, shares the core's records (:class:`~lab01_cluster_sim.model.Job`,
-:class:`~lab01_cluster_sim.cluster.ClusterState`) and gives the extensions the hooks
-they need (preempt, migrate, slow down a job). Time in s, CPU milli-cores, memory MiB.
+Why a loop of its own next to the core simulation (:mod:`lab01_cluster_sim.simulate`)?
+The queue disciplines also run on the core (:mod:`lab01_cluster_sim.disciplines.core`),
+but several extensions need hooks the core does not offer: a job that runs slower on
+some placements (NVLink topology, time-slicing contention), a placement that may decide
+to wait (topology-aware bounded wait, tenancy tiers), a hook after each pass that may
+migrate running jobs (defragmentation), and a trial bind that can be undone (EASY's
+second condition). This loop is small, uses the core's records
+(:class:`~lab01_cluster_sim.model.Job`, :class:`~lab01_cluster_sim.cluster.ClusterState`)
+and gives those hooks. On the same jobs it gives the same start times as the core for
+FIFO, FIFO-skip, DRF and backfill (tests/lab01/ext). Time in s, CPU milli-cores, memory MiB.
 """
 
 from __future__ import annotations

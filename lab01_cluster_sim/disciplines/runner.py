@@ -30,7 +30,8 @@ migrate running jobs (defragmentation), and a trial bind that can be undone (EAS
 second condition). This loop is small, uses the core's records
 (:class:`~lab01_cluster_sim.model.Job`, :class:`~lab01_cluster_sim.cluster.ClusterState`)
 and gives those hooks. On the same jobs it gives the same start times as the core for
-FIFO, FIFO-skip, DRF and backfill (tests/lab01/ext). Time in s, CPU milli-cores, memory MiB.
+FIFO, FIFO-skip and DRF (tests/lab01/ext); backfill differs by design (the
+core applies only EASY's first condition). Time in s, CPU milli-cores, memory MiB.
 """
 
 from __future__ import annotations

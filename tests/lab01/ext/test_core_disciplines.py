@@ -79,3 +79,14 @@ def test_second_preemption_in_the_runner_agrees():
     lo = run_discipline(nodes, jobs, "priority", checkpoints=specs).outcome("low")
     # lost GPU-s: (45 - 30) x 4 + (70 - 60) x 4 = 100
     assert lo.preemptions == 2 and lo.end == 155 and lo.lost_gpu_s == 100
+
+
+@pytest.mark.parametrize("discipline", ["fifo", "fifo-skip", "drf"])
+def test_runner_and_core_give_the_same_start_times(discipline):
+    from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
+    from lab01_cluster_sim.disciplines.runner import run_discipline
+
+    nodes, jobs = demo_cluster(4, 8), demo_jobs(1, 150, mean_interarrival_s=300)
+    mine = run_discipline(nodes, jobs, discipline)
+    core = simulate(nodes, jobs, "best-fit", discipline=discipline)
+    assert [o.first_start for o in mine.outcomes] == [core.records[j.job_id].start_time for j in jobs]

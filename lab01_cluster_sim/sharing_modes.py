@@ -496,11 +496,11 @@ def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, 
 class TimeSlicingSpeed:
     """A :class:`~lab01_cluster_sim.disciplines.runner.Runner` ``speed`` hook for time-sliced GPUs.
 
-    A job that starts on a GPU already used by ``k`` running jobs runs
-    :func:`timeslice_slowdown` ``(k + 1)`` times slower for its whole run (the contention
-    it meets at start is assumed to last; neighbours arriving or leaving later do not
-    change it). Fractional requests (``gpu_milli`` = 1000 / replicas) are how a
-    time-sliced replica shows up in the simulator's records.
+    A job on a GPU used by ``k`` other running jobs runs :func:`timeslice_slowdown`
+    ``(k + 1)`` times slower. With ``Runner(..., rerate=True)`` the rate follows the
+    neighbours as they come and go (processor sharing); without it the contention a job
+    meets when it starts is kept for its whole run. Fractional requests (``gpu_milli`` =
+    1000 / replicas) are how a time-sliced replica shows up in the simulator's records.
     """
 
     def __init__(self, params: TimeSlicingParams = TimeSlicingParams()) -> None:

@@ -282,6 +282,9 @@ class Runner:
         observer: called after each event batch; its return values are kept in ``samples``.
         on_blocked: called after scheduling when jobs are still pending (defragmentation).
         until: stop at this time (jobs then running stay RUNNING).
+        rerate: re-evaluate ``speed`` for running jobs whenever a job starts on or leaves
+            one of their GPUs (contention that follows the neighbours, e.g. time-slicing),
+            instead of fixing each job's speed when it starts.
 
     Raises:
         InputError: unknown discipline, duplicate job ids.
@@ -292,7 +295,7 @@ class Runner:
                  default_checkpoint: CheckpointSpec = CheckpointSpec(),
                  placer: Placer | None = None, node_filter: NodeFilter | None = None,
                  speed: Speed | None = None, observer: Observer | None = None,
-                 on_blocked: BlockedHook | None = None, until: float = math.inf) -> None:
+                 on_blocked: BlockedHook | None = None, until: float = math.inf, rerate: bool = False) -> None:
         if discipline not in DISCIPLINES:
             raise InputError(f"unknown discipline {discipline!r}; expected one of: {', '.join(DISCIPLINES)}")
         self.discipline = discipline
@@ -325,6 +328,8 @@ class Runner:
                                   int(self.state.mem_capacity.sum())], dtype=float)
         self.tenant_usage: dict[str, list[float]] = {}
         self._failed: set[tuple] = set()
+        self.rerate = rerate
+        self._touched: set[tuple[int, int]] = set()
         for j in jobs:
             self._push(j.submit_time, 1, j.job_id, 0)
 
@@ -377,6 +382,8 @@ class Runner:
         for node, gpus in alloc:
             self.state.bind(node, gpus, req)
         run.alloc = alloc
+        if self.rerate:
+            self._touched.update((node, g) for node, gpus in alloc for g in gpus)
         run.slowdown = 1.0 if self.speed is None else max(1.0, float(self.speed(self, run.job, alloc)))
         run.seg_start = self.now
         run.overhead_s = run.pending_overhead_s
@@ -401,6 +408,8 @@ class Runner:
 
     def _free(self, run: JobRun) -> None:
         self._failed.clear()
+        if self.rerate:
+            self._touched.update((node, g) for node, gpus in run.alloc for g in gpus)
         req = Request.of_worker(run.job)
         for node, gpus in run.alloc:
             self.state.release(node, gpus, req)
@@ -435,6 +444,27 @@ class Runner:
         run.state = JobState.PENDING
         self._enqueue(job_id)
         return lost * gpus
+
+    def _rerate_touched(self) -> None:
+        """Give running jobs on GPUs whose occupants changed their new speed (``rerate``)."""
+        touched, self._touched = self._touched, set()
+        if not touched or self.speed is None:
+            return
+        for run in list(self.running.values()):
+            if not any((node, g) in touched for node, gpus in run.alloc for g in gpus):
+                continue
+            new = max(1.0, float(self.speed(self, run.job, run.alloc)))
+            if new == run.slowdown:
+                continue
+            progress = run.progress_at(self.now)
+            left_overhead = max(0.0, run.overhead_s - (self.now - run.seg_start))
+            run.progress_s = progress
+            run.seg_start = self.now
+            run.overhead_s = left_overhead
+            run.slowdown = new
+            run.token += 1
+            run.end_time = self.now + left_overhead + (run.job.duration - progress) * new
+            self._push(run.end_time, 0, run.job.job_id, run.token)
 
     def _enqueue(self, job_id: str) -> None:
         key = (self.runs[job_id].job.submit_time, self._rank[job_id])
@@ -609,6 +639,8 @@ class Runner:
             self._schedule()
             if self.pending and self.on_blocked is not None:
                 self.on_blocked(self, t)
+            if self.rerate:
+                self._rerate_touched()
             timeline.append((t, self._allocated_milli / MILLI_PER_GPU, len(self.pending), len(self.running)))
             if self.observer is not None:
                 samples.append(self.observer(self, t))

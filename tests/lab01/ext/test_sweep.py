@@ -64,3 +64,24 @@ def test_format_rows_table_csv_json():
     assert '"c": "x"' in format_rows(rows, "json")
     with pytest.raises(InputError, match="--format"):
         format_rows(rows, "xml")
+
+
+def test_replay_and_simulate_runners_match_direct_calls():
+    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.replay import replay
+    from lab01_cluster_sim.simulate import simulate
+    from lab01_cluster_sim.workloads.synthetic import default_trace
+
+    rows = run_sweep(grid("replay", ["best-fit"], ["synthetic"], [42], {"inflation": [1.3]}), workers=1, quiet=True).rows
+    trace = default_trace(42)
+    direct = replay(list(trace.nodes), list(trace.jobs), "best-fit", seed=42, inflation=1.3)
+    assert rows[0]["status"] == "ok" and rows[0]["final_alloc_pct"] == direct.final_alloc_pct
+    assert rows[0]["failed"] == direct.failed
+
+    rows = run_sweep(grid("simulate", ["best-fit"], ["200"], [1], {"nodes": [10], "discipline": ["backfill"]}),
+                     workers=1, quiet=True).rows
+    nodes, jobs = synthetic_jobs(200, 10, 1, None, 0.0)
+    res = simulate(nodes, jobs, "best-fit", discipline="backfill", seed=1)
+    assert rows[0]["status"] == "ok" and rows[0]["mean_jct_s"] == res.summary.jct.mean
+    bad = run_sweep(grid("simulate", ["best-fit"], ["lots"], [1]), workers=1, quiet=True).rows[0]
+    assert bad["status"] == "error" and "number of jobs" in bad["error"]

@@ -34,6 +34,8 @@ examples:
   python -m lab01_cluster_sim sweep --policies backfill --param interarrival=300,400,600 --workers 2
   python -m lab01_cluster_sim sweep --policies fifo,drf --seeds 0-3 --dask local --workers 2
   python -m lab01_cluster_sim sweep --runner replay --workloads synthetic --policies best-fit,fgd --seeds 42-51
+  python -m lab01_cluster_sim sweep --runner replay --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \
+      --policies random,dot-prod,gpu-clustering,gpu-packing,best-fit,fgd --seeds 42-51 --output grid.csv
   python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 --policies best-fit --param discipline=fifo,backfill
 """
 
@@ -63,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runner", default="disciplines", choices=RUNNERS, help="what each run does (default %(default)s)")
     parser.add_argument("--policies", default="fifo,fifo-skip,priority,drf,backfill", help="comma-separated")
     parser.add_argument("--workloads", default="200", help="comma-separated (default %(default)s)")
+    parser.add_argument("--trace", metavar="DIR",
+                        help="replay runner: folder of the openb CSVs; --workloads are then pod-list names "
+                             "(default, gpushare40, ...) or 'all' for every openb_pod_list_*.csv there")
     parser.add_argument("--seeds", default="0-2", help="seeds: '42-51' or '1,2,3' (default %(default)s)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2",
                         help="an extra grid axis passed to each run (repeatable)")
@@ -78,8 +83,22 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 0:
         raise InputError(f"--workers must be >= 0, got {args.workers}")
     params = dict(parse_param(p) for p in args.param)
-    specs = grid(args.runner, [p for p in args.policies.split(",") if p], [w for w in args.workloads.split(",") if w],
-                 _seeds(args.seeds), params)
+    workloads = [w for w in args.workloads.split(",") if w]
+    if args.trace:
+        from pathlib import Path
+
+        if args.runner != "replay":
+            raise InputError("--trace goes with --runner replay")
+        folder = Path(args.trace)
+        if not folder.is_dir():
+            raise InputError(f"--trace {args.trace!r}: not a folder")
+        if workloads == ["all"]:
+            workloads = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv")
+                               for p in folder.glob("openb_pod_list_*.csv"))
+            if not workloads:
+                raise InputError(f"--trace {args.trace!r}: no openb_pod_list_*.csv files there")
+        workloads = [f"{folder}:{w}" for w in workloads]
+    specs = grid(args.runner, [p for p in args.policies.split(",") if p], workloads, _seeds(args.seeds), params)
     result = run_sweep(specs, workers=args.workers, dask=args.dask, quiet=args.quiet)
     text = result.to_csv()
     if args.output:

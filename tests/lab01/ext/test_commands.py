@@ -78,3 +78,20 @@ def test_sharing_taint_demo(capsys):
     # the node with less free CPU (gpu-node: 63000 < 64000) for the CPU pod, unless the node is tainted
     assert "no taints: cpu-pod->gpu-node, gpu-pod->gpu-node" in out
     assert "NoSchedule: cpu-pod->cpu-node, gpu-pod->gpu-node" in out
+
+
+@pytest.mark.slow
+def test_sweep_replays_the_real_trace(alibaba_csv, tmp_path):
+    out = tmp_path / "grid.csv"
+    assert main(["sweep", "--runner", "replay", "--trace", str(alibaba_csv), "--workloads", "default",
+                 "--policies", "best-fit", "--seeds", "42", "--workers", "1", "--quiet", "--output", str(out)]) == 0
+    import csv
+
+    [row] = list(csv.DictReader(out.open()))
+    assert row["status"] == "ok" and row["workload"].endswith(":default")
+    assert 80 < float(row["final_alloc_pct"]) <= 100      # the paper's BestFit reaches ~93% (fgd-facts.md)
+
+
+def test_sweep_trace_needs_replay_runner(tmp_path, capsys):
+    assert main(["sweep", "--trace", str(tmp_path), "--workers", "1"]) == 1
+    assert "--trace goes with --runner replay" in capsys.readouterr().err

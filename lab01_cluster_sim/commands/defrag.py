@@ -60,7 +60,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         shares = [float(x) for x in args.reserved.split(",") if x.strip()]
     except ValueError:
-        raise InputError(f"--reserved {args.reserved!r}: expected comma-separated shares in [0, 1]") from None
+        shares = [-1.0]
+    if not shares or any(not 0.0 <= x <= 1.0 for x in shares):
+        raise InputError(f"--reserved {args.reserved!r}: expected comma-separated shares in [0, 1]")
+    for opt, val in (("--nodes", args.nodes), ("--gpus-per-node", args.gpus_per_node), ("--jobs", args.jobs)):
+        if val < 1:
+            raise InputError(f"{opt} must be >= 1, got {val}")
     nodes = demo_cluster(args.nodes, args.gpus_per_node)
     jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival)
     print("shape-aware admission")

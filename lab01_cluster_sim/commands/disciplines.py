@@ -60,8 +60,12 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.sweep import format_rows
 
     names = [d.strip() for d in args.disciplines.split(",") if d.strip()]
-    if args.jobs < 1:
-        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
+    for opt, val in (("--jobs", args.jobs), ("--nodes", args.nodes), ("--gpus-per-node", args.gpus_per_node)):
+        if val < 1:
+            raise InputError(f"{opt} must be >= 1, got {val}")
+    if not args.checkpoint_interval > 0 or args.restore < 0:
+        raise InputError(f"--checkpoint-interval must be > 0 s (inf = never) and --restore >= 0 s, "
+                         f"got {args.checkpoint_interval}, {args.restore}")
     if not args.interarrival > 0:
         raise InputError(f"--interarrival must be > 0 s, got {args.interarrival}")
     nodes = demo_cluster(args.nodes, args.gpus_per_node)

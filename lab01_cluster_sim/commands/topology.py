@@ -66,6 +66,14 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.sweep import format_rows
     from lab01_cluster_sim.topology import TopologyParams, allreduce_seconds, compare_wait_vs_slowdown
 
+    if not 0.0 <= args.comm_fraction <= 1.0:
+        raise InputError(f"--comm-fraction must be in [0, 1], got {args.comm_fraction}")
+    for opt, val in (("--nodes", args.nodes), ("--gpus-per-node", args.gpus_per_node), ("--jobs", args.jobs),
+                     ("--island-size", args.island_size), ("--gpus", args.gpus)):
+        if val < 1:
+            raise InputError(f"{opt} must be >= 1, got {val}")
+    if not (args.intra_gbps > 0 and args.inter_gbps > 0):
+        raise InputError(f"--intra-gbps and --inter-gbps must be > 0, got {args.intra_gbps}, {args.inter_gbps}")
     params = TopologyParams(args.intra_gbps, args.inter_gbps)
     if args.allreduce_gb is not None:
         one = allreduce_seconds(args.allreduce_gb * 1e9, args.gpus, 1, params)

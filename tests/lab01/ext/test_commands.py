@@ -95,3 +95,18 @@ def test_sweep_replays_the_real_trace(alibaba_csv, tmp_path):
 def test_sweep_trace_needs_replay_runner(tmp_path, capsys):
     assert main(["sweep", "--trace", str(tmp_path), "--workers", "1"]) == 1
     assert "--trace goes with --runner replay" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["topology", "--max-waits", "abc"], "--max-waits 'abc'"),
+    (["topology", "--comm-fraction", "2"], "--comm-fraction must be in [0, 1]"),
+    (["defrag", "--reserved", "2"], "--reserved '2'"),
+    (["disciplines", "--disciplines", "fifo,lifo"], "unknown discipline 'lifo'"),
+    (["disciplines", "--checkpoint-interval", "0"], "--checkpoint-interval must be > 0"),
+    (["sharing", "--requests", "5"], "--requests item '5'"),
+    (["autoscale", "--catalogue", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read the instance catalogue"),
+])
+def test_bad_options_are_one_line_errors(argv, message, capsys):
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err

@@ -87,3 +87,29 @@ def test_gang_that_never_fits_is_rejected_as_unresolvable():
     assert rec.state is JobState.REJECTED
     assert rec.status == "UnschedulableAndUnresolvable"
     assert "room for 3 worker(s)" in rec.reason
+
+
+def test_deadlock_recorded_but_run_continues_when_asked():
+    # Same textbook case, plus a small job at t=5 that needs 1 GPU: with stop_on_deadlock
+    # off, the run goes on; nothing is free (6 + 6 + 4 = 16 GPUs held), so it waits forever
+    # too, and the run ends when no event is left.
+    sc = textbook_gang()
+    jobs = list(sc.jobs) + [Job("late-small", 5.0, 10.0, 1, 1000, 1_000, 1_024)]
+    r = simulate(sc.nodes, jobs, mode="naive", stop_on_deadlock=False)
+    assert r.deadlock is not None and r.deadlock.time == 1.0
+    assert r.stop_reason == "empty" and r.end_time == 5.0
+    assert r.records["late-small"].state is JobState.PENDING
+    assert r.records["train-a"].workers_bound == 6
+
+
+def test_naive_strict_fifo_also_deadlocks():
+    sc = textbook_gang()
+    r = simulate(sc.nodes, sc.jobs, mode="naive", discipline="fifo")
+    assert r.stop_reason == "deadlock"
+    assert {h.job_id: h.workers_bound for h in r.deadlock.holdings} == {"train-a": 6, "train-b": 6}
+
+
+def test_gang_mode_never_holds_partial_allocations_under_strict_fifo():
+    sc = textbook_gang()
+    r = simulate(sc.nodes, sc.jobs, mode="gang", discipline="fifo")
+    assert [r.records[x].end_time for x in ("train-a", "train-b")] == [101.0, 201.0]

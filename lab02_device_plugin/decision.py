@@ -131,8 +131,9 @@ ISOLATION: dict[str, dict[str, bool]] = {
 }
 
 _HALF_MIG = ("No MIG profile is exactly half: a 3g profile gets 3/7 of the SMs and 4/8 of the memory, "
-             "a 4g profile 4/7 and 4/8, and a GPU holds one 4g plus one 3g at most. Ask for the "
-             "smallest profile whose memory fits (chapter 3) and accept the quantization waste.")
+             "a 4g profile 4/7 and 4/8. A GPU holds two 3g (start slots 0 and 4) or one 4g plus one "
+             "3g (NVIDIA MIG User Guide, supported profiles). Ask for the smallest profile whose memory "
+             "fits (chapter 3) and accept the quantization waste.")
 _HALF_MPS = ("Close: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 caps the client's SMs and a pinned-memory "
              "limit caps its memory, but the two halves share one fault domain and the memory "
              "bandwidth and L2, so the half is a limit, not a partition.")
@@ -142,15 +143,26 @@ _HALF_EXCL = ("Not on this GPU: without MIG there is no isolated half. Give a wh
               "workload to a smaller GPU model or to a MIG-capable node pool.")
 
 
-def _mig_profile(req: Requirements) -> str | None:
-    """Smallest MIG profile covering ``req.memory_gb`` and ``req.gpus`` of the SMs, when the
-    GPU model has a profile table and the memory is known; None otherwise (or if none fits)."""
+def _mig_profile(req: Requirements) -> tuple[str, float, str | None] | None:
+    """The smallest MIG profile whose memory covers ``req.memory_gb`` (the rule the answer
+    gives: memory decides, SMs come with it), its share of the SMs, and the smallest profile
+    that also covers ``req.gpus`` of the SMs when that one is bigger (else None).
+
+    None when the GPU model has no profile table, the memory is unknown, or nothing fits.
+    Profiles come from :func:`lab02_device_plugin.mig.quantization_waste` (``+me`` excluded).
+    """
     if req.memory_gb is None or canonical_model(req.gpu_model) is None:
         return None
     try:
-        return quantization_waste(req.gpu_model, req.memory_gb, min(req.gpus, 1.0)).profile.name
+        by_memory = quantization_waste(req.gpu_model, req.memory_gb, 0.0)
     except InputError:
         return None
+    try:
+        with_sms = quantization_waste(req.gpu_model, req.memory_gb, min(req.gpus, 1.0)).profile.name
+    except InputError:
+        with_sms = None
+    bigger = with_sms if with_sms != by_memory.profile.name else None
+    return by_memory.profile.name, float(by_memory.profile.compute_fraction), bigger
 
 
 def decide(req: Requirements) -> Decision:
@@ -184,10 +196,15 @@ def decide(req: Requirements) -> Decision:
             request = "nvidia.com/mig-<profile>: 1 (mixed strategy) or nvidia.com/gpu: 1 (single)"
             reason = (f"Hard isolation is needed ({why}) and {req.gpu_model} supports MIG: "
                       "each instance has its own SMs, memory and L2.")
-            profile = _mig_profile(req)
-            if profile is not None:
+            found = _mig_profile(req)
+            if found is not None:
+                profile, sm_share, bigger = found
                 request = f"{mixed_resource_name(profile)}: 1 (mixed strategy)"
-                reason += f" The smallest profile covering {req.memory_gb:g} GB and {req.gpus:g} of the SMs is {profile}."
+                reason += (f" The smallest profile whose memory covers {req.memory_gb:g} GB is {profile} "
+                           f"({sm_share:.0%} of the SMs).")
+                if bigger is not None:
+                    reason += (f" That is less than the {req.gpus:.0%} of the SMs asked; {bigger} covers "
+                               "both if the compute share matters more than the waste.")
             return Decision("MIG", reason, _HALF_MIG, request, ISOLATION["MIG"])
         return Decision("exclusive", f"Hard isolation is needed ({why}) but {req.gpu_model} has no MIG; "
                         "MPS and time-slicing do not isolate faults, so only a whole GPU does.",

@@ -55,16 +55,34 @@ def test_bad_requirements(kwargs, name):
         Requirements(**kwargs)
 
 
-def test_mig_answer_names_the_smallest_covering_profile():
-    # H100-80GB, 30 GB and half the SMs: 2g.20gb is too small (20 GB); 3g.40gb has 40 GB but
-    # only 3/7 = 0.43 of the SMs < 0.5; 4g.40gb has 4/7 = 0.57 -> 4g.40gb.
+def test_mig_answer_names_the_smallest_profile_whose_memory_fits():
+    # H100-80GB, 30 GB: 2g.20gb is too small (20 GB); 3g.40gb has 40 GB -> 3g.40gb, as the
+    # answer's own rule says ("the smallest profile whose memory fits"). It has 3/7 = 43 % of
+    # the SMs < the 50 % asked, so the reason names 4g.40gb (4/7 = 57 %) as the alternative.
     d = decide(Requirements(gpus=0.5, gpu_model="h100-80gb", other_tenants=True, memory_gb=30))
-    assert d.request == "nvidia.com/mig-4g.40gb: 1 (mixed strategy)"
-    assert "4g.40gb" in d.reason
-    # 0.25 of the SMs and 15 GB on an A100-80GB: 1g.10gb has 10 GB (< 15), 1g.20gb has 20 GB but
-    # 1/7 = 0.14 < 0.25 of the SMs; 2g.20gb has 2/7 = 0.29 and 20 GB -> 2g.20gb
+    assert d.request == "nvidia.com/mig-3g.40gb: 1 (mixed strategy)"
+    assert "is 3g.40gb (43% of the SMs)" in d.reason
+    assert "4g.40gb covers both" in d.reason
+
+
+def test_half_mig_answer_allows_two_3g_instances():
+    # 3g: at most 2 per GPU, start slots {0, 4} (device-plugin-facts): 3g + 3g is a valid layout,
+    # so the answer must not say "one 4g plus one 3g at most".
+    text = decide(Requirements(gpus=0.5, gpu_model="a100-40gb", other_tenants=True)).half_gpu
+    assert "at most" not in text
+    assert "two 3g" in text
+
+
+def test_mig_answer_by_memory_with_compute_alternative():
+    # 0.25 of the SMs and 15 GB on an A100-80GB: 1g.10gb has 10 GB (< 15); 1g.20gb has 20 GB
+    # -> 1g.20gb by memory; it has 1/7 = 14 % of the SMs < 25 %, and 2g.20gb (2/7 = 29 %) covers both.
     d = decide(Requirements(gpus=0.25, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
-    assert d.request == "nvidia.com/mig-2g.20gb: 1 (mixed strategy)"
+    assert d.request == "nvidia.com/mig-1g.20gb: 1 (mixed strategy)"
+    assert "2g.20gb covers both" in d.reason
+    # 0.1 of the SMs and 15 GB: 1g.20gb covers both (14 % >= 10 %), so no alternative is named
+    d = decide(Requirements(gpus=0.1, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
+    assert d.request == "nvidia.com/mig-1g.20gb: 1 (mixed strategy)"
+    assert "covers both" not in d.reason
     # no table for B200 here: the generic answer
     d = decide(Requirements(gpus=0.5, gpu_model="b200", other_tenants=True, memory_gb=30))
     assert d.mechanism == "MIG" and "<profile>" in d.request

@@ -390,6 +390,7 @@ class FifoSkip(QueueDiscipline):
 
     name: ClassVar[str] = "fifo-skip"
     blocking: ClassVar[bool] = False
+    lazy_wake: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._by_shape: dict[tuple, deque[tuple[int, JobRecord]]] = {}
@@ -444,30 +445,60 @@ class FifoSkip(QueueDiscipline):
             self._active.update(k for k in self._dormant if k in self._by_shape)
             self._dormant.clear()
             return super().run_pass(scheduler)
-        if woken is None:
+        if woken is None:  # every blocked shape was forgotten (a node came back)
             woken = list(self._dormant)
         for key in woken:
             if key in self._dormant:
                 self._dormant.discard(key)
                 if key in self._by_shape:
                     self._active.add(key)
+        lazy = scheduler.lazy_wake_active()
+        released = scheduler.pop_released() if lazy else []
         entries = []
         for key in list(self._active):
             head = self._head(key)
             if head is not None:
                 entries.append((head[0], key))
         heapq.heapify(entries)
-        while entries:
-            _, key = heapq.heappop(entries)
-            head = self._head(key)
-            if head is None:
-                continue
+        # Lazy wake: of the dormant shapes, the earliest one whose worker fits a node freed
+        # since the last pass goes next, in arrival order with the active shapes. A dormant
+        # shape that fits none of them cannot be placed (no other node got room), so it is
+        # never touched: no wake-then-fail churn.
+        cand: tuple | None = None
+        cand_valid = False
+        while True:
+            if lazy and released and not cand_valid:
+                cand = scheduler.earliest_fitting_blocked(released)
+                cand_valid = True
+            cand_head = None
+            if cand is not None:
+                cand_head = self._head(cand)
+                if cand_head is None:  # no job of that shape left here
+                    scheduler.wake(cand)
+                    cand, cand_valid = None, False
+                    continue
+            if cand_head is not None and (not entries or cand_head[0] < entries[0][0]):
+                key = cand
+                scheduler.wake(key)
+                self._dormant.discard(key)
+                self._active.add(key)
+                cand, cand_valid = None, False
+                head = cand_head
+            elif entries:
+                _, key = heapq.heappop(entries)
+                head = self._head(key)
+                if head is None:
+                    continue
+            else:
+                break
             if scheduler.try_schedule(head[1]) is Outcome.STARTED:
+                cand_valid = False  # resources changed: the candidate may not fit any more
+                cand = None
                 nxt = self._head(key)
                 if nxt is not None:
                     heapq.heappush(entries, (nxt[0], key))
             else:
-                self._active.discard(key)  # blocked until the scheduler wakes it
+                self._active.discard(key)  # blocked until woken
                 self._dormant.add(key)
 
 
@@ -571,6 +602,8 @@ class _BlockedTable:
         self.k = np.zeros(cap, dtype=np.int64)
         self.u = np.zeros(cap, dtype=np.int64)
         self.model = np.zeros(cap, dtype=np.int64)
+        self.order = np.zeros(cap, dtype=np.int64)  # enqueue order of the job that was blocked
+        self.mark = np.full(cap, -1, dtype=np.int64)  # pass in which it was blocked
         self.live = np.zeros(cap, dtype=bool)
         self.model_sets: dict[tuple[str, ...], int] = {}
         self.model_rows: list[np.ndarray] = []
@@ -586,7 +619,7 @@ class _BlockedTable:
                 i = len(self.keys)
                 self.keys.append(key)
                 if i >= self.cpu.shape[0]:
-                    for name in ("cpu", "mem", "k", "u", "model", "live"):
+                    for name in ("cpu", "mem", "k", "u", "model", "order", "mark", "live"):
                         old = getattr(self, name)
                         grown = np.zeros(2 * old.shape[0], dtype=old.dtype)
                         grown[: old.shape[0]] = old
@@ -599,15 +632,11 @@ class _BlockedTable:
             self.model_table = np.vstack(self.model_rows)
         self.cpu[i], self.mem[i] = request.cpu_milli, request.memory_mib
         self.k[i], self.u[i], self.model[i] = request.num_gpus, request.gpu_milli, mid
+        self.order[i], self.mark[i] = sched._cur_order, sched._pass_id
         self.live[i] = True
 
-    def fitting(self, sched: "Scheduler", nodes: Iterable[int]) -> list[tuple]:
-        """Remove and return the keys of blocked shapes one worker of which fits one of
-        ``nodes`` now (same rule as the filter; extra filters are ignored, which only wakes
-        more shapes than needed)."""
+    def _hits(self, sched: "Scheduler", nodes: Iterable[int]) -> np.ndarray:
         n_used = len(self.keys)
-        if n_used == 0:
-            return []
         live = self.live[:n_used]
         k, u = self.k[:n_used], self.u[:n_used]
         frac = (k == 1) & (u < MILLI_PER_GPU)
@@ -619,6 +648,33 @@ class _BlockedTable:
             gpu_ok = (k == 0) | (self.model_table[self.model[:n_used], n]
                                  & np.where(frac, sched.max_free[n] >= u, sched.full_free[n] >= k))
             hit |= live & (self.cpu[:n_used] <= st.cpu_free[n]) & (self.mem[:n_used] <= st.mem_free[n]) & gpu_ok
+        return hit
+
+    def earliest_fitting(self, sched: "Scheduler", nodes: list[int]) -> tuple | None:
+        """The key of the earliest-enqueued blocked shape (not blocked during the current
+        pass) one worker of which fits one of ``nodes`` now; None if there is none."""
+        if not self.slot or not nodes:
+            return None
+        hit = self._hits(sched, nodes) & (self.mark[: len(self.keys)] != sched._pass_id)
+        idx = np.flatnonzero(hit)
+        if idx.size == 0:
+            return None
+        return self.keys[int(idx[np.argmin(self.order[idx])])]
+
+    def remove(self, key: tuple) -> None:
+        i = self.slot.pop(key, None)
+        if i is not None:
+            self.keys[i] = None
+            self.live[i] = False
+            self.free.append(i)
+
+    def fitting(self, sched: "Scheduler", nodes: Iterable[int]) -> list[tuple]:
+        """Remove and return the keys of blocked shapes one worker of which fits one of
+        ``nodes`` now (same rule as the filter; extra filters are ignored, which only wakes
+        more shapes than needed)."""
+        if not self.keys:
+            return []
+        hit = self._hits(sched, nodes)
         out = []
         for i in np.flatnonzero(hit):
             key = self.keys[i]
@@ -684,6 +740,10 @@ class Scheduler:
         self._release_log: list[int] = []
         self._since: dict[tuple, int] = {}
         self._table = _BlockedTable()
+        self._enqueue_seq: dict[str, int] = {}
+        self._released_pending: dict[int, None] = {}
+        self._pass_id = 0
+        self._cur_order = 0
         self._requests: dict[str, Request] = {}
         self._start_index = 0
         self.bound_workers = 0
@@ -707,6 +767,7 @@ class Scheduler:
     def enqueue(self, record: JobRecord) -> None:
         """Add a pending job to the queue."""
         record.state = JobState.PENDING
+        self._enqueue_seq.setdefault(record.job_id, len(self._enqueue_seq))
         self.discipline.push(record)
         self.notify("on_enqueue", record)
 
@@ -895,6 +956,10 @@ class Scheduler:
         vector comparisons over the blocked shapes per released node, not a Python loop."""
         if not self._blocked:
             return
+        if self.lazy_wake_active():
+            # The discipline wakes blocked shapes itself, earliest first (FifoSkip).
+            self._released_pending.update(dict.fromkeys(nodes))
+            return
         for key in self._table.fitting(self, dict.fromkeys(nodes)):
             del self._blocked[key]
             self._woken.append(key)
@@ -908,6 +973,27 @@ class Scheduler:
             self._since[key] = len(self._release_log)
         else:
             self._since.pop(key, None)
+
+    def lazy_wake_active(self) -> bool:
+        """True when the discipline wakes blocked shapes itself (its ``lazy_wake`` is True,
+        gang mode, no extra filters): releases are then only recorded (:meth:`pop_released`)."""
+        return bool(getattr(self.discipline, "lazy_wake", False)) and self.mode == "gang" and not self.extra_filters
+
+    def pop_released(self) -> list[int]:
+        """Nodes that got resources back since the last call (lazy wake mode)."""
+        nodes = list(self._released_pending)
+        self._released_pending.clear()
+        return nodes
+
+    def earliest_fitting_blocked(self, nodes: list[int]) -> tuple | None:
+        """Lazy wake: the blocked key, earliest enqueued and not blocked in this pass, one
+        worker of which fits one of ``nodes`` now, or None. :meth:`wake` it before trying."""
+        return self._table.earliest_fitting(self, nodes)
+
+    def wake(self, key: tuple) -> None:
+        """Forget that ``key`` is blocked (lazy wake)."""
+        if self._blocked.pop(key, None) is not None:
+            self._table.remove(key)
 
     def blocked_key(self, record: JobRecord) -> tuple:
         """The key under which a job that found no room is remembered as blocked (its
@@ -952,6 +1038,7 @@ class Scheduler:
         self._blocked.clear()
         self._table = _BlockedTable()
         self._since.clear()
+        self._released_pending.clear()
         self._woke_all = True
 
     def evict(self, record: JobRecord, reason: str) -> None:
@@ -986,6 +1073,7 @@ class Scheduler:
         if blocked is not None:
             record.status, record.reason = UNSCHEDULABLE, blocked[1]
             return Outcome.WAITING
+        self._cur_order = self._enqueue_seq.get(record.job_id, 0)
         # One-worker shape that was blocked before: only nodes released since can fit it.
         within = None
         since = self._since.get(key)
@@ -1056,6 +1144,7 @@ class Scheduler:
         """One scheduling pass at time ``now``: the discipline tries its jobs; in naive mode
         rounds repeat while some worker was bound (round-robin over the pending jobs)."""
         self.now = now
+        self._pass_id += 1
         if self.mode == "gang":
             self.discipline.run_pass(self)
             return

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -172,3 +173,37 @@ def test_retry_shortcut_changes_nothing_on_a_contended_synthetic_run():
     assert [(r.start_time, r.last_placements) for r in fast.records.values()] == \
         [(r.start_time, r.last_placements) for r in slow.records.values()]
     assert fast.summary.wait.max > 0  # there was contention
+
+
+def _fingerprint(r):
+    return [(x.job_id, x.state, x.start_time, x.end_time, x.last_placements) for x in r.records.values()]
+
+
+def _eager(fn):
+    """Run ``fn`` with FIFO-skip waking every fitting blocked shape at each release."""
+    from lab01_cluster_sim.scheduler import FifoSkip
+
+    FifoSkip.lazy_wake = False
+    try:
+        return fn()
+    finally:
+        FifoSkip.lazy_wake = True
+
+
+@SETTINGS
+@given(clusters(), workloads(), st.sampled_from(["first-fit", "best-fit", "random"]))
+def test_lazy_wake_gives_the_same_schedule_as_waking_everyone(nodes, jobs, policy):
+    lazy = simulate(nodes, jobs, policy=policy, seed=3)
+    eager = _eager(lambda: simulate(nodes, jobs, policy=policy, seed=3))
+    assert _fingerprint(lazy) == _fingerprint(eager)
+
+
+@pytest.mark.parametrize("gang_share", [0.0, 0.5])
+def test_lazy_wake_same_schedule_on_a_contended_synthetic_run(gang_share):
+    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+
+    nodes, jobs = synthetic_jobs(800, 30, 2, None, gang_share, 16.0)
+    lazy = simulate(nodes, jobs, policy="best-fit")
+    eager = _eager(lambda: simulate(nodes, jobs, policy="best-fit"))
+    assert lazy.summary.wait.max > 0  # there was contention
+    assert _fingerprint(lazy) == _fingerprint(eager)

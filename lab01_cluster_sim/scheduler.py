@@ -27,7 +27,8 @@ on every bind and release (fully free GPUs, largest free share per GPU), not a r
 the (nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is
 remembered as *blocked*; later jobs of the same shape are skipped without work until a
 release frees room on a node that can host one of its workers (binds only take resources,
-so nothing else can unblock it); a one-worker shape's retry filters only the nodes released
+so nothing else can unblock it; FIFO-skip wakes them lazily, earliest first); a one-worker
+shape's retry filters only the nodes released
 since it was blocked (no other node can have become feasible). These shortcuts rely on every
 change to the cluster state during a run going through the scheduler (binds in
 :meth:`Scheduler.try_schedule`, :meth:`Scheduler.release_job`, :meth:`Scheduler.cordon` /
@@ -312,7 +313,11 @@ class QueueDiscipline:
     """Queue sort: holds the pending jobs and decides in which order they are tried.
 
     A discipline must implement :meth:`push`, :meth:`remove`, :meth:`order` and
-    ``__len__``. The default :meth:`run_pass` tries the jobs in :meth:`order`; with
+    ``__len__``. Jobs that found no room are remembered by the scheduler as blocked and
+    answered WAITING at once until a release makes room on a node that could host one of
+    their workers (then they are forgotten, "woken"; :meth:`Scheduler.pop_woken` lists them).
+    A discipline that sets ``lazy_wake = True`` takes over waking instead (see
+    :class:`FifoSkip`). The default :meth:`run_pass` tries the jobs in :meth:`order`; with
     ``blocking = True`` it stops at the first job that cannot be served (strict
     head-of-line blocking). Priority, DRF or backfill disciplines override :meth:`order`
     and/or :meth:`run_pass` and may call :meth:`Scheduler.evict` to preempt.
@@ -320,6 +325,7 @@ class QueueDiscipline:
 
     name: ClassVar[str] = ""
     blocking: ClassVar[bool] = False
+    lazy_wake: ClassVar[bool] = False
 
     def push(self, record: JobRecord) -> None:
         raise NotImplementedError
@@ -382,10 +388,15 @@ class FifoSkip(QueueDiscipline):
     Jobs are kept in one FIFO per job shape (worker request x workers). A pass merges the
     heads of the *active* shapes by arrival order; a shape whose head cannot be placed goes
     dormant (the rest of that shape cannot be placed either: resources only shrink during a
-    pass) and stays out of later passes until the scheduler reports that a release made
-    room it may use (:meth:`Scheduler.pop_woken`). So a pass costs
-    O((started + woken shapes) log shapes), not O(pending). With extra filters or in naive
-    mode it falls back to trying every job.
+    pass). Dormant shapes come back by *lazy wake* (``lazy_wake = True``): the scheduler
+    only records which nodes got resources back, and the pass repeatedly takes the earliest
+    dormant shape whose worker fits one of those nodes now (one vector test over the
+    blocked shapes, :meth:`Scheduler.earliest_fitting_blocked`), merged by arrival order
+    with the active shapes. A dormant shape that fits none of the freed nodes cannot be
+    placed anywhere, so it is never touched; the schedule is the same as retrying every
+    blocked job in order (``tests/lab01/test_properties.py`` checks it). A pass thus costs
+    O(placed x blocked shapes) vector work plus O((placed + new shapes) log shapes), not
+    O(pending). With extra filters or in naive mode it falls back to trying every job.
     """
 
     name: ClassVar[str] = "fifo-skip"

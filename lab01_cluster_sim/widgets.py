@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 Rendering = Figure | tuple[Figure, str]
 
 
-def figure_png(fig: Figure, dpi: int = 96) -> bytes:
+def figure_png(fig: Figure, dpi: int = 150) -> bytes:
     """Encode ``fig`` as PNG bytes (figure size in inches times ``dpi`` pixels).
 
     PNG, not SVG, so that rendered notebooks compare equal between runs (SVG ids change).

@@ -130,6 +130,12 @@ ISOLATION: dict[str, dict[str, bool]] = {
     "DRA": {"memory": False, "fault": False, "performance": False},  # depends on what it lands on
 }
 
+#: How finely each mechanism can divide one GPU, on an ordinal axis for the chapter's figure:
+#: 1 = whole GPUs only, 2 = a few fixed parts (MIG: up to 7 instances), 3 = any share (MPS's
+#: thread percentage), a bit further for time-slicing (any number of replicas, no limits at all).
+PACKING_GRANULARITY: dict[str, float] = {"exclusive": 1.0, "MIG": 2.0, "MPS": 3.0, "time-slicing": 3.4}
+
+
 _HALF_MIG = ("No MIG profile is exactly half: a 3g profile gets 3/7 of the SMs and 4/8 of the memory, "
              "a 4g profile 4/7 and 4/8. A GPU holds two 3g (start slots 0 and 4) or one 4g plus one "
              "3g (NVIDIA MIG User Guide, supported profiles). Ask for the smallest profile whose memory "

@@ -20,7 +20,12 @@ Usage::
     python tools/build_book.py --fresh              # drop the output and the execution cache first
 
 The execution cache is keyed on each chapter's text only: after changing a lab package,
-build with ``--fresh`` so the chapters run again against the new code.
+build with ``--fresh`` so the chapters run again against the new code. One input outside
+the text is tracked: whether the Alibaba GPU trace is available
+(:func:`lab01_cluster_sim.book.alibaba_trace_dir`). The availability of the last build is
+recorded in ``<output>/_build/.trace_present``; when it changed, the cached result of the
+chapter that replays the trace (:data:`TRACE_CHAPTER`) is dropped and the chapter's file is
+touched, so a build with the trace never reuses a result computed without it (or back).
 
 Exit status 0 on success, 1 when the build or a check failed (the message says which).
 """
@@ -52,6 +57,45 @@ _REMOTE = re.compile(r"^(https?:)?//", re.IGNORECASE)
 # Known CDNs named anywhere in a page (e.g. in a JSON config) also count.
 _CDN_HOSTS = re.compile(r"(cdn\.jsdelivr\.net|cdnjs\.cloudflare\.com|unpkg\.com|"
                         r"fonts\.googleapis\.com|fonts\.gstatic\.com|thebe\.|binder)", re.IGNORECASE)
+
+
+#: The chapter whose result depends on whether the real trace is present.
+TRACE_CHAPTER = "ch06_cluster_scheduling"
+
+
+def sync_trace_cache(build_dir: Path, present: bool, quiet: bool = False) -> bool:
+    """Drop :data:`TRACE_CHAPTER`'s cached execution when the trace availability changed.
+
+    ``build_dir`` is ``<output>/_build``. The state of the previous build is read from and
+    written to ``build_dir/.trace_present`` ("1" or "0"); an unknown previous state with an
+    existing cache counts as changed. Returns True when the cache entry was dropped. If the
+    cache cannot be read with jupyter-cache, the whole execution cache is removed instead.
+    """
+    marker = build_dir / ".trace_present"
+    now = "1" if present else "0"
+    previous = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    cache_dir = build_dir / ".jupyter_cache"
+    dropped = False
+    if previous != now and cache_dir.exists():
+        try:
+            from jupyter_cache import get_cache
+
+            cache = get_cache(cache_dir)
+            for record in cache.list_cache_records():
+                if TRACE_CHAPTER in str(record.uri):
+                    cache.remove_cache(record.pk)
+        except Exception:  # noqa: BLE001 - an unreadable cache is rebuilt from scratch
+            shutil.rmtree(cache_dir)
+        chapter = BOOK_DIR / f"{TRACE_CHAPTER}.md"
+        if chapter.is_file():
+            os.utime(chapter)  # make Sphinx read (and so execute) the chapter again
+        dropped = True
+        if not quiet:
+            state = "present" if present else "absent"
+            print(f"the Alibaba trace is now {state}: re-executing {TRACE_CHAPTER}", file=sys.stderr)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(now + "\n", encoding="utf-8")
+    return dropped
 
 
 def find_remote_assets(html_dir: Path) -> list[str]:
@@ -98,6 +142,9 @@ def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: boo
     except fetch_book_assets.AssetFetchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    from lab01_cluster_sim.book import alibaba_trace_dir
+
+    sync_trace_cache((path_output or BOOK_DIR) / "_build", alibaba_trace_dir() is not None, quiet)
     cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()",
            "build", str(BOOK_DIR), "-W", "-n", "--keep-going", "--builder", "html"]
     if path_output is not None:
@@ -108,6 +155,8 @@ def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: boo
         cmd.append("-q")
     env = dict(os.environ)
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # Figures at 150 dpi while the chapters execute (the kernel inherits the environment).
+    env.setdefault("MATPLOTLIBRC", str(BOOK_DIR / "_ext" / "matplotlibrc"))
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=False)
     elapsed = time.perf_counter() - start

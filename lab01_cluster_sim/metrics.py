@@ -88,15 +88,40 @@ def count_stranded_gpus(full_free: np.ndarray, slots: np.ndarray, gpus_per_worke
     ### END SOLUTION
 
 
+def pareto_minimal_shapes(shapes: Iterable[tuple[Request, int]]) -> list[tuple[Request, int]]:
+    """Drop the shapes that cannot change the stranded count.
+
+    Among pending shapes with the same GPUs per worker, share, allowed models and workers
+    still to place, one that asks for at least as much CPU *and* memory as another is
+    dominated: on every node it fits no more workers, so it can use no GPU the other cannot,
+    and its gang gathers only if the other's does. Keeping the Pareto-minimal (CPU, memory)
+    shapes of each group therefore leaves :func:`count_stranded_gpus` unchanged, and turns
+    thousands of pending shapes (CPU sizes vary continuously) into a handful of rows.
+    """
+    groups: dict[tuple, list[tuple[int, int, Request]]] = {}
+    for request, left in dict.fromkeys(shapes):
+        key = (request.num_gpus, request.gpu_milli, request.gpu_models, left)
+        groups.setdefault(key, []).append((request.cpu_milli, request.memory_mib, request))
+    kept: list[tuple[Request, int]] = []
+    for key, items in groups.items():
+        items.sort(key=lambda it: (it[0], it[1]))
+        best_mem = None
+        for cpu, mem, request in items:
+            if best_mem is None or mem < best_mem:
+                kept.append((request, key[3]))
+                best_mem = mem
+    return kept
+
+
 def stranded_gpus(scheduler: Scheduler, pending: Iterable[JobRecord]) -> int:
     """:func:`count_stranded_gpus` for the scheduler's cluster and the given pending jobs.
 
     Jobs with the same worker request and the same number of workers still to place share
-    one row, so the cost is O(distinct pending shapes x N x G) vector work.
+    one row, and dominated shapes are dropped (:func:`pareto_minimal_shapes`), so the cost is
+    O(Pareto-minimal pending shapes x N x G) vector work.
     """
-    shapes: dict[tuple[Request, int], None] = {}
-    for rec in pending:
-        shapes[(scheduler.request_of(rec), rec.job.workers - len(rec.placements))] = None
+    shapes = pareto_minimal_shapes(
+        (scheduler.request_of(rec), rec.job.workers - len(rec.placements)) for rec in pending)
     if not shapes:
         return 0
     st = scheduler.state

@@ -77,3 +77,33 @@ def test_unimplemented_exercise_leaves_other_metrics_working(monkeypatch):
     # t=0 queue empty -> 0 without calling it; t=1 it raises -> -1, not computed
     assert r.timeline.stranded_gpus.tolist() == [0, -1]
     assert r.timeline.allocation_ratio.tolist() == [0.25, 0.25]
+
+
+def test_pareto_pruning_keeps_only_undominated_shapes():
+    from lab01_cluster_sim.cluster import Request
+    from lab01_cluster_sim.metrics import pareto_minimal_shapes
+
+    a = Request(1_000, 4_000, 1, 1000)   # kept
+    b = Request(2_000, 8_000, 1, 1000)   # dominated by a (more CPU and memory)
+    c = Request(4_000, 2_000, 1, 1000)   # kept: less memory than a
+    d = Request(4_000, 2_000, 2, 1000)   # kept: other GPU count
+    kept = pareto_minimal_shapes([(a, 1), (b, 1), (c, 1), (d, 1), (b, 2)])
+    assert kept == [(a, 1), (c, 1), (d, 1), (b, 2)]
+
+
+def test_stranded_count_is_the_same_with_and_without_pruning():
+    # Many pending shapes on a busy synthetic cluster: the pruned count equals the count over
+    # every distinct pending shape.
+    import lab01_cluster_sim.metrics as metrics
+    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+
+    nodes, jobs = synthetic_jobs(400, 12, 5, None, 0.3, 16.0)
+    pruned = simulate(nodes, jobs).timeline.stranded_gpus
+    original = metrics.pareto_minimal_shapes
+    metrics.pareto_minimal_shapes = lambda shapes: list(dict.fromkeys(shapes))
+    try:
+        full = simulate(nodes, jobs).timeline.stranded_gpus
+    finally:
+        metrics.pareto_minimal_shapes = original
+    assert pruned.tolist() == full.tolist()
+    assert pruned.max() > 0

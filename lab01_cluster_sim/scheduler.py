@@ -224,15 +224,21 @@ def unresolvable_reason(state: ClusterState, job: Job, classes: CapacityClasses 
     if total >= job.workers:
         return None
     if total == 0:
-        parts = []
-        if request.num_gpus > 0:
-            pool = c.gpu_count[model_ok]
-            parts.append(f"{request.num_gpus} GPU(s) per worker"
-                         + (f" of model {'|'.join(request.gpu_models)}" if request.gpu_models else "")
-                         + f" (largest such node has {int(pool.max()) if pool.size else 0})")
-        parts.append(f"{request.cpu_milli} milli-CPU (largest node {int(c.cpu_capacity.max(initial=0))})")
-        parts.append(f"{request.memory_mib} MiB (largest node {int(c.mem_capacity.max(initial=0))})")
-        return "no node can host one worker even when empty: needs " + ", ".join(parts)
+        models = f" of model {'|'.join(request.gpu_models)}" if request.gpu_models else ""
+        need = (f"{request.num_gpus} GPU(s){models} + " if request.num_gpus else "") + \
+            f"{request.cpu_milli} milli-CPU + {request.memory_mib} MiB on one node"
+        if request.num_gpus:
+            big = model_ok & (c.gpu_count >= request.num_gpus)
+            if not big.any():
+                pool = c.gpu_count[model_ok]
+                have = f"the largest node{models} has {int(pool.max()) if pool.size else 0} GPU(s)"
+            else:
+                have = (f"nodes with {request.num_gpus}+ GPUs{models} have at most "
+                        f"{int(c.cpu_capacity[big].max())} milli-CPU and {int(c.mem_capacity[big].max())} MiB")
+        else:
+            have = (f"the largest nodes have {int(c.cpu_capacity.max(initial=0))} milli-CPU and "
+                    f"{int(c.mem_capacity.max(initial=0))} MiB")
+        return f"no node can host one worker even when empty: needs {need}; {have}"
     return (f"gang of {job.workers} workers cannot fit even on the empty cluster: "
             f"room for {total} worker(s) of this shape")
 

@@ -178,8 +178,13 @@ def _print_table(d: dict, out) -> None:
     print(f"  allocation:   {'n/a' if busy is None else f'{100 * busy:.2f}'} % while jobs arrive, "
           f"{'n/a' if ratio is None else f'{100 * ratio:.2f}'} % over the whole run (time-weighted means)", file=out)
     print(f"  stranded:     peak {d['peak_stranded_gpus']} GPUs, mean {f(d['mean_stranded_gpus'])}", file=out)
-    for reason, count in d["rejected"].items():
+    reasons = sorted(d["rejected"].items(), key=lambda kv: (-kv[1], kv[0]))
+    for reason, count in reasons[:5]:
         print(f"  rejected {count}: {reason}", file=out)
+    if len(reasons) > 5:
+        rest = sum(c for _, c in reasons[5:])
+        print(f"  rejected {rest} more, for {len(reasons) - 5} other reasons (see --format json or --jobs-out)",
+              file=out)
     for line in d["deadlock"] or []:
         print("  " + line, file=out)
 

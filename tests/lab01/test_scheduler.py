@@ -68,7 +68,11 @@ def test_unresolvable_reasons():
     st = ClusterState([_node("n0", gpus=4), _node("n1", gpus=8, model="T4")])
     assert unresolvable_reason(st, Job("ok", gpus_per_worker=8, gpu_milli=1000)) is None
     why = unresolvable_reason(st, Job("x", gpus_per_worker=8, gpu_milli=1000, gpu_models=("A100",)))
-    assert "8 GPU(s) per worker of model A100 (largest such node has 4)" in why
+    assert why == ("no node can host one worker even when empty: needs 8 GPU(s) of model A100 + 0 milli-CPU + "
+                   "0 MiB on one node; the largest node of model A100 has 4 GPU(s)")
+    # CPU is the binding limit: the 8-GPU T4 node has 32000 milli-CPU, 40000 asked
+    why = unresolvable_reason(st, Job("z", gpus_per_worker=8, gpu_milli=1000, cpu_milli=40_000))
+    assert why.endswith("nodes with 8+ GPUs have at most 32000 milli-CPU and 131072 MiB")
     why = unresolvable_reason(st, Job("y", gpus_per_worker=4, gpu_milli=1000, workers=4))
     # empty slots: n0 4 // 4 = 1, n1 8 // 4 = 2 -> room for 3 of 4 workers
     assert "room for 3 worker(s)" in why

@@ -459,6 +459,10 @@ class FifoSkip(QueueDiscipline):
         if scheduler.mode == "naive" or scheduler.extra_filters:
             # Per-shape skipping assumes jobs of one shape are interchangeable, which extra
             # filters that read the job (tolerations) break: try every job instead.
+            # Shapes left dormant by lazy wake are forgotten so the plain path retries them.
+            for key in self._dormant:
+                scheduler.wake(key)
+            scheduler.pop_released()
             self._active.update(k for k in self._dormant if k in self._by_shape)
             self._dormant.clear()
             return super().run_pass(scheduler)

@@ -163,3 +163,19 @@ def test_a_custom_discipline_registers_and_orders_the_queue():
 
 def test_job_extras_do_not_change_equality():
     assert Job("a", extras={"tier": "gold"}) == Job("a")
+
+
+def test_extra_filter_added_mid_run_does_not_strand_lazily_blocked_jobs():
+    # t=0: "a" fills the only GPU for 10 s; "b" (t=1) blocks (FIFO-skip, lazy wake). At t=10
+    # a ends (its release is only recorded, lazily) and then, at the same instant, a timer adds
+    # an always-true extra filter, switching FIFO-skip to its plain path: b must still start.
+    sim = Simulation(_nodes(1, gpus=1), [Job("a", 0.0, 10.0, 1, 1000), Job("b", 1.0, 5.0, 1, 1000)],
+                     policy="first-fit")
+
+    def add_filter(ev):
+        sim.scheduler.extra_filters.append(lambda request, record: np.ones(1, dtype=bool))
+        sim.request_pass()
+
+    sim.engine.call_at(10.0, eng.TIMER, "add-filter", add_filter)
+    r = sim.run().records
+    assert (r["b"].start_time, r["b"].end_time) == (10.0, 15.0)

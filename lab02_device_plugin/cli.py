@@ -5,15 +5,17 @@ status. Each subcommand lives in its own module under :mod:`lab02_device_plugin.
 and defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this
 module discovers them, so adding a command never touches this file.
 
-Exit status: 0 success; 1 bad input (:class:`~lab02_device_plugin.errors.InputError`,
-printed as one line naming the input); 130 interrupted; 3 an internal error (a bug),
-printed with its traceback.
+Exit status: 0 success (also when the reader of our output went away, e.g. ``demo | head -1``:
+the rest of the output is dropped, as ``head`` asked); 1 bad input
+(:class:`~lab02_device_plugin.errors.InputError`, printed as one line naming the input);
+130 interrupted; 3 an internal error (a bug), printed with its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import traceback
@@ -85,6 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `... | head -1`: the reader left. Point stdout at /dev/null so the interpreter's
+        # final flush does not fail again, and stop quietly (cleanup already ran on the way up).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception:  # a bug: keep the traceback, use a distinct status
         traceback.print_exc()
         print(f"internal error in {PROG} {args.command}; please report it with the traceback above",

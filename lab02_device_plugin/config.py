@@ -67,12 +67,37 @@ DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 # Resource names a sharing entry may name: nvidia.com/gpu or a mixed-strategy MIG name.
 _SHARED_NAME_RE = re.compile(r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb(\.me)?)$")
 
-# Keys the real plugin knows but this project does not act on (warned, never refused).
-_IGNORED_FLAGS = (
-    "failOnInitError", "nvidiaDriverRoot", "nvidiaDevRoot", "gdrcopyEnabled", "gdsEnabled",
-    "mofedEnabled", "useNodeFeatureAPI", "deviceDiscoveryStrategy",
-)
-_IGNORED_PLUGIN_FLAGS = ("nvidiaCTKPath", "containerDriverRoot")
+# Keys the real plugin knows but this project does not act on, with their upstream defaults
+# (k8s-device-plugin v0.20.0 flags; facts sec. 4). A value equal to the default changes
+# nothing, so only a different value is warned about; None (an empty YAML value) is the default.
+_IGNORED_FLAGS: dict[str, tuple[Any, ...]] = {
+    "failOnInitError": (True,), "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
+    "gdrcopyEnabled": (False,), "gdsEnabled": (False,), "mofedEnabled": (False,),
+    "useNodeFeatureAPI": (False,), "deviceDiscoveryStrategy": ("auto",),
+}
+_IGNORED_PLUGIN_FLAGS: dict[str, tuple[Any, ...]] = {
+    "nvidiaCTKPath": ("/usr/bin/nvidia-ctk",), "containerDriverRoot": ("/driver-root",),
+}
+_GFD_DEFAULTS: dict[str, tuple[Any, ...]] = {
+    "oneshot": (False,), "noTimestamp": (False,), "sleepInterval": ("60s",),
+    "outputFile": ("/etc/kubernetes/node-feature-discovery/features.d/gfd",),
+    "machineTypeFile": ("/sys/class/dmi/id/product_name",),
+}
+_IMEX_DEFAULTS: dict[str, tuple[Any, ...]] = {"channelIDs": ([],), "required": (False,)}
+DEVICE_DISCOVERY_STRATEGIES = ("auto", "nvml", "tegra")
+
+
+def _is_default(value: Any, defaults: tuple[Any, ...]) -> bool:
+    return value is None or any(type(value) is type(d) and value == d for d in defaults)
+
+
+def _section_is_default(value: Any, defaults: dict[str, tuple[Any, ...]]) -> bool:
+    """True for an empty section or one whose known keys all hold their upstream default."""
+    if value is None:
+        return True
+    if not isinstance(value, Mapping):
+        return False
+    return all(k in defaults and _is_default(v, defaults[k]) for k, v in value.items())
 
 
 @dataclass(frozen=True)
@@ -236,7 +261,7 @@ def _string(ctx: _Ctx, value: Any, path: str) -> str:
 def _parse_plugin_flags(ctx: _Ctx, data: Mapping) -> PluginFlags:
     path = "flags.plugin"
     known = ("passDeviceSpecs", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix",
-             "sharedDevicesAllocationPolicy") + _IGNORED_PLUGIN_FLAGS
+             "sharedDevicesAllocationPolicy") + tuple(_IGNORED_PLUGIN_FLAGS)
     _check_keys(ctx, data, path, known)
     kw: dict[str, Any] = {}
     if data.get("passDeviceSpecs") is not None:
@@ -265,14 +290,14 @@ def _parse_plugin_flags(ctx: _Ctx, data: Mapping) -> PluginFlags:
         kw["shared_devices_allocation_policy"] = _choice(
             ctx, data["sharedDevicesAllocationPolicy"], f"{path}.sharedDevicesAllocationPolicy",
             ALLOCATION_POLICIES)
-    for key in _IGNORED_PLUGIN_FLAGS:
-        if key in data:
+    for key, defaults in _IGNORED_PLUGIN_FLAGS.items():
+        if key in data and not _is_default(data[key], defaults):
             ctx.warn(f"{path}.{key}", "accepted but not acted on by this simulated plugin")
     return PluginFlags(**kw)
 
 
 def _parse_flags(ctx: _Ctx, data: Mapping) -> Flags:
-    known = ("migStrategy", "mpsRoot", "plugin", "gfd") + _IGNORED_FLAGS
+    known = ("migStrategy", "mpsRoot", "plugin", "gfd") + tuple(_IGNORED_FLAGS)
     _check_keys(ctx, data, "flags", known)
     kw: dict[str, Any] = {}
     if data.get("migStrategy") is not None:
@@ -280,9 +305,14 @@ def _parse_flags(ctx: _Ctx, data: Mapping) -> Flags:
     if data.get("mpsRoot") is not None:
         kw["mps_root"] = _string(ctx, data["mpsRoot"], "flags.mpsRoot")
     kw["plugin"] = _parse_plugin_flags(ctx, _mapping(ctx, data.get("plugin"), "flags.plugin"))
-    for key in _IGNORED_FLAGS + ("gfd",):
-        if key in data:
+    if data.get("deviceDiscoveryStrategy") is not None:
+        _choice(ctx, data["deviceDiscoveryStrategy"], "flags.deviceDiscoveryStrategy",
+                DEVICE_DISCOVERY_STRATEGIES)
+    for key, defaults in _IGNORED_FLAGS.items():
+        if key in data and not _is_default(data[key], defaults):
             ctx.warn(f"flags.{key}", "accepted but not acted on by this simulated plugin")
+    if "gfd" in data and not _section_is_default(data["gfd"], _GFD_DEFAULTS):
+        ctx.warn("flags.gfd", "accepted but not acted on by this simulated plugin")
     return Flags(**kw)
 
 
@@ -408,6 +438,8 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     flags = _parse_flags(ctx, _mapping(ctx, top.get("flags"), "flags"))
     sharing = _parse_sharing(ctx, _mapping(ctx, top.get("sharing"), "sharing"))
     for key in ("resources", "imex"):
+        if key == "imex" and _section_is_default(top.get("imex"), _IMEX_DEFAULTS):
+            continue
         if key in top:
             why = ("ignored, as upstream (DisableResourceNamingInConfig)" if key == "resources"
                    else "accepted but not acted on by this simulated plugin")
@@ -430,6 +462,9 @@ def load_config(path: str | Path | None) -> Config:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: byte {exc.start} is not UTF-8; expected a YAML config "
+                         "file (text)") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -38,9 +38,17 @@ Not modelled (and why it does not change what a learner sees here): the Topology
 NUMA alignment (without a hint the kubelet treats every device as "no affinity", which is what
 this mock does); skipping allocation for containers already running while sources are not
 ready after a restart (there are no running containers here); the ResourceHealthStatus pod
-status; registration through the plugin watcher (plugins_registry); a scheduler (a pod that
-does not fit is reported ``Pending`` rather than bound and failed). Devices of a deleted pod
+status; registration through the plugin watcher (plugins_registry). Devices of a deleted pod
 are freed at once, where the kubelet frees them at the start of the next admission.
+
+**Scheduler or direct binding.** By default :meth:`MockKubelet.admit_pod` first does what the
+scheduler's NodeResourcesFit filter does for this one node: a pod whose extended resource
+requests exceed the node's allocatable minus what is already allocated is never bound; it
+stays ``Pending`` with the scheduler's FailedScheduling message ``0/1 nodes are available:
+1 Insufficient nvidia.com/gpu.`` and the kubelet is not involved. ``admit_pod(pod,
+bound=True)`` models a pod bound to the node anyway (``spec.nodeName`` set by hand): the
+kubelet's admission rejects it and it ends ``Failed`` with reason UnexpectedAdmissionError
+(the device manager's message) or ``OutOf<resource>``.
 
 Example::
 
@@ -247,11 +255,13 @@ class RunContainerOptions:
 class AdmissionResult:
     """Outcome of :meth:`MockKubelet.admit_pod`.
 
-    ``phase`` is ``"Running"`` when admitted; ``"Pending"`` when there are not enough devices
-    (in a cluster the scheduler would not bind the pod to this node, so it waits; a kubelet
-    given the pod anyway rejects it with ``reason`` UnexpectedAdmissionError and the same
-    message); ``"Failed"`` when a plugin call failed. ``devices`` maps container -> resource ->
-    device IDs; ``containers`` maps container -> merged runtime options.
+    ``phase`` is ``"Running"`` when admitted; ``"Pending"`` with ``reason`` FailedScheduling
+    when the scheduler would not bind it (not enough allocatable devices left on the node;
+    the kubelet never saw it); ``"Failed"`` when the kubelet rejected a bound pod at
+    admission (``reason`` UnexpectedAdmissionError when the device manager or a plugin call
+    failed, ``OutOf<resource>`` for a resource no plugin provides). ``devices`` maps
+    container -> resource -> device IDs; ``containers`` maps container -> merged runtime
+    options.
     """
 
     pod: str
@@ -651,8 +661,14 @@ class MockKubelet:
 
     # ---- admission ------------------------------------------------------------------------
 
-    def admit_pod(self, pod: Pod) -> AdmissionResult:
-        """Admit ``pod``: allocate its extended resources through the device plugins.
+    def admit_pod(self, pod: Pod, *, bound: bool = False) -> AdmissionResult:
+        """Schedule ``pod`` on this node and admit it: allocate its extended resources through
+        the device plugins.
+
+        With ``bound=False`` (a pod from the scheduler) a pod that does not fit the node's
+        allocatable stays Pending (FailedScheduling, see the module docstring) and no plugin
+        is called. With ``bound=True`` (``spec.nodeName`` set, no scheduler) it goes straight
+        to the kubelet's admission, which fails it (phase Failed) when devices are short.
 
         Returns an :class:`AdmissionResult`. Raises InputError for a pod the API server would
         refuse (fractional quantity, requests different from limits, duplicate names). A pod
@@ -660,9 +676,28 @@ class MockKubelet:
         """
         _validate_pod(pod)
         with self._admit_lock:
-            return self._admit(pod)
+            return self._admit(pod, bound)
 
-    def _admit(self, pod: Pod) -> AdmissionResult:
+    def _unschedulable(self, pod: Pod) -> str | None:
+        """NodeResourcesFit for this node: the scheduler's message when an extended resource
+        request exceeds allocatable minus allocated, else None. The pod's request of a
+        resource is max(sum over app containers, largest init container), as the scheduler
+        computes it; allocated is the devices already given out for that resource."""
+        status = self.node_status()
+        short = []
+        for resource in sorted({r for c in pod.init_containers + pod.containers
+                                for r in _extended_limits(c)}):
+            apps = sum(_extended_limits(c).get(resource, 0) for c in pod.containers)
+            inits = max((_extended_limits(c).get(resource, 0) for c in pod.init_containers), default=0)
+            request = max(apps, inits)
+            with self._lock:
+                used = len({d for a in self._allocations if a.resource == resource
+                            for d in a.device_ids})
+            if request > 0 and request > status.allocatable.get(resource, 0) - used:
+                short.append(f"1 Insufficient {resource}")
+        return f"0/1 nodes are available: {', '.join(short)}." if short else None
+
+    def _admit(self, pod: Pod, bound: bool = False) -> AdmissionResult:
         with self._lock:
             existing = self._pods.get(pod.uid)
             now = self._clock()
@@ -673,6 +708,11 @@ class MockKubelet:
             known |= {a.resource for a in self._allocations}
         if existing is not None and existing.name != pod.name:
             raise InputError(f"pod {pod.name}: UID {pod.uid} already belongs to pod {existing.name}")
+        if not bound and existing is None:
+            message = self._unschedulable(pod)
+            if message is not None:
+                self._narrate(f"Schedule {pod.name}: not bound, Pending (FailedScheduling): {message}")
+                return AdmissionResult(pod.name, False, "Pending", "FailedScheduling", message)
         self._narrate(f"Admit {pod.name}: " + ", ".join(
             f"{c.name} {_limits_text(c)}" for c in pod.init_containers + pod.containers))
         # Resources no device plugin ever registered fail the node's predicate check.
@@ -681,7 +721,7 @@ class MockKubelet:
                 if resource not in known and quantity > 0:
                     message = (f"Node didn't have enough resource: {resource}, requested: "
                                f"{quantity}, used: 0, capacity: 0")
-                    return self._reject(pod, f"OutOf{resource}", message, "Pending")
+                    return self._reject(pod, f"OutOf{resource}", message, "Failed")
         new: list[_Allocation] = []
         reusable: dict[str, list[str]] = {}
         result = AdmissionResult(pod.name, True, "Running")
@@ -742,12 +782,11 @@ class MockKubelet:
             endpoint = self._endpoints.get(resource)
             if endpoint is None:
                 raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
-                    f"cannot allocate unregistered device {resource}"), "Pending")
+                    f"cannot allocate unregistered device {resource}"))
             healthy = endpoint.healthy
             if not healthy:
                 raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
-                    f"no healthy devices present; cannot allocate unhealthy devices {resource}"),
-                    "Pending")
+                    f"no healthy devices present; cannot allocate unhealthy devices {resource}"))
             picked: list[str] = []
             for device_id in reusable:
                 if len(picked) < needed:
@@ -758,7 +797,7 @@ class MockKubelet:
             if len(picked) < needed and len(available) < needed - len(picked):
                 raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
                     f"requested number of devices unavailable for {resource}. Requested: "
-                    f"{needed - len(picked)}, Available: {len(available)}"), "Pending")
+                    f"{needed - len(picked)}, Available: {len(available)}"))
             stub, options = endpoint.stub, endpoint.options
         if len(picked) < needed:
             if options.get_preferred_allocation_available:
@@ -1013,6 +1052,30 @@ def _response_text(response: pb.ContainerAllocateResponse) -> str:
     return ", ".join(parts) or "(empty response)"
 
 
+#: Resource names without a domain that the API server accepts (core/v1 standard resources).
+_STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage", "pods")
+
+
+def _check_resource_name(resource: object, where: str) -> None:
+    """The API server's resource name rule (validation.go ``validateContainerResourceName``):
+    a standard name (cpu, memory, hugepages-<size>, ...) or a domain-prefixed extended
+    resource name (:func:`is_extended_resource_name`) or a ``kubernetes.io/`` native name."""
+    if not isinstance(resource, str) or not resource:
+        raise InputError(f"{where}: resource name {resource!r}: expected a non-empty name")
+    if "/" not in resource:
+        if resource in _STANDARD_RESOURCES or resource.startswith("hugepages-"):
+            return
+        raise InputError(f"{where}: resource name {resource!r}: expected a standard resource "
+                         "(cpu, memory, ...) or a domain-prefixed extended resource such as "
+                         "nvidia.com/gpu")
+    domain = resource.split("/", 1)[0]
+    native = domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    if not (is_extended_resource_name(resource) or (native and is_qualified_name(resource))):
+        raise InputError(f"{where}: resource name {resource!r}: expected a valid extended "
+                         "resource name (DNS subdomain, '/', a name of at most 63 characters "
+                         "of [A-Za-z0-9-_.]), e.g. nvidia.com/gpu")
+
+
 def _validate_pod(pod: Pod) -> None:
     """The API server's checks that matter for devices; raises InputError naming the field."""
     if not pod.name:
@@ -1026,6 +1089,8 @@ def _validate_pod(pod: Pod) -> None:
             if container.name in seen:
                 raise InputError(f"{where}.name: duplicate container name {container.name!r}")
             seen.add(container.name)
+            for resource in list(container.limits) + list(container.requests or {}):
+                _check_resource_name(resource, f"{where}.resources")
             for resource, value in container.limits.items():
                 if "/" not in resource:
                     continue
@@ -1049,7 +1114,9 @@ def pods_from_manifests(documents: Iterable[object], source: str) -> list[Pod]:
     """Pods from Kubernetes Pod manifests (already parsed YAML documents; ``kind: List`` too).
 
     Reads metadata.name / namespace / uid and, per container and init container, name and
-    resources.limits / requests. Raises InputError naming ``source`` and the field.
+    resources.limits / requests. Every pod is validated as the API server would (whole-number
+    quantities, requests equal to limits, valid resource names) before any is returned.
+    Raises InputError naming ``source``, the document and the field.
     """
     pods: list[Pod] = []
     for number, document in enumerate(documents):
@@ -1075,25 +1142,49 @@ def pods_from_manifests(documents: Iterable[object], source: str) -> list[Pod]:
                     raise InputError(f"{where}: spec.{key}[{index}].name: expected a container name")
                 resources = c.get("resources") or {}
                 requests = resources.get("requests")
-                out.append(Container(c["name"], dict(resources.get("limits") or {}),
+                limits = resources.get("limits") or {}
+                if not isinstance(limits, dict) or not (requests is None or isinstance(requests, dict)):
+                    raise InputError(f"{where}: spec.{key}[{index}].resources: expected limits "
+                                     "and requests as mappings of resource name to quantity")
+                out.append(Container(c["name"], dict(limits),
                                      dict(requests) if requests is not None else None))
             return out
 
-        pods.append(Pod(meta["name"], containers("containers"), containers("initContainers"),
-                        namespace=meta.get("namespace", "default"), uid=meta.get("uid", "")))
+        pod = Pod(str(meta["name"]), containers("containers"), containers("initContainers"),
+                  namespace=meta.get("namespace", "default"), uid=meta.get("uid", ""))
+        try:
+            _validate_pod(pod)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        pods.append(pod)
     return pods
 
 
 def parse_admit(spec: str) -> Pod:
     """A one-container pod from ``NAME=RESOURCE:N[,RESOURCE:N...]``, e.g.
-    ``pod-1=nvidia.com/gpu:1``. Raises InputError naming the option."""
+    ``pod-1=nvidia.com/gpu:1``; one pod per ``--admit``. Each RESOURCE must be an extended
+    resource name (:func:`is_extended_resource_name`: ``nvidia.com/gpu``, not ``gpu``).
+    Raises InputError naming the option."""
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
         raise InputError(f"--admit {spec!r}: expected NAME=RESOURCE:N, e.g. pod-1=nvidia.com/gpu:1")
+    if "=" in rest:
+        raise InputError(f"--admit {spec!r}: one pod per --admit; repeat the option for more "
+                         "pods (--admit p1=nvidia.com/gpu:1 --admit p2=nvidia.com/gpu:1)")
     limits: dict[str, int | str] = {}
     for item in rest.split(","):
         resource, sep, count = item.rpartition(":")
         if not sep or not resource:
             raise InputError(f"--admit {spec!r}: expected RESOURCE:N, got {item!r}")
+        if not is_extended_resource_name(resource):
+            raise InputError(f"--admit {spec!r}: {resource!r} is not an extended resource name; "
+                             "expected a domain-prefixed name such as nvidia.com/gpu")
+        if resource in limits:
+            raise InputError(f"--admit {spec!r}: {resource} given twice; expected each resource once")
         limits[resource] = parse_quantity(count, f"--admit {spec!r} count of {resource}")
-    return Pod(name, [Container("main", limits)])
+    pod = Pod(name, [Container("main", limits)])
+    try:
+        _validate_pod(pod)
+    except InputError as exc:
+        raise InputError(f"--admit {spec!r}: {exc}") from None
+    return pod

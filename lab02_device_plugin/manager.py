@@ -28,7 +28,7 @@ from lab02_device_plugin.config import Config
 from lab02_device_plugin.health import DeviceHealth, HealthPolicy, HealthSource
 from lab02_device_plugin.inventory import Inventory
 from lab02_device_plugin.server import (
-    DEVICE_PLUGIN_PATH, KUBELET_SOCKET, DevicePluginServer, RegistrationError,
+    DEVICE_PLUGIN_PATH, KUBELET_SOCKET, DevicePluginServer, RegistrationError, check_advertisable,
 )
 from lab02_device_plugin.sharing import ResourcePlan, advertise
 
@@ -36,6 +36,13 @@ from lab02_device_plugin.sharing import ResourcePlan, advertise
 def _devices(res) -> str:
     n = len(res.devices)
     return f"{n} device" + ("" if n == 1 else "s")
+
+
+def _checked_plan(inventory: Inventory, config: Config) -> ResourcePlan:
+    plan = advertise(inventory, config)
+    for res in plan.resources:
+        check_advertisable(res)
+    return plan
 
 
 def _socket_identity(path: str | None) -> tuple[int, int] | None:
@@ -65,8 +72,11 @@ class PluginManager:
         retry_interval: seconds between registration retries while the kubelet is away.
         log: called with one line per lifecycle step (default: silent).
 
-    Raises (from :meth:`start`):
-        InputError: the inventory and config do not fit (e.g. single-strategy rules).
+    Raises:
+        InputError: the inventory and config do not fit (e.g. single-strategy rules), or a
+            resource could not reach a kubelet (a device ID over 63 characters, a
+            ListAndWatch snapshot over gRPC's 4 MiB limit: see
+            :func:`~.server.check_advertisable`).
     """
 
     def __init__(self, inventory: Inventory, config: Config | None = None,
@@ -94,7 +104,7 @@ class PluginManager:
         self._watcher: threading.Thread | None = None
         self._last_identity: tuple[int, int] | None = None
         self._last_attempt = 0.0
-        self.plan: ResourcePlan = advertise(inventory, self.config)
+        self.plan: ResourcePlan = _checked_plan(inventory, self.config)
         self.servers: dict[str, DevicePluginServer] = {}
         self.registrations = 0
         self.restarts = 0
@@ -191,7 +201,7 @@ class PluginManager:
         Raises:
             InputError: the new inventory does not fit the config; the old plugins keep running.
         """
-        plan = advertise(inventory, self.config)
+        plan = _checked_plan(inventory, self.config)
         with self._lock:
             self.inventory = inventory
             self.plan = plan

@@ -3,13 +3,15 @@
 Lifecycle, as NVIDIA's ``internal/plugin/server.go``:
 
 * :meth:`DevicePluginServer.serve` removes a stale socket, listens on
-  ``<socket_dir>/nvidia-<name>.sock`` and dials it to prove it is up;
+  ``<socket_dir>/nvidia-<name>.sock`` and calls GetDevicePluginOptions on it (waiting for
+  ready) to prove it is up;
 * :meth:`DevicePluginServer.register` dials the kubelet's socket and sends
   ``RegisterRequest{version: v1beta1, endpoint: <socket file name>, resource_name, options}``
   (the kubelet calls back GetDevicePluginOptions during Register, so we serve first);
 * :meth:`DevicePluginServer.start` = serve + register (a failed register stops what began);
 * :meth:`DevicePluginServer.stop` ends every ListAndWatch stream, stops gRPC and deletes
-  the socket; ``start`` works again afterwards.
+  the socket if it is still the one it created (same inode: a second plugin process that
+  took over the path keeps its socket); ``start`` works again afterwards.
 
 The server reaches devices only through an :class:`~.sharing.AdvertisedResource` (pure
 data), the :class:`~.config.Config` and a :class:`~.health.DeviceHealth`; the Allocate and
@@ -28,6 +30,7 @@ Example (a tiny node, no kubelet)::
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import threading
 from concurrent import futures
@@ -48,10 +51,52 @@ API_VERSION = "v1beta1"
 #: Where a real kubelet expects plugins (``DevicePluginPath``) and its own socket.
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins/"
 KUBELET_SOCKET = DEVICE_PLUGIN_PATH + "kubelet.sock"
+#: gRPC's default limit on a received message (4 MiB, ``grpc.max_receive_message_length``);
+#: the kubelet's ListAndWatch client keeps it, so a bigger snapshot ends the stream with
+#: RESOURCE_EXHAUSTED and the kubelet sees no devices.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+#: Longest device ID the API allows (``Device.ID``: "max length 63" in api.proto).
+MAX_DEVICE_ID = 63
 
 
 class RegistrationError(RuntimeError):
     """The kubelet refused the registration, or could not be reached."""
+
+
+def snapshot_message(resource: AdvertisedResource,
+                     unhealthy: frozenset[str] = frozenset()) -> pb.ListAndWatchResponse:
+    """One ListAndWatch message: every device of ``resource`` with its health and NUMA node."""
+    out = pb.ListAndWatchResponse()
+    for d in sharing.list_and_watch_snapshot(resource, unhealthy):
+        dev = out.devices.add(ID=d.id, health=d.health)
+        if d.numa_node is not None:
+            dev.topology.nodes.add(ID=d.numa_node)
+    return out
+
+
+def check_advertisable(resource: AdvertisedResource) -> None:
+    """Refuse a resource a kubelet could not receive.
+
+    Every device ID must be at most :data:`MAX_DEVICE_ID` (63) characters (api.proto), and
+    the full ListAndWatch snapshot must fit gRPC's default 4 MiB message limit
+    (:data:`MAX_MESSAGE_BYTES`): above it the kubelet's stream fails with RESOURCE_EXHAUSTED
+    and it advertises nothing, while the plugin believes it registered. Example: one GPU
+    with 100000 time-slicing replicas is 100000 IDs of about 45 characters, about 5.8 MB.
+
+    Raises:
+        InputError: naming the resource, the device (or count and size) and the limit.
+    """
+    for d in resource.devices:
+        if len(d.id) > MAX_DEVICE_ID:
+            raise InputError(f"{resource.name}: device ID {d.id!r} is {len(d.id)} characters; "
+                             f"expected at most {MAX_DEVICE_ID} (Device.ID in the device plugin API)")
+    size = snapshot_message(resource).ByteSize()
+    if size > MAX_MESSAGE_BYTES:
+        raise InputError(
+            f"{resource.name}: {len(resource.devices)} devices make a ListAndWatch message of "
+            f"{size} bytes; expected at most {MAX_MESSAGE_BYTES} (gRPC's default 4 MiB limit, "
+            "which the kubelet keeps: it would drop the stream and advertise nothing). "
+            "Use fewer replicas or GPUs")
 
 
 def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
@@ -64,6 +109,20 @@ def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
     if len(socket_path.encode()) > 107:  # sun_path is 108 bytes with the NUL
         raise InputError(f"{socket_path}: unix socket path is {len(socket_path.encode())} bytes; "
                          "expected at most 107 (use a shorter --socket-dir)")
+    # Bind once ourselves first: a directory we cannot use (/proc, read-only) then gives one
+    # clean error instead of gRPC's C-core logging its own bind failure to stderr.
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.bind(socket_path)
+    except OSError as exc:
+        raise InputError(f"{socket_path}: cannot listen on this unix socket ({exc.strerror}); "
+                         "expected a writable device plugin directory") from None
+    finally:
+        probe.close()
+    try:
+        os.unlink(socket_path)
+    except OSError:
+        pass
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
                                                     thread_name_prefix="device-plugin"))
     pb_grpc.add_DevicePluginServicer_to_server(servicer, server)
@@ -77,9 +136,13 @@ def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
     return server
 
 
-def _remove_socket(path: Path) -> None:
+def _remove_socket(path: Path, inode: int | None = None) -> None:
+    """Delete a socket (or stale file) at ``path``; with ``inode``, only if it is that file."""
     try:
-        if stat.S_ISSOCK(path.lstat().st_mode) or path.is_file():
+        st = path.lstat()
+        if inode is not None and st.st_ino != inode:
+            return  # another process re-created the path: its socket, not ours
+        if stat.S_ISSOCK(st.st_mode) or stat.S_ISREG(st.st_mode):
             path.unlink()
     except FileNotFoundError:
         pass
@@ -190,6 +253,7 @@ class DevicePluginServer:
                  config: Config | None = None, health: DeviceHealth | None = None,
                  pre_start_required: bool = False, max_workers: int = 16,
                  register_timeout: float = 10.0) -> None:
+        check_advertisable(resource)
         self.resource = resource
         self.socket_dir = Path(socket_dir).absolute()
         self.kubelet_socket = str(Path(kubelet_socket).absolute()) if kubelet_socket else None
@@ -202,6 +266,7 @@ class DevicePluginServer:
         self._version = 0
         self._stopping = threading.Event()
         self._server: grpc.Server | None = None
+        self._inode: int | None = None
         self.registered = False
         self.allocate_calls = 0
         self.prestart_calls = 0
@@ -226,12 +291,7 @@ class DevicePluginServer:
     def snapshot(self) -> pb.ListAndWatchResponse:
         """The full device list with current health (one ListAndWatch message)."""
         unhealthy = self.health.unhealthy() if self.health is not None else frozenset()
-        out = pb.ListAndWatchResponse()
-        for d in sharing.list_and_watch_snapshot(self.resource, unhealthy):
-            dev = out.devices.add(ID=d.id, health=d.health)
-            if d.numa_node is not None:
-                dev.topology.nodes.add(ID=d.numa_node)
-        return out
+        return snapshot_message(self.resource, unhealthy)
 
     def _wake(self) -> None:
         with self._cond:
@@ -246,28 +306,44 @@ class DevicePluginServer:
     # ------------------------------------------------------------------ lifecycle
 
     def serve(self) -> None:
-        """Listen on the socket and start answering; returns once a dial succeeds.
+        """Listen on the socket and start answering; returns once it answers an RPC.
 
         Raises:
-            InputError: the socket cannot be bound.
+            InputError: the directory is not usable (a regular file, not writable) or the
+                socket cannot be bound.
             RuntimeError: the server does not answer within 5 s.
         """
         if self._server is not None:
             return
-        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.socket_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{self.socket_dir}: cannot use it as the device plugin directory "
+                             f"({exc.strerror}); expected a directory") from None
+        if not self.socket_dir.is_dir():
+            raise InputError(f"{self.socket_dir}: not a directory; expected the device plugin "
+                             "directory")
         _remove_socket(self.socket_path)
         self._stopping.clear()
         server = create_server(str(self.socket_path), _Servicer(self), self.max_workers)
         server.start()
         self._server = server
+        try:
+            self._inode = self.socket_path.lstat().st_ino
+        except OSError:
+            self._inode = None
         if self.health is not None:
             self.health.add_listener(self.notify)
+        # One RPC that waits for the channel (as the mock kubelet dials): cheaper to close
+        # than grpc.channel_ready_future, which cost ~0.2 s per restart.
         with grpc.insecure_channel("unix:" + str(self.socket_path)) as channel:
             try:
-                grpc.channel_ready_future(channel).result(timeout=5)
-            except grpc.FutureTimeoutError:
+                pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(
+                    pb.Empty(), wait_for_ready=True, timeout=5)
+            except grpc.RpcError as exc:
                 self.stop()
-                raise RuntimeError(f"{self.socket_path}: device plugin did not come up within 5 s") from None
+                raise RuntimeError(f"{self.socket_path}: device plugin did not answer within 5 s "
+                                   f"({exc.code().name})") from None
 
     def register(self) -> None:
         """Register with the kubelet (no-op when ``kubelet_socket`` is None).
@@ -307,7 +383,9 @@ class DevicePluginServer:
             self.health.remove_listener(self.notify)
         if server is not None:
             server.stop(grace).wait(timeout=5 if grace is None else grace + 5)
-        _remove_socket(self.socket_path)
+            if self._inode is not None:
+                _remove_socket(self.socket_path, self._inode)
+        self._inode = None
         self.registered = False
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:

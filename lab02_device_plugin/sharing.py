@@ -229,9 +229,18 @@ def advertise(inventory: Inventory, config: Config) -> ResourcePlan:
     renamed ``<name>.shared`` under ``renameByDefault``.
 
     Raises:
-        InputError: a single-strategy rule is broken (upstream's messages).
+        InputError: a single-strategy rule is broken (upstream's messages), or MPS is
+            configured on a node with a MIG-enabled GPU (upstream README: MPS shares full
+            GPUs only, not with MIG).
     """
     strategy = config.flags.mig_strategy
+    if config.sharing.strategy == SHARING_MPS:
+        for g in inventory.gpus:
+            if g.mig_enabled:
+                raise InputError(f"{inventory.source}: GPU {g.index} ({g.uuid}) has MIG enabled; "
+                                 "sharing.mps shares full GPUs only, not MIG devices (NVIDIA "
+                                 "plugin README); expected GPUs with MIG disabled, or "
+                                 "sharing.timeSlicing")
     warnings: list[str] = []
     groups: dict[str, list[AdvertisedDevice]] = {}
     gpus = inventory.gpus

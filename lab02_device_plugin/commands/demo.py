@@ -3,21 +3,25 @@
 A mock kubelet and the real plugin talk over real unix sockets in a temporary directory:
 registration, ListAndWatch, GetPreferredAllocation and Allocate. One physical GPU is
 advertised as ``--replicas`` time-sliced units; ``--pods`` one-unit pods are admitted, the
-ones beyond the replicas stay pending. The demo ends with the caveat the lab teaches:
-allocation is not isolation.
+ones beyond the replicas stay Pending (the scheduler finds no free unit on the node). The
+demo ends with the caveat the lab teaches: allocation is not isolation.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import signal
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab02_device_plugin.commands._args import whole_number
 from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
@@ -32,8 +36,10 @@ Run a mock kubelet and the device plugin over real unix sockets in a temporary d
 narrate every step: the kubelet starts, the plugin serves its socket and registers
 nvidia.com/gpu, the kubelet reads the devices from ListAndWatch, then admits pods one by one
 (GetPreferredAllocation, Allocate). One simulated GPU is shared by time-slicing into
---replicas units, so --replicas pods run on one card and the rest stay pending. Nothing
-outside the temporary directory is touched; sockets and threads are cleaned up at the end.
+--replicas units, so --replicas pods run on one card. The rest stay Pending: the scheduler
+(modelled by the mock's NodeResourcesFit check) finds no free nvidia.com/gpu on the node and
+never binds them, so the kubelet never sees them. Nothing outside the temporary directory
+is touched; sockets and threads are cleaned up at the end, also on Ctrl-C or SIGTERM.
 
 examples:
   python -m lab02_device_plugin demo
@@ -41,23 +47,23 @@ examples:
 """
 
 RESOURCE = "nvidia.com/gpu"
+#: Upper bounds of the options: 10000 replicas is a ListAndWatch message of about 0.6 MB
+#: (well under gRPC's 4 MiB); 1000 pods are 1000 Allocate calls, a few seconds.
+MAX_REPLICAS = 10_000
+MAX_PODS = 1_000
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
+class DemoError(RuntimeError):
+    """The demo could not complete (the plugin did not register, a stream failed...)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replicas", type=_positive, default=4,
-                        help="time-slicing replicas of the one GPU (1 = no sharing; default: %(default)s)")
-    parser.add_argument("--pods", type=_positive, default=5,
-                        help="pods asking for one nvidia.com/gpu each (default: %(default)s)")
+    parser.add_argument("--replicas", type=whole_number(1, MAX_REPLICAS), default=4,
+                        help=f"time-slicing replicas of the one GPU, 1 to {MAX_REPLICAS} "
+                             "(1 = no sharing; default: %(default)s)")
+    parser.add_argument("--pods", type=whole_number(1, MAX_PODS), default=5,
+                        help=f"pods asking for one nvidia.com/gpu each, 1 to {MAX_PODS} "
+                             "(default: %(default)s)")
     parser.add_argument("--model", choices=sorted(KNOWN_MODELS), default="A100-40GB",
                         help="simulated GPU model (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true",
@@ -96,10 +102,13 @@ def run_demo(replicas: int = 4, pods: int = 5, model: str = "A100-40GB",
     the end together with its sockets; every plugin and kubelet thread is stopped.
 
     Raises:
-        InputError: replicas or pods below 1, or an unknown model.
+        InputError: replicas or pods out of range, or an unknown model.
+        DemoError: the plugin did not register, or its stream ended, within 30 s (raised as
+            soon as the failure is seen, with the plugin's or kubelet's reason).
     """
-    if replicas < 1 or pods < 1:
-        raise InputError(f"--replicas and --pods: expected at least 1, got {replicas} and {pods}")
+    if not (1 <= replicas <= MAX_REPLICAS and 1 <= pods <= MAX_PODS):
+        raise InputError(f"--replicas and --pods: expected 1..{MAX_REPLICAS} and 1..{MAX_PODS}, "
+                         f"got {replicas} and {pods}")
     if model not in KNOWN_MODELS:
         raise InputError(f"--model {model!r}: expected one of {', '.join(sorted(KNOWN_MODELS))}")
     lock = threading.Lock()
@@ -110,7 +119,8 @@ def run_demo(replicas: int = 4, pods: int = 5, model: str = "A100-40GB",
             lines.append(line)
             say(line)
 
-    inventory = from_yaml_spec({"node": "demo-node", "gpus": [{"model": model}]}, "<demo>")
+    # The node name seeds the simulated UUID: one per model, stable between runs.
+    inventory = from_yaml_spec({"node": f"demo-node-{model}", "gpus": [{"model": model}]}, "<demo>")
     gpu = inventory.gpus[0]
     config = parse_config(config_for(replicas), "<demo config>")
     plugin_dir = Path(tempfile.mkdtemp(prefix="lab02-demo-", dir=workdir))
@@ -129,11 +139,12 @@ def run_demo(replicas: int = 4, pods: int = 5, model: str = "A100-40GB",
             emit("== 2. The device plugin serves its socket, then registers; the kubelet reads "
                  "ListAndWatch")
             with manager:
-                status = kubelet.wait_for_resource(RESOURCE, replicas, timeout=30)
+                status = _wait_until_advertised(kubelet, manager, replicas)
                 emit(f"== Node status: capacity {RESOURCE}={status.capacity[RESOURCE]}, "
                      f"allocatable {RESOURCE}={status.allocatable[RESOURCE]} (from one physical GPU)")
                 emit(f"== 3. {pods} pod(s) ask for 1 {RESOURCE} each")
                 for number in range(1, pods + 1):
+                    # From the scheduler: a pod that does not fit is never bound (Pending).
                     pod = Pod(f"pod-{number}", [Container("cuda", limits={RESOURCE: 1})])
                     results.append(kubelet.admit_pod(pod))
                 status = kubelet.node_status()
@@ -145,6 +156,31 @@ def run_demo(replicas: int = 4, pods: int = 5, model: str = "A100-40GB",
         shutil.rmtree(plugin_dir, ignore_errors=True)
     return DemoResult(gpu.uuid, gpu.model, gpu.memory_mib, results,
                       status.capacity.get(RESOURCE, 0), status.allocatable.get(RESOURCE, 0), lines)
+
+
+def _wait_until_advertised(kubelet: MockKubelet, manager: PluginManager, replicas: int):
+    """Wait until the kubelet counts ``replicas`` allocatable units; fail at once (DemoError)
+    when the plugin reports a registration error or the kubelet's stream from it ends."""
+    def settled() -> bool:
+        return (kubelet.node_status().allocatable.get(RESOURCE) == replicas
+                and kubelet.is_registered(RESOURCE)) or failure() is not None
+
+    def failure() -> str | None:
+        if manager.last_error:
+            return manager.last_error
+        if kubelet.registrations and not kubelet.is_registered(RESOURCE):
+            lines = [l for l in kubelet.narration if "ListAndWatch" in l]
+            return lines[-1] if lines else f"the kubelet lost the {RESOURCE} plugin"
+        return None
+
+    try:
+        kubelet.wait_for(settled, 30, f"{RESOURCE} allocatable={replicas}")
+    except TimeoutError as exc:
+        raise DemoError(str(exc)) from None
+    why = failure()
+    if why is not None:
+        raise DemoError(why)
+    return kubelet.node_status()
 
 
 def summary(result: DemoResult) -> list[str]:
@@ -159,8 +195,17 @@ def summary(result: DemoResult) -> list[str]:
             out.append(f"{r.pod:<7} {r.phase:<8} {'-':<46} -")
     pending = [r for r in result.results if not r.admitted]
     for r in pending:
-        out.append(f"{r.pod} is {r.phase}: no unit of {RESOURCE} left. The kubelet says:")
-        out.append(f"  {r.message}")
+        if r.reason == "FailedScheduling":
+            out.append(f"{r.pod} is {r.phase}: no unit of {RESOURCE} left, so the scheduler never "
+                       "binds it to the node (the kubelet never sees it). Event FailedScheduling:")
+            out.append(f"  {r.message}")
+        else:
+            out.append(f"{r.pod} is {r.phase} ({r.reason}): the kubelet rejected it at admission:")
+            out.append(f"  {r.message}")
+    if any(r.reason == "FailedScheduling" for r in pending):
+        out.append(f"(A pod bound to the node by hand, with spec.nodeName, skips the scheduler; the "
+                   "kubelet then rejects it at admission and it ends Failed "
+                   "(UnexpectedAdmissionError).)")
     running = [r for r in result.results if r.admitted]
     uuids = {r.containers["cuda"].envs.get("NVIDIA_VISIBLE_DEVICES") for r in running}
     out.append("")
@@ -186,9 +231,33 @@ def summary(result: DemoResult) -> list[str]:
     return out
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt  # unwinds through run_demo's cleanup, as Ctrl-C does
+
+
+def _print_line(line: str) -> None:
+    """Print one narration line. When the reader has gone (``demo | head -1``), point stdout
+    at /dev/null so no later line (from any thread) fails again, and stop the demo from the
+    main thread (the CLI exits quietly); narration threads just drop the line."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if threading.current_thread() is threading.main_thread():
+            raise
+
+
 def run(args: argparse.Namespace) -> int:
-    say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
-    result = run_demo(args.replicas, args.pods, args.model, say=say)
+    say = (lambda line: None) if args.quiet else _print_line
+    # SIGTERM cleans up like Ctrl-C: sockets, checkpoint and the temporary directory go.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = run_demo(args.replicas, args.pods, args.model, say=say)
+    except DemoError as exc:
+        print(f"error: demo failed: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for line in summary(result):
         print(line, flush=True)
     return 0

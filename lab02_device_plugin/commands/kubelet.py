@@ -15,8 +15,15 @@ from pathlib import Path
 
 import yaml
 
+from lab02_device_plugin.commands._args import seconds
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
+
+#: Upper bounds of the time options (seconds): an hour to wait for a plugin, a week to run,
+#: five minutes to dial a plugin socket (the kubelet uses 10 s).
+MAX_WAIT_S = 3600.0
+MAX_DURATION_S = 7 * 24 * 3600.0
+MAX_DIAL_TIMEOUT_S = 300.0
 
 NAME = "kubelet"
 HELP = "run the mock kubelet: serve kubelet.sock, narrate each device plugin call, admit pods"
@@ -28,7 +35,11 @@ kubelet.sock, consumes each registered plugin's ListAndWatch stream and prints e
 Pods given with --admit or --pods are admitted once the resources they ask for have been
 registered (waiting up to --wait seconds each): the kubelet then calls GetPreferredAllocation
 (if the plugin offers it), Allocate and PreStartContainer (if required) and prints what the
-container would receive. Stop with Ctrl-C or SIGTERM (exit status 0).
+container would receive. These pods are handed to the kubelet directly, as if bound to the
+node (spec.nodeName set, no scheduler): one that does not fit is rejected at admission and
+ends Failed (UnexpectedAdmissionError), where a scheduler would have left it Pending. Every
+pod (from --admit and --pods) is checked before the first is admitted. Stop with Ctrl-C or
+SIGTERM (exit status 0).
 
 examples:
   python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --admit pod-1=nvidia.com/gpu:1
@@ -46,27 +57,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pods", type=Path, metavar="FILE",
                         help="YAML file of Kubernetes Pod manifests (multi-document or kind: List) "
                              "to admit, in order, after the --admit pods")
-    parser.add_argument("--wait", type=float, default=30.0, metavar="SECONDS",
+    parser.add_argument("--wait", type=seconds(MAX_WAIT_S), default=30.0, metavar="SECONDS",
                         help="how long to wait for a pod's resources to be registered before "
-                             "admitting it anyway (default: %(default)s)")
-    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
-                        help="stop after this many seconds (default: run until Ctrl-C or SIGTERM)")
-    parser.add_argument("--dial-timeout", type=float, default=10.0, metavar="SECONDS",
-                        help="how long Register waits for the plugin's socket (default: "
-                             "%(default)s, the kubelet's)")
+                             f"admitting it anyway (above 0, at most {MAX_WAIT_S:g}; "
+                             "default: %(default)s)")
+    parser.add_argument("--duration", type=seconds(MAX_DURATION_S), default=None, metavar="SECONDS",
+                        help=f"stop after this many seconds (above 0, at most {MAX_DURATION_S:g}, "
+                             "a week; default: run until Ctrl-C or SIGTERM)")
+    parser.add_argument("--dial-timeout", type=seconds(MAX_DIAL_TIMEOUT_S), default=10.0,
+                        metavar="SECONDS",
+                        help="how long Register waits for the plugin's socket (above 0, at most "
+                             f"{MAX_DIAL_TIMEOUT_S:g}; default: %(default)s, the kubelet's)")
 
 
 def _load_pods(path: Path) -> list[Pod]:
+    """Every pod of the file, each validated (see :func:`pods_from_manifests`) before any is
+    admitted, so a bad pod late in the file does not leave the earlier ones half-applied."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"--pods {path}: cannot read it ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--pods {path}: byte {exc.start} is not UTF-8; expected a YAML file "
+                         "of Pod manifests") from None
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise InputError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "syntax error"
+        raise InputError(f"{where}: not valid YAML ({problem}); expected Pod manifests") from None
     return pods_from_manifests(documents, str(path))
 
 
@@ -102,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                          f"admitting anyway")
             if stop.is_set():
                 break
-            result = kubelet.admit_pod(pod)
+            result = kubelet.admit_pod(pod, bound=True)
             for container, options in result.containers.items():
                 for key, value in sorted(options.envs.items()):
                     _say(f"  {pod.name}/{container}: env {key}={value}")

@@ -152,7 +152,7 @@ flags:
   nvidiaDriverRoot: /run/nvidia/driver
   failOnInitError: false
   gfd: {oneshot: true}
-  plugin: {nvidiaCTKPath: /usr/bin/nvidia-ctk}
+  plugin: {nvidiaCTKPath: /opt/nvidia-ctk}   # upstream default /usr/bin/nvidia-ctk
 resources:
   gpus: [{pattern: '*', name: gpu}]
 imex: {channelIDs: [0]}

@@ -29,8 +29,9 @@ def test_four_pods_share_one_gpu_and_the_fifth_is_pending():
     # All four see the same physical GPU.
     assert {r.containers["cuda"].envs["NVIDIA_VISIBLE_DEVICES"] for r in admitted} == {result.gpu_uuid}
     fifth = result.results[4]
-    assert (fifth.admitted, fifth.phase) == (False, "Pending")
-    assert "requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0" in fifth.message
+    # 4 allocatable - 4 allocated = 0 free < 1 requested: the scheduler never binds it.
+    assert (fifth.admitted, fifth.phase, fifth.reason) == (False, "Pending", "FailedScheduling")
+    assert fifth.message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
     assert result.capacity == 4 and result.allocatable == 4
     # The narration shows registration, the snapshot and one Allocate per admitted pod.
     assert any("Register nvidia.com/gpu from nvidia-gpu.sock: OK" in l for l in result.lines)
@@ -70,8 +71,28 @@ def test_demo_command(capsys):
     assert "Allocation is not isolation" in out
 
 
-def test_demo_rejects_bad_numbers():
-    with pytest.raises(InputError, match="at least 1"):
+def test_demo_rejects_bad_numbers(capsys):
+    with pytest.raises(InputError, match=r"expected 1\.\.10000 and 1\.\.1000, got 0 and 1"):
         run_demo(replicas=0, pods=1, say=lambda line: None)
-    with pytest.raises(SystemExit):
-        main(["demo", "--pods", "0"])
+    # The tester's 99999999999999999999 pods ran forever; 100000 replicas hung 30 s.
+    for argv in (["--pods", "0"], ["--pods", "99999999999999999999"], ["--pods", "1001"],
+                 ["--replicas", "100000"], ["--replicas", "x"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["demo", *argv])
+        assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --pods: expected a whole number from 1 to 1000, got 99999999999999999999" in err
+    assert "argument --replicas: expected a whole number from 1 to 10000, got 100000" in err
+
+
+def test_demo_summary_says_which_pending_it_shows():
+    text = "\n".join(summary(run_demo(replicas=1, pods=2, say=lambda line: None)))
+    assert "scheduler never binds it" in text and "Event FailedScheduling" in text
+    assert "Failed (UnexpectedAdmissionError)" in text  # the bound-by-hand case, named as such
+
+
+def test_demo_gpu_uuid_depends_on_the_model():
+    a100 = run_demo(replicas=1, pods=1, model="A100-40GB", say=lambda line: None)
+    h100 = run_demo(replicas=1, pods=1, model="H100-80GB", say=lambda line: None)
+    again = run_demo(replicas=1, pods=1, model="H100-80GB", say=lambda line: None)
+    assert a100.gpu_uuid != h100.gpu_uuid and h100.gpu_uuid == again.gpu_uuid

@@ -262,13 +262,17 @@ def test_never_overcommitted_and_exact_unavailable_message(kubelet, plugin_dir, 
     plugin.register()
     kubelet.wait_for_resource(RES, 4)
     assert kubelet.admit_pod(pod("a", 3)).admitted
-    # 4 healthy - 3 allocated = 1 available < 2 requested
+    # 4 healthy - 3 allocated = 1 available < 2 requested: the scheduler does not bind it.
     result = kubelet.admit_pod(pod("b", 2))
-    assert not result.admitted and result.phase == "Pending"
+    assert (result.admitted, result.phase, result.reason) == (False, "Pending", "FailedScheduling")
+    assert result.message == f"0/1 nodes are available: 1 Insufficient {RES}."
+    # Bound to the node anyway: the kubelet's device manager rejects it at admission.
+    result = kubelet.admit_pod(pod("b", 2), bound=True)
+    assert not result.admitted and result.phase == "Failed"
     assert result.reason == "UnexpectedAdmissionError"
     assert result.message == (f"Allocate failed due to requested number of devices unavailable "
                               f"for {RES}. Requested: 2, Available: 1, which is unexpected")
-    assert len(plugin.calls.allocate) == 1  # no Allocate for the rejected pod
+    assert len(plugin.calls.allocate) == 1  # no Allocate for either rejected attempt
     assert kubelet.delete_pod("a") == ["GPU-1", "GPU-2", "GPU-3"]
     assert kubelet.admit_pod(pod("b", 2)).admitted
 
@@ -331,8 +335,13 @@ def test_bad_pods_are_input_errors(kubelet):
 
 
 def test_unregistered_resource_is_out_of(kubelet):
+    # From the scheduler: allocatable other.com/fpga is 0, so it is never bound.
     result = kubelet.admit_pod(pod("p", 1, resource="other.com/fpga"))
-    assert (result.admitted, result.reason) == (False, "OutOfother.com/fpga")
+    assert (result.phase, result.message) == (
+        "Pending", "0/1 nodes are available: 1 Insufficient other.com/fpga.")
+    # Bound by hand: the kubelet's predicate check fails it.
+    result = kubelet.admit_pod(pod("p", 1, resource="other.com/fpga"), bound=True)
+    assert (result.admitted, result.phase, result.reason) == (False, "Failed", "OutOfother.com/fpga")
     assert result.message == ("Node didn't have enough resource: other.com/fpga, requested: 1, "
                               "used: 0, capacity: 0")
 
@@ -423,7 +432,7 @@ def test_restart_zero_until_reregistered_and_allocations_survive(kubelet, plugin
     status = kubelet.node_status()
     assert status.capacity == {RES: 0} and status.allocatable == {RES: 0}
     assert kubelet.allocations() == before
-    refused = kubelet.admit_pod(pod("early", 1))
+    refused = kubelet.admit_pod(pod("early", 1), bound=True)
     assert refused.message == (f"Allocate failed due to no healthy devices present; cannot "
                                f"allocate unhealthy devices {RES}, which is unexpected")
     # The plugin serves again and re-registers (a real plugin does this on its own).
@@ -540,7 +549,7 @@ def test_resource_dropped_after_grace_period_is_out_of(plugin_dir, plugins):
         plugin.stop()
         kubelet.wait_for(lambda: not kubelet.is_registered(RES), 10, "stream end")
         # Within the grace period the device manager still knows the resource...
-        assert "no healthy devices present" in kubelet.admit_pod(pod("a")).message
+        assert "no healthy devices present" in kubelet.admit_pod(pod("a"), bound=True).message
         now[0] += 301
         # ...after it, the resource is gone and the node's predicate check refuses the pod.
-        assert kubelet.admit_pod(pod("b")).reason == f"OutOf{RES}"
+        assert kubelet.admit_pod(pod("b"), bound=True).reason == f"OutOf{RES}"

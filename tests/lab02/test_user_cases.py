@@ -69,6 +69,8 @@ def test_one_of_4_gpus_lost_the_other_3_still_admitted():
         assert sorted(result.devices["main"]["nvidia.com/gpu"]) == sorted(
             g.uuid for i, g in enumerate(n.inventory.gpus) if i != 2)
         refused = n.kubelet.admit_pod(pod("fourth", 1))
+        assert refused.message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+        refused = n.kubelet.admit_pod(pod("fourth", 1), bound=True)
         assert "Requested: 1, Available: 0" in refused.message
 
 

@@ -1,0 +1,182 @@
+"""Bad input and signals at the command line (findings of a fresh-user test of Lab 02).
+
+Each case used to end in a traceback (exit 3), a hang or a silent loss; now bad input is one
+``error:`` line naming the input (exit 1), or argparse's usage error (exit 2) for an option
+value out of its stated range.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _process import REPO_ROOT
+from lab02_device_plugin.examples import example_path
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def cli(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m lab02_device_plugin ARGS`` to the end (bounded by ``timeout``)."""
+    return subprocess.run([sys.executable, "-m", "lab02_device_plugin", *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    """Assert exit 1 with exactly one ``error:`` line on stderr and no traceback; return it."""
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    return lines[0]
+
+
+INVENTORY = str(example_path("inventory-1gpu.yaml"))
+
+
+# ----------------------------------------------------------------------- finding 1
+
+def test_serve_socket_dir_that_is_a_file(tmp_path):
+    not_a_dir = tmp_path / "plain-file"
+    not_a_dir.write_text("x")
+    line = one_error_line(cli("serve", "--socket-dir", str(not_a_dir), "--kubelet-socket", "",
+                              "--inventory", INVENTORY))
+    assert str(not_a_dir) in line and "expected a directory" in line
+
+
+def test_serve_config_that_is_not_utf8(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_bytes(b"version: v1\n\xff\xfe\n")
+    line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
+    # b"version: v1\n" is 12 bytes, so the first bad byte is at offset 12.
+    assert line == f"error: {config}: byte 12 is not UTF-8; expected a YAML config file (text)"
+
+
+def test_kubelet_pods_file_that_is_binary(tmp_path):
+    pods = tmp_path / "pods.yaml"
+    pods.write_bytes(bytes(range(256)))
+    line = one_error_line(cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), "--pods", str(pods)))
+    # bytes 0..127 are ASCII, 128 (0x80) is the first byte that is not UTF-8
+    assert line == f"error: --pods {pods}: byte 128 is not UTF-8; expected a YAML file of Pod manifests"
+
+
+def test_serve_socket_dir_without_write_access_is_one_line(tmp_path):
+    # /proc refuses new files even to root; gRPC's own bind log line must not show.
+    line = one_error_line(cli("serve", "--socket-dir", "/proc", "--kubelet-socket", "",
+                              "--inventory", INVENTORY))
+    assert line.startswith("error: /proc/nvidia-gpu.sock: cannot listen on this unix socket")
+
+
+# ----------------------------------------------------------------------- finding 2
+
+def test_serve_refuses_a_snapshot_over_the_grpc_message_limit(tmp_path):
+    config = tmp_path / "big.yaml"
+    config.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                      "    - {name: nvidia.com/gpu, replicas: 100000}\n")
+    line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
+    assert "nvidia.com/gpu: 100000 devices make a ListAndWatch message of" in line
+    assert "expected at most 4194304 (gRPC's default 4 MiB limit" in line
+
+
+def test_serve_refuses_an_inventory_too_big_for_one_message(tmp_path):
+    inventory = tmp_path / "many.yaml"
+    inventory.write_text("gpus:\n- {model: T4, count: 100000}\n")
+    line = one_error_line(cli("serve", "--dry-run", "--inventory", str(inventory)))
+    assert "nvidia.com/gpu: 100000 devices make a ListAndWatch message" in line
+
+
+# ----------------------------------------------------------------------- finding 3
+
+@pytest.mark.parametrize("argv, message", [
+    (["--duration", "inf"], "argument --duration: expected seconds above 0 and at most 604800, got inf"),
+    (["--duration", "nan"], "argument --duration: expected seconds above 0"),
+    (["--duration", "-1"], "argument --duration: expected seconds above 0"),
+    (["--duration", "0"], "argument --duration: expected seconds above 0"),
+    (["--wait", "nan"], "argument --wait: expected seconds above 0 and at most 3600, got nan"),
+    (["--wait", "1e9"], "argument --wait: expected seconds above 0 and at most 3600, got 1e9"),
+    (["--dial-timeout", "0"], "argument --dial-timeout: expected seconds above 0 and at most 300"),
+])
+def test_kubelet_time_options_are_bounded(tmp_path, argv, message):
+    proc = cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), *argv)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_kubelet_help_states_the_bounds():
+    out = " ".join(cli("kubelet", "--help").stdout.split())  # argparse wraps lines
+    assert "at most 3600" in out and "at most 604800" in out and "at most 300" in out
+
+
+# ----------------------------------------------------------------------- finding 4
+
+@pytest.mark.parametrize("container, message", [
+    ("{name: c, resources: {requests: {nvidia.com/gpu: 1}}}",
+     "resources.limits[nvidia.com/gpu]: extended resources need a limit equal to the request"),
+    ("{name: c, resources: {limits: {nvidia.com/gpu: 2}, requests: {nvidia.com/gpu: 1}}}",
+     "must be equal to nvidia.com/gpu limit of 2"),
+    ("{name: c, resources: {limits: {nvidia.com/gpu: 500m}}}",
+     "expected a whole number of devices (extended resources cannot be fractional), got '500m'"),
+])
+def test_kubelet_pods_file_is_validated_before_any_pod_is_admitted(tmp_path, container, message):
+    pods = tmp_path / "pods.yaml"
+    good = "kind: Pod\nmetadata: {name: good}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
+    pods.write_text(good + "---\n" + f"kind: Pod\nmetadata: {{name: bad}}\nspec: {{containers: [{container}]}}\n")
+    proc = cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), "--pods", str(pods), "--wait", "1")
+    line = one_error_line(proc)
+    assert line.startswith(f"error: {pods}: document 2: pod bad spec.containers[0]") and message in line
+    assert "Admit good" not in proc.stdout and "serving Registration" not in proc.stdout
+
+
+# ----------------------------------------------------------------------- finding 5
+
+def test_sigterm_to_demo_removes_its_temporary_directory(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "demo", "--pods", "1000"],
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
+    try:
+        for line in proc.stdout:
+            if "kubelet | Admit pod-" in line:  # sockets and checkpoint exist now
+                break
+        assert [p.name for p in tmp_path.iterdir()][0].startswith("lab02-demo-")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130 and list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------- finding 6
+
+def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "demo"], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        proc.stdout.readline()  # `| head -1`
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and err == "" and list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------- finding 13
+
+@pytest.mark.parametrize("spec, message", [
+    ("p=gpu:1", "'gpu' is not an extended resource name; expected a domain-prefixed name"),
+    ("p1=nvidia.com/gpu:1,p2=nvidia.com/gpu:1", "one pod per --admit; repeat the option"),
+    ("p=kubernetes.io/gpu:1", "'kubernetes.io/gpu' is not an extended resource name"),
+    ("p=nvidia.com/gpu:1,nvidia.com/gpu:2", "nvidia.com/gpu given twice"),
+])
+def test_kubelet_admit_resource_names_are_validated(tmp_path, spec, message):
+    line = one_error_line(cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), "--admit", spec))
+    assert line.startswith(f"error: --admit {spec!r}: ") and message in line

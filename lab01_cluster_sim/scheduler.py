@@ -984,6 +984,11 @@ class Scheduler:
         for key in self._table.fitting(self, dict.fromkeys(nodes)):
             del self._blocked[key]
             self._woken.append(key)
+        if len(self._woken) > 4096:
+            # Nobody is popping them (a discipline that ignores wake-ups): keep memory
+            # bounded by collapsing the list into "everything was woken".
+            self._woken = []
+            self._woke_all = True
 
     def _block(self, key: tuple, request: Request, reason: str, one_worker: bool) -> None:
         """Remember ``key`` as blocked; for a one-worker shape, also that no node fits it

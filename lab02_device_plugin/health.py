@@ -105,8 +105,10 @@ def _xid_list(name: str, raw: str) -> set[int]:
         if not part:
             continue
         if not part.isdigit():
-            raise InputError(f"{name}: expected 'all', 'xids' or a comma list of Xid numbers, "
-                             f"got {part!r}")
+            expected = ("'all', 'xids' or a comma list of Xid numbers to ignore"
+                        if name == "DP_DISABLE_HEALTHCHECKS"
+                        else "a comma list of Xid numbers always acted on")
+            raise InputError(f"{name}: expected {expected}, got {part!r}")
         out.add(int(part))
     return out
 

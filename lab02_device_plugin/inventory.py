@@ -137,6 +137,24 @@ def _mib(value: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _memory(el: ET.Element, path: str, where: str) -> int:
+    """Memory (MiB) of ``<path>`` such as ``fb_memory_usage/total`` = ``"81920 MiB"``;
+    0 when absent or ``N/A``.
+
+    Raises:
+        InputError: any other text, naming the element (a total read as 0 would hide a GPU's
+            memory).
+    """
+    text = _text(el, path)
+    if text is None or text == "N/A":
+        return 0
+    value = _mib(text)
+    if value is None:
+        element = "".join(f"<{part}>" for part in path.split("/"))
+        raise InputError(f"{where}: {element} is {text!r}; expected '<number> MiB'")
+    return value
+
+
 def _int(value: str | None) -> int | None:
     if value is None or not re.fullmatch(r"-?\d+", value):
         return None
@@ -191,6 +209,8 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
             text = Path(source).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise InputError(f"{src}: cannot read inventory: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise InputError(f"{src}: empty file; expected `nvidia-smi -q -x` output (XML)")
     # The DTD line points at a file that is not there; ElementTree ignores DOCTYPE anyway.
     try:
         root = ET.fromstring(text)
@@ -210,7 +230,7 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         if not uuid or not model:
             raise InputError(f"{where}: missing <uuid> or <product_name>; expected both")
         bus = g.get("id") or _text(g, "pci/pci_bus_id")
-        memory = _mib(_text(g, "fb_memory_usage/total")) or 0
+        memory = _memory(g, "fb_memory_usage/total", where)
         mig_current = _text(g, "mig_mode/current_mig")
         mig_enabled = None if mig_current in (None, "N/A") else mig_current == "Enabled"
         devices = []
@@ -218,7 +238,7 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
             gi = _int(_text(m, "gpu_instance_id"))
             ci = _int(_text(m, "compute_instance_id"))
             idx = _int(_text(m, "index"))
-            mem = _mib(_text(m, "fb_memory_usage/total")) or 0
+            mem = _memory(m, "fb_memory_usage/total", f"{where} <mig_device> #{len(devices)}")
             sms = _int(_text(m, "device_attributes/shared/multiprocessor_count"))
             profile = _text(m, "profile_name") or _text(m, "mig_profile") or \
                 infer_mig_profile(model, mem, sms)
@@ -237,7 +257,45 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
     raw.sort(key=lambda r: r[0].lower())
     gpus = tuple(Gpu(i, uuid, model, mem, mig, devs, numa, None, bus or None, minor)
                  for i, (bus, uuid, model, mem, mig, devs, numa, minor) in enumerate(raw))
+    check_device_ids(gpus, src)
     return Inventory(gpus, src, _text(root, "driver_version"), tuple(warnings))
+
+
+# --------------------------------------------------------------------------- device IDs
+
+#: Longest device ID the device plugin API allows (``Device.ID``: "max length 63").
+MAX_DEVICE_ID = 63
+_GPU_ID = re.compile(r"^GPU-[0-9A-Za-z][0-9A-Za-z-]*$")
+_MIG_ID = re.compile(r"^MIG-[0-9A-Za-z][0-9A-Za-z/-]*$")
+
+
+def check_device_ids(gpus, source: str) -> None:
+    """Check the UUIDs that become device IDs: ``GPU-`` / ``MIG-`` followed by letters,
+    digits and dashes (``/`` in legacy MIG IDs), at most 63 characters (api.proto), never
+    ``::`` (the replica separator: ``GPU-1::2`` would be ambiguous), each once on the node
+    (a duplicate would silently merge two devices).
+
+    Raises:
+        InputError: naming the source, the GPU index (and MIG device) and the UUID.
+    """
+    seen: dict[str, str] = {}
+    for g in gpus:
+        ids = [(f"GPU {g.index}", g.uuid, _GPU_ID, "GPU-")]
+        ids += [(f"GPU {g.index} MIG device {m.index}", m.uuid, _MIG_ID, "MIG-")
+                for m in g.mig_devices]
+        for who, uid, pattern, prefix in ids:
+            if not pattern.match(uid):
+                raise InputError(f"{source}: {who}: UUID {uid!r}; expected {prefix} followed by "
+                                 "letters, digits and dashes (e.g. "
+                                 f"{prefix}0c6e1ed6-bd4e-24e7-1b3c-4f4f4fe1c0a5)")
+            if len(uid) > MAX_DEVICE_ID:
+                raise InputError(f"{source}: {who}: UUID {uid!r} is {len(uid)} characters; "
+                                 f"expected at most {MAX_DEVICE_ID} (Device.ID in the device "
+                                 "plugin API)")
+            if uid in seen:
+                raise InputError(f"{source}: {who}: UUID {uid} is also {seen[uid]}; expected "
+                                 "each UUID once")
+            seen[uid] = who
 
 
 # --------------------------------------------------------------------------- nvidia-smi -L
@@ -300,6 +358,7 @@ def from_nvidia_smi_list(text: str, source: str = "<nvidia-smi -L>") -> Inventor
         mig_enabled = True if devices else (False if key else None)
         out.append(Gpu(g["index"], g["uuid"], g["model"], memory, mig_enabled, tuple(devices),
                        minor_number=g["index"]))
+    check_device_ids(out, source)
     return Inventory(tuple(out), source, None, tuple(warnings))
 
 
@@ -310,9 +369,14 @@ def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
     the inventory lacks are ignored (the A100 ``-q -x`` sample keeps 1 of 4 GPUs).
 
     Raises:
-        InputError: a matched MIG device has a different profile in the two sources.
+        InputError: no GPU of the listing is in the inventory (a listing of another node),
+            or a matched MIG device has a different profile in the two sources.
     """
     by_uuid = {g.uuid: g for g in listing.gpus}
+    if not any(g.uuid in by_uuid for g in inventory.gpus):
+        raise InputError(f"{listing.source}: none of its {len(listing.gpus)} GPU UUIDs is among "
+                         f"the {len(inventory.gpus)} GPUs of {inventory.source}; expected a "
+                         "listing of the same node")
     gpus = []
     for g in inventory.gpus:
         other = by_uuid.get(g.uuid)
@@ -373,6 +437,9 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
     Raises:
         InputError: naming the key (``gpus[0].mig.instances[2]``) and the expected value.
     """
+    if spec is None:
+        raise InputError(f"{source}: empty file; expected a YAML GPU spec (a mapping with a "
+                         "`gpus:` list), an `nvidia-smi -q -x` XML dump or `nvidia-smi -L` output")
     if not isinstance(spec, Mapping):
         raise InputError(f"{source}: expected a mapping with a `gpus:` list, got {type(spec).__name__}")
     unknown = [k for k in spec if k not in ("gpus", "nvlink_islands", "node")]
@@ -396,6 +463,10 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
             raise InputError(f"{path}.model: expected a GPU model such as H100-80GB "
                              f"({', '.join(KNOWN_MODELS)}) or a product name, got {model!r}")
         product, default_mem = KNOWN_MODELS.get(model, (model, None))
+        if default_mem is None and entry.get("memory_mib") is None:
+            raise InputError(f"{path}.model: unknown model {model!r}; expected one of "
+                             f"{', '.join(KNOWN_MODELS)}, or give memory_mib for another "
+                             "product name")
         count = entry.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise InputError(f"{path}.count: expected a positive integer, got {count!r}")
@@ -474,6 +545,7 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
                                      f"in island {island_of[idx]}; expected each GPU once")
                 island_of[idx] = i
         gpus = [replace(g, nvlink_island=island_of.get(g.index)) for g in gpus]
+    check_device_ids(gpus, source)
     return Inventory(tuple(gpus), source)
 
 
@@ -565,7 +637,8 @@ def _sysfs_numa_node(bus_id: str | None) -> int | None:
 
 def load_inventory(path: str | Path) -> Inventory:
     """Read an inventory file: ``nvidia-smi -q -x`` XML, ``nvidia-smi -L`` text or a YAML spec
-    (chosen by content).
+    (a ``.xml`` name or content starting with ``<`` is read as XML; otherwise chosen by
+    content).
 
     Raises:
         InputError: unreadable file, or content that is neither (message says which).
@@ -575,7 +648,7 @@ def load_inventory(path: str | Path) -> Inventory:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise InputError(f"{p}: cannot read inventory: {exc.strerror or exc}") from None
-    if text.lstrip().startswith("<"):
+    if p.suffix.lower() == ".xml" or text.lstrip().startswith("<"):
         return from_nvidia_smi_xml(p, text)
     if re.search(r"^GPU \d+: .+\(UUID: GPU-", text, re.MULTILINE):
         return from_nvidia_smi_list(text, str(p))

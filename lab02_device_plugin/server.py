@@ -33,6 +33,7 @@ import os
 import socket
 import stat
 import threading
+import uuid as uuidlib
 from concurrent import futures
 from pathlib import Path
 
@@ -100,12 +101,16 @@ def check_advertisable(resource: AdvertisedResource) -> None:
 
 
 def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
-                  max_workers: int = 16) -> grpc.Server:
+                  max_workers: int = 16, shown_as: str | None = None) -> grpc.Server:
     """Build (not start) a gRPC server for ``servicer`` bound to a unix socket.
+
+    ``shown_as`` is the path named in errors when ``socket_path`` is a private name that is
+    renamed into place afterwards (see :meth:`DevicePluginServer.serve`).
 
     Raises:
         InputError: the socket cannot be bound (path too long, directory missing, ...).
     """
+    shown = shown_as or socket_path
     if len(socket_path.encode()) > 107:  # sun_path is 108 bytes with the NUL
         raise InputError(f"{socket_path}: unix socket path is {len(socket_path.encode())} bytes; "
                          "expected at most 107 (use a shorter --socket-dir)")
@@ -115,7 +120,7 @@ def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
     try:
         probe.bind(socket_path)
     except OSError as exc:
-        raise InputError(f"{socket_path}: cannot listen on this unix socket ({exc.strerror}); "
+        raise InputError(f"{shown}: cannot listen on this unix socket ({exc.strerror}); "
                          "expected a writable device plugin directory") from None
     finally:
         probe.close()
@@ -131,7 +136,7 @@ def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
     except RuntimeError:
         port = 0
     if port == 0:
-        raise InputError(f"{socket_path}: cannot listen on this unix socket (directory missing "
+        raise InputError(f"{shown}: cannot listen on this unix socket (directory missing "
                          "or not writable, or path longer than 107 bytes)")
     return server
 
@@ -323,10 +328,25 @@ class DevicePluginServer:
         if not self.socket_dir.is_dir():
             raise InputError(f"{self.socket_dir}: not a directory; expected the device plugin "
                              "directory")
-        _remove_socket(self.socket_path)
         self._stopping.clear()
-        server = create_server(str(self.socket_path), _Servicer(self), self.max_workers)
+        # gRPC unlinks the path it bound when it stops, whoever's socket is there by then. So
+        # bind a private name and rename it into place (atomic; replaces a stale socket): on
+        # stop gRPC unlinks the private name, and we remove the real path only if it is still
+        # our inode, so a second plugin process that took the path over keeps its socket.
+        final = str(self.socket_path)
+        if len(final.encode()) > 107:
+            create_server(final, _Servicer(self), self.max_workers)  # raises the length error
+        private = self.socket_dir / f".{os.getpid()}-{uuidlib.uuid4().hex[:8]}.sock"
+        bind = str(private) if len(str(private).encode()) <= 107 else final
+        server = create_server(bind, _Servicer(self), self.max_workers, shown_as=final)
         server.start()
+        if bind != final:
+            try:
+                os.replace(bind, final)
+            except OSError as exc:  # e.g. a directory in the way
+                server.stop(None)
+                raise InputError(f"{final}: cannot put the plugin socket there "
+                                 f"({exc.strerror}); expected a socket path that is free") from None
         self._server = server
         try:
             self._inode = self.socket_path.lstat().st_ino

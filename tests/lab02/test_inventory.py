@@ -121,8 +121,11 @@ def test_spec_mig_instances_are_placed():
 @pytest.mark.parametrize("spec, msg", [
     ({}, "gpus: expected a non-empty list"),
     ({"gpus": [{"count": 2}]}, "gpus[0].model: expected a GPU model"),
-    ({"gpus": [{"model": "X1000"}]}, "gpus[0].memory_mib: expected a positive integer (MiB); "
-                                     "required for model 'X1000'"),
+    ({"gpus": [{"model": "X1000"}]}, "gpus[0].model: unknown model 'X1000'; expected one of "
+                                     "A100-40GB, A100-80GB, H100-80GB, H200-141GB, T4, L4, "
+                                     "V100-32GB, or give memory_mib for another product name"),
+    ({"gpus": [{"model": "X1000", "memory_mib": 0}]},
+     "gpus[0].memory_mib: expected a positive integer (MiB); required for model 'X1000'"),
     ({"gpus": [{"model": "T4", "count": 0}]}, "gpus[0].count: expected a positive integer"),
     ({"gpus": [{"model": "T4", "colour": "green"}]}, "gpus[0].colour: unknown key"),
     ({"gpus": [{"model": "T4", "mig": {"enabled": True}}]}, "gpus[0].mig.enabled: 'T4' has no MIG"),

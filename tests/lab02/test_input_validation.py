@@ -1,0 +1,210 @@
+"""Input validation found missing by a fresh-user test of Lab 02: inventories (IDs, memory,
+format), listings of another node, config defaults, MPS with MIG, health variables, and two
+plugin processes sharing one socket directory."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab02_device_plugin.config import parse_config
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.health import HealthPolicy
+from lab02_device_plugin.inventory import (
+    from_nvidia_smi_list, from_nvidia_smi_xml, from_yaml_spec, load_inventory, with_mig_uuids,
+)
+from lab02_device_plugin.server import DevicePluginServer, check_advertisable
+from lab02_device_plugin.sharing import advertise
+
+UUID_A = "GPU-0c6e1ed6-bd4e-24e7-1b3c-4f4f4fe1c0a5"
+UUID_B = "GPU-1d7f2fe7-ce5f-35f8-2c4d-5a5a5af2d1b6"
+
+
+def xml(*gpus: str) -> str:
+    return "<nvidia_smi_log><driver_version>535.54.03</driver_version>" + "".join(gpus) + "</nvidia_smi_log>"
+
+
+def gpu_xml(uuid: str, bus: str, total: str = "81920 MiB") -> str:
+    return (f'<gpu id="{bus}"><product_name>NVIDIA A100-SXM4-80GB</product_name><uuid>{uuid}</uuid>'
+            f"<fb_memory_usage><total>{total}</total></fb_memory_usage></gpu>")
+
+
+# ----------------------------------------------------------------------- finding 8: IDs
+
+def test_xml_with_duplicate_uuids_is_refused():
+    text = xml(gpu_xml(UUID_A, "00000000:01:00.0"), gpu_xml(UUID_A, "00000000:02:00.0"))
+    with pytest.raises(InputError, match=f"dump.xml: GPU 1: UUID {UUID_A} is also GPU 0; "
+                                         "expected each UUID once"):
+        from_nvidia_smi_xml("dump.xml", text)
+
+
+def test_xml_with_a_bogus_uuid_is_refused():
+    with pytest.raises(InputError, match=r"dump.xml: GPU 0: UUID 'bogus'; expected GPU- followed by"):
+        from_nvidia_smi_xml("dump.xml", xml(gpu_xml("bogus", "00000000:01:00.0")))
+
+
+@pytest.mark.parametrize("uuid, message", [
+    ("GPU-1::2", "UUID 'GPU-1::2'; expected GPU- followed by letters, digits and dashes"),
+    # "GPU-" + 60 characters = 64 > 63
+    ("GPU-" + "a" * 60, r"is 64 characters; expected at most 63 \(Device.ID"),
+])
+def test_spec_uuids_must_be_usable_device_ids(uuid, message):
+    with pytest.raises(InputError, match=message):
+        from_yaml_spec({"gpus": [{"model": "T4", "uuids": [uuid]}]}, "spec.yaml")
+
+
+def test_spec_with_duplicate_uuids_is_refused():
+    with pytest.raises(InputError, match=f"spec.yaml: GPU 1: UUID {UUID_A} is also GPU 0"):
+        from_yaml_spec({"gpus": [{"model": "T4", "count": 2, "uuids": [UUID_A, UUID_A]}]}, "spec.yaml")
+
+
+def test_listing_with_duplicate_uuids_is_refused():
+    text = f"GPU 0: Tesla T4 (UUID: {UUID_A})\nGPU 1: Tesla T4 (UUID: {UUID_A})\n"
+    with pytest.raises(InputError, match="gpus.L: GPU 1: UUID .* is also GPU 0"):
+        from_nvidia_smi_list(text, "gpus.L")
+
+
+def test_a_63_character_uuid_is_still_accepted():
+    uuid = "GPU-" + "a" * 59  # 4 + 59 = 63, the limit
+    assert from_yaml_spec({"gpus": [{"model": "T4", "uuids": [uuid]}]}).gpus[0].uuid == uuid
+
+
+def test_replica_ids_over_63_characters_are_refused():
+    # 4 + 59 = 63 characters, plus "::0" = 66 > 63
+    inv = from_yaml_spec({"gpus": [{"model": "T4", "uuids": ["GPU-" + "a" * 59]}]})
+    config = parse_config({"sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": 2}]}}})
+    (resource,) = advertise(inv, config).resources
+    with pytest.raises(InputError, match="is 66 characters; expected at most 63"):
+        check_advertisable(resource)
+
+
+# ----------------------------------------------------------------------- finding 9: memory
+
+def test_xml_memory_that_is_not_a_number_names_the_element():
+    with pytest.raises(InputError, match=r"dump.xml: <gpu> #0: <fb_memory_usage><total> is 'lots'; "
+                                         r"expected '<number> MiB'"):
+        from_nvidia_smi_xml("dump.xml", xml(gpu_xml(UUID_A, "00000000:01:00.0", total="lots")))
+
+
+def test_xml_memory_na_is_unknown_not_an_error():
+    inv = from_nvidia_smi_xml("dump.xml", xml(gpu_xml(UUID_A, "00000000:01:00.0", total="N/A")))
+    assert inv.gpus[0].memory_mib == 0
+
+
+# ----------------------------------------------------------------------- finding 10: listing
+
+def test_listing_of_another_node_is_refused():
+    inv = from_nvidia_smi_xml("dump.xml", xml(gpu_xml(UUID_A, "00000000:01:00.0")))
+    other = from_nvidia_smi_list(f"GPU 0: NVIDIA A100-SXM4-80GB (UUID: {UUID_B})\n", "other.L")
+    with pytest.raises(InputError, match="other.L: none of its 1 GPU UUIDs is among the 1 GPUs of "
+                                         "dump.xml; expected a listing of the same node"):
+        with_mig_uuids(inv, other)
+
+
+# ----------------------------------------------------------------------- finding 12: messages
+
+@pytest.mark.parametrize("content", ["", "gpus: [{model: T4}]\n", "not xml at all"])
+def test_an_xml_file_is_read_as_xml(tmp_path, content):
+    path = tmp_path / "dump.xml"
+    path.write_text(content)
+    with pytest.raises(InputError, match=r"expected `nvidia-smi -q -x` output") as info:
+        load_inventory(path)
+    assert "gpus: list" not in str(info.value)
+
+
+def test_an_empty_yaml_inventory_says_so(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("")
+    with pytest.raises(InputError, match="spec.yaml: empty file; expected a YAML GPU spec"):
+        load_inventory(path)
+
+
+def test_enable_healthchecks_error_describes_that_variable():
+    with pytest.raises(InputError) as info:
+        HealthPolicy.from_env({"DP_ENABLE_HEALTHCHECKS": "13x"})
+    assert str(info.value) == ("DP_ENABLE_HEALTHCHECKS: expected a comma list of Xid numbers "
+                               "always acted on, got '13x'")
+    with pytest.raises(InputError, match="expected 'all', 'xids' or a comma list of Xid numbers to ignore"):
+        HealthPolicy.from_env({"DP_DISABLE_HEALTHCHECKS": "13x"})
+
+
+# ----------------------------------------------------------------------- finding 14
+
+def test_config_with_every_upstream_default_gives_no_warning():
+    config = parse_config(yaml.safe_load("""
+version: v1
+flags:
+  migStrategy: none
+  failOnInitError: true
+  nvidiaDriverRoot: /
+  nvidiaDevRoot: /
+  gdrcopyEnabled: false
+  gdsEnabled: false
+  mofedEnabled: false
+  useNodeFeatureAPI: false
+  deviceDiscoveryStrategy: auto
+  plugin:
+    passDeviceSpecs: false
+    deviceListStrategy: envvar
+    deviceIDStrategy: uuid
+    nvidiaCTKPath: /usr/bin/nvidia-ctk
+    containerDriverRoot: /driver-root
+  gfd:
+    oneshot: false
+    noTimestamp: false
+    sleepInterval: 60s
+    outputFile: /etc/kubernetes/node-feature-discovery/features.d/gfd
+    machineTypeFile: /sys/class/dmi/id/product_name
+imex:
+  channelIDs: []
+  required: false
+"""), "defaults.yaml")
+    assert config.warnings == ()
+
+
+def test_config_warns_only_for_values_that_differ():
+    config = parse_config({"flags": {"gdsEnabled": True, "mofedEnabled": False,
+                                     "deviceDiscoveryStrategy": "tegra"}}, "c.yaml")
+    assert [w.split(": ")[1] for w in config.warnings] == ["flags.gdsEnabled",
+                                                           "flags.deviceDiscoveryStrategy"]
+
+
+def test_device_discovery_strategy_is_validated():
+    with pytest.raises(InputError, match=r"c.yaml: flags.deviceDiscoveryStrategy: expected one of "
+                                         r"auto, nvml, tegra, got 'bogus'"):
+        parse_config({"flags": {"deviceDiscoveryStrategy": "bogus"}}, "c.yaml")
+
+
+@pytest.mark.parametrize("strategy", ["none", "single"])
+def test_mps_on_a_mig_enabled_gpu_is_refused(strategy):
+    inv = from_yaml_spec({"gpus": [{"model": "A100-40GB", "mig": {"enabled": True,
+                                                                  "instances": ["3g.20gb"]}}]}, "mig.yaml")
+    config = parse_config({"flags": {"migStrategy": strategy},
+                           "sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}})
+    with pytest.raises(InputError, match=r"mig.yaml: GPU 0 \(GPU-.*\) has MIG enabled; sharing.mps "
+                                         "shares full GPUs only"):
+        advertise(inv, config)
+
+
+def test_stopping_one_of_two_plugins_on_one_path_keeps_the_others_socket():
+    inv = from_yaml_spec({"gpus": [{"model": "T4"}]})
+    (resource,) = advertise(inv, parse_config({})).resources
+    with tempfile.TemporaryDirectory(prefix="dp-") as d:
+        first = DevicePluginServer(resource, d, kubelet_socket=None)
+        second = DevicePluginServer(resource, d, kubelet_socket=None)
+        first.serve()
+        try:
+            second.serve()  # replaces the path with its own socket, as a restarted plugin does
+            try:
+                inode = second.socket_path.lstat().st_ino
+                first.stop()
+                assert second.socket_path.lstat().st_ino == inode  # still there, still second's
+            finally:
+                second.stop()
+            assert not Path(d, resource.socket_name).exists()  # its owner removed it
+        finally:
+            first.stop()

@@ -18,7 +18,7 @@ written for the real plugin loads here unchanged::
         - name: nvidia.com/gpu
           replicas: 4
 
-Three kinds of keys (facts: reference/device-plugin-facts.md sec. 4):
+Three kinds of keys (NVIDIA k8s-device-plugin v0.20.0, api/config/v1/flags.go and config.go):
 
 * keys we act on (the ones above, plus ``flags.plugin.cdiAnnotationPrefix``,
   ``flags.plugin.sharedDevicesAllocationPolicy`` and ``flags.mpsRoot``);
@@ -68,7 +68,7 @@ DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 _SHARED_NAME_RE = re.compile(r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb(\.me)?)$")
 
 # Keys the real plugin knows but this project does not act on, with their upstream defaults
-# (k8s-device-plugin v0.20.0 flags; facts sec. 4). A value equal to the default changes
+# (k8s-device-plugin v0.20.0, cmd/nvidia-device-plugin/main.go flag defaults). A value equal to the default changes
 # nothing, so only a different value is warned about; None (an empty YAML value) is the default.
 _IGNORED_FLAGS: dict[str, tuple[Any, ...]] = {
     "failOnInitError": (True,), "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
@@ -102,7 +102,7 @@ def _section_is_default(value: Any, defaults: dict[str, tuple[Any, ...]]) -> boo
 
 @dataclass(frozen=True)
 class PluginFlags:
-    """``flags.plugin``: how Allocate answers (facts sec. 4 "Allocate response by strategy").
+    """``flags.plugin``: how Allocate answers (NVIDIA internal/plugin/server.go ``getAllocateResponse``).
 
     Attributes:
         pass_device_specs: add ``DeviceSpec`` entries for ``/dev/nvidia*`` to Allocate.

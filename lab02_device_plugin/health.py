@@ -6,7 +6,7 @@
   GPU exists) implement :class:`HealthSource`.
 * :class:`HealthPolicy` decides which Xids matter: NVIDIA's plugin skips 13, 31, 43, 45,
   68 and 109 as application errors and reads ``DP_DISABLE_HEALTHCHECKS`` /
-  ``DP_ENABLE_HEALTHCHECKS`` (facts sec. 4 "Health checking").
+  ``DP_ENABLE_HEALTHCHECKS`` (NVIDIA internal/rm/health.go).
 * :class:`DeviceHealth` keeps the set of unhealthy physical devices, applies
   :func:`next_health` to each event and tells its listeners (the plugin servers) at once,
   so ListAndWatch can send a new snapshot.

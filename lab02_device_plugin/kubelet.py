@@ -1,8 +1,10 @@
 """A mock kubelet that drives device plugins exactly as the kubelet's device manager does.
 
-Faithful, not minimal: every behaviour below is the real kubelet's, as recorded in
-shared/reference/device-plugin-facts.md sec. 3 (kubelet pkg/kubelet/cm/devicemanager:
-manager.go, endpoint.go, pod_devices.go, checkpoint/, plugin/v1beta1/server.go).
+Faithful, not minimal: every behaviour below is the real kubelet's, from the Kubernetes
+source (github.com/kubernetes/kubernetes, pkg/kubelet/cm/devicemanager/: manager.go,
+endpoint.go, pod_devices.go, checkpoint/checkpoint.go, plugin/v1beta1/server.go and
+handler.go; the API in staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/: api.proto,
+constants.go; name rules in pkg/apis/core/v1/helper/helpers.go ``IsExtendedResourceName``).
 
 * **Start.** Creates the plugin directory (mode 0750), deletes every socket in it except the
   checkpoint file ``kubelet_internal_checkpoint``, restores allocations from that checkpoint,
@@ -84,7 +86,7 @@ from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
 
 # Constants of k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (constants.go) and the device
-# manager (types.go, endpoint.go); facts sec. 1 and sec. 3.
+# manager (types.go, endpoint.go) in the Kubernetes source.
 VERSION = "v1beta1"
 SUPPORTED_VERSIONS = ("v1beta1",)
 HEALTHY = "Healthy"
@@ -146,7 +148,8 @@ def register_error(request: pb.RegisterRequest) -> str | None:
     """The kubelet's validation of a RegisterRequest, before it dials the plugin.
 
     Returns the kubelet's error text, or None when the request passes. Order and wording
-    follow the kubelet (facts sec. 3): version, resource name, then endpoint. The endpoint
+    follow the kubelet (plugin/v1beta1/server.go ``Register``/``validateRegisterRequest``):
+    version, resource name, then endpoint. The endpoint
     rule (a file name in the plugin directory) is stricter than the kubelet, which only joins
     the two paths and fails later when dialling.
     """

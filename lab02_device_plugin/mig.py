@@ -11,7 +11,7 @@ the tables for four GPUs and answers the questions the book's partition explorer
 
 (The 3g cannot stay at slot 0: the second 1g.10gb would need slot 7, where no 1g may start.)
 
-Sources (reference/device-plugin-facts.md sec. 5): memory/SM fractions and maximum counts
+Sources: memory/SM fractions and maximum counts
 from the NVIDIA MIG User Guide "Supported MIG Profiles" [DOC], cross-checked against
 NVIDIA mig-parted's config-default.yaml [SRC]; placements from the guide's ``-lgipp``
 example for A100, identical on H100/H200 [3P]; GiB/SM figures from ``nvidia-smi mig -lgip``
@@ -178,7 +178,7 @@ def mixed_resource_name(profile_name: str) -> str:
 
     ``"1g.10gb"`` -> ``"nvidia.com/mig-1g.10gb"``; ``"1g.10gb+me"`` ->
     ``"nvidia.com/mig-1g.10gb.me"`` ("+" is not allowed in a resource name, so NVIDIA's
-    plugin replaces it by "."; facts sec. 4 "Resource names").
+    plugin replaces it by "."; NVIDIA internal/rm/device_map.go).
     """
     ### BEGIN SOLUTION
     return "nvidia.com/mig-" + profile_name.replace("+", ".")

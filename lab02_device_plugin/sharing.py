@@ -12,7 +12,8 @@ no sockets and no threads:
 * :func:`validate_request` and :func:`allocate`: Allocate, per ``deviceListStrategy`` and
   ``deviceIDStrategy``.
 
-Facts: reference/device-plugin-facts.md sec. 4 (NVIDIA k8s-device-plugin v0.20.0).
+Source: NVIDIA k8s-device-plugin v0.20.0 (internal/rm/device_map.go, internal/plugin/server.go,
+api/config/v1/replicas.go).
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def list_and_watch_snapshot(resource: AdvertisedResource,
         Every advertised device, in order; a device is Unhealthy when its physical device
         (or, for a MIG device, its parent GPU) is in ``unhealthy``, so replicas share their
         GPU's health. Always the whole list, never a delta: the kubelet rebuilds its view
-        from each message (facts sec. 3 "ListAndWatch").
+        from each message (kubelet devicemanager endpoint.go / manager.go ``genericDeviceUpdateCallback``).
     """
     ### BEGIN SOLUTION
     return [DeviceState(d.id,
@@ -387,7 +388,7 @@ def allocate(resource: AdvertisedResource, device_ids: Sequence[str],
              config: Config) -> ContainerAllocation:
     """Answer one container's Allocate request.
 
-    By ``flags.plugin.deviceListStrategy`` (facts sec. 4 "Allocate response by strategy"):
+    By ``flags.plugin.deviceListStrategy`` (NVIDIA internal/plugin/server.go ``getAllocateResponse``):
       * ``envvar``: ``NVIDIA_VISIBLE_DEVICES=<ids>`` (each physical device once);
       * ``volume-mounts``: ``NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices`` and a
         mount ``/dev/null`` -> ``/var/run/nvidia-container-devices/<id>`` per device;
@@ -440,7 +441,7 @@ def mps_daemon_commands(resource: AdvertisedResource, inventory: Inventory) -> l
 
     NVIDIA's plugin starts one ``nvidia-cuda-mps-control`` per resource and sets
     ``set_default_active_thread_percentage 100/replicas`` and, per GPU,
-    ``set_default_device_pinned_mem_limit <index> <memory/replicas>M`` (facts sec. 4, MPS):
+    ``set_default_device_pinned_mem_limit <index> <memory/replicas>M`` (NVIDIA internal/mps daemon setup):
     each client gets 1/replicas of the SMs and of the memory. Example: 4 replicas of an
     81559 MiB H100 -> ``set_default_active_thread_percentage 25`` and
     ``set_default_device_pinned_mem_limit 0 20389M`` (81559 // 4).
@@ -460,7 +461,7 @@ def mps_daemon_commands(resource: AdvertisedResource, inventory: Inventory) -> l
 
 # --------------------------------------------------------------------------- preferred
 
-#: go-gpuallocator's link scores by ``nvidia-smi topo -m`` word (facts sec. 4): across CPUs
+#: go-gpuallocator's link scores by ``nvidia-smi topo -m`` word (NVIDIA go-gpuallocator): across CPUs
 #: (SYS) 10, same CPU (NODE) 20, host bridge (PHB) 30, several switches (PXB) 40, one switch
 #: (PIX) 50; N bonded NVLinks score 100 x N.
 LINK_SCORES = MappingProxyType({"SYS": 10, "NODE": 20, "PHB": 30, "PXB": 40, "PIX": 50})

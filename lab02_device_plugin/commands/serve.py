@@ -54,7 +54,7 @@ examples:
       --inventory lab02_device_plugin/examples/inventory-h100x8.yaml \\
       --config lab02_device_plugin/examples/time-slicing.yaml
   python -m lab02_device_plugin serve --socket-dir /tmp/dp --kubelet-socket "" \\
-      --inventory ../shared/data/nvidia-smi/a100-sxm4-80gb-mig.q.xml --mig-strategy mixed
+      --inventory lab02_device_plugin/examples/inventory-h100-mig.yaml --mig-strategy mixed
   python -m lab02_device_plugin serve --dry-run \\
       --inventory lab02_device_plugin/examples/inventory-h100-mig.yaml \\
       --config lab02_device_plugin/examples/mig-mixed.yaml      # what would be advertised

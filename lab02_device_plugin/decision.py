@@ -16,8 +16,11 @@ Chapter 5 of the course turns this into a widget. Requirements go in
     affects all (NVIDIA MPS documentation).
 ``time-slicing``
     The device plugin advertises each GPU ``replicas`` times; contexts take turns on the
-    whole GPU. No memory limit, no fault isolation, per-pod GPU metrics are lost (NVIDIA
-    GPU Operator documentation, "Time-Slicing GPUs in Kubernetes").
+    whole GPU. No memory limit, per-pod GPU metrics are lost (NVIDIA GPU Operator
+    documentation, "Time-Slicing GPUs in Kubernetes"). Fault isolation only in part: each
+    pod has its own CUDA context, so an application fault (Xid 13, 31) ends only its
+    process, but device-level faults (Xid 79, uncorrectable ECC, a reset) reach every pod;
+    :data:`ISOLATION` counts "fault" as isolation from both, hence False.
 ``DRA``
     Dynamic Resource Allocation (Kubernetes ``resource.k8s.io``, structured parameters GA
     in Kubernetes 1.34): a pod claims a device by attributes (model, memory, a MIG

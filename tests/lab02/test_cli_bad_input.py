@@ -120,6 +120,8 @@ def test_kubelet_help_states_the_bounds():
      "must be equal to nvidia.com/gpu limit of 2"),
     ("{name: c, resources: {limits: {nvidia.com/gpu: 500m}}}",
      "expected a whole number of devices (extended resources cannot be fractional), got '500m'"),
+    ("{name: c, resources: {limits: {gpu: 1}}}",  # finding 13: no domain
+     "resource name 'gpu': expected a standard resource (cpu, memory, ...) or a domain-prefixed"),
 ])
 def test_kubelet_pods_file_is_validated_before_any_pod_is_admitted(tmp_path, container, message):
     pods = tmp_path / "pods.yaml"

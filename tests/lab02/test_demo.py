@@ -96,3 +96,30 @@ def test_demo_gpu_uuid_depends_on_the_model():
     h100 = run_demo(replicas=1, pods=1, model="H100-80GB", say=lambda line: None)
     again = run_demo(replicas=1, pods=1, model="H100-80GB", say=lambda line: None)
     assert a100.gpu_uuid != h100.gpu_uuid and h100.gpu_uuid == again.gpu_uuid
+
+
+def test_demo_fails_at_once_with_one_line_when_registration_fails(monkeypatch, capsys):
+    # A kubelet that refuses every registration: the demo stops on the plugin's error instead
+    # of waiting 30 s for units that never come.
+    from lab02_device_plugin.kubelet import MockKubelet
+    monkeypatch.setattr(MockKubelet, "_register", lambda self, request: "refused for the test")
+    assert main(["demo", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: demo failed: registering nvidia.com/gpu")
+    assert "refused for the test" in err[0] and "timed out" not in err[0]
+
+
+def test_help_examples_use_shipped_files_and_cite_public_sources():
+    import re
+    from pathlib import Path
+
+    import lab02_device_plugin.kubelet as kubelet_module
+    from lab02_device_plugin.commands import serve
+
+    repo = Path(__file__).resolve().parents[2]
+    examples = serve.DESCRIPTION.split("examples:")[1]
+    paths = re.findall(r"--(?:inventory|config)\s+(\S+)", examples)
+    assert len(paths) == 5 and all((repo / p).is_file() for p in paths), paths
+    assert "shared/" not in serve.DESCRIPTION
+    assert "shared/reference" not in kubelet_module.__doc__
+    assert "pkg/kubelet/cm/devicemanager/" in kubelet_module.__doc__

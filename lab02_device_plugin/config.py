@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -68,22 +69,25 @@ DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 _SHARED_NAME_RE = re.compile(r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb(\.me)?)$")
 
 # Keys the real plugin knows but this project does not act on, with their upstream defaults
-# (k8s-device-plugin v0.20.0, cmd/nvidia-device-plugin/main.go flag defaults). A value equal to the default changes
-# nothing, so only a different value is warned about; None (an empty YAML value) is the default.
-_IGNORED_FLAGS: dict[str, tuple[Any, ...]] = {
+# (k8s-device-plugin v0.20.0, cmd/nvidia-device-plugin/main.go flag defaults). A value equal
+# to the default changes nothing, so only a different value is warned about; None (an empty
+# YAML value) counts as the default.
+_IGNORED_FLAGS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
     "failOnInitError": (True,), "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
     "gdrcopyEnabled": (False,), "gdsEnabled": (False,), "mofedEnabled": (False,),
     "useNodeFeatureAPI": (False,), "deviceDiscoveryStrategy": ("auto",),
-}
-_IGNORED_PLUGIN_FLAGS: dict[str, tuple[Any, ...]] = {
+})
+_IGNORED_PLUGIN_FLAGS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
     "nvidiaCTKPath": ("/usr/bin/nvidia-ctk",), "containerDriverRoot": ("/driver-root",),
-}
-_GFD_DEFAULTS: dict[str, tuple[Any, ...]] = {
+})
+_GFD_DEFAULTS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
     "oneshot": (False,), "noTimestamp": (False,), "sleepInterval": ("60s",),
     "outputFile": ("/etc/kubernetes/node-feature-discovery/features.d/gfd",),
     "machineTypeFile": ("/sys/class/dmi/id/product_name",),
-}
-_IMEX_DEFAULTS: dict[str, tuple[Any, ...]] = {"channelIDs": ([],), "required": (False,)}
+})
+_IMEX_DEFAULTS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
+    "channelIDs": ([],), "required": (False,),
+})
 DEVICE_DISCOVERY_STRATEGIES = ("auto", "nvml", "tegra")
 
 
@@ -91,7 +95,7 @@ def _is_default(value: Any, defaults: tuple[Any, ...]) -> bool:
     return value is None or any(type(value) is type(d) and value == d for d in defaults)
 
 
-def _section_is_default(value: Any, defaults: dict[str, tuple[Any, ...]]) -> bool:
+def _section_is_default(value: Any, defaults: Mapping[str, tuple[Any, ...]]) -> bool:
     """True for an empty section or one whose known keys all hold their upstream default."""
     if value is None:
         return True

@@ -1055,8 +1055,9 @@ def _response_text(response: pb.ContainerAllocateResponse) -> str:
     return ", ".join(parts) or "(empty response)"
 
 
-#: Resource names without a domain that the API server accepts (core/v1 standard resources).
-_STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "storage", "pods")
+#: Resource names without a domain that the API server accepts for a container
+#: (``standardContainerResources`` in pkg/apis/core/helper; hugepages-<size> too).
+_STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 
 def _check_resource_name(resource: object, where: str) -> None:

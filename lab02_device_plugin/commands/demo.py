@@ -47,9 +47,10 @@ examples:
 """
 
 RESOURCE = "nvidia.com/gpu"
-#: Upper bounds of the options: 10000 replicas is a ListAndWatch message of about 0.6 MB
-#: (well under gRPC's 4 MiB); 1000 pods are 1000 Allocate calls, a few seconds.
-MAX_REPLICAS = 10_000
+#: Upper bounds of the options: 1000 replicas is a ListAndWatch message of about 60 kB (far
+#: under gRPC's 4 MiB) and far more than anyone time-slices one card into; 1000 pods are 1000
+#: GetPreferredAllocation + Allocate calls (about 10 s on a busy 2-core machine).
+MAX_REPLICAS = 1_000
 MAX_PODS = 1_000
 
 

@@ -69,6 +69,7 @@ import binascii
 import json
 import os
 import re
+import socket
 import stat
 import threading
 import time
@@ -407,6 +408,18 @@ class MockKubelet:
             self.plugin_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"plugin directory {self.plugin_dir}: cannot create it ({exc})") from exc
+        # Bind once ourselves first: an unusable directory (/proc, read-only) then gives one
+        # clean error instead of gRPC's C-core logging its own bind failure to stderr.
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe_path = self.plugin_dir / f".{os.getpid()}.s"  # no longer than kubelet.sock
+        try:
+            probe.bind(str(probe_path))
+        except OSError as exc:
+            raise InputError(f"plugin directory {self.plugin_dir}: cannot create a unix socket "
+                             f"in it ({exc.strerror}); expected a writable directory") from None
+        finally:
+            probe.close()
+        probe_path.unlink(missing_ok=True)
         removed = self._cleanup_plugin_directory()
         self._narrate(f"kubelet: device plugin directory {self.plugin_dir}: removed "
                       f"{len(removed)} socket(s)" + (f" ({', '.join(removed)})" if removed else ""))

@@ -182,3 +182,8 @@ def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
 def test_kubelet_admit_resource_names_are_validated(tmp_path, spec, message):
     line = one_error_line(cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), "--admit", spec))
     assert line.startswith(f"error: --admit {spec!r}: ") and message in line
+
+
+def test_kubelet_plugin_dir_without_write_access_is_one_line():
+    line = one_error_line(cli("kubelet", "--plugin-dir", "/proc", "--duration", "1"))
+    assert line.startswith("error: plugin directory /proc: cannot create a unix socket in it")

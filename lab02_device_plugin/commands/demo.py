@@ -10,7 +10,6 @@ demo ends with the caveat the lab teaches: allocation is not isolation.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import signal
 import stat
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab02_device_plugin.commands._args import whole_number
+from lab02_device_plugin.commands._output import print_line
 from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
@@ -236,20 +236,8 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt  # unwinds through run_demo's cleanup, as Ctrl-C does
 
 
-def _print_line(line: str) -> None:
-    """Print one narration line. When the reader has gone (``demo | head -1``), point stdout
-    at /dev/null so no later line (from any thread) fails again, and stop the demo from the
-    main thread (the CLI exits quietly); narration threads just drop the line."""
-    try:
-        print(line, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        if threading.current_thread() is threading.main_thread():
-            raise
-
-
 def run(args: argparse.Namespace) -> int:
-    say = (lambda line: None) if args.quiet else _print_line
+    say = (lambda line: None) if args.quiet else print_line
     # SIGTERM cleans up like Ctrl-C: sockets, checkpoint and the temporary directory go.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from lab02_device_plugin.commands._args import seconds
+from lab02_device_plugin.commands._output import print_line
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
 
@@ -91,7 +92,7 @@ def _load_pods(path: Path) -> list[Pod]:
 
 
 def _say(line: str) -> None:
-    print(line, flush=True)
+    print_line(line)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+from lab02_device_plugin.commands._output import print_line
 from lab02_device_plugin.config import MIG_STRATEGIES, load_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
@@ -184,7 +185,7 @@ def print_plan(plan, inventory: Inventory, out=None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
-    say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    say = (lambda line: None) if args.quiet else print_line
     if args.listing is not None and args.inventory is None:
         raise InputError("--listing: needs --inventory (it completes an nvidia-smi XML dump)")
     config = load_config(args.config)

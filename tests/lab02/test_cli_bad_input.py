@@ -171,6 +171,25 @@ def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
     assert proc.returncode == 0 and err == "" and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", ["kubelet", "serve"])
+def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(tmp_path, command):
+    argv = (["kubelet", "--plugin-dir", str(tmp_path), "--duration", "60"] if command == "kubelet"
+            else ["serve", "--socket-dir", str(tmp_path), "--kubelet-socket", "", "--inventory", INVENTORY])
+    proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", *argv], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=30)  # the next line hits the closed pipe: no need for a signal
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and err == ""
+    assert [p.name for p in tmp_path.iterdir() if p.is_socket()] == []
+
+
 # ----------------------------------------------------------------------- finding 13
 
 @pytest.mark.parametrize("spec, message", [

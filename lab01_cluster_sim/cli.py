@@ -5,15 +5,17 @@ status. Each subcommand lives in its own module under :mod:`lab01_cluster_sim.co
 and defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this
 module discovers them, so adding a command never touches this file.
 
-Exit status: 0 success; 1 bad input (:class:`~lab01_cluster_sim.errors.InputError`,
-printed as one line naming the input); 130 interrupted; 3 an internal error (a bug),
-printed with its traceback.
+Exit status: 0 success (also when the reader of stdout leaves early, as in ``... | head -1``:
+the command stops quietly); 1 bad input (:class:`~lab01_cluster_sim.errors.InputError`,
+or an option argparse rejects, printed as one line ``error: <option>: <what was
+expected>``); 130 interrupted; 3 an internal error (a bug), printed with its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import traceback
@@ -23,6 +25,21 @@ from lab01_cluster_sim import commands as _commands_pkg
 from lab01_cluster_sim.errors import InputError
 
 PROG = "python -m lab01_cluster_sim"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors are one line and exit 1.
+
+    argparse's own ``error`` prints the whole usage and exits 2; a user who typed
+    ``--seed -1`` needs only ``error: --seed: expected a seed, ...`` (the usage is one
+    ``--help`` away). Subparsers inherit the class (``add_subparsers`` uses ``type(self)``).
+    """
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # "argument --seed: expected ..." -> "--seed: expected ..."
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        self.exit(1, f"error: {message} (see {self.prog} --help)\n")
 
 
 def _discover_commands() -> list:
@@ -40,7 +57,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     """Build the argument parser; returns it and a map of command name -> module."""
     from lab01_cluster_sim import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description=(
             "Lab 01 of 'GPU Scheduling, Sharing & Virtualization': a discrete-event GPU cluster "
@@ -67,18 +84,34 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command and return its exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `... | head -1`: the reader left. Point stdout at /dev/null so the interpreter's
+        # final flush does not fail again, and stop quietly, as well-behaved filters do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
+        sys.stdout.flush()
         return 0
     if args.command == "help":
         if args.help_command:
             parser.parse_args([args.help_command, "--help"])
         parser.print_help()
+        sys.stdout.flush()
         return 0
     try:
-        return int(modules[args.command].run(args) or 0)
+        status = int(modules[args.command].run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler above
+        return status
+    except BrokenPipeError:
+        raise
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from lab01_cluster_sim.commands._options import seed
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.policies.base import policy_names
 from lab01_cluster_sim.replay import DEFAULT_INFLATION, PAPER_POLICIES, PolicySummary, compare, summarise
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default="42", help="seeds: 42, 42,43 or 42-51 (default: %(default)s)")
     parser.add_argument("--inflation", type=_inflation, default=DEFAULT_INFLATION,
                         help="arrived GPU request as a multiple of the cluster GPU capacity (default: %(default)s)")
-    parser.add_argument("--workload-seed", type=int, default=0,
+    parser.add_argument("--workload-seed", type=seed, default=0,
                         help="seed of the synthetic workload when no --trace is given (default: %(default)s)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     parser.add_argument("--plot", metavar="FILE", help="also save the allocation-vs-arrived figure (png, svg, pdf)")

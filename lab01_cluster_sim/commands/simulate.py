@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lab01_cluster_sim.commands._options import fraction, nonnegative_float, positive_float, positive_int, seed
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.scheduler import DISCIPLINES, MODES, adaptive_nodes_to_score
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="gang", choices=MODES, help="gang or naive placement (default %(default)s)")
     parser.add_argument("--discipline", default="fifo-skip",
                         help=f"queue discipline: {', '.join(sorted(DISCIPLINES))}, ... (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the workload and the policy (default %(default)s)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the workload and the policy (default %(default)s)")
     parser.add_argument("--jobs", type=int, default=2000, help="synthetic jobs (default %(default)s)")
     parser.add_argument("--nodes", type=int, default=100, help="synthetic nodes (default %(default)s)")
     parser.add_argument("--interarrival", type=float, default=None,

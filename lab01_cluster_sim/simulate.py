@@ -45,7 +45,7 @@ from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
 from lab01_cluster_sim.model import Job, JobRecord, JobState, Node
-from lab01_cluster_sim.policies.base import PlacementPolicy, get_policy
+from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, uses_target
 from lab01_cluster_sim.scheduler import (
     MODES,
     UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -128,7 +128,19 @@ class Simulation:
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
             raise InputError(f"seed: expected an integer, got {seed!r}")
         self.seed = int(seed)
-        self.policy = get_policy(policy) if isinstance(policy, str) else policy
+        jobs = list(jobs)
+        if isinstance(policy, str):
+            target = target_workload
+            if target is None and uses_target(policy):
+                # FGD scores against the target workload M; like the paper, build M from
+                # the workload being run (fgd-facts.md sec. 2).
+                from lab01_cluster_sim.fragmentation import TargetWorkload
+                if not jobs:
+                    raise InputError(f"policy {policy!r} needs a target workload, built from the jobs: got none")
+                target = TargetWorkload.from_jobs(jobs)
+            self.policy = make_policy(policy, target=target)
+        else:
+            self.policy = policy
         self.discipline = get_discipline(discipline) if isinstance(discipline, str) else discipline
         self.mode = mode
         self.state = ClusterState(nodes, tie_rank=tie_rank)
@@ -317,6 +329,9 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
             ``duration`` seconds once all its workers are bound (``inf``: never completes).
         policy: placement policy name (``first-fit``, ``best-fit``, ``worst-fit``,
             ``random``, ``dot-prod``, ``gpu-packing``, ``gpu-clustering``, ``fgd``) or object.
+            FGD by name scores against ``target_workload``, or when that is None against
+            the target workload built from ``jobs`` (as the paper builds it from the
+            original pod list, fgd-facts.md sec. 2).
         mode: ``"gang"`` (a multi-worker job starts all-or-nothing) or ``"naive"`` (workers
             bound one at a time, round-robin over jobs, partial allocations held).
         discipline: queue discipline name (``"fifo"``: strict head-of-line blocking;

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.policies.base import get_policy
+from lab01_cluster_sim.policies.base import check_policy_name
 from lab01_cluster_sim.scenarios import textbook_gang
 from lab01_cluster_sim.simulate import SimulationResult, simulate
 
@@ -63,7 +63,7 @@ def demo(workers: int = 8, gpus_per_worker: int = 1, duration: float = 100.0, po
         raise InputError(f"--gpus-per-worker {gpus_per_worker}: at most 3 (each node has 3 free GPUs)")
     if not duration > 0:
         raise InputError(f"--duration must be > 0 s, got {duration}")
-    get_policy(policy)  # validate early, with the list of known names
+    check_policy_name(policy)  # validate early, with the list of known names
     sc = textbook_gang(workers, gpus_per_worker, duration)
     naive = simulate(sc.nodes, sc.jobs, policy=policy, mode="naive")
     gang = simulate(sc.nodes, sc.jobs, policy=policy, mode="gang")

@@ -65,17 +65,45 @@ def _load_builtin_policies() -> None:
             importlib.import_module(f"{pkg.__name__}.{info.name}")
 
 
-def get_policy(name: str, **kwargs) -> PlacementPolicy:
-    """Instantiate the policy registered as ``name``.
+def check_policy_name(name: str) -> type:
+    """The class registered as ``name``.
 
     Raises:
-        InputError: unknown name (the message lists the known ones).
+        InputError: unknown name (the message lists the known ones, each of which works
+            with :func:`make_policy` and with ``simulate``/``replay`` by name).
     """
     _load_builtin_policies()
     try:
-        cls = POLICIES[name]
+        return POLICIES[name]
     except KeyError:
         raise InputError(f"unknown policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}") from None
+
+
+def uses_target(name: str) -> bool:
+    """True when the policy ``name`` needs the target workload (FGD).
+
+    Raises:
+        InputError: unknown name.
+    """
+    return bool(getattr(check_policy_name(name), "uses_target", False))
+
+
+def get_policy(name: str, **kwargs) -> PlacementPolicy:
+    """Instantiate the policy registered as ``name`` with ``kwargs``.
+
+    A policy that needs the target workload (FGD) needs ``target=``; prefer
+    :func:`make_policy`, or pass the name to ``simulate``/``replay``, which build the
+    target from the job list.
+
+    Raises:
+        InputError: unknown name (the message lists the known ones), or a target-based
+            policy without ``target``.
+    """
+    cls = check_policy_name(name)
+    if getattr(cls, "uses_target", False) and kwargs.get("target") is None:
+        raise InputError(f"policy {name!r} needs the target workload: use make_policy({name!r}, target=...) "
+                         "with a TargetWorkload, or pass the name to simulate()/replay(), which build it "
+                         "from the job list")
     return cls(**kwargs)
 
 
@@ -159,11 +187,7 @@ def make_policy(name: str, target=None) -> PlacementPolicy:
     Raises:
         InputError: unknown name, or a target-based policy without a target.
     """
-    _load_builtin_policies()
-    cls = POLICIES.get(name)
-    if cls is not None and getattr(cls, "uses_target", False):
-        if target is None:
-            raise InputError(f"policy {name!r} needs the target workload (the pod list it is tuned for)")
+    if uses_target(name):
         return get_policy(name, target=target)
     return get_policy(name)
 

@@ -89,7 +89,8 @@ def plan_arrivals(jobs: Sequence[Job], capacity_milli: int, inflation: float,
         The name-sorted originals and the :class:`ArrivalPlan` into them.
 
     Raises:
-        InputError: no pods, a non-positive inflation, or a gang job (the replay places pods).
+        InputError: no pods, a non-positive inflation, an inflation so small that no pod
+            arrives, or a gang job (the replay places pods).
     """
     if not jobs:
         raise InputError("replay: the pod list is empty")
@@ -121,6 +122,10 @@ def plan_arrivals(jobs: Sequence[Job], capacity_milli: int, inflation: float,
             total -= int(k_u[order[pos]])
             del order[pos]
             del tuned[pos]
+    if not order:
+        raise InputError(f"--inflation {inflation:g}: {inflation:g} x the cluster's {capacity_milli / 1000:g} GPUs "
+                         "is less than the GPU request of any pod, so no pod would arrive; expected a larger "
+                         "inflation")
     names = []
     copy_no = 0
     for idx, is_copy in zip(order, tuned):
@@ -180,8 +185,11 @@ def discretise(arrived_milli: np.ndarray, used_milli: np.ndarray, frag_milli: np
     count = np.bincount(arr, minlength=x_max + 1).astype(np.float64)
     sums = [np.bincount(arr, weights=w, minlength=x_max + 1) for w in (alloc, frag, ratio)]
     # fallback window [x-1, x+1] for empty columns
-    win_count = np.convolve(count, [1, 1, 1], mode="same")
-    win_sums = [np.convolve(s, [1, 1, 1], mode="same") for s in sums]
+    # (the full convolution sliced, not mode="same": that returns 3 values when there are
+    # fewer than 3 columns, e.g. an inflation below 2 %)
+    n = x_max + 1
+    win_count = np.convolve(count, [1, 1, 1])[1:n + 1]
+    win_sums = [np.convolve(s, [1, 1, 1])[1:n + 1] for s in sums]
     out = []
     for s, ws in zip(sums, win_sums):
         v = np.full(x_max + 1, np.nan)

@@ -75,3 +75,48 @@ def test_real_trace_pod_list_by_name(alibaba_csv, capsys):
     assert "openb_pod_list_multigpu50.csv" in captured.err
     (row,) = json.loads(captured.out)
     assert row["x_end"] == 100 and 80 < row["alloc_end"] <= 100
+
+
+def test_small_inflation_runs_and_missing_figures_are_null_not_nan(capsys):
+    # 0.01 x 243 GPUs = 2.43 GPUs arrive: one column (x = 0..1); alloc@100 never reached -> null,
+    # one seed -> sd null. Strict JSON: json.loads with parse_constant failing on NaN.
+    assert main(["compare", "--format", "json", "--policies", "best-fit", "--inflation", "0.01"]) == 0
+    captured = capsys.readouterr()
+
+    def no_nan(name):
+        raise AssertionError(f"bare {name} in JSON")
+
+    (row,) = json.loads(captured.out, parse_constant=no_nan)
+    assert row["alloc_100"] is None and row["alloc_end_sd"] is None and row["x_end"] == 1
+    assert "never reached 100 %" in captured.err
+
+
+def test_table_dash_for_missing_and_one_column_at_inflation_1(capsys):
+    assert main(["compare", "--quiet", "--policies", "best-fit", "--inflation", "0.5"]) == 0
+    head, _, row = capsys.readouterr().out.splitlines()
+    assert head.split()[:4] == ["policy", "alloc@100", "%", "alloc@50"]
+    assert row.split()[1] == "-" and "nan" not in row
+    assert main(["compare", "--quiet", "--policies", "best-fit", "--inflation", "1"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.count("alloc@100 %") == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--policies", "fgd,fgd"], "each policy once, got fgd"),
+    (["--seeds", "42,42"], "each seed once, got 42"),
+    (["--seeds", "1-101"], "at most 100 seeds"),
+    (["--node-list", "x.csv"], "--node-list needs --trace"),
+    (["--plot", "out.xyz"], "--plot out.xyz: expected a file name ending in one of"),
+    (["--plot", "/nonexistent/dir/a.png"], "folder /nonexistent/dir does not exist"),
+    (["--inflation", "0.001"], "from 0.01 to 10"),
+])
+def test_more_bad_input_is_rejected_before_any_run(argv, message, capsys):
+    # usage errors from argparse exit via SystemExit(1); InputErrors return 1
+    try:
+        status = main(["compare", *argv])
+    except SystemExit as exc:
+        status = exc.code
+    assert status == 1
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.err.count("\n") == 1
+    assert captured.out == ""  # nothing ran, nothing printed

@@ -12,9 +12,21 @@ negative request or an impossible shape raises
 :class:`~lab01_cluster_sim.errors.TraceFormatError` naming ``file:line:column`` (the header is
 line 1). Unknown extra columns are ignored.
 
-Conversions (as the FGD simulator's ``pod_csv_to_yaml.py`` does, fgd-facts.md sec. 1):
-``gpu_milli`` above 1000 becomes 1000; a CPU-only pod (``num_gpu`` 0) gets share 0 and no GPU
-model; ``gpu_spec`` is split on ``|`` with empty tokens dropped. For the timed mode (the paper's
+Files are UTF-8 text (a leading byte-order mark is accepted), comma-separated, with each
+column named once in the header.
+
+Bounds (so that no value overflows the int64 arithmetic of the fragmentation measure, and a
+typo is caught): a node has at most :data:`MAX_GPUS_PER_NODE` (16) GPUs (the openb nodes have
+at most 8; the largest common servers 8 or 16); a pod asks at most 16 GPUs; CPU at most
+:data:`MAX_CPU_MILLI` (10,000,000 milli-cores, 10,000 cores) and memory at most
+:data:`MAX_MEMORY_MIB` (2**30 MiB, 1 PiB) per node or pod.
+
+Deviation from the FGD simulator's ``pod_csv_to_yaml.py`` (fgd-facts.md sec. 1), which clamps
+``gpu_milli`` above 1000 to 1000 and zeroes the share of a pod with ``num_gpu`` 0: no row of
+the published pod lists needs either repair (checked on all 24 lists), so such a row is
+malformed input here and raises, naming file:line:column, instead of being silently
+changed. A CPU-only pod (``num_gpu`` 0, ``gpu_milli`` 0) gets no GPU model; ``gpu_spec``
+is split on ``|`` with empty tokens dropped. For the timed mode (the paper's
 replay ignores time): ``submit_time = creation_time`` and ``duration = deletion_time -
 scheduled_time``; a pod never scheduled in the trace (empty ``scheduled_time``, phase Pending)
 gets ``deletion_time - creation_time``, the time it stayed in the trace. Lists without times
@@ -38,6 +50,14 @@ NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 POD_TIME_COLUMNS = ("gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
 DEFAULT_NODE_LIST = "openb_node_list_gpu_node.csv"
+MAX_GPUS_PER_NODE = 16
+"""Most GPUs on one node (and asked by one pod) the loaders accept."""
+MAX_CPU_MILLI = 10_000_000
+"""Most CPU, milli-cores, of one node or pod the loaders accept (10,000 cores)."""
+MAX_MEMORY_MIB = 2**30
+"""Most memory, MiB, of one node or pod the loaders accept (1 PiB)."""
+_MAX = {"gpu": MAX_GPUS_PER_NODE, "num_gpu": MAX_GPUS_PER_NODE, "cpu_milli": MAX_CPU_MILLI,
+        "memory_mib": MAX_MEMORY_MIB, "gpu_milli": MILLI_PER_GPU}
 DEFAULT_POD_LIST = "openb_pod_list_default.csv"
 
 
@@ -88,27 +108,48 @@ class PodList:
 
 
 def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    if path.is_dir():
+        raise TraceFormatError(str(path), None, None, "is a folder; expected a CSV file")
     try:
-        handle = open(path, newline="", encoding="utf-8")
+        handle = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise TraceFormatError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from None
-    with handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            raise TraceFormatError(str(path), 1, None, f"empty file; expected a header with {', '.join(required)}")
-        header = [h.strip() for h in header]
-        for col in required:
-            if col not in header:
-                raise TraceFormatError(str(path), 1, col, f"missing column {col!r}; expected columns {', '.join(required)}")
-        rows = []
-        for line, values in enumerate(reader, start=2):
-            if not values:
-                continue
-            if len(values) != len(header):
-                raise TraceFormatError(str(path), line, None,
-                                       f"{len(values)} fields, expected {len(header)} as in the header")
-            rows.append((line, dict(zip(header, values))))
+    line = 1
+    try:
+        with handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None:
+                raise TraceFormatError(str(path), 1, None,
+                                       f"empty file; expected a header with {', '.join(required)}")
+            header = [h.strip() for h in header]
+            if len(header) == 1:
+                for sep, name in ((";", "semicolon"), ("\t", "tab"), ("|", "bar")):
+                    if sep in header[0]:
+                        raise TraceFormatError(str(path), 1, None,
+                                               f"the header is {name}-separated; expected a comma-separated CSV "
+                                               f"with columns {', '.join(required)}")
+            dup = sorted({h for h in header if header.count(h) > 1})
+            if dup:
+                raise TraceFormatError(str(path), 1, dup[0],
+                                       f"column {dup[0]!r} appears {header.count(dup[0])} times in the header; "
+                                       "expected each column once")
+            for col in required:
+                if col not in header:
+                    raise TraceFormatError(str(path), 1, col,
+                                           f"missing column {col!r}; expected columns {', '.join(required)}")
+            rows = []
+            for line, values in enumerate(reader, start=2):
+                if not values:
+                    continue
+                if len(values) != len(header):
+                    raise TraceFormatError(str(path), line, None,
+                                           f"{len(values)} fields, expected {len(header)} as in the header")
+                rows.append((line, dict(zip(header, values))))
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(str(path), None, None,
+                               f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} of a "
+                               f"read block, after line {line}); expected a UTF-8 CSV file") from None
     return header, rows
 
 
@@ -126,6 +167,8 @@ def _int(path: Path, line: int, row: dict[str, str], col: str) -> int:
         value = int(as_float)
     if value < 0:
         raise TraceFormatError(str(path), line, col, f"expected a non-negative integer, got {value}")
+    if col in _MAX and value > _MAX[col]:
+        raise TraceFormatError(str(path), line, col, f"expected an integer from 0 to {_MAX[col]:,}, got {text}")
     return value
 
 
@@ -146,8 +189,10 @@ def load_nodes(path: str | Path) -> list[Node]:
     """Nodes of an openb node list, in file order (``name`` = ``sn``, ``gpu_model`` = ``model``).
 
     Raises:
-        TraceFormatError: unreadable file, missing column, non-numeric or negative value,
-            GPUs without a model, or a duplicate node name (naming file:line:column).
+        TraceFormatError: unreadable or non-UTF-8 file, not comma-separated, missing or
+            duplicated column, non-numeric, negative or out-of-bound value (more than
+            :data:`MAX_GPUS_PER_NODE` GPUs...), GPUs without a model, or a duplicate node
+            name (naming file:line:column).
     """
     path = Path(path)
     _, rows = _read(path, NODE_COLUMNS)
@@ -174,8 +219,10 @@ def load_pods(path: str | Path) -> PodList:
     """Pods of an openb pod list (any variant), validated in full before returning.
 
     Raises:
-        TraceFormatError: unreadable file, missing column, non-numeric or negative value, a
-            multi-GPU pod asking for a fractional share, a GPU pod with share 0, or a
+        TraceFormatError: unreadable or non-UTF-8 file, not comma-separated, missing or
+            duplicated column, non-numeric, negative or out-of-bound value (see the module
+            docstring; ``gpu_milli`` above 1000 included), a multi-GPU pod asking for a
+            fractional share, a GPU pod with share 0, a CPU-only pod with a share, or a
             duplicate pod name (naming file:line:column).
     """
     path = Path(path)
@@ -196,9 +243,10 @@ def load_pods(path: str | Path) -> PodList:
         cpu, mem, k, milli = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli"))
         models: tuple[str, ...] = ()
         if k == 0:
-            milli = 0
+            if milli != 0:
+                raise TraceFormatError(str(path), line, "gpu_milli",
+                                       f"a pod with num_gpu 0 must have gpu_milli 0, got {milli}")
         else:
-            milli = min(milli, MILLI_PER_GPU)
             if milli == 0:
                 raise TraceFormatError(str(path), line, "gpu_milli", f"a pod with {k} GPUs needs gpu_milli in 1..1000, got 0")
             if k > 1 and milli != MILLI_PER_GPU:
@@ -239,6 +287,11 @@ def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:
         InputError: no such file (the message lists the pod lists found in ``folder``).
     """
     folder = Path(folder)
+    if name is not None:
+        for c in (Path(name), folder / name):
+            if c.is_dir():
+                raise InputError(f"pod list {name!r}: {c} is a folder; expected a pod list name such as "
+                                 "'default' or 'gpushare40', or a CSV file")
     candidates = []
     if name is None:
         candidates.append(folder / DEFAULT_POD_LIST)
@@ -248,7 +301,7 @@ def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:
         if c.is_file():
             return c
     known = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv") for p in folder.glob("openb_pod_list_*.csv"))
-    raise InputError(f"pod list {name or 'default'!r} not found in {folder}; expected one of: "
+    raise InputError(f"pod list {name or 'default'!r} not found in {folder}; expected a CSV file or one of: "
                      f"{', '.join(known) if known else '(no openb_pod_list_*.csv there)'}")
 
 

@@ -25,7 +25,7 @@ def test_pod_list_fields_and_times(tmp_path):
                   + "p0,12000,16384,1,1000,,LS,Running,100,700,110\n"
                   + "p1,6000,12288,1,460,V100M16|V100M32,BE,Pending,200,900,\n"
                   + "p2,4000,8192,0,0,,LS,Succeeded,0,50,0\n"
-                  + "p3,8000,8192,2,1200,,LS,Failed,5,5,5\n")
+                  + "p3,8000,8192,2,1000,,LS,Failed,5,5,5\n")
     pods = load_pods(path)
     p0, p1, p2, p3 = pods.jobs
     # p0: submit = creation 100, duration = deletion - scheduled = 700 - 110 = 590
@@ -33,7 +33,7 @@ def test_pod_list_fields_and_times(tmp_path):
     # p1 never scheduled: duration = deletion - creation = 900 - 200 = 700; models split on "|"
     assert (p1.duration, p1.gpu_milli, p1.gpu_models) == (700, 460, ("V100M16", "V100M32"))
     assert math.isnan(pods.scheduled_time[1])
-    # p2 is CPU-only; p3's 1200 milli per GPU is capped at 1000 (as pod_csv_to_yaml.py does)
+    # p2 is CPU-only; p3 asks 2 whole GPUs
     assert (p2.gpus_per_worker, p2.gpu_milli, p2.gpu_models) == (0, 0, ())
     assert (p3.gpus_per_worker, p3.gpu_milli) == (2, 1000)
     assert pods.qos == ("LS", "BE", "LS", "LS") and pods.phase[1] == "Pending"
@@ -126,7 +126,7 @@ def test_resolve_pod_list_by_short_name_and_listing(tmp_path):
     assert resolve_pod_list(tmp_path).name == "openb_pod_list_default.csv"
     assert resolve_pod_list(tmp_path, "gpushare40").name == "openb_pod_list_gpushare40.csv"
     assert resolve_pod_list(tmp_path, "openb_pod_list_gpushare40.csv").name == "openb_pod_list_gpushare40.csv"
-    with pytest.raises(InputError, match="expected one of: default, gpushare40"):
+    with pytest.raises(InputError, match="expected a CSV file or one of: default, gpushare40"):
         resolve_pod_list(tmp_path, "cpu999")
 
 
@@ -160,3 +160,54 @@ def test_all_node_list_has_cpu_only_nodes(alibaba_csv):
     # 1523 nodes, 310 of them CPU-only, 6212 GPUs (SOURCE.md)
     nodes = load_nodes(alibaba_csv / "openb_node_list_all_node.csv")
     assert (len(nodes), sum(n.gpu_count == 0 for n in nodes), sum(n.gpu_count for n in nodes)) == (1523, 310, 6212)
+
+
+@pytest.mark.parametrize("row, column, message", [
+    # pod_csv_to_yaml.py would clamp 1500 -> 1000 and zero the 500; no published row needs it,
+    # so here they are errors (see the module docstring)
+    ("p0,1000,1024,1,1500,,LS,Running,0,10,0", "gpu_milli", "expected an integer from 0 to 1,000, got 1500"),
+    ("p0,1000,1024,0,500,,LS,Running,0,10,0", "gpu_milli", "num_gpu 0 must have gpu_milli 0, got 500"),
+    ("p0,1000,1024,99999999999999999999,1000,,LS,Running,0,10,0", "num_gpu", "from 0 to 16"),
+    ("p0,99999999999,1024,1,1000,,LS,Running,0,10,0", "cpu_milli", "from 0 to 10,000,000"),
+])
+def test_out_of_range_pod_values_name_file_line_column(tmp_path, row, column, message):
+    path = _write(tmp_path, "pods.csv", POD_HEADER + row + "\n")
+    with pytest.raises(TraceFormatError, match=message) as exc:
+        load_pods(path)
+    assert str(exc.value).startswith(f"{path}:2:{column}: ")
+
+
+def test_node_with_more_than_16_gpus_is_rejected(tmp_path):
+    path = _write(tmp_path, "nodes.csv", NODE_HEADER + "n0,1000,1024,99,A100\n")
+    with pytest.raises(TraceFormatError, match=f"{path}:2:gpu: expected an integer from 0 to 16, got 99"):
+        load_nodes(path)
+
+
+def test_non_utf8_file_is_one_clear_error(tmp_path):
+    path = tmp_path / "pods.csv"
+    path.write_bytes((POD_HEADER + "p\xe9,1000,1024,1,1000,,LS,Running,0,10,0\n").encode("latin-1"))
+    with pytest.raises(TraceFormatError, match="not UTF-8 text .*expected a UTF-8 CSV file") as exc:
+        load_pods(path)
+    assert str(exc.value).startswith(str(path))
+
+
+def test_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "pods.csv"
+    path.write_bytes((POD_HEADER + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n").encode("utf-8-sig"))
+    assert load_pods(path).jobs[0].job_id == "p0"
+
+
+def test_semicolon_file_and_duplicate_header_are_named(tmp_path):
+    path = _write(tmp_path, "pods.csv", POD_HEADER.replace(",", ";") + "p0;1000;1024;1;1000;;LS;Running;0;10;0\n")
+    with pytest.raises(TraceFormatError, match=r"pods.csv:1: the header is semicolon-separated; expected a comma"):
+        load_pods(path)
+    path = _write(tmp_path, "pods2.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_milli\n"
+                  "p0,1000,1024,1,1000,1000\n")
+    with pytest.raises(TraceFormatError, match=r"pods2.csv:1:gpu_milli: column 'gpu_milli' appears 2 times"):
+        load_pods(path)
+
+
+def test_pod_list_that_is_a_folder(tmp_path):
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(InputError, match="is a folder; expected a pod list name"):
+        resolve_pod_list(tmp_path, str(tmp_path / "sub"))

@@ -40,7 +40,9 @@ class NodePool:
         pull_mib_per_s: image pull bandwidth, MiB/s (default 128 MiB/s, about 1 Gb/s).
 
     Raises:
-        InputError: an unknown policy or capacity type, negative times, no instance types.
+        InputError: an unknown policy or capacity type, negative or NaN times, no instance
+            types, an ``expire_after_s`` not longer than the ready delay (the node would
+            expire before it could run anything).
     """
 
     name: str
@@ -66,11 +68,21 @@ class NodePool:
                              f"got {self.consolidation_policy!r}")
         if self.capacity_type not in CAPACITY_TYPES:
             raise InputError(f"{where}: capacity type must be one of {', '.join(CAPACITY_TYPES)}, got {self.capacity_type!r}")
-        for attr in ("limit_gpus", "consolidate_after_s", "expire_after_s", "boot_delay_s", "registration_delay_s"):
-            if getattr(self, attr) < 0:
-                raise InputError(f"{where}: {attr} must be >= 0, got {getattr(self, attr)}")
-        if self.timeslice_replicas < 1 or not self.pull_mib_per_s > 0:
-            raise InputError(f"{where}: timeslice_replicas must be >= 1 and pull_mib_per_s > 0")
+        for attr in ("limit_gpus", "consolidate_after_s", "expire_after_s"):
+            if not getattr(self, attr) >= 0:   # also rejects NaN
+                raise InputError(f"{where}: {attr} must be >= 0 (inf = none), got {getattr(self, attr)}")
+        for attr in ("boot_delay_s", "registration_delay_s"):
+            value = getattr(self, attr)
+            if not (value >= 0 and math.isfinite(value)):
+                raise InputError(f"{where}: {attr} must be a finite number >= 0, got {value}")
+        if self.timeslice_replicas < 1 or not (self.pull_mib_per_s > 0 and math.isfinite(self.pull_mib_per_s)):
+            raise InputError(f"{where}: timeslice_replicas must be >= 1 and pull_mib_per_s finite and > 0")
+        if self.expire_after_s <= self.ready_delay_s:
+            # every node would expire before (or as) it becomes schedulable: the pool would
+            # launch replacement after replacement and never run a pod
+            raise InputError(f"{where}: expire_after_s must exceed boot_delay_s + registration_delay_s = "
+                             f"{self.ready_delay_s:g} s (nodes would expire before they are ready), "
+                             f"got {self.expire_after_s:g}")
 
     @property
     def ready_delay_s(self) -> float:

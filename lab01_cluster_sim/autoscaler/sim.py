@@ -71,8 +71,10 @@ class Pod:
     image_gib: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.gpus < 0 or self.duration_s < 0 or self.submit_s < 0 or self.image_gib < 0:
-            raise InputError(f"pod {self.name!r}: gpus, duration_s, submit_s and image_gib must be >= 0")
+        for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib"):
+            value = getattr(self, attr)
+            if not (value >= 0 and math.isfinite(value)):   # also rejects NaN
+                raise InputError(f"pod {self.name!r}: {attr} must be a finite number >= 0, got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,12 @@ class AutoscalerResult:
         }
 
 
+MAX_EVENTS = 200_000
+"""Default bound on events per run (the 60-pod burst scenario handles a few hundred)."""
+
+MAX_NODES = 1000
+"""Default bound on nodes launched per run (the 60-pod burst scenario launches a few dozen)."""
+
 # event priorities at one instant: node changes, finishes, arrivals, timers
 _NODE, _FINISH, _ARRIVE, _TIMER = 0, 1, 2, 3
 
@@ -224,18 +232,40 @@ class AutoscalerSim:
         rng: seeded generator for random interruptions.
         horizon_s: keep nodes (and their cost) at least until this time.
         until_s: stop processing events after this time (a bound for scenarios that
-            never settle, e.g. pods longer than ``expireAfter``).
+            never settle, e.g. pods longer than ``expireAfter``); > 0.
+        max_events: stop with an error after this many events (a bound for scenarios
+            that churn without advancing time much, e.g. an absurd spot interruption rate).
+        max_nodes: stop with an error when the NodePools would launch more nodes than this
+            over the run (the same bound on churn; each event's cost grows with the nodes).
 
     Raises:
-        InputError: duplicate pod or node names; a pod that no instance type of any pool
-            could ever hold is *not* an error: it stays pending (reported).
+        InputError: duplicate pod or node names; a negative or NaN rate, horizon, budget
+            or ``until_s``; from :meth:`run`, more than ``max_events`` events or
+            ``max_nodes`` launches. A pod that
+            no instance type of any pool could ever hold is *not* an error: it stays
+            pending (reported).
     """
 
     def __init__(self, pods: Sequence[Pod], nodepools: Sequence[NodePool] = (),
                  static_nodes: Sequence[StaticNode] = (), *, min_available: Mapping[str, int] | None = None,
                  spot_interruptions: Sequence[tuple[float, str]] = (),
                  spot_interruption_rate_per_hour: float = 0.0, rng: np.random.Generator | None = None,
-                 horizon_s: float = 0.0, until_s: float = math.inf) -> None:
+                 horizon_s: float = 0.0, until_s: float = math.inf, max_events: int = MAX_EVENTS,
+                 max_nodes: int = MAX_NODES) -> None:
+        if not (spot_interruption_rate_per_hour >= 0 and math.isfinite(spot_interruption_rate_per_hour)):
+            raise InputError(f"spot_interruption_rate_per_hour must be a finite number >= 0, "
+                             f"got {spot_interruption_rate_per_hour}")
+        if not (horizon_s >= 0 and math.isfinite(horizon_s)):
+            raise InputError(f"horizon_s must be a finite number >= 0, got {horizon_s}")
+        if not until_s > 0:
+            raise InputError(f"until_s must be > 0 (inf = no bound), got {until_s}")
+        if max_events < 1 or max_nodes < 1:
+            raise InputError(f"max_events and max_nodes must be >= 1, got {max_events} and {max_nodes}")
+        self.max_nodes = max_nodes
+        for workload, count in (min_available or {}).items():
+            if count < 0:
+                raise InputError(f"min_available[{workload!r}] must be >= 0, got {count}")
+        self.max_events = max_events
         names = [p.name for p in pods]
         if len(set(names)) != len(names):
             raise InputError("pod names must be unique")
@@ -276,11 +306,20 @@ class AutoscalerSim:
         """Run until no event is left; return the result."""
         for t, name in self._planned_spot:
             self._push(t, _NODE, ("spot-notice", name))
+        handled = 0
         while self._events and self._events[0][0] <= self.until:
             t = self._events[0][0]
             self.now = t
             while self._events and self._events[0][0] == t:
                 _, _, _, ev = heapq.heappop(self._events)
+                handled += 1
+                if handled > self.max_events:
+                    launched = sum(1 for n in self.nodes.values() if n.pool is not None)
+                    raise InputError(
+                        f"the autoscaler simulation handled {self.max_events} events and reached only "
+                        f"t = {t:.6g} s ({launched} nodes launched): the scenario churns (spot interruption "
+                        f"rate {self.rate:g}/node-hour, expireAfter, pods longer than node lifetimes); "
+                        f"lower the rate, lengthen expireAfter or set a shorter until_s")
                 getattr(self, "_on_" + ev[0].replace("-", "_"))(*ev[1:])
             self._schedule()
             self._provision()
@@ -501,6 +540,12 @@ class AutoscalerSim:
         if best is None:
             return None
         _, _, pool, it = best
+        if self._counter >= self.max_nodes:
+            raise InputError(
+                f"the autoscaler would launch more than {self.max_nodes} nodes (by t = {self.now:.6g} s): the "
+                f"scenario churns (spot interruption rate {self.rate:g}/node-hour, expireAfter shorter than the "
+                f"pods) or is very large; lower the rate, lengthen expireAfter, set a shorter until_s or raise "
+                f"max_nodes")
         self._counter += 1
         node = SimNode(f"{pool.name}-{self._counter:04d}", it.gpu_model, it.gpus * pool.timeslice_replicas, it.gpus,
                        it.cpu_milli, it.memory_mib, it.price(pool.capacity_type), self.now,

@@ -122,3 +122,60 @@ def test_catalogue_has_date_and_yaml_override(tmp_path):
     with pytest.raises(InputError, match="consolidationPolicy"):
         NodePool("p", one_gpu_types(), consolidation_policy="Sometimes")
     assert MINI_LAB_IMAGE
+
+
+# -- bounded runs and rejected values (tester's findings) ------------------------------------
+
+@pytest.mark.parametrize("expire", [0.0, 1.0, 75.0])
+def test_expire_after_not_longer_than_ready_delay_is_rejected(expire):
+    # 60 s boot + 15 s registration = 75 s: a node expiring at or before 75 s never runs a pod
+    with pytest.raises(InputError, match="expire_after_s must exceed .* = 75 s"):
+        NodePool("p", one_gpu_types(), expire_after_s=expire)
+    NodePool("p", one_gpu_types(), expire_after_s=76.0)   # one second of usefulness is allowed
+
+
+@pytest.mark.parametrize("attr", ["boot_delay_s", "registration_delay_s", "consolidate_after_s",
+                                  "expire_after_s", "limit_gpus", "pull_mib_per_s"])
+def test_nodepool_rejects_nan(attr):
+    with pytest.raises(InputError, match=attr):
+        NodePool("p", one_gpu_types(), **{attr: float("nan")})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"duration_s": float("nan")}, "duration_s"), ({"duration_s": float("inf")}, "duration_s"),
+    ({"submit_s": -1.0}, "submit_s"), ({"image_gib": float("nan")}, "image_gib"),
+])
+def test_pod_rejects_nan_and_negative(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        Pod("p", **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"until_s": 0.0}, "until_s"), ({"until_s": float("nan")}, "until_s"),
+    ({"spot_interruption_rate_per_hour": -1.0}, "spot_interruption_rate"),
+    ({"spot_interruption_rate_per_hour": float("nan")}, "spot_interruption_rate"),
+    ({"min_available": {"w": -1}}, r"min_available\['w'\]"),
+])
+def test_simulation_rejects_bad_bounds(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        simulate_autoscaler([Pod("p")], [NodePool("p", one_gpu_types())], **kwargs)
+
+
+def test_until_is_honoured_when_pods_outlive_nodes():
+    # expireAfter 100 s, ready after 75 s, pods of 600 s: every node expires 25 s into its pod,
+    # which restarts on a new node; the run stops at until_s = 1000 instead of never settling.
+    pool = NodePool("p", one_gpu_types(), expire_after_s=100.0)
+    r = simulate_autoscaler([Pod("a", 1, 600.0)], [pool], until_s=1000.0)
+    assert r.end_s <= 1000 and r.pods["a"].finished_s is None
+    # launches at 0, 100, 200, ..., 1000 (each at the previous one's expiry): 11 nodes
+    assert len(r.nodes) == 11 and r.pods["a"].disruptions == 10
+
+
+def test_spot_churn_stops_with_a_clear_error():
+    # an interruption rate of 1e9 per node-hour kills every node within microseconds: each
+    # pod relaunches forever; the run stops once max_nodes nodes have been launched
+    pool = NodePool("p", one_gpu_types(), capacity_type="spot")
+    with pytest.raises(InputError, match="would launch more than 20 nodes"):
+        simulate_autoscaler([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_nodes=20)
+    with pytest.raises(InputError, match="handled 50 events"):
+        simulate_autoscaler([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_events=50)

@@ -30,6 +30,7 @@ advertises (extended resources) and, through the jobs' run times, the contention
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -51,7 +52,7 @@ class TimeSlicingParams:
     switch_us: float = 50.0
 
     def __post_init__(self) -> None:
-        if self.slice_ms <= 0 or self.switch_us < 0:
+        if not (0 < self.slice_ms < math.inf and 0 <= self.switch_us < math.inf):   # also rejects NaN
             raise InputError(f"time-slicing: slice_ms must be > 0 and switch_us >= 0, "
                              f"got {self.slice_ms}, {self.switch_us}")
 
@@ -101,7 +102,7 @@ class MpsClient:
     memory_limit_mib: int
 
     def __post_init__(self) -> None:
-        if not 0 < self.active_thread_pct <= 100 or self.memory_limit_mib < 0:
+        if not (0 < self.active_thread_pct <= 100 and 0 <= self.memory_limit_mib < math.inf):
             raise InputError(f"MPS client: active_thread_pct must be in (0, 100] and memory >= 0, "
                              f"got {self.active_thread_pct}, {self.memory_limit_mib}")
 
@@ -274,8 +275,13 @@ def smallest_profile(gpu: str, memory_gb: float, compute_fraction: float,
         allowed: profiles to choose from (e.g. those a layout offers); default all.
 
     Raises:
-        InputError: no profile is big enough.
+        InputError: ``memory_gb`` not a finite number > 0, ``compute_fraction`` outside
+            (0, 1] (NaN included), or no profile is big enough.
     """
+    if not 0 < memory_gb < math.inf:
+        raise InputError(f"MIG request: memory_gb must be a finite number > 0, got {memory_gb}")
+    if not 0 < compute_fraction <= 1:
+        raise InputError(f"MIG request: compute_fraction must be in (0, 1], got {compute_fraction}")
     table = MIG_PROFILES.get(gpu)
     if table is None:
         raise InputError(f"unknown MIG-capable GPU {gpu!r}; expected one of: {', '.join(MIG_PROFILES)}")
@@ -367,7 +373,20 @@ class MigGpu:
 
 @dataclass(frozen=True)
 class SharingRow:
-    """How ``k`` identical small jobs fare on one GPU under one mode."""
+    """How ``k`` identical small jobs fare on one GPU under one mode.
+
+    Attributes:
+        mode: ``exclusive``, ``time-slicing``, ``mps`` or ``mig (<profile>)``.
+        advertised: extended resources the node advertises for the GPU.
+        jobs_on_gpu: jobs the scheduler binds to the GPU (it sees only the integers).
+        slowdown: run-time factor of a job that runs, against a whole GPU.
+        memory_isolated: whether one job's memory use can starve another's.
+        memory_waste: share of the memory granted but not asked for.
+        jobs_failed: bound jobs that fail for lack of memory: with time-slicing, those
+            beyond what the GPU's memory holds (out-of-memory, no isolation); with MPS,
+            every job whose need exceeds its per-client memory limit.
+        note: why jobs fail, empty when none does.
+    """
 
     mode: str
     advertised: dict[str, int]
@@ -375,6 +394,8 @@ class SharingRow:
     slowdown: float
     memory_isolated: bool
     memory_waste: float
+    jobs_failed: int = 0
+    note: str = ""
 
 
 def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs: int = 4,
@@ -387,14 +408,41 @@ def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs:
     uses its whole share (compute-bound): time-slicing by :func:`timeslice_slowdown`;
     MPS at ``100 / jobs`` percent each; MIG on the smallest profile covering the job,
     as many as the GPU holds.
+
+    Memory: time-slicing gives no isolation, so once the jobs' memory adds up to more
+    than the GPU's, the jobs beyond ``floor(gpu_memory_gb / job_memory_gb)`` fail
+    out-of-memory (which ones is a race; the count is what matters). MPS limits each
+    client to ``gpu_memory_gb / jobs``: a job needing more fails (all of them, as they
+    are identical). Both are reported in :attr:`SharingRow.jobs_failed`.
+
+    Raises:
+        InputError: ``jobs`` < 1, ``gpu_memory_gb`` or ``job_memory_gb`` not a finite
+            number > 0, ``job_compute`` outside (0, 1]; a job bigger than the whole GPU.
     """
+    if jobs < 1:
+        raise InputError(f"jobs must be >= 1, got {jobs}")
+    for name, value in (("gpu_memory_gb", gpu_memory_gb), ("job_memory_gb", job_memory_gb)):
+        if not 0 < value < math.inf:
+            raise InputError(f"{name} must be a finite number > 0, got {value}")
+    if not 0 < job_compute <= 1:
+        raise InputError(f"job_compute must be in (0, 1], got {job_compute}")
+    if job_memory_gb > gpu_memory_gb:
+        raise InputError(f"job_memory_gb {job_memory_gb:g} exceeds the GPU's {gpu_memory_gb:g} GB")
     rows = [SharingRow("exclusive", {"nvidia.com/gpu": 1}, 1, 1.0, True, 0.0)]
+    fit_in_memory = int(gpu_memory_gb // job_memory_gb)
+    oom = max(0, jobs - fit_in_memory)
     rows.append(SharingRow("time-slicing", timeslice_resources(1, jobs), jobs,
-                           timeslice_slowdown(jobs, params), False, 0.0))
+                           timeslice_slowdown(jobs, params), False, 0.0, oom,
+                           f"out of memory: {jobs} x {job_memory_gb:g} GB > {gpu_memory_gb:g} GB, only "
+                           f"{fit_in_memory} fit" if oom else ""))
     clients = mps_replicas(int(gpu_memory_gb * 1024), jobs)
     speed = mps_speeds(clients)[0]
+    limit_gb = clients[0].memory_limit_mib / 1024
+    mps_failed = jobs if job_memory_gb > limit_gb else 0
     rows.append(SharingRow("mps", {"nvidia.com/gpu": jobs}, jobs, max(1.0, job_compute / speed) if speed else 0.0,
-                           True, max(0.0, 1 - job_memory_gb * jobs / gpu_memory_gb)))
+                           True, max(0.0, 1 - job_memory_gb * jobs / gpu_memory_gb), mps_failed,
+                           f"per-client memory limit {limit_gb:.3g} GB < {job_memory_gb:g} GB needed"
+                           if mps_failed else ""))
     prof = smallest_profile(gpu, job_memory_gb, job_compute)
     fit = 0
     for k in range(prof.max_count, 0, -1):

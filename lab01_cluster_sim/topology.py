@@ -45,14 +45,14 @@ class TopologyParams:
     """Bandwidths of the two link classes, GB/s per GPU.
 
     Raises:
-        InputError: a non-positive bandwidth.
+        InputError: a bandwidth that is not a finite number > 0 (NaN included).
     """
 
     intra_island_gbps: float = NVLINK_H100_GBPS
     inter_island_gbps: float = INFINIBAND_NDR_GBPS
 
     def __post_init__(self) -> None:
-        if not (self.intra_island_gbps > 0 and self.inter_island_gbps > 0):
+        if not (0 < self.intra_island_gbps < math.inf and 0 < self.inter_island_gbps < math.inf):
             raise InputError(f"bandwidths must be > 0 GB/s, got intra={self.intra_island_gbps}, "
                              f"inter={self.inter_island_gbps}")
 
@@ -182,8 +182,8 @@ class TopologyAware:
     def __init__(self, nodes: Sequence[Node], max_wait_s: float = 0.0,
                  comm_fraction: Mapping[str, float] | None = None, default_comm_fraction: float = 0.2,
                  params: TopologyParams = TopologyParams()) -> None:
-        if max_wait_s < 0:
-            raise InputError(f"max_wait_s must be >= 0, got {max_wait_s}")
+        if not max_wait_s >= 0:   # also rejects NaN (inf = wait without bound)
+            raise InputError(f"max_wait_s must be >= 0 (inf = no bound), got {max_wait_s}")
         self.islands = island_ids(nodes)
         self.max_wait_s = max_wait_s
         self.comm_fraction = dict(comm_fraction or {})

@@ -39,26 +39,32 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lab01_cluster_sim.autoscaler.nodepool import CONSOLIDATION_POLICIES
+    from lab01_cluster_sim.autoscaler.sim import MAX_NODES
+    from lab01_cluster_sim.commands._options import (nonnegative_float, nonnegative_int, positive_float,
+                                                     positive_int, seed)
 
     parser.add_argument("--scenario", default="mini-lab", choices=("mini-lab", "burst"), help="default %(default)s")
-    parser.add_argument("--pods", type=int, default=None, help="pods (default: 5 for mini-lab, 60 for burst)")
-    parser.add_argument("--replicas", type=int, default=4, help="mini-lab: time-slicing replicas of the static GPU")
-    parser.add_argument("--duration", type=float, default=600.0, help="mini-lab: pod run time, s (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="burst: seed (default %(default)s)")
+    parser.add_argument("--pods", type=positive_int(max_value=100_000), default=None, help="pods (default: 5 for mini-lab, 60 for burst)")
+    parser.add_argument("--replicas", type=positive_int(max_value=1000), default=4, help="mini-lab: time-slicing replicas of the static GPU")
+    parser.add_argument("--duration", type=nonnegative_float(), default=600.0, help="mini-lab: pod run time, s (default %(default)s)")
+    parser.add_argument("--seed", type=seed, default=0, help="burst: seed (default %(default)s)")
     parser.add_argument("--catalogue", metavar="FILE", help="YAML list of instance types (default: built-in catalogue)")
-    parser.add_argument("--boot", type=float, default=60.0, help="boot delay, s (default %(default)s)")
-    parser.add_argument("--registration", type=float, default=15.0,
+    parser.add_argument("--boot", type=nonnegative_float(), default=60.0, help="boot delay, s (default %(default)s)")
+    parser.add_argument("--registration", type=nonnegative_float(), default=15.0,
                         help="device plugin registration delay, s (default %(default)s)")
-    parser.add_argument("--pull-mib-per-s", type=float, default=128.0, help="image pull bandwidth (default %(default)s)")
+    parser.add_argument("--pull-mib-per-s", type=positive_float(), default=128.0, help="image pull bandwidth (default %(default)s)")
     parser.add_argument("--prepull", action="store_true", help="images pre-pulled on new nodes (DaemonSet / baked image)")
     parser.add_argument("--consolidation", default="WhenEmpty", choices=CONSOLIDATION_POLICIES)
-    parser.add_argument("--consolidate-after", type=float, default=30.0, help="consolidateAfter, s (default %(default)s)")
-    parser.add_argument("--expire-after", type=float, default=math.inf, help="expireAfter, s (default: never)")
-    parser.add_argument("--limit-gpus", type=float, default=math.inf, help="NodePool limit on GPUs (default: none)")
+    parser.add_argument("--consolidate-after", type=nonnegative_float(), default=30.0, help="consolidateAfter, s (default %(default)s)")
+    parser.add_argument("--expire-after", type=positive_float(), default=math.inf,
+                        help="expireAfter, s; must exceed --boot + --registration (default: never)")
+    parser.add_argument("--limit-gpus", type=nonnegative_float(), default=math.inf, help="NodePool limit on GPUs (default: none)")
     parser.add_argument("--spot", action="store_true", help="launch spot capacity")
-    parser.add_argument("--spot-rate", type=float, default=0.0, help="spot interruptions per node-hour (default 0)")
-    parser.add_argument("--min-available", type=int, default=0, help="pods per workload kept running on voluntary disruption")
-    parser.add_argument("--until", type=float, default=7 * 86400.0, help="stop after this simulated time, s (default 7 days)")
+    parser.add_argument("--spot-rate", type=nonnegative_float(max_value=3600.0), default=0.0, help="spot interruptions per node-hour (default 0)")
+    parser.add_argument("--min-available", type=nonnegative_int(), default=0, help="pods per workload kept running on voluntary disruption")
+    parser.add_argument("--until", type=positive_float(), default=7 * 86400.0, help="stop after this simulated time, s (default 7 days)")
+    parser.add_argument("--max-nodes", type=positive_int(max_value=100_000), default=MAX_NODES,
+                        help="stop with an error if more nodes than this would be launched (default %(default)s)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     parser.add_argument("--plot", metavar="FILE", help="save the nodes/pending/cost figure")
 
@@ -72,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
     from lab01_cluster_sim.sweep import format_rows
 
+    if args.plot:
+        from lab01_cluster_sim.plots.dashboard import check_figure_path
+
+        check_figure_path(args.plot, "--plot")
+    if args.expire_after <= args.boot + args.registration:
+        raise InputError(f"--expire-after must exceed --boot + --registration = {args.boot + args.registration:g} s "
+                         f"(a node would expire before it is ready and never run a pod), got {args.expire_after:g}")
     catalogue = load_catalogue(args.catalogue) if args.catalogue else DEFAULT_CATALOGUE
     capacity = "spot" if args.spot else "on-demand"
     common = dict(consolidation_policy=args.consolidation, consolidate_after_s=args.consolidate_after,
@@ -97,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         static = []
     res = simulate_autoscaler(pods, [pool], static, min_available={p.workload: args.min_available for p in pods},
                               spot_interruption_rate_per_hour=args.spot_rate, rng=np.random.default_rng(args.seed),
-                              until_s=args.until)
+                              until_s=args.until, max_nodes=args.max_nodes)
     print(f"instance prices: approximate list prices as of {PRICES_AS_OF} (see lab01_cluster_sim.autoscaler.catalogue)"
           if not args.catalogue else f"instance prices from {args.catalogue}")
     nodes = [{"node": n.name, "type": n.instance_type, "capacity": n.capacity_type, "launched_s": n.launched_s,

@@ -31,18 +31,31 @@ examples:
 """
 
 
+def _positive_or_inf(text: str) -> float:
+    """argparse type: a number > 0, or ``inf`` (never); NaN and negatives rejected."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lab01_cluster_sim.commands._options import nonnegative_float, positive_float, positive_int, seed
+
     parser.add_argument("--reserved", default="0,0.25,0.5", help="shares of nodes kept for whole-node jobs")
-    parser.add_argument("--checkpoint-interval", type=float, default=600.0, help="checkpoint interval, s (default %(default)s)")
-    parser.add_argument("--checkpoint-cost", type=float, default=30.0, help="time to write a checkpoint on a move, s")
-    parser.add_argument("--restore", type=float, default=60.0, help="time to restore after a move, s (default %(default)s)")
-    parser.add_argument("--nodes", type=int, default=8, help="nodes (default %(default)s)")
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default %(default)s)")
-    parser.add_argument("--jobs", type=int, default=300, help="jobs (default %(default)s)")
-    parser.add_argument("--interarrival", type=float, default=200.0, help="mean gap between arrivals, s")
-    parser.add_argument("--seed", type=int, default=0, help="workload seed (default %(default)s)")
+    parser.add_argument("--checkpoint-interval", type=_positive_or_inf, default=600.0, help="checkpoint interval, s (default %(default)s)")
+    parser.add_argument("--checkpoint-cost", type=nonnegative_float(), default=30.0, help="time to write a checkpoint on a move, s")
+    parser.add_argument("--restore", type=nonnegative_float(), default=60.0, help="time to restore after a move, s (default %(default)s)")
+    parser.add_argument("--nodes", type=positive_int(max_value=10_000), default=8, help="nodes (default %(default)s)")
+    parser.add_argument("--gpus-per-node", type=positive_int(max_value=64), default=8, help="GPUs per node (default %(default)s)")
+    parser.add_argument("--jobs", type=positive_int(max_value=100_000), default=300, help="jobs (default %(default)s)")
+    parser.add_argument("--interarrival", type=positive_float(), default=200.0, help="mean gap between arrivals, s")
+    parser.add_argument("--seed", type=seed, default=0, help="workload seed (default %(default)s)")
     parser.add_argument("--dashboard", metavar="FILE", help="save the fragmentation dashboard figure")
-    parser.add_argument("--mig-gpus", type=int, default=4, help="MIG GPUs in the dashboard's pool (default %(default)s)")
+    parser.add_argument("--mig-gpus", type=positive_int(max_value=1000), default=4, help="MIG GPUs in the dashboard's pool (default %(default)s)")
     parser.add_argument("--mig-layout", default="3g.40gb,2g.20gb,1g.10gb,1g.10gb",
                         help="MIG layout of each A100-80GB of the pool (default %(default)s)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
@@ -57,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.disciplines.runner import Runner
     from lab01_cluster_sim.sweep import format_rows
 
+    if args.dashboard:
+        from lab01_cluster_sim.plots.dashboard import check_figure_path
+
+        check_figure_path(args.dashboard, "--dashboard")
     try:
         shares = [float(x) for x in args.reserved.split(",") if x.strip()]
     except ValueError:

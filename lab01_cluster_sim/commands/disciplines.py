@@ -33,22 +33,34 @@ examples:
 """
 
 
+def _positive_or_inf(text: str) -> float:
+    """argparse type: a number > 0, or ``inf`` (never); NaN and negatives rejected."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lab01_cluster_sim.commands._options import nonnegative_float, positive_float, positive_int, seed
     from lab01_cluster_sim.disciplines.runner import DISCIPLINES
 
     parser.add_argument("--disciplines", default=",".join(DISCIPLINES),
                         help="comma-separated list (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="workload seed (default %(default)s)")
-    parser.add_argument("--jobs", type=int, default=300, help="number of jobs (default %(default)s)")
-    parser.add_argument("--nodes", type=int, default=4, help="nodes (default %(default)s)")
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default %(default)s)")
-    parser.add_argument("--interarrival", type=float, default=300.0,
+    parser.add_argument("--seed", type=seed, default=0, help="workload seed (default %(default)s)")
+    parser.add_argument("--jobs", type=positive_int(max_value=100_000), default=300, help="number of jobs (default %(default)s)")
+    parser.add_argument("--nodes", type=positive_int(max_value=10_000), default=4, help="nodes (default %(default)s)")
+    parser.add_argument("--gpus-per-node", type=positive_int(max_value=64), default=8, help="GPUs per node (default %(default)s)")
+    parser.add_argument("--interarrival", type=positive_float(), default=300.0,
                         help="mean gap between arrivals, s (default %(default)s: 1.3x the 32 GPUs' capacity in "
                              "expectation, 0.86x for seed 0 as durations are heavy-tailed; a queue builds up "
                              "and the disciplines differ)")
-    parser.add_argument("--checkpoint-interval", type=float, default=math.inf,
+    parser.add_argument("--checkpoint-interval", type=_positive_or_inf, default=math.inf,
                         help="checkpoint every this many s of run time (default: never; preemption loses all)")
-    parser.add_argument("--restore", type=float, default=0.0, help="restore overhead after a preemption, s (default 0)")
+    parser.add_argument("--restore", type=nonnegative_float(), default=0.0, help="restore overhead after a preemption, s (default 0)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     parser.add_argument("--plot", metavar="FILE", help="save the trilemma figure (png, svg, pdf)")
 
@@ -60,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.sweep import format_rows
 
     names = [d.strip() for d in args.disciplines.split(",") if d.strip()]
+    if args.plot:
+        from lab01_cluster_sim.plots.dashboard import check_figure_path
+
+        check_figure_path(args.plot, "--plot")
     for opt, val in (("--jobs", args.jobs), ("--nodes", args.nodes), ("--gpus-per-node", args.gpus_per_node)):
         if val < 1:
             raise InputError(f"{opt} must be >= 1, got {val}")

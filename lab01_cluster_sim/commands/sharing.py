@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from lab01_cluster_sim.errors import InputError
 
@@ -39,14 +40,15 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lab01_cluster_sim.commands._options import nonnegative_float, positive_float, positive_int
     from lab01_cluster_sim.sharing_modes import MIG_PROFILES
 
     parser.add_argument("--gpu", default="A100-80GB", choices=sorted(MIG_PROFILES), help="GPU model (default %(default)s)")
-    parser.add_argument("--jobs", type=int, default=4, help="identical small jobs (default %(default)s)")
-    parser.add_argument("--job-memory-gb", type=float, default=15.0, help="memory per job, GB (default %(default)s)")
-    parser.add_argument("--job-compute", type=float, default=0.25, help="share of the SMs per job (default %(default)s)")
-    parser.add_argument("--slice-ms", type=float, default=2.0, help="time-slice length, ms (assumed; default %(default)s)")
-    parser.add_argument("--switch-us", type=float, default=50.0, help="context-switch cost, us (assumed; default %(default)s)")
+    parser.add_argument("--jobs", type=positive_int(max_value=10_000), default=4, help="identical small jobs (default %(default)s)")
+    parser.add_argument("--job-memory-gb", type=positive_float(), default=15.0, help="memory per job, GB (default %(default)s)")
+    parser.add_argument("--job-compute", type=positive_float(max_value=1.0), default=0.25, help="share of the SMs per job (default %(default)s)")
+    parser.add_argument("--slice-ms", type=positive_float(), default=2.0, help="time-slice length, ms (assumed; default %(default)s)")
+    parser.add_argument("--switch-us", type=nonnegative_float(), default=50.0, help="context-switch cost, us (assumed; default %(default)s)")
     parser.add_argument("--layout", help="comma-separated MIG profiles of one GPU, e.g. 3g.40gb,3g.40gb")
     parser.add_argument("--requests", help="comma-separated MEM_GB:COMPUTE_SHARE requests to round up to MIG profiles")
     parser.add_argument("--tenancy", action="store_true",
@@ -70,23 +72,31 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--jobs must be >= 1, got {args.jobs}")
     if not 0 < args.job_compute <= 1:
         raise InputError(f"--job-compute must be in (0, 1], got {args.job_compute}")
+    if args.plot:
+        from lab01_cluster_sim.plots.dashboard import check_figure_path
+
+        check_figure_path(args.plot, "--plot")
+    reqs = []
+    if args.requests:
+        for item in args.requests.split(","):
+            try:
+                mem, comp = (float(x) for x in item.split(":"))
+            except ValueError:
+                raise InputError(f"--requests item {item!r}: expected MEM_GB:COMPUTE_SHARE, e.g. 10:0.25") from None
+            if not (0 < mem < math.inf and 0 < comp <= 1):
+                raise InputError(f"--requests item {item!r}: expected memory > 0 GB and a compute share in (0, 1]")
+            reqs.append((mem, comp))
     rows = compare_sharing_modes(args.gpu, _memory_gb(args.gpu), args.jobs, args.job_memory_gb, args.job_compute,
                                  TimeSlicingParams(args.slice_ms, args.switch_us))
     table = [{"mode": r.mode, "advertised": ", ".join(f"{k}: {v}" for k, v in r.advertised.items()),
               "jobs_on_gpu": r.jobs_on_gpu, "slowdown": r.slowdown, "memory_isolated": r.memory_isolated,
-              "memory_waste": r.memory_waste} for r in rows]
+              "memory_waste": r.memory_waste, "jobs_failed": r.jobs_failed, "why_failed": r.note or "-"}
+             for r in rows]
     print(format_rows(table, args.format), end="")
     if args.layout:
         layout = MigLayout(args.gpu, tuple(p.strip() for p in args.layout.split(",") if p.strip()))
         print(f"\nMIG layout on {args.gpu}: " + ", ".join(f"{k}: {v}" for k, v in layout.advertised().items()))
     if args.requests:
-        reqs = []
-        for item in args.requests.split(","):
-            try:
-                mem, comp = item.split(":")
-                reqs.append((float(mem), float(comp)))
-            except ValueError:
-                raise InputError(f"--requests item {item!r}: expected MEM_GB:COMPUTE_SHARE, e.g. 10:0.25") from None
         q = quantization_waste(args.gpu, reqs)
         print(f"\nquantization on {args.gpu}: profiles {', '.join(q.profiles)}; memory asked {q.asked_memory_gb:g} GB, "
               f"granted {q.granted_memory_gb:g} GB (waste {q.memory_waste:.0%}); compute asked {q.asked_compute:.3g}, "

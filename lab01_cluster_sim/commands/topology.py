@@ -35,26 +35,31 @@ def _floats(text: str, opt: str) -> list[float]:
         vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise InputError(f"{opt} {text!r}: expected comma-separated numbers (inf allowed)") from None
-    if not vals or any(v < 0 for v in vals):
-        raise InputError(f"{opt} {text!r}: expected at least one number >= 0")
+    if not vals or any(not v >= 0 for v in vals):   # also rejects NaN
+        raise InputError(f"{opt} {text!r}: expected comma-separated numbers >= 0 (inf = no bound)")
     return vals
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lab01_cluster_sim.commands._options import fraction, positive_float, positive_int, seed
+    from lab01_cluster_sim.topology import INFINIBAND_NDR_GBPS, NVLINK_H100_GBPS
+
     parser.add_argument("--max-waits", default="0,300,1800,inf", help="bounded waits to compare, s (default %(default)s)")
-    parser.add_argument("--comm-fraction", type=float, default=0.2,
+    parser.add_argument("--comm-fraction", type=fraction, default=0.2,
                         help="share of step time in all-reduce inside one island (default %(default)s)")
-    parser.add_argument("--intra-gbps", type=float, default=900.0, help="NVLink GB/s per GPU (default %(default)s)")
-    parser.add_argument("--inter-gbps", type=float, default=50.0, help="inter-island GB/s per GPU (default %(default)s)")
-    parser.add_argument("--island-size", type=int, default=1, help="nodes per NVLink island (default %(default)s)")
-    parser.add_argument("--nodes", type=int, default=4, help="nodes (default %(default)s)")
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default %(default)s)")
-    parser.add_argument("--jobs", type=int, default=300, help="jobs (default %(default)s)")
-    parser.add_argument("--interarrival", type=float, default=400.0, help="mean gap between arrivals, s")
-    parser.add_argument("--seed", type=int, default=0, help="workload seed (default %(default)s)")
-    parser.add_argument("--allreduce-gb", type=float, default=None,
+    parser.add_argument("--intra-gbps", type=positive_float(), default=NVLINK_H100_GBPS,
+                        help="NVLink GB/s per GPU, per direction (default %(default)s: H100)")
+    parser.add_argument("--inter-gbps", type=positive_float(), default=INFINIBAND_NDR_GBPS,
+                        help="inter-island GB/s per GPU, per direction (default %(default)s: InfiniBand NDR 400 Gb/s)")
+    parser.add_argument("--island-size", type=positive_int(max_value=10_000), default=1, help="nodes per NVLink island (default %(default)s)")
+    parser.add_argument("--nodes", type=positive_int(max_value=10_000), default=4, help="nodes (default %(default)s)")
+    parser.add_argument("--gpus-per-node", type=positive_int(max_value=64), default=8, help="GPUs per node (default %(default)s)")
+    parser.add_argument("--jobs", type=positive_int(max_value=100_000), default=300, help="jobs (default %(default)s)")
+    parser.add_argument("--interarrival", type=positive_float(), default=400.0, help="mean gap between arrivals, s")
+    parser.add_argument("--seed", type=seed, default=0, help="workload seed (default %(default)s)")
+    parser.add_argument("--allreduce-gb", type=positive_float(), default=None,
                         help="also print one all-reduce's time for this many GB of gradients")
-    parser.add_argument("--gpus", type=int, default=16, help="ring size for --allreduce-gb (default %(default)s)")
+    parser.add_argument("--gpus", type=positive_int(max_value=1_000_000), default=16, help="ring size for --allreduce-gb (default %(default)s)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     parser.add_argument("--plot", metavar="FILE", help="save the wait-vs-slowdown figure")
 
@@ -66,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.sweep import format_rows
     from lab01_cluster_sim.topology import TopologyParams, allreduce_seconds, compare_wait_vs_slowdown
 
+    if args.plot:
+        from lab01_cluster_sim.plots.dashboard import check_figure_path
+
+        check_figure_path(args.plot, "--plot")
+    waits = _floats(args.max_waits, "--max-waits")
     if not 0.0 <= args.comm_fraction <= 1.0:
         raise InputError(f"--comm-fraction must be in [0, 1], got {args.comm_fraction}")
     for opt, val in (("--nodes", args.nodes), ("--gpus-per-node", args.gpus_per_node), ("--jobs", args.jobs),
@@ -80,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
         two = allreduce_seconds(args.allreduce_gb * 1e9, args.gpus, 2, params)
         print(f"ring all-reduce of {args.allreduce_gb:g} GB over {args.gpus} GPUs: "
               f"{one * 1e3:.2f} ms in one island, {two * 1e3:.2f} ms across islands")
-    waits = _floats(args.max_waits, "--max-waits")
     nodes = demo_cluster(args.nodes, args.gpus_per_node, island_size=args.island_size)
     jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival,
                      one_gpu_workers=True)

@@ -37,8 +37,10 @@ class CheckpointSpec:
     def __post_init__(self) -> None:
         if not self.interval_s > 0:
             raise InputError(f"checkpoint interval_s must be > 0 (inf = never), got {self.interval_s}")
-        if self.checkpoint_s < 0 or self.restore_s < 0:
-            raise InputError(f"checkpoint_s and restore_s must be >= 0, got {self.checkpoint_s}, {self.restore_s}")
+        for attr in ("checkpoint_s", "restore_s"):
+            value = getattr(self, attr)
+            if not (value >= 0 and math.isfinite(value)):   # also rejects NaN
+                raise InputError(f"checkpoint {attr} must be a finite number >= 0, got {value}")
 
 
 def last_checkpoint(progress_s: float, spec: CheckpointSpec) -> float:

@@ -8,6 +8,36 @@ import numpy as np
 from matplotlib.figure import Figure
 
 
+def check_figure_path(path: str, option: str) -> None:
+    """Fail before any work when a figure cannot be saved to ``path``: an extension
+    matplotlib cannot write, a folder that does not exist, or a folder given as the file.
+
+    Args:
+        path: the file name the user gave.
+        option: the option that gave it (``--plot``, ``--dashboard``), for the message.
+
+    Raises:
+        InputError: naming ``option`` and ``path`` and what was expected.
+    """
+    import os
+    from pathlib import Path
+
+    from lab01_cluster_sim.errors import InputError
+
+    p = Path(path)
+    formats = Figure().canvas.get_supported_filetypes()
+    if p.suffix.lower().lstrip(".") not in formats:
+        raise InputError(f"{option} {path}: expected a file name ending in one of "
+                         f"{', '.join('.' + e for e in sorted(formats))}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"{option} {path}: folder {parent} does not exist")
+    if p.is_dir():
+        raise InputError(f"{option} {path}: is a folder; expected a file name")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"{option} {path}: not writable")
+
+
 def fragmentation_dashboard(times: Sequence[float], stranded: Sequence[float], allocation_ratio: Sequence[float],
                             mig_times: Sequence[float] = (), mig_use: Mapping[str, Sequence[float]] | None = None,
                             title: str = "Fragmentation dashboard") -> Figure:

@@ -99,14 +99,58 @@ def test_sweep_trace_needs_replay_runner(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["topology", "--max-waits", "abc"], "--max-waits 'abc'"),
-    (["topology", "--comm-fraction", "2"], "--comm-fraction must be in [0, 1]"),
+    (["topology", "--comm-fraction", "2"], "--comm-fraction: expected a share from 0 to 1, got '2'"),
     (["defrag", "--reserved", "2"], "--reserved '2'"),
     (["disciplines", "--disciplines", "fifo,lifo"], "unknown discipline 'lifo'"),
-    (["disciplines", "--checkpoint-interval", "0"], "--checkpoint-interval must be > 0"),
+    (["disciplines", "--checkpoint-interval", "0"], "--checkpoint-interval: expected a number > 0 or inf"),
+    # NaN, negatives and zero are rejected at the option, naming it (tester's findings)
+    (["disciplines", "--restore", "nan"], "--restore: expected a finite number, got 'nan'"),
+    (["defrag", "--restore", "nan"], "--restore: expected a finite number"),
+    (["defrag", "--checkpoint-cost", "nan"], "--checkpoint-cost: expected a finite number"),
+    (["autoscale", "--duration", "nan"], "--duration: expected a finite number"),
+    (["autoscale", "--boot", "nan"], "--boot: expected a finite number"),
+    (["autoscale", "--registration", "nan"], "--registration: expected a finite number"),
+    (["autoscale", "--consolidate-after", "nan"], "--consolidate-after: expected a finite number"),
+    (["autoscale", "--expire-after", "nan"], "--expire-after: expected a finite number"),
+    (["autoscale", "--until", "nan"], "--until: expected a finite number"),
+    (["autoscale", "--until", "0"], "--until: expected a number > 0"),
+    (["autoscale", "--spot-rate", "-1"], "--spot-rate: expected a number >= 0"),
+    (["autoscale", "--min-available", "-1"], "--min-available: expected a whole number >= 0"),
+    (["autoscale", "--expire-after", "0", "--until", "1000"], "--expire-after: expected a number > 0"),
+    (["autoscale", "--expire-after", "1"], "--expire-after must exceed --boot + --registration = 75 s"),
+    (["sharing", "--slice-ms", "nan"], "--slice-ms: expected a finite number"),
+    (["sharing", "--job-memory-gb", "-1"], "--job-memory-gb: expected a number > 0"),
+    (["sharing", "--job-memory-gb", "0"], "--job-memory-gb: expected a number > 0"),
+    (["sharing", "--requests", "5:0"], "--requests item '5:0': expected memory > 0 GB and a compute share in (0, 1]"),
+    (["sharing", "--requests=-1:0.5"], "--requests item '-1:0.5'"),
+    (["topology", "--max-waits", "nan"], "--max-waits 'nan': expected comma-separated numbers >= 0"),
+    (["topology", "--allreduce-gb", "nan"], "--allreduce-gb: expected a finite number"),
+    (["disciplines", "--seed", "-1"], "--seed: expected a seed"),
+    (["topology", "--seed", "-1"], "--seed: expected a seed"),
+    (["defrag", "--seed", "-1"], "--seed: expected a seed"),
+    (["autoscale", "--seed", "-1"], "--seed: expected a seed"),
+    (["defrag", "--dashboard", "/nonexistent/d.png"], "--dashboard /nonexistent/d.png: folder /nonexistent does not exist"),
+    (["disciplines", "--plot", "/nonexistent/t.png"], "--plot /nonexistent/t.png: folder /nonexistent does not exist"),
     (["sharing", "--requests", "5"], "--requests item '5'"),
     (["autoscale", "--catalogue", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read the instance catalogue"),
 ])
 def test_bad_options_are_one_line_errors(argv, message, capsys):
-    assert main(argv) == 1
+    try:
+        code = main(argv)
+    except SystemExit as exc:   # argparse type errors exit from the parser (cli prints one line)
+        code = exc.code
+    assert code == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+def test_sharing_reports_jobs_that_do_not_fit_in_memory(capsys):
+    # 100 jobs of 15 GB on an A100-80GB: time-slicing holds floor(80 / 15) = 5 in memory, 95 fail
+    # out of memory; MPS gives each client 80 / 100 = 0.8 GB < 15 GB, so all 100 fail
+    assert main(["sharing", "--jobs", "100", "--format", "json"]) == 0
+    import json
+
+    rows = {r["mode"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["time-slicing"]["jobs_failed"] == 95 and "out of memory" in rows["time-slicing"]["why_failed"]
+    assert rows["mps"]["jobs_failed"] == 100 and "0.8 GB < 15 GB" in rows["mps"]["why_failed"]
+    assert rows["exclusive"]["jobs_failed"] == 0

@@ -166,3 +166,10 @@ def test_every_job_in_one_state_and_rejections_have_reasons():
 def test_unknown_discipline_is_an_input_error():
     with pytest.raises(InputError, match="unknown discipline 'lifo'"):
         run_discipline([], [], "lifo")
+
+
+@pytest.mark.parametrize("kwargs", [{"restore_s": float("nan")}, {"checkpoint_s": float("nan")},
+                                    {"restore_s": -1.0}, {"restore_s": float("inf")}, {"interval_s": float("nan")}])
+def test_checkpoint_spec_rejects_nan_and_negative(kwargs):
+    with pytest.raises(InputError):
+        CheckpointSpec(**kwargs)

@@ -133,3 +133,40 @@ def test_timeslicing_rates_follow_the_neighbours_with_rerate():
     # b has done 184.5 / 2.05 = 90 s by then, runs its last 10 s alone -> ends 204.5
     assert res.outcome("a").end == pytest.approx(194.5)
     assert res.outcome("b").end == pytest.approx(204.5)
+
+
+# -- NaN / negative values are rejected where they enter (tester's findings) --------------------
+
+import lab01_cluster_sim.sharing_modes as sm  # noqa: E402
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: sm.TimeSlicingParams(slice_ms=NAN),
+    lambda: sm.TimeSlicingParams(switch_us=NAN),
+    lambda: sm.MpsClient(NAN, 1024),
+    lambda: sm.smallest_profile("A100-80GB", 5, 0),
+    lambda: sm.smallest_profile("A100-80GB", -1, 0.5),
+    lambda: sm.smallest_profile("A100-80GB", NAN, 0.5),
+    lambda: sm.compare_sharing_modes(job_memory_gb=-1),
+    lambda: sm.compare_sharing_modes(job_memory_gb=0),
+    lambda: sm.compare_sharing_modes(jobs=0),
+    lambda: sm.compare_sharing_modes(job_compute=NAN),
+])
+def test_sharing_rejects_nan_and_non_positive(make):
+    with pytest.raises(InputError):
+        make()
+
+
+def test_memory_failures_are_reported():
+    from lab01_cluster_sim.sharing_modes import compare_sharing_modes
+
+    rows = {r.mode.split()[0]: r for r in compare_sharing_modes("A100-80GB", 80, jobs=100, job_memory_gb=15.0)}
+    # time-slicing: no isolation, floor(80 / 15) = 5 fit, 100 - 5 = 95 fail out of memory
+    assert rows["time-slicing"].jobs_failed == 95 and not rows["time-slicing"].memory_isolated
+    # MPS: each client limited to int(80 * 1024 / 100) = 819 MiB = 0.8 GB < 15 GB: all 100 fail
+    assert rows["mps"].jobs_failed == 100 and "limit" in rows["mps"].note
+    # the default 4 x 15 GB = 60 GB <= 80 GB: nothing fails; MPS limit 20 GB >= 15 GB
+    rows = {r.mode.split()[0]: r for r in compare_sharing_modes()}
+    assert all(r.jobs_failed == 0 and r.note == "" for r in rows.values())

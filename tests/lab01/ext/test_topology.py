@@ -99,3 +99,17 @@ def test_place_in_one_island_prefers_the_fullest_island_that_fits():
     assert place_in_one_island(st, four, islands) == ((1, (4, 5, 6, 7)),)
     gang = Job("gang", gpus_per_worker=4, gpu_milli=1000, workers=3)      # 12 GPUs: no island of 8 holds it
     assert place_in_one_island(st, gang, islands) is None
+
+
+@pytest.mark.parametrize("kwargs", [{"intra_island_gbps": float("nan")}, {"inter_island_gbps": float("nan")},
+                                    {"inter_island_gbps": float("inf")}, {"intra_island_gbps": -1.0}])
+def test_topology_params_reject_nan_and_non_positive(kwargs):
+    with pytest.raises(InputError, match="bandwidths"):
+        TopologyParams(**kwargs)
+
+
+def test_topology_aware_rejects_nan_wait():
+    # NaN compared false against everything and silently meant "wait without bound"
+    nodes = [Node("n0", "H100", 8, 64000, 512000)]
+    with pytest.raises(InputError, match="max_wait_s"):
+        TopologyAware(nodes, max_wait_s=float("nan"))

@@ -297,6 +297,9 @@ class Summary:
         mean_stranded_gpus: time-weighted mean over the samples where it was computed.
         rejected: rejection reason -> count.
         waiting: for jobs still pending, reason -> count.
+        never_started: jobs that never started (still pending without a start, or
+            rejected): ``wait`` does not include them, so a queue where most jobs never
+            start is not reported as a short one.
         preemptions: total evictions; lost_work: run time they threw away, s.
     """
 
@@ -313,6 +316,7 @@ class Summary:
     waiting: dict[str, int] = field(default_factory=dict)
     preemptions: int = 0
     lost_work: float = 0.0
+    never_started: int = 0
 
 
 def summarize(records: Iterable[JobRecord], timeline: Timeline, end_time: float | None = None) -> Summary:
@@ -353,4 +357,5 @@ def summarize(records: Iterable[JobRecord], timeline: Timeline, end_time: float 
         waiting=dict(Counter(r.reason or "not yet tried" for r in records if r.state is JobState.PENDING)),
         preemptions=sum(r.preemptions for r in records),
         lost_work=float(sum(r.lost_work for r in records)),
+        never_started=len(records) - len(waits),
     )

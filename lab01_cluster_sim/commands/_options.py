@@ -34,8 +34,6 @@ def _number(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
 
 
@@ -55,9 +53,9 @@ def positive_float(max_value: float | None = None) -> Callable[[str], float]:
 
     def parse(text: str) -> float:
         value = _number(text)
-        if not value > 0 or (max_value is not None and value > max_value):
+        if not math.isfinite(value) or not value > 0 or (max_value is not None and value > max_value):
             bound = "" if max_value is None else f" and <= {_fmt(max_value)}"
-            raise argparse.ArgumentTypeError(f"expected a number > 0{bound}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a finite number > 0{bound}, got {text!r}")
         return value
 
     return parse
@@ -68,9 +66,9 @@ def nonnegative_float(max_value: float | None = None) -> Callable[[str], float]:
 
     def parse(text: str) -> float:
         value = _number(text)
-        if not value >= 0 or (max_value is not None and value > max_value):
+        if not math.isfinite(value) or not value >= 0 or (max_value is not None and value > max_value):
             bound = "" if max_value is None else f" and <= {_fmt(max_value)}"
-            raise argparse.ArgumentTypeError(f"expected a number >= 0{bound}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a finite number >= 0{bound}, got {text!r}")
         return value
 
     return parse
@@ -108,6 +106,6 @@ def seed(text: str) -> int:
 def fraction(text: str) -> float:
     """A type for a share in [0, 1] (0.25 means a quarter)."""
     value = _number(text)
-    if not 0.0 <= value <= 1.0:
+    if not 0.0 <= value <= 1.0:  # (nan fails too)
         raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
     return value

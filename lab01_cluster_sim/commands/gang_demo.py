@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
+from lab01_cluster_sim.commands._options import positive_float, positive_int
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.policies.base import check_policy_name
 from lab01_cluster_sim.scenarios import textbook_gang
@@ -29,10 +31,12 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=8, help="workers per training job (default %(default)s)")
-    parser.add_argument("--gpus-per-worker", type=int, default=1,
-                        help="GPUs per worker (default %(default)s); workers x GPUs must be <= 12")
-    parser.add_argument("--duration", type=float, default=100.0, help="run time of each job, s (default %(default)s)")
+    parser.add_argument("--workers", type=positive_int(max_value=12), default=8,
+                        help="workers per training job, 1 to 12 (default %(default)s)")
+    parser.add_argument("--gpus-per-worker", type=positive_int(max_value=3), default=1,
+                        help="GPUs per worker, 1 to 3 (default %(default)s); workers x GPUs must be <= 12")
+    parser.add_argument("--duration", type=positive_float(max_value=1e7), default=100.0,
+                        help="run time of each job, s, > 0 and <= 1e7 (default %(default)s)")
     parser.add_argument("--policy", default="best-fit", help="placement policy (default %(default)s)")
 
 
@@ -61,8 +65,8 @@ def demo(workers: int = 8, gpus_per_worker: int = 1, duration: float = 100.0, po
         raise InputError(f"--workers and --gpus-per-worker must be >= 1, got {workers} and {gpus_per_worker}")
     if gpus_per_worker > 3:
         raise InputError(f"--gpus-per-worker {gpus_per_worker}: at most 3 (each node has 3 free GPUs)")
-    if not duration > 0:
-        raise InputError(f"--duration must be > 0 s, got {duration}")
+    if not 0 < duration < math.inf:
+        raise InputError(f"--duration: expected a finite number of seconds > 0, got {duration}")
     check_policy_name(policy)  # validate early, with the list of known names
     sc = textbook_gang(workers, gpus_per_worker, duration)
     naive = simulate(sc.nodes, sc.jobs, policy=policy, mode="naive")

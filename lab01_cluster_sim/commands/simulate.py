@@ -39,28 +39,40 @@ examples:
 """
 
 FORMATS = ("table", "json", "csv")
+MAX_JOBS = 1_000_000
+MAX_NODES = 100_000
+DEFAULT_JOBS = 2000
+DEFAULT_NODES = 100
+DEFAULT_LOAD = 0.9
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="DIR", help="folder of the openb CSVs (default: synthetic workload)")
-    parser.add_argument("--pod-list", default=None, help="pod list name within --trace (default: 'default')")
+    parser.add_argument("--pod-list", default=None,
+                        help="pod list name within --trace (default: 'default'); it needs time columns "
+                             "(the multigpu* lists have none: replay them with the compare command)")
     parser.add_argument("--policy", default="best-fit", help="placement policy (default %(default)s)")
     parser.add_argument("--mode", default="gang", choices=MODES, help="gang or naive placement (default %(default)s)")
     parser.add_argument("--discipline", default="fifo-skip",
                         help=f"queue discipline: {', '.join(sorted(DISCIPLINES))}, ... (default %(default)s)")
     parser.add_argument("--seed", type=seed, default=0, help="seed of the workload and the policy (default %(default)s)")
-    parser.add_argument("--jobs", type=int, default=2000, help="synthetic jobs (default %(default)s)")
-    parser.add_argument("--nodes", type=int, default=100, help="synthetic nodes (default %(default)s)")
-    parser.add_argument("--interarrival", type=float, default=None,
-                        help="synthetic mean gap between arrivals, s (default: from --load)")
-    parser.add_argument("--load", type=float, default=0.9,
-                        help="synthetic offered GPU load as a share of capacity, sets the arrival rate "
-                             "when --interarrival is not given (default %(default)s)")
-    parser.add_argument("--gang-share", type=float, default=0.0,
-                        help="synthetic: share of multi-GPU jobs that are gangs of several workers (default 0)")
+    parser.add_argument("--jobs", type=positive_int(max_value=MAX_JOBS), default=DEFAULT_JOBS,
+                        help=f"synthetic jobs, 1 to {MAX_JOBS:,} (default %(default)s)")
+    parser.add_argument("--nodes", type=positive_int(max_value=MAX_NODES), default=DEFAULT_NODES,
+                        help=f"synthetic nodes, 1 to {MAX_NODES:,} (default %(default)s)")
+    parser.add_argument("--interarrival", type=positive_float(max_value=1e7), default=None,
+                        help="synthetic mean gap between arrivals, s, > 0 (default: from --load)")
+    parser.add_argument("--load", type=positive_float(max_value=10), default=DEFAULT_LOAD,
+                        help="synthetic offered GPU load: GPU-seconds asked per second of arrivals, as a "
+                             "multiple of the cluster's GPUs (1 = the arriving work alone would keep every GPU "
+                             "busy; above 1 the queue must grow). Sets the arrival rate when --interarrival is "
+                             "not given; 0 to 10 (default %(default)s)")
+    parser.add_argument("--gang-share", type=fraction, default=0.0,
+                        help="synthetic: share of multi-GPU jobs that are gangs of several workers, 0 to 1 "
+                             "(default 0)")
     parser.add_argument("--nodes-to-score", default="all",
                         help="feasible nodes scored per worker: 'all', 'adaptive' (kube-scheduler's default) or N")
-    parser.add_argument("--until", type=float, default=None, help="stop at this simulated time, s")
+    parser.add_argument("--until", type=positive_float(), default=None, help="stop at this simulated time, s (> 0)")
     parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default %(default)s)")
     parser.add_argument("--jobs-out", metavar="FILE", help="also write one CSV row per job to FILE")
     parser.add_argument("--plot", metavar="FILE", help="save the allocation/stranded timeline figure (png, svg, pdf)")
@@ -71,11 +83,16 @@ def trace_jobs(folder: str, pod_list: str | None) -> tuple[list[Node], list[Job]
     """The openb cluster and its pods as timed jobs (see DESCRIPTION).
 
     Raises:
-        InputError / TraceFormatError: a missing or malformed file.
+        InputError / TraceFormatError: a missing or malformed file, or a pod list without
+            arrival times (the ``multigpu*`` lists).
     """
     from lab01_cluster_sim.workloads.openb import load_trace
 
     nodes, pods = load_trace(folder, pod_list)
+    if np.isnan(pods.creation_time).all():
+        raise InputError(f"pod list {pods.path}: has no arrival times (no creation_time column, or every value "
+                         "empty), so every pod would arrive at t=0 and never end; simulate needs a timed list "
+                         "such as 'default'; replay this one with the compare command (the paper's method)")
     created = np.nan_to_num(pods.creation_time, nan=0.0)
     t0 = float(created.min()) if len(created) else 0.0
     jobs = []
@@ -153,6 +170,8 @@ def summary_dict(result: SimulationResult) -> dict:
         "jobs": s.jobs, "states": s.states, "stop_reason": result.stop_reason, "end_time_s": result.end_time,
         "wait_s": {k: clean(getattr(s.wait, k)) for k in ("mean", "p50", "p99", "max")},
         "jct_s": {k: clean(getattr(s.jct, k)) for k in ("mean", "p50", "p99", "max")},
+        "never_started": {"pending": s.never_started - s.states.get("rejected", 0),
+                          "rejected": s.states.get("rejected", 0)},
         "makespan_s": clean(s.makespan),
         "mean_allocation_ratio": clean(s.mean_allocation_ratio),
         "arrival_allocation_ratio": clean(s.arrival_allocation_ratio),
@@ -168,17 +187,22 @@ def _print_table(d: dict, out) -> None:
 
     print(f"policy {d['policy']}, mode {d['mode']}, discipline {d['discipline']}, seed {d['seed']}: "
           f"{d['jobs']} jobs, stopped: {d['stop_reason']} at t={d['end_time_s']:,.0f} s", file=out)
-    print("  states:       " + ", ".join(f"{k} {v}" for k, v in d["states"].items()), file=out)
+    print("  states:         " + ", ".join(f"{k} {v}" for k, v in d["states"].items()), file=out)
+    ns = d["never_started"]
+    started = d["jobs"] - ns["pending"] - ns["rejected"]
+    notes = {"wait_s": f" (over the {started} jobs that started; never started: {ns['pending']} still pending, "
+                       f"{ns['rejected']} rejected)" if ns["pending"] + ns["rejected"] else "",
+             "jct_s": ""}
     for key, label in (("wait_s", "queueing delay"), ("jct_s", "JCT")):
         v = d[key]
-        print(f"  {label + ':':<14}mean {f(v['mean'], ' s')}, p50 {f(v['p50'], ' s')}, p99 {f(v['p99'], ' s')}",
-              file=out)
-    print(f"  makespan:     {f(d['makespan_s'], ' s')}", file=out)
+        print(f"  {label + ':':<16}mean {f(v['mean'], ' s')}, p50 {f(v['p50'], ' s')}, p99 {f(v['p99'], ' s')}"
+              f"{notes[key]}", file=out)
+    print(f"  makespan:       {f(d['makespan_s'], ' s')}", file=out)
     ratio = d["mean_allocation_ratio"]
     busy = d["arrival_allocation_ratio"]
-    print(f"  allocation:   {'n/a' if busy is None else f'{100 * busy:.2f}'} % while jobs arrive, "
+    print(f"  allocation:     {'n/a' if busy is None else f'{100 * busy:.2f}'} % while jobs arrive, "
           f"{'n/a' if ratio is None else f'{100 * ratio:.2f}'} % over the whole run (time-weighted means)", file=out)
-    print(f"  stranded:     peak {d['peak_stranded_gpus']} GPUs, mean {f(d['mean_stranded_gpus'])}", file=out)
+    print(f"  stranded:       peak {d['peak_stranded_gpus']} GPUs, mean {f(d['mean_stranded_gpus'])}", file=out)
     reasons = sorted(d["rejected"].items(), key=lambda kv: (-kv[1], kv[0]))
     for reason, count in reasons[:5]:
         print(f"  rejected {count}: {reason}", file=out)
@@ -191,6 +215,12 @@ def _print_table(d: dict, out) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plot:
+        from lab01_cluster_sim.commands.compare import check_plot_path
+
+        check_plot_path(args.plot)
+    if args.trace is None and args.pod_list:
+        raise InputError("--pod-list needs --trace DIR (the folder holding the openb CSVs)")
     if args.trace:
         nodes, jobs = trace_jobs(args.trace, args.pod_list)
     else:

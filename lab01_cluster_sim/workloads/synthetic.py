@@ -15,11 +15,18 @@ Pods (one worker each unless ``gang_share`` > 0):
 - GPUs of a multi-GPU pod: 2, 4 or 8 with weights 16, 15, 44 (the trace's counts);
 - CPU (milli-CPU): lognormal, median 12500 (CPU-only), 4000 (sharing), 11400 (whole GPU),
   11000 per GPU (multi-GPU); log-sd 0.48, 0.55, 0.55, 0.30 (fitted to the trace's log CPU);
-  rounded to 100 milli, clipped to 100..64000 (multi-GPU: up to 11000 x k x 1.5);
+  rounded to 100 milli, clipped to 100..64000 (multi-GPU: up to min(11000 x k x 1.5, 96000));
 - memory: 4 MiB per milli-CPU (4 GiB per vCPU; the trace's median is 3.8-4.2);
 - arrivals: a Poisson process, exponential gaps with mean ``mean_interarrival_s`` (60 s);
 - durations: lognormal, median 560 s and log-sd 1.94 (the trace's deletion minus scheduled
   time), clipped to 1 s .. 30 days.
+
+Every pod fits some node of the openb mix when that node is empty: the 96,000 milli-CPU
+cap on multi-GPU pods is the CPU of the openb 4- and 8-GPU nodes (without it about a third of
+the 8-GPU pods, CPU median 88,000, would ask more than any 8-GPU node has and be rejected as
+never placeable, which says nothing about placement). Memory follows CPU, so it fits too
+(96,000 x 4 = 384,000 MiB <= 393,216). A custom :class:`PodMix` or node list may still
+produce pods that fit nowhere; the simulator rejects them with the reason.
 
 Nodes: the openb GPU node mix, in proportion (:data:`OPENB_NODE_TYPES`): 51 % 8-GPU nodes
 (96 vCPU, 384 GiB), 43 % 2-GPU nodes (104 vCPU, 512 GiB), 4 % 4-GPU nodes (96 vCPU,
@@ -82,6 +89,8 @@ class PodMix:
     """Median milli-CPU per kind (multi-GPU: per GPU)."""
     cpu_log_sd: tuple[float, float, float, float] = (0.48, 0.55, 0.55, 0.30)
     cpu_max: int = 64_000
+    multi_gpu_cpu_max: int = 96_000
+    """Cap of a multi-GPU pod's CPU: the CPU of the openb 4- and 8-GPU nodes, so it fits one."""
     mib_per_milli_cpu: float = 4.0
     mean_interarrival_s: float = 60.0
     duration_median_s: float = 560.0
@@ -146,7 +155,7 @@ def synthetic_pods(num_pods: int, rng: np.random.Generator, mix: PodMix = PodMix
         if kind == 1:
             u = int(mix.share_values[shares[i]]) if shares[i] < len(mix.share_values) else int(other[i])
         median = mix.cpu_median[kind] * (k if kind == 3 else 1)
-        cap = mix.cpu_max if kind != 3 else int(mix.cpu_median[3] * k * 1.5)
+        cap = mix.cpu_max if kind != 3 else min(int(mix.cpu_median[3] * k * 1.5), mix.multi_gpu_cpu_max)
         cpu = int(np.clip(round(median * np.exp(mix.cpu_log_sd[kind] * z[i]) / 100) * 100, 100, cap))
         workers = mix.gang_workers if (kind == 3 and gang[i]) else 1
         jobs.append(Job(

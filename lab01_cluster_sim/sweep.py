@@ -38,6 +38,23 @@ from lab01_cluster_sim.errors import InputError
 
 RUNNERS = ("disciplines", "replay", "simulate")
 
+RUNNER_PARAMS: dict[str, tuple[str, ...]] = {
+    "disciplines": ("gpus_per_node", "interarrival", "nodes"),
+    "replay": ("inflation",),
+    "simulate": ("discipline", "gang_share", "interarrival", "mode", "nodes"),
+}
+"""Parameter keys (``--param KEY=...``) each runner reads; any other key is rejected, so a
+row is never labelled with a parameter the run did not use."""
+
+RUNNER_WORKLOADS: dict[str, str] = {
+    "disciplines": "a number of jobs >= 1 (e.g. 200)",
+    "replay": "'synthetic' or DIR[:POD_LIST], a folder of openb CSVs",
+    "simulate": "a number of jobs >= 1 (e.g. 2000)",
+}
+"""What each runner's ``workload`` names."""
+
+_COUNT_METRICS = frozenset({"jobs", "preemptions", "completed", "pending", "running", "rejected", "placed", "failed"})
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -60,7 +77,9 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
     """The Cartesian product, in a stable order (policy, workload, seed, params).
 
     Raises:
-        InputError: an unknown runner or an empty axis.
+        InputError: an unknown runner or an empty axis; a workload the runner cannot run
+            (see :data:`RUNNER_WORKLOADS`); a parameter key the runner does not read (see
+            :data:`RUNNER_PARAMS`); a negative seed. Nothing runs when the grid is bad.
     """
     if runner not in RUNNERS:
         raise InputError(f"unknown runner {runner!r}; expected one of: {', '.join(RUNNERS)}")
@@ -68,10 +87,31 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
         if not axis:
             raise InputError(f"sweep: {name} must not be empty")
     params = dict(params or {})
+    unknown = sorted(set(params) - set(RUNNER_PARAMS[runner]))
+    if unknown:
+        raise InputError(f"--param {unknown[0]!r}: the {runner} runner does not use it; expected one of: "
+                         f"{', '.join(RUNNER_PARAMS[runner])}")
+    for w in workloads:
+        _check_workload(runner, w)
+    for s in seeds:
+        if int(s) < 0:
+            raise InputError(f"--seeds: seeds must be >= 0, got {s}")
     keys = sorted(params)
     combos = list(itertools.product(*(params[k] for k in keys))) if keys else [()]
     return [RunSpec(runner, p, w, int(s), tuple(zip(keys, c)))
             for p in policies for w in workloads for s in seeds for c in combos]
+
+
+def _check_workload(runner: str, workload: str) -> None:
+    """Raise InputError unless ``runner`` can run ``workload``."""
+    if runner in ("disciplines", "simulate"):
+        if not (workload.isdigit() and int(workload) >= 1):
+            raise InputError(f"--workloads {workload!r}: the {runner} runner expects {RUNNER_WORKLOADS[runner]}")
+    elif workload != "synthetic":
+        folder = workload.partition(":")[0]
+        if not os.path.isdir(folder):
+            raise InputError(f"--workloads {workload!r}: the replay runner expects {RUNNER_WORKLOADS[runner]}; "
+                             f"{folder!r} is not a folder")
 
 
 def _run_disciplines(spec: RunSpec) -> dict:
@@ -80,8 +120,8 @@ def _run_disciplines(spec: RunSpec) -> dict:
 
     p = dict(spec.params)
     nodes = demo_cluster(int(p.get("nodes", 4)), int(p.get("gpus_per_node", 8)))
-    n_jobs = int(spec.workload) if spec.workload.isdigit() else int(p.get("jobs", 200))
-    jobs = demo_jobs(spec.seed, n_jobs, gpus_per_node=int(p.get("gpus_per_node", 8)),
+    _check_workload("disciplines", spec.workload)
+    jobs = demo_jobs(spec.seed, int(spec.workload), gpus_per_node=int(p.get("gpus_per_node", 8)),
                      mean_interarrival_s=float(p.get("interarrival", 400.0)))
     return run_discipline(nodes, jobs, spec.policy).summary()
 
@@ -138,14 +178,16 @@ def execute(spec: RunSpec) -> dict:
     try:
         run = {"disciplines": _run_disciplines, "replay": _run_replay, "simulate": _run_simulate}[spec.runner]
         metrics = run(spec)
-        row.update(metrics)
+        row.update({k: int(v) if k in _COUNT_METRICS and isinstance(v, float) and v.is_integer() else v
+                    for k, v in metrics.items()})
         row["status"] = "ok"
         row["error"] = ""
     except Exception as exc:  # a failed run is data, not the end of the sweep
         row["status"] = "error"
         row["error"] = f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, InputError):
-            row["error"] += " | " + traceback.format_exc(limit=2).strip().splitlines()[-1]
+        if not isinstance(exc, InputError):   # a bug: say where it was raised
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            row["error"] += f" (at {os.path.basename(frame.filename)}:{frame.lineno} in {frame.name})"
     return row
 
 
@@ -214,6 +256,10 @@ def run_sweep(specs: Sequence[RunSpec], *, workers: int = 0, dask: str | None = 
     return SweepResult([r for r in rows if r is not None])
 
 
+DASK_CONNECT_TIMEOUT_S = 5.0
+"""How long to wait for a remote Dask scheduler before giving up (one error line)."""
+
+
 def _run_dask(specs, rows, address, workers, bar, fn) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
@@ -226,7 +272,12 @@ def _run_dask(specs, rows, address, workers, bar, fn) -> None:
                                dashboard_address=None)
         client = Client(cluster)
     else:
-        client = Client(address, timeout=30)
+        try:
+            client = Client(address, timeout=DASK_CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            raise InputError(f"--dask {address}: cannot reach a Dask scheduler there within "
+                             f"{DASK_CONNECT_TIMEOUT_S:g} s ({type(exc).__name__}); expected 'local' or the address "
+                             f"of a running scheduler, e.g. tcp://host:8786") from None
     try:
         futures = client.map(fn, list(specs), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}

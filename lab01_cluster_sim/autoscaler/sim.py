@@ -194,16 +194,16 @@ class AutoscalerResult:
             out[r.pod.workload] = out.get(r.pod.workload, 0) + r.disruptions
         return dict(sorted(out.items()))
 
-    def summary(self) -> dict[str, float]:
-        """Cost ($), mean/max pending time (s), disruptions, nodes launched, pods finished."""
+    def summary(self) -> dict[str, float | int]:
+        """Cost ($), mean/max pending time (s); disruptions, nodes launched, pods finished (ints)."""
         pend = np.array(list(self.pending_times().values()) or [0.0])
         return {
             "cost_dollars": self.cost_dollars(),
             "mean_pending_s": float(pend.mean()),
             "max_pending_s": float(pend.max()),
-            "disruptions": float(sum(self.disruptions_by_workload().values())),
-            "nodes_launched": float(sum(1 for n in self.nodes if n.pool is not None)),
-            "pods_finished": float(sum(1 for r in self.pods.values() if r.finished_s is not None)),
+            "disruptions": sum(self.disruptions_by_workload().values()),
+            "nodes_launched": sum(1 for n in self.nodes if n.pool is not None),
+            "pods_finished": sum(1 for r in self.pods.values() if r.finished_s is not None),
             "end_s": self.end_s,
         }
 

@@ -59,7 +59,23 @@ def _seeds(text: str) -> list[int]:
     return out
 
 
+def _check_writable(path: str) -> None:
+    """Fail before any run when --output cannot be written (the runs would be lost)."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"--output {path}: folder {parent} does not exist")
+    if p.is_dir():
+        raise InputError(f"--output {path}: is a folder; expected a file name")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"--output {path}: not writable")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lab01_cluster_sim.commands._options import nonnegative_int
     from lab01_cluster_sim.sweep import RUNNERS
 
     parser.add_argument("--runner", default="disciplines", choices=RUNNERS, help="what each run does (default %(default)s)")
@@ -71,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", default="0-2", help="seeds: '42-51' or '1,2,3' (default %(default)s)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2",
                         help="an extra grid axis passed to each run (repeatable)")
-    parser.add_argument("--workers", type=int, default=0, help="worker processes (0 = all CPUs, 1 = no pool)")
+    parser.add_argument("--workers", type=nonnegative_int(max_value=1024), default=0, help="worker processes (0 = all CPUs, 1 = no pool)")
     parser.add_argument("--dask", metavar="ADDRESS", help="'local' or a Dask scheduler address")
     parser.add_argument("--output", metavar="FILE", help="CSV file (default: stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -98,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             if not workloads:
                 raise InputError(f"--trace {args.trace!r}: no openb_pod_list_*.csv files there")
         workloads = [f"{folder}:{w}" for w in workloads]
+    if args.output:
+        _check_writable(args.output)
     specs = grid(args.runner, [p for p in args.policies.split(",") if p], workloads, _seeds(args.seeds), params)
     result = run_sweep(specs, workers=args.workers, dask=args.dask, quiet=args.quiet)
     text = result.to_csv()

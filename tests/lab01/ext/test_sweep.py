@@ -8,7 +8,7 @@ import io
 import pytest
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.sweep import RunSpec, format_rows, grid, parse_param, run_sweep
+from lab01_cluster_sim.sweep import RunSpec, execute, format_rows, grid, parse_param, run_sweep
 
 
 def test_grid_is_the_cartesian_product_in_stable_order():
@@ -83,5 +83,43 @@ def test_replay_and_simulate_runners_match_direct_calls():
     nodes, jobs = synthetic_jobs(200, 10, 1, None, 0.0)
     res = simulate(nodes, jobs, "best-fit", discipline="backfill", seed=1)
     assert rows[0]["status"] == "ok" and rows[0]["mean_jct_s"] == res.summary.jct.mean
-    bad = run_sweep(grid("simulate", ["best-fit"], ["lots"], [1]), workers=1, quiet=True).rows[0]
+    # the grid refuses a workload the runner cannot run; a hand-made spec fails in its row
+    with pytest.raises(InputError, match="'lots': the simulate runner expects a number of jobs"):
+        grid("simulate", ["best-fit"], ["lots"], [1])
+    bad = run_sweep([RunSpec("simulate", "best-fit", "lots", 1)], workers=1, quiet=True).rows[0]
     assert bad["status"] == "error" and "number of jobs" in bad["error"]
+
+
+@pytest.mark.parametrize("runner, workload", [("disciplines", "abc"), ("disciplines", "-5"), ("disciplines", "0"),
+                                              ("simulate", "abc"), ("replay", "/nonexistent-folder:default")])
+def test_grid_rejects_workloads_the_runner_cannot_run(runner, workload):
+    # before: 'abc' silently ran 200 jobs and the rows said 'abc'
+    with pytest.raises(InputError, match=f"--workloads {workload!r}"):
+        grid(runner, ["fifo"], [workload], [0])
+
+
+def test_grid_rejects_parameters_the_runner_does_not_use():
+    with pytest.raises(InputError, match="--param 'foo'.*expected one of: gpus_per_node, interarrival, nodes"):
+        grid("disciplines", ["fifo"], ["10"], [0], {"foo": [1, 2]})
+    with pytest.raises(InputError, match="--param 'jobs'"):   # the workload is the job count
+        grid("disciplines", ["fifo"], ["10"], [0], {"jobs": [5]})
+
+
+def test_rows_have_integer_counts_and_a_single_error_message():
+    rows = run_sweep(grid("disciplines", ["fifo", "nope"], ["5"], [0]), workers=1, quiet=True).rows
+    ok, bad = rows
+    assert ok["completed"] == 5 and isinstance(ok["completed"], int) and isinstance(ok["preemptions"], int)
+    text = format_rows([ok], "csv")
+    assert ",5," in text and "5.0" not in text.splitlines()[1].split(",")[9:]
+    assert bad["status"] == "error" and " | " not in bad["error"]
+
+
+def test_error_row_names_where_a_bug_was_raised(monkeypatch):
+    def boom(spec):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("lab01_cluster_sim.sweep._run_disciplines", boom)
+    row = execute(RunSpec("disciplines", "fifo", "5", 0))
+    # one message, then where it came from (not the same message twice, "X | X")
+    assert row["error"].startswith("ZeroDivisionError: division by zero (at test_sweep.py:")
+    assert row["error"].count("division by zero") == 1

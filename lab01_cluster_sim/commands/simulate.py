@@ -25,7 +25,14 @@ delay and JCT (mean, p50, p99), makespan, the time-weighted GPU allocation ratio
 stranded GPUs; --plot saves the allocation ratio and stranded GPUs over time.
 
 Without --trace the workload is the embedded synthetic openb-like generator (--jobs jobs on
---nodes nodes, Poisson arrivals, lognormal durations). With --trace DIR (the folder of the
+--nodes nodes, Poisson arrivals, lognormal durations). --load sets the arrival rate: the
+GPU-seconds the jobs ask, per second of arrivals, as a multiple of the cluster's GPUs. The
+durations are heavy-tailed (median 560 s, a few jobs run for days), so much of that work
+lands after the last arrival: a load of 1 keeps the GPUs only about a third busy while jobs
+arrive. The defaults (2000 jobs, 20 nodes with 102 GPUs, load 2) make a contended cluster:
+about 86 % allocated while jobs arrive, jobs queue (mean wait about 40 min), GPUs are
+stranded at times and the queue disciplines differ (compare --discipline fifo). The "over
+the whole run" allocation is low because the last long jobs run alone for days. With --trace DIR (the folder of the
 Alibaba openb CSVs) the cluster is openb_node_list_gpu_node.csv and each pod of the pod list
 arrives at its creation_time and runs deletion_time - scheduled_time (deletion - creation
 for pods never scheduled). The openb pod list is a snapshot of pods whose creation times
@@ -42,8 +49,8 @@ FORMATS = ("table", "json", "csv")
 MAX_JOBS = 1_000_000
 MAX_NODES = 100_000
 DEFAULT_JOBS = 2000
-DEFAULT_NODES = 100
-DEFAULT_LOAD = 0.9
+DEFAULT_NODES = 20
+DEFAULT_LOAD = 2.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -114,3 +114,21 @@ def test_queueing_delay_names_the_jobs_that_never_started(capsys):
     # only "run" started (wait 0): the mean of 0 s must come with 2 pending + 1 rejected never started
     assert d["wait_s"]["mean"] == 0.0
     assert d["never_started"] == {"pending": 2, "rejected": 1}
+
+
+def test_defaults_show_contention(capsys):
+    # The defaults must make a run worth reading: jobs queue, GPUs get stranded, and strict
+    # FIFO differs from FIFO-skip (with the old defaults all three were zero / identical).
+    from lab01_cluster_sim.commands.simulate import DEFAULT_JOBS, DEFAULT_LOAD, DEFAULT_NODES
+    from lab01_cluster_sim.workloads.synthetic import synthetic_nodes
+
+    # 20 nodes in the openb mix: 10 x 8 + 9 x 2 + 1 x 4 = 102 GPUs
+    assert (DEFAULT_JOBS, DEFAULT_NODES, DEFAULT_LOAD) == (2000, 20, 2.0)
+    assert sum(n.gpu_count for n in synthetic_nodes(DEFAULT_NODES)) == 102
+    assert main(["simulate", "--quiet", "--format", "json"]) == 0
+    skip = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--quiet", "--format", "json", "--discipline", "fifo"]) == 0
+    fifo = json.loads(capsys.readouterr().out)
+    assert skip["wait_s"]["mean"] > 60 and skip["peak_stranded_gpus"] > 0
+    assert skip["arrival_allocation_ratio"] > 0.6
+    assert fifo["wait_s"]["mean"] > skip["wait_s"]["mean"]  # head-of-line blocking costs waiting

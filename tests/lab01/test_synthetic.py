@@ -66,3 +66,18 @@ def test_default_trace_is_deterministic():
     a, b = default_trace(0), default_trace(0)
     assert a.jobs == b.jobs and a.nodes == b.nodes
     assert len({j.job_id for j in a.jobs}) == len(a.jobs)
+
+
+def test_every_synthetic_pod_fits_some_empty_node():
+    # multi-GPU CPU is capped at 96,000 milli (the 4-/8-GPU nodes' CPU) and memory is 4 MiB per
+    # milli-CPU (<= 384,000 <= 393,216 MiB), so no pod is never-placeable. 20,000 pods hold
+    # about 0.9 % x 20,000 = 180 multi-GPU pods, a third of whose 8-GPU ones broke the old cap.
+    import numpy as np
+
+    from lab01_cluster_sim.workloads.synthetic import OPENB_NODE_TYPES, PodMix, synthetic_pods
+
+    pods = synthetic_pods(20_000, np.random.default_rng(7), PodMix())
+    assert max(p.cpu_milli for p in pods if p.gpus_per_worker == 8) <= 96_000
+    for p in pods:
+        assert any(t.gpu_count >= p.gpus_per_worker and t.cpu_milli >= p.cpu_milli and t.memory_mib >= p.memory_mib
+                   for t in OPENB_NODE_TYPES), p

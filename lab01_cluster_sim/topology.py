@@ -10,10 +10,17 @@ and a ring is as fast as its slowest link.
 
 Default bandwidths (parameters of :class:`TopologyParams`):
 
-- NVLink: 900 GB/s per GPU on H100 SXM5 (4th-generation NVLink, NVIDIA H100 Tensor Core
-  GPU datasheet, "NVLink: 900GB/s").
-- InfiniBand: 50 GB/s per port at 400 Gb/s NDR (400 Gb/s / 8 bits; NVIDIA ConnectX-7 /
-  Quantum-2 NDR specifications). One port per GPU, as in a DGX H100 (8 x 400 Gb/s).
+- NVLink: 450 GB/s per GPU *per direction* on H100 SXM5. The datasheet's "NVLink:
+  900GB/s" (NVIDIA H100 Tensor Core GPU datasheet) is the bidirectional total of its 18
+  4th-generation links (18 x 25 GB/s each way = 450 GB/s each way).
+- InfiniBand: 50 GB/s per port per direction at 400 Gb/s NDR (400 Gb/s / 8 bits; NVIDIA
+  ConnectX-7 / Quantum-2 NDR specifications). One port per GPU, as in a DGX H100
+  (8 x 400 Gb/s).
+
+Both are per-direction figures because a ring all-reduce sends to one neighbour while
+receiving from the other: its time is bound by the one-way bandwidth of the slowest link
+(the NCCL tests' "busbw" is compared against it). Mixing a bidirectional total with a
+one-way figure would double the NVLink/InfiniBand ratio (18 instead of 9).
 
 The slowdown model: a job that spends a fraction ``f`` of each step communicating inside
 one island spends ``f x (intra / inter)`` when its ring crosses islands (communication not
@@ -33,16 +40,17 @@ from lab01_cluster_sim.disciplines.runner import Allocation, Runner, place_gang
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
 
-NVLINK_H100_GBPS = 900.0
-"""GB/s per GPU, H100 SXM5 4th-generation NVLink (NVIDIA H100 datasheet)."""
+NVLINK_H100_GBPS = 450.0
+"""GB/s per GPU per direction, H100 SXM5 4th-generation NVLink: 18 links x 25 GB/s (the
+datasheet's 900 GB/s counts both directions)."""
 
 INFINIBAND_NDR_GBPS = 50.0
-"""GB/s per 400 Gb/s NDR InfiniBand port (400 / 8)."""
+"""GB/s per direction per 400 Gb/s NDR InfiniBand port (400 / 8)."""
 
 
 @dataclass(frozen=True, slots=True)
 class TopologyParams:
-    """Bandwidths of the two link classes, GB/s per GPU.
+    """Bandwidths of the two link classes, GB/s per GPU per direction.
 
     Raises:
         InputError: a bandwidth that is not a finite number > 0 (NaN included).
@@ -196,6 +204,8 @@ class TopologyAware:
         self.largest_island = max(sizes.values(), default=0)
         self.spannable_since: dict[str, float] = {}
         """job id -> first time a spread placement existed while no single island could hold it."""
+        self.spanned: set[str] = set()
+        """ids of jobs that ran (at least once) on GPUs of more than one island."""
 
     def __call__(self, runner: Runner, job: Job, now: float) -> Allocation | None:
         mask = runner.mask_for(job)
@@ -218,12 +228,20 @@ class TopologyAware:
     def speed(self, runner: Runner, job: Job, alloc: Allocation) -> float:
         """Slowdown of ``job`` on ``alloc`` (a Runner ``speed`` hook)."""
         f = self.comm_fraction.get(job.job_id, self.default_comm_fraction)
-        return comm_slowdown(f, islands_spanned(alloc, self.islands), self.params)
+        n_islands = islands_spanned(alloc, self.islands)
+        if n_islands > 1:
+            self.spanned.add(job.job_id)
+        return comm_slowdown(f, n_islands, self.params)
 
 
 @dataclass(frozen=True)
 class TopologyRow:
-    """One point of the wait-versus-slowdown comparison (times in s)."""
+    """One point of the wait-versus-slowdown comparison (times in s).
+
+    ``spanning_jobs`` counts multi-GPU jobs that ran across more than one NVLink island,
+    whatever it cost them; ``slowed_jobs`` those of them that ran slower for it (none
+    when the communication fraction is 0).
+    """
 
     max_wait_s: float
     mean_wait_s: float
@@ -232,6 +250,7 @@ class TopologyRow:
     spanning_jobs: int
     multi_gpu_jobs: int
     makespan_s: float
+    slowed_jobs: int = 0
 
 
 def compare_wait_vs_slowdown(nodes: Sequence[Node], jobs: Sequence[Job], max_waits: Sequence[float],
@@ -247,13 +266,14 @@ def compare_wait_vs_slowdown(nodes: Sequence[Node], jobs: Sequence[Job], max_wai
         runner = Runner(nodes, jobs, discipline, placer=topo, speed=topo.speed)
         res = runner.run()
         multi = [o for o in res.outcomes if o.gpus > 1 and o.first_start is not None]
-        spanning = [r for r in runner.runs.values()
-                    if r.job.num_gpus > 1 and r.first_start is not None and r.slowdown > 1.0]
+        started = [r for r in runner.runs.values() if r.job.num_gpus > 1 and r.first_start is not None]
+        spanning = [r for r in started if r.job.job_id in topo.spanned]
+        slowed = [r for r in spanning if r.slowdown > 1.0]
         done = [o for o in res.outcomes if o.end is not None]
         waits = res.waits()
         rows.append(TopologyRow(
             float(w), float(waits.mean()) if waits.size else 0.0,
             float(np.mean([o.slowdown for o in multi])) if multi else 1.0,
             float(np.mean([o.end - o.submit for o in done])) if done else 0.0,
-            len(spanning), len(multi), res.end_time - res.start_time))
+            len(spanning), len(multi), res.end_time - res.start_time, len(slowed)))
     return rows

@@ -45,7 +45,8 @@ def test_topology_and_defrag_commands_run(capsys, tmp_path):
     assert main(["topology", "--jobs", "30", "--nodes", "2", "--max-waits", "0,inf", "--allreduce-gb", "1",
                  "--gpus", "8", "--plot", str(tmp_path / "t.png")]) == 0
     out = capsys.readouterr().out
-    assert "1.94 ms in one island, 35.00 ms across islands" in out   # 1.75 GB / 900 GB/s and / 50 GB/s
+    # 2 x 7/8 x 1 GB = 1.75 GB: / 450 GB/s per direction = 3.89 ms, / 50 GB/s = 35 ms
+    assert "3.89 ms in one island, 35.00 ms across islands" in out
     assert (tmp_path / "t.png").stat().st_size > 0
     assert main(["defrag", "--jobs", "40", "--nodes", "2", "--dashboard", str(tmp_path / "d.png")]) == 0
     assert "defragmentation by migration" in capsys.readouterr().out

@@ -26,15 +26,15 @@ def test_ring_allreduce_cost():
     assert ring_allreduce_seconds(1e9, 8, 50) == pytest.approx(0.035)              # 35 ms on 400G IB
     assert ring_allreduce_seconds(1e9, 1, 50) == 0.0
     # the slowest link decides: one island -> NVLink, two -> InfiniBand
-    assert allreduce_seconds(1e9, 16, 1) == pytest.approx(2 * 15 / 16 * 1e9 / 900e9)
+    assert allreduce_seconds(1e9, 16, 1) == pytest.approx(2 * 15 / 16 * 1e9 / 450e9)   # 450 GB/s each way
     assert allreduce_seconds(1e9, 16, 2) == pytest.approx(2 * 15 / 16 * 1e9 / 50e9)
     with pytest.raises(InputError):
         ring_allreduce_seconds(1e9, 0, 50)
 
 
 def test_comm_slowdown():
-    # f = 0.2, intra/inter = 900/50 = 18: 0.8 + 0.2 * 18 = 4.4
-    assert comm_slowdown(0.2, 2) == pytest.approx(4.4)
+    # per-direction bandwidths: f = 0.2, intra/inter = 450/50 = 9: 0.8 + 0.2 * 9 = 2.6
+    assert comm_slowdown(0.2, 2) == pytest.approx(2.6)
     assert comm_slowdown(0.2, 1) == 1.0
     assert comm_slowdown(0.0, 3) == 1.0
     # 72-GPU NVLink domain vs 8-GPU island: both intra, no slowdown
@@ -60,8 +60,8 @@ def _fragmented():
 
 
 @pytest.mark.parametrize("max_wait, start, end", [
-    (0.0, 1, 1 + 100 * 4.4),          # spans at once, runs 4.4x slower: ends at 441
-    (50.0, 51, 51 + 100 * 4.4),       # waits 50 s for one island, then spans: ends at 491
+    (0.0, 1, 1 + 100 * 2.6),          # spans at once, runs 2.6x slower: ends at 261
+    (50.0, 51, 51 + 100 * 2.6),       # waits 50 s for one island, then spans: ends at 311
     (math.inf, 100, 200),             # waits for 'a' to end (t=100): node-0 is free, full speed
 ])
 def test_bounded_wait_for_one_island(max_wait, start, end):
@@ -77,8 +77,8 @@ def test_compare_wait_vs_slowdown_rows():
     nodes, jobs = _fragmented()
     rows = compare_wait_vs_slowdown(nodes, jobs, [0.0, math.inf])
     assert [r.spanning_jobs for r in rows] == [1, 0]
-    # multi-GPU jobs a, c, x: slowdowns (1 + 1 + 4.4) / 3 with no wait, 1 when waiting
-    assert rows[0].mean_slowdown == pytest.approx(6.4 / 3)
+    # multi-GPU jobs a, c, x: slowdowns (1 + 1 + 2.6) / 3 with no wait, 1 when waiting
+    assert rows[0].mean_slowdown == pytest.approx(4.6 / 3)
     assert rows[1].mean_slowdown == 1.0
     # waits: a 0, c 0, x 0 -> 0; waiting: x waits 99 -> 33
     assert rows[0].mean_wait_s == 0 and rows[1].mean_wait_s == pytest.approx(33)
@@ -113,3 +113,16 @@ def test_topology_aware_rejects_nan_wait():
     nodes = [Node("n0", "H100", 8, 64000, 512000)]
     with pytest.raises(InputError, match="max_wait_s"):
         TopologyAware(nodes, max_wait_s=float("nan"))
+
+
+def test_spanning_counts_jobs_across_islands_even_when_not_slowed():
+    # a 16-GPU gang (16 one-GPU workers) on two 8-GPU nodes (one island each) must span both
+    # islands; with a communication fraction of 0 it runs at full speed. Before, spanning_jobs
+    # counted only slowed jobs and reported 0 here.
+    nodes = [Node(f"node-{i}", "H100", 8, 96000, 10 ** 6) for i in range(2)]
+    jobs = [Job("big", 0, 100, gpus_per_worker=1, gpu_milli=1000, workers=16),
+            Job("small", 200, 100, gpus_per_worker=4, gpu_milli=1000)]
+    (row,) = compare_wait_vs_slowdown(nodes, jobs, [0.0], default_comm_fraction=0.0)
+    assert (row.spanning_jobs, row.slowed_jobs, row.multi_gpu_jobs) == (1, 0, 2)
+    (row,) = compare_wait_vs_slowdown(nodes, jobs, [0.0], default_comm_fraction=0.2)
+    assert (row.spanning_jobs, row.slowed_jobs) == (1, 1)

@@ -281,20 +281,31 @@ class Defragmenter:
 
 @dataclass(frozen=True)
 class AdmissionRow:
-    """One run of the shape-aware admission comparison."""
+    """One run of the shape-aware admission comparison.
+
+    Mean waits (s) cover every job of the class: a job that never started counts with a
+    *censored* wait, from its submission to the end of the run (a lower bound on its true
+    wait), so jobs kept out forever are not averaged away; ``*_never_started`` say how
+    many such jobs there were (0 means every wait is exact).
+    """
 
     reserved_fraction: float
     mean_stranded_gpus: float
     big_job_mean_wait_s: float
     small_job_mean_wait_s: float
     utilisation: float
+    big_jobs_never_started: int = 0
+    small_jobs_never_started: int = 0
 
 
 def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: Sequence[float],
                         discipline: str = "fifo-skip") -> list[AdmissionRow]:
     """Run the workload with each reserved fraction; stranded GPUs are averaged over event samples.
 
-    "Big" jobs are those whose workers ask for a whole node's GPUs.
+    "Big" jobs are those whose workers ask for a whole node's GPUs. Jobs that never
+    start (e.g. every small job when all nodes are reserved) are counted in
+    :attr:`AdmissionRow.small_jobs_never_started` / ``big_jobs_never_started`` and
+    enter the mean waits censored at the end of the run.
     """
     rows = []
     full = max((n.gpu_count for n in nodes), default=0)
@@ -306,8 +317,13 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
 
         res = Runner(nodes, jobs, discipline, node_filter=adm, observer=observe).run()
         big_ids = {j.job_id for j in jobs if j.gpus_per_worker == full}
-        big = [o.wait for o in res.outcomes if o.wait is not None and o.job_id in big_ids]
-        small = [o.wait for o in res.outcomes if o.wait is not None and o.job_id not in big_ids]
+        # never started: censored at the end of the run (lower bound on the wait)
+        waits = {o.job_id: (o.wait if o.wait is not None else max(0.0, res.end_time - o.submit), o.wait is None)
+                 for o in res.outcomes}
+        big = [w for i, (w, _) in waits.items() if i in big_ids]
+        small = [w for i, (w, _) in waits.items() if i not in big_ids]
+        big_never = sum(1 for i, (_, never) in waits.items() if never and i in big_ids)
+        small_never = sum(1 for i, (_, never) in waits.items() if never and i not in big_ids)
         # time-weighted mean of the stranded samples
         ts = [row[0] for row in res.timeline]
         vals = res.samples
@@ -317,7 +333,8 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
         else:
             mean_stranded = float(vals[0]) if vals else 0.0
         rows.append(AdmissionRow(f, mean_stranded, float(np.mean(big)) if big else 0.0,
-                                 float(np.mean(small)) if small else 0.0, res.summary()["utilisation"]))
+                                 float(np.mean(small)) if small else 0.0, res.summary()["utilisation"],
+                                 big_never, small_never))
     return rows
 
 

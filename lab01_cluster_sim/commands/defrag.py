@@ -86,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
     nodes = demo_cluster(args.nodes, args.gpus_per_node)
     jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival)
     print("shape-aware admission")
-    print(format_rows([asdict(r) for r in compare_shape_aware(nodes, jobs, shares)], args.format), end="")
+    admission = compare_shape_aware(nodes, jobs, shares)
+    print(format_rows([asdict(r) for r in admission], args.format), end="")
+    if args.format == "table" and any(r.big_jobs_never_started or r.small_jobs_never_started for r in admission):
+        print("jobs that never started count in the mean waits with a censored wait (submission to the end of "
+              "the run, a lower bound)")
     spec = CheckpointSpec(args.checkpoint_interval, args.checkpoint_cost, args.restore)
     plain = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec).run().summary()
     defrag = Defragmenter()

@@ -112,3 +112,15 @@ def test_migration_starts_the_gang_where_planned_even_if_the_placer_would_wait()
     res = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, placer=stubborn, on_blocked=defrag).run()
     assert res.outcome("g").first_start == 20 and len(defrag.events) == 1
     assert res.outcome("c").migrations == 1
+
+
+def test_jobs_that_never_start_are_counted_not_averaged_away():
+    # every node reserved for whole-node jobs: s1 and s2 (3 GPUs) never start; big (4 GPUs)
+    # starts on submission at t=1 and ends at 101, the end of the run. Before, the small
+    # jobs' mean wait read 0 (mean over no job); now they count, censored at 101 - 0 = 101 s.
+    nodes, jobs = _shape_workload()
+    (row,) = compare_shape_aware(nodes, jobs, [1.0])
+    assert (row.small_jobs_never_started, row.big_jobs_never_started) == (2, 0)
+    assert row.small_job_mean_wait_s == pytest.approx(101) and row.big_job_mean_wait_s == 0
+    (row,) = compare_shape_aware(nodes, jobs, [0.0])
+    assert (row.small_jobs_never_started, row.big_jobs_never_started) == (0, 0)

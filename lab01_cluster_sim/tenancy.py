@@ -16,9 +16,11 @@ Tolerations"):
   CPU-only pods then stay off GPU nodes.
 
 Tenancy tiers: paying tenants (``premium``, ``standard``) and a best-effort ``free`` tier.
-The constraint: a free-tier job never shares a *physical GPU* with a paying tenant's job
-(no noisy neighbour, no data next to a stranger's without isolation). Each tier maps to
-the sharing mechanism it is sold with (:data:`TIER_MECHANISM`).
+The constraints: a free-tier job never shares a *physical GPU* with a paying tenant's job
+(no noisy neighbour, no data next to a stranger's without isolation), and a premium job
+never shares its GPU with any other job: premium is sold as a whole GPU or a MIG instance,
+and the Runner's GPUs are not MIG-partitioned, so here it gets whole GPUs. Each tier maps
+to the sharing mechanism it is sold with (:data:`TIER_MECHANISM`).
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class Tier(enum.Enum):
 
 TIER_MECHANISM: Mapping[Tier, str] = {
     Tier.PREMIUM: "dedicated GPU or MIG instance (hardware isolation of memory and SMs)",
-    Tier.STANDARD: "MPS (concurrent, per-client memory limit, no fault isolation)",
+    Tier.STANDARD: "smaller MIG instance or MPS with limits",
     Tier.FREE: "time-slicing (no memory isolation, shares only with other free-tier jobs)",
 }
 """Tier -> the sharing mechanism it is sold with."""
@@ -179,7 +181,9 @@ class ConstraintFilter:
 
 class TenancyPlacer:
     """A Runner ``placer`` that never puts a free-tier job on a GPU used by a paying tenant,
-    nor a paying job on a GPU used by the free tier.
+    nor a paying job on a GPU used by the free tier, and never lets a premium job share a
+    GPU: a premium job goes only to GPUs nothing runs on, and no job goes to a GPU a
+    premium job runs on (premium = a whole GPU, or a MIG instance on MIG hardware).
 
     Args:
         tiers: tenant -> :class:`Tier` (unknown tenants get ``default``).
@@ -208,16 +212,18 @@ class TenancyPlacer:
         return out
 
     def __call__(self, runner: Runner, job: Job, now: float) -> Allocation | None:
-        mine = self.tier(job.tenant).paying
+        tier = self.tier(job.tenant)
+        mine = tier.paying
         view = clone_state(runner.state)
         for (node, g), tiers in self.gpu_tiers(runner).items():
-            if any(t.paying != mine for t in tiers):
+            if tier is Tier.PREMIUM or Tier.PREMIUM in tiers or any(t.paying != mine for t in tiers):
                 view.gpu_free[node, g] = 0
         return place_gang(view, job, runner.mask_for(job))
 
 
 def tenancy_violations(runner: Runner, placer: TenancyPlacer) -> list[tuple[str, int, tuple[str, ...]]]:
-    """(node name, GPU, job ids) of every GPU where a free-tier and a paying job run together."""
+    """(node name, GPU, job ids) of every GPU where a free-tier and a paying job run
+    together, or a premium job runs with any other job."""
     jobs: dict[tuple[int, int], list[str]] = {}
     for run in runner.running.values():
         for node, gpus in run.alloc:
@@ -225,8 +231,8 @@ def tenancy_violations(runner: Runner, placer: TenancyPlacer) -> list[tuple[str,
                 jobs.setdefault((node, g), []).append(run.job.job_id)
     bad = []
     for (node, g), ids in sorted(jobs.items()):
-        paying = {placer.tier(runner.runs[i].job.tenant).paying for i in ids}
-        if len(paying) > 1:
+        tiers = [placer.tier(runner.runs[i].job.tenant) for i in ids]
+        if len({t.paying for t in tiers}) > 1 or (Tier.PREMIUM in tiers and len(ids) > 1):
             bad.append((runner.nodes[node].name, g, tuple(sorted(ids))))
     return bad
 

@@ -119,7 +119,7 @@ def _tenancy_demo(fmt: str) -> None:
     print()
     print(format_rows([{"tier": t.value, "paying": t.paying, "mechanism": m} for t, m in TIER_MECHANISM.items()], fmt),
           end="")
-    tiers = {"acme": Tier.PREMIUM, "student": Tier.FREE}
+    tiers = {"acme": Tier.STANDARD, "student": Tier.FREE}   # premium would take whole GPUs
     half = dict(gpus_per_worker=1, gpu_milli=500)
     jobs = [Job("acme-1", 0, 100, tenant="acme", **half), Job("student-1", 1, 100, tenant="student", **half),
             Job("acme-2", 2, 100, tenant="acme", **half), Job("student-2", 3, 100, tenant="student", **half)]

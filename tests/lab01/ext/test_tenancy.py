@@ -92,7 +92,7 @@ def _tenancy_jobs():
 
 def test_free_tier_never_shares_a_gpu_with_paying_tenant():
     nodes = [Node("n0", "T4", 2, 32000, 256000)]
-    tiers = {"acme": Tier.PREMIUM, "free-user": Tier.FREE}
+    tiers = {"acme": Tier.STANDARD, "free-user": Tier.FREE}   # standard jobs may share among themselves
     placer = TenancyPlacer(tiers)
     r = Runner(nodes, _tenancy_jobs(), "fifo-skip", placer=placer, until=5)
     r.run()
@@ -107,6 +107,26 @@ def test_free_tier_never_shares_a_gpu_with_paying_tenant():
     assert ("n0", 0, ("f1", "p1")) in tenancy_violations(plain, placer)
 
 
+def test_premium_jobs_never_share_a_gpu():
+    # two GPUs; premium p1 takes GPU 0 whole though it asks for half; free f1 must avoid it
+    # -> GPU 1; premium p2 finds no empty GPU (GPU 1 runs f1) and waits, though GPU 0 has
+    # half free; f2 shares GPU 1 with f1 (free with free is allowed).
+    nodes = [Node("n0", "T4", 2, 32000, 256000)]
+    placer = TenancyPlacer({"acme": Tier.PREMIUM, "free-user": Tier.FREE})
+    r = Runner(nodes, _tenancy_jobs(), "fifo-skip", placer=placer, until=5)
+    r.run()
+    assert r.runs["p1"].alloc == ((0, (0,)),) and r.runs["f1"].alloc == ((0, (1,)),)
+    assert r.runs["f2"].alloc == ((0, (1,)),)
+    assert r.runs["p2"].state is JobState.PENDING and r.runs["p3"].state is JobState.PENDING
+    assert tenancy_violations(r, placer) == []
+    # two premium halves on one GPU count as a violation
+    plain = Runner(nodes, [Job("p1", 0, 100, tenant="acme", gpus_per_worker=1, gpu_milli=500),
+                           Job("p2", 0, 100, tenant="acme", gpus_per_worker=1, gpu_milli=500)], "fifo-skip", until=5)
+    plain.run()
+    assert tenancy_violations(plain, placer) == [("n0", 0, ("p1", "p2"))]
+
+
 def test_tier_mechanisms_documented():
+    assert TIER_MECHANISM[Tier.STANDARD] == "smaller MIG instance or MPS with limits"
     assert set(TIER_MECHANISM) == set(Tier)
     assert "time-slicing" in TIER_MECHANISM[Tier.FREE] and not Tier.FREE.paying and Tier.STANDARD.paying

@@ -58,6 +58,16 @@ class Node:
             raise InputError(f"node {self.name!r}: a node with GPUs needs a gpu_model")
 
 
+def format_seconds(x: float) -> str:
+    """A time in seconds as plain digits for messages: ``1558380.5`` -> ``"1558380.5"``,
+    ``120.0`` -> ``"120"``, rounded to the millisecond; never an exponent (``:g`` would
+    print ``1.55838e+06``, which reads badly and hides digits). ``inf``/``nan`` as words."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    text = f"{x:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A job: a gang of identical workers (pods).

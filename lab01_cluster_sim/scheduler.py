@@ -70,7 +70,7 @@ import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Placement
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Placement, format_seconds
 from lab01_cluster_sim.policies.base import PlacementPolicy
 
 MODES = ("gang", "naive")
@@ -593,7 +593,7 @@ class DeadlockReport:
 
     def lines(self) -> list[str]:
         """Human-readable report, one line per holding."""
-        out = [f"deadlock at t={self.time:g}s: {len(self.holdings)} job(s) hold partial gangs, "
+        out = [f"deadlock at t={format_seconds(self.time)}s: {len(self.holdings)} job(s) hold partial gangs, "
                f"{self.free_gpus} GPU(s) free, no job can complete its gang"]
         for h in self.holdings:
             where = ", ".join(f"{p.node}:gpu{','.join(map(str, p.gpus))}" if p.gpus else p.node

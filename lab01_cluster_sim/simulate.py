@@ -44,7 +44,7 @@ from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
-from lab01_cluster_sim.model import Job, JobRecord, JobState, Node
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, format_seconds
 from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, uses_target
 from lab01_cluster_sim.scheduler import (
     MODES,
@@ -93,18 +93,25 @@ class SimulationResult:
         return [r for r in self.records.values() if r.state is state]
 
     def jobs_table(self) -> list[dict[str, Any]]:
-        """One plain dict per job (id, state, submit, start, end, wait, jct, nodes, GPUs, reason)."""
+        """One plain dict per job (id, state, submit, start, end, wait, jct, nodes, GPUs, reason).
+
+        Times are in seconds rounded to the millisecond (the engine's sums carry float
+        noise such as ``2320.7670000000003``); None where the job has no such time."""
         rows = []
         for r in self.records.values():
             rows.append({
-                "job": r.job_id, "state": r.state.value, "submit": r.job.submit_time,
-                "start": r.start_time, "end": r.end_time, "wait": r.wait, "jct": r.jct,
+                "job": r.job_id, "state": r.state.value, "submit": _ms(r.job.submit_time),
+                "start": _ms(r.start_time), "end": _ms(r.end_time), "wait": _ms(r.wait), "jct": _ms(r.jct),
                 "workers": r.job.workers, "gpus": r.job.num_gpus,
                 "placements": [f"{p.node}:{','.join(map(str, p.gpus))}"
                                for p in (r.placements or r.last_placements)],
                 "reason": r.reason,
             })
         return rows
+
+
+def _ms(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
 
 
 class Simulation:
@@ -298,7 +305,7 @@ class Simulation:
             if rec.state is JobState.PENDING and rec.status is not None:
                 rec.reason = self.scheduler.explain(rec)  # add the per-node summary
             if rec.state is JobState.PENDING and rec.reason is None:
-                rec.reason = f"not submitted before the run ended at t={end:g}s"
+                rec.reason = f"not submitted before the run ended at t={format_seconds(end)}s"
         timeline = self.metrics.timeline()
         return SimulationResult(
             records=self.records,

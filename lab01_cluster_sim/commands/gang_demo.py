@@ -8,6 +8,7 @@ import sys
 
 from lab01_cluster_sim.commands._options import positive_float, positive_int
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import format_seconds
 from lab01_cluster_sim.policies.base import check_policy_name
 from lab01_cluster_sim.scenarios import textbook_gang
 from lab01_cluster_sim.simulate import SimulationResult, simulate
@@ -79,23 +80,23 @@ def demo(workers: int = 8, gpus_per_worker: int = 1, duration: float = 100.0, po
 
     p("Cluster: 4 nodes x 4 GPUs; 'inference' holds 1 GPU per node -> 12 free GPUs, 3 per node.")
     p(f"Jobs: train-a and train-b, {workers} workers x {gpus_per_worker} GPU(s) = {workers * gpus_per_worker} "
-      f"GPUs each, {duration:g} s, both submitted at t=1 s. Policy: {policy}.")
+      f"GPUs each, {format_seconds(duration)} s, both submitted at t=1 s. Policy: {policy}.")
     p("")
     p("== naive (one worker at a time, round-robin, partial allocations held) ==")
     p(*_holdings(naive))
     if naive.deadlock is not None:
         p(str(naive.deadlock))
     else:
-        p(f"  no deadlock; run ended at t={naive.end_time:g} s")
+        p(f"  no deadlock; run ended at t={format_seconds(naive.end_time)} s")
     p("")
     p("== gang (all-or-nothing) ==")
     for rec in gang.records.values():
         if rec.job_id.startswith("train"):
-            p(f"  {rec.job_id:<10} {rec.state.value:<9} start t={rec.start_time:g} s, end t={rec.end_time:g} s, "
-              f"waited {rec.wait:g} s")
+            p(f"  {rec.job_id:<10} {rec.state.value:<9} start t={format_seconds(rec.start_time)} s, "
+              f"end t={format_seconds(rec.end_time)} s, waited {format_seconds(rec.wait)} s")
     if gang.deadlock is None:
         ends = [r.end_time for r in gang.records.values() if r.end_time is not None]
-        p(f"  both complete; makespan {max(ends) - 1:g} s from their submission")
+        p(f"  both complete; makespan {format_seconds(max(ends) - 1)} s from their submission")
     return naive, gang
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from lab01_cluster_sim.metrics import Timeline
 
@@ -41,7 +42,11 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
     ax_alloc.set_ylim(0, 100)
     ax_str.set_ylabel("stranded GPUs")
     ax_str.set_xlabel(f"time ({time_unit})")
-    ax_str.set_ylim(bottom=0)
+    # stranded GPUs are a count: integer ticks from 0 (an all-zero series would otherwise
+    # get matplotlib's default -0.05..0.05 range)
+    ax_str.yaxis.set_major_locator(MaxNLocator(integer=True))
+    top = max((int(tl.stranded_gpus.max(initial=0)) for tl in timelines.values()), default=0)
+    ax_str.set_ylim(0, max(1, top) * 1.05)
     if any(timelines):
         ax_alloc.legend(loc="best", fontsize="small")
     for ax in (ax_alloc, ax_str):

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from lab01_cluster_sim.errors import InputError, TraceFormatError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node, format_seconds
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -262,7 +262,8 @@ def load_pods(path: str | Path) -> PodList:
             if not np.isnan(deleted):
                 if deleted < start:
                     raise TraceFormatError(str(path), line, "deletion_time",
-                                           f"deletion_time {deleted:g} is before the pod started ({start:g})")
+                                           f"deletion_time {format_seconds(deleted)} is before the pod started "
+                                           f"({format_seconds(start)})")
                 duration = deleted - start
         try:
             job = Job(job_id=name, submit_time=submit, duration=duration, gpus_per_worker=k, gpu_milli=milli,

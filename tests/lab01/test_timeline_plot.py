@@ -39,3 +39,16 @@ def test_scenarios_registry_and_errors():
         textbook_gang(workers=13)
     with pytest.raises(InputError, match="unknown scenario 'x'"):
         get_scenario("x")
+
+
+def test_all_zero_stranded_axis_is_integer_from_zero():
+    # one 1-GPU job on a 1-GPU node: nothing ever waits, stranded GPUs stay 0 -> axis 0..1.05
+    from lab01_cluster_sim.model import Job, Node
+
+    r = simulate([Node("n0", "G2", 1, 8000, 8192)], [Job("j", 0.0, 5.0, 1, 1000, 1000, 1024)])
+    assert max(r.timeline.stranded_gpus) == 0
+    fig = plot_timeline(r.timeline)
+    _, ax = fig.axes
+    assert ax.get_ylim() == (0.0, 1.05)
+    ticks = [t for t in ax.get_yticks() if 0 <= t <= 1.05]
+    assert all(float(t).is_integer() for t in ticks)

@@ -35,3 +35,12 @@ def test_format_seconds_never_uses_an_exponent():
     assert format_seconds(1558380.0) == "1558380"      # :g would give 1.55838e+06
     assert format_seconds(2320.7670000000003) == "2320.767"
     assert format_seconds(0.0) == "0" and format_seconds(float("inf")) == "inf"
+
+
+def test_jobs_table_times_are_rounded_to_ms():
+    from lab01_cluster_sim import Job, Node, run_simulation
+
+    # submit 0.1 + 0.2 = 0.30000000000000004 s; runs 1.1 s -> ends 1.4000000000000001 s
+    r = run_simulation([Node("n0", "G2", 1, 8000, 8192)], [Job("j", 0.1 + 0.2, 1.1, 1, 1000, 1000, 1024)])
+    (row,) = r.jobs_table()
+    assert (row["submit"], row["end"], row["jct"]) == (0.3, 1.4, 1.1)

@@ -136,7 +136,7 @@ def _tenancy_demo(fmt: str) -> None:
     # best-fit (fullest node first) would put it on the GPU node, using CPU the GPUs need
     from lab01_cluster_sim.tenancy import ConstraintFilter
 
-    cluster = [Node("gpu-node", "A100", 2, 64000, 512000, labels={"nvidia.com/gpu.product": "A100"}),
+    cluster = [Node("gpu-node", "A100", 2, 64000, 512000, labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
                Node("cpu-node", "", 0, 64000, 512000)]
     pods = [Job("gpu-pod", 0, 100, gpus_per_worker=2, gpu_milli=1000, cpu_milli=1000, memory_mib=1024),
             Job("cpu-pod", 1, 100, cpu_milli=1000, memory_mib=1024)]

@@ -25,13 +25,30 @@ from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 
 
+GFD_PRODUCT: dict[str, str] = {
+    "H100": "NVIDIA-H100-80GB-HBM3",
+    "A100": "NVIDIA-A100-SXM4-80GB",
+    "A100-80GB": "NVIDIA-A100-SXM4-80GB",
+    "A100-40GB": "NVIDIA-A100-SXM4-40GB",
+    "L4": "NVIDIA-L4",
+    "T4": "Tesla-T4",
+}
+"""Short model name -> the ``nvidia.com/gpu.product`` value GPU Feature Discovery writes
+(the ``nvidia-smi --query-gpu=name`` string with spaces as hyphens; SXM boards assumed)."""
+
+
 def demo_cluster(nodes: int = 4, gpus_per_node: int = 8, gpu_model: str = "H100",
                  cpu_milli: int = 96_000, memory_mib: int = 1_024_000,
-                 island_size: int = 1) -> list[Node]:
+                 island_size: int = 1, gpu_product: str | None = None) -> list[Node]:
     """``nodes`` identical GPU nodes; every ``island_size`` consecutive nodes share one NVLink island.
 
     ``island_size=1`` (the default) makes each node its own island (8 GPUs per island as
     in an HGX H100 board); 9 nodes of 8 would be an NVL72-style 72-GPU domain.
+
+    Labels as GPU Feature Discovery writes them: ``nvidia.com/gpu.product`` is
+    ``gpu_product`` if given, else :data:`GFD_PRODUCT` of ``gpu_model`` (e.g.
+    ``NVIDIA-H100-80GB-HBM3`` for ``H100``), else ``gpu_model`` itself;
+    ``nvidia.com/gpu.count`` is ``gpus_per_node``.
 
     Raises:
         InputError: non-positive sizes.
@@ -39,8 +56,9 @@ def demo_cluster(nodes: int = 4, gpus_per_node: int = 8, gpu_model: str = "H100"
     if nodes < 1 or gpus_per_node < 1 or island_size < 1:
         raise InputError(f"demo_cluster: nodes, gpus_per_node and island_size must be >= 1, "
                          f"got {nodes}, {gpus_per_node}, {island_size}")
+    product = gpu_product if gpu_product is not None else GFD_PRODUCT.get(gpu_model, gpu_model)
     return [Node(f"node-{i:03d}", gpu_model, gpus_per_node, cpu_milli, memory_mib,
-                 labels={"nvidia.com/gpu.product": gpu_model, "nvidia.com/gpu.count": str(gpus_per_node)},
+                 labels={"nvidia.com/gpu.product": product, "nvidia.com/gpu.count": str(gpus_per_node)},
                  nvlink_island=i // island_size)
             for i in range(nodes)]
 

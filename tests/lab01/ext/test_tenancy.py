@@ -38,15 +38,15 @@ def test_toleration_matching_rules():
 
 
 def test_selector():
-    labels = {"nvidia.com/gpu.product": "H100", "nvidia.com/gpu.count": "8"}
-    assert selector_matches({"nvidia.com/gpu.product": "H100"}, labels)
-    assert not selector_matches({"nvidia.com/gpu.product": "A100"}, labels)
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}
+    assert selector_matches({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, labels)
+    assert not selector_matches({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, labels)
     assert selector_matches({}, labels)
 
 
 def _nodes():
-    return [Node("gpu-a100", "A100", 4, 32000, 256000, labels={"nvidia.com/gpu.product": "A100"}),
-            Node("gpu-h100", "H100", 4, 32000, 256000, labels={"nvidia.com/gpu.product": "H100"}),
+    return [Node("gpu-a100", "A100", 4, 32000, 256000, labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
+            Node("gpu-h100", "H100", 4, 32000, 256000, labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
             Node("cpu-0", "", 0, 32000, 256000)]
 
 
@@ -65,7 +65,7 @@ def test_cpu_pods_tolerating_taint_may_use_gpu_nodes_and_selector_picks_model():
     nodes = _nodes()
     f = ConstraintFilter(nodes, constraints={
         "tol": PodConstraints(tolerations=(Toleration("nvidia.com/gpu", "Exists"),)),
-        "h100": PodConstraints(node_selector={"nvidia.com/gpu.product": "H100"})})
+        "h100": PodConstraints(node_selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})})
     assert f.mask(Job("tol", cpu_milli=1)).tolist() == [True, True, True]
     assert f.mask(Job("h100", gpus_per_worker=1, gpu_milli=1000)).tolist() == [False, True, False]
     with pytest.raises(InputError, match="unknown node"):
@@ -130,3 +130,16 @@ def test_tier_mechanisms_documented():
     assert TIER_MECHANISM[Tier.STANDARD] == "smaller MIG instance or MPS with limits"
     assert set(TIER_MECHANISM) == set(Tier)
     assert "time-slicing" in TIER_MECHANISM[Tier.FREE] and not Tier.FREE.paying and Tier.STANDARD.paying
+
+
+def test_demo_cluster_labels_carry_the_gfd_product_string():
+    from lab01_cluster_sim.disciplines.demo import demo_cluster
+
+    # GFD writes the full product name, not the short model name the simulator uses
+    node = demo_cluster(1, 8)[0]
+    assert node.gpu_model == "H100"
+    assert node.labels == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}
+    assert demo_cluster(1, 4, gpu_model="T4")[0].labels["nvidia.com/gpu.product"] == "Tesla-T4"
+    assert demo_cluster(1, 8, gpu_product="NVIDIA-H200")[0].labels["nvidia.com/gpu.product"] == "NVIDIA-H200"
+    # an unknown model name is used as given (the book passes the GFD string as the model)
+    assert demo_cluster(1, 8, gpu_model="NVIDIA-B200")[0].labels["nvidia.com/gpu.product"] == "NVIDIA-B200"

@@ -31,7 +31,7 @@ class DotProd:
     def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
               rng: np.random.Generator) -> np.ndarray:
         cpu_left = state.cpu_free[candidates]
-        idle = state.gpu_free[candidates].sum(axis=1)
+        idle = state.gpu_idle[candidates]
         mc, mg = state.max_cpu_milli, state.max_gpu_milli
         d = (cpu_left / mc * (request.cpu_milli / mc) + idle / mg * (request.num_gpus * request.gpu_milli / mg)) / 2
         scores = np.trunc(100.0 * (1.0 - d)).astype(np.int64)

@@ -106,7 +106,7 @@ class BestFit:
     def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
               rng: np.random.Generator) -> np.ndarray:
         raw = best_fit_raw_score(
-            state.cpu_free[candidates], state.gpu_free[candidates].sum(axis=1),
+            state.cpu_free[candidates], state.gpu_idle[candidates],
             request.cpu_milli, request.num_gpus * request.gpu_milli,
             state.max_cpu_milli, state.max_gpu_milli,
         )
@@ -132,7 +132,7 @@ class WorstFit:
     def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
               rng: np.random.Generator) -> np.ndarray:
         raw = MAX_NODE_SCORE - best_fit_raw_score(
-            state.cpu_free[candidates], state.gpu_free[candidates].sum(axis=1),
+            state.cpu_free[candidates], state.gpu_idle[candidates],
             request.cpu_milli, request.num_gpus * request.gpu_milli,
             state.max_cpu_milli, state.max_gpu_milli,
         )

@@ -40,7 +40,7 @@ class GpuClustering:
         counts = state.tag_count[candidates]
         total = counts.sum(axis=1)
         mine = counts[:, tag]
-        idle = state.gpu_free[candidates].sum(axis=1)
+        idle = state.gpu_idle[candidates]
         base = 25 * (state.max_gpu_milli - idle) // state.max_gpu_milli
         bonus = np.where(total == 0, 25, np.where(mine == 0, 0, np.where(mine == total, 75, 50)))
         return (base + bonus).astype(np.int64)

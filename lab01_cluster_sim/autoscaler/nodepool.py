@@ -38,6 +38,9 @@ class NodePool:
         prepulled_images: images warm on its nodes from the moment they are ready (a
             pre-pull DaemonSet or an image baked into the node image).
         pull_mib_per_s: image pull bandwidth, MiB/s (default 128 MiB/s, about 1 Gb/s).
+        extract_mib_per_s: layer extraction rate, MiB of image per s (assumed default
+            256 MiB/s: containerd decompresses gzip layers on one core and writes them to
+            disk, typically a few hundred MB/s); a first pull costs download plus extraction.
 
     Raises:
         InputError: an unknown policy or capacity type, negative or NaN times, no instance
@@ -57,6 +60,7 @@ class NodePool:
     timeslice_replicas: int = 1
     prepulled_images: tuple[str, ...] = ()
     pull_mib_per_s: float = 128.0
+    extract_mib_per_s: float = 256.0
 
     def __post_init__(self) -> None:
         where = f"nodepool {self.name!r}"
@@ -75,8 +79,10 @@ class NodePool:
             value = getattr(self, attr)
             if not (value >= 0 and math.isfinite(value)):
                 raise InputError(f"{where}: {attr} must be a finite number >= 0, got {value}")
-        if self.timeslice_replicas < 1 or not (self.pull_mib_per_s > 0 and math.isfinite(self.pull_mib_per_s)):
-            raise InputError(f"{where}: timeslice_replicas must be >= 1 and pull_mib_per_s finite and > 0")
+        if self.timeslice_replicas < 1 or not (0 < self.pull_mib_per_s < math.inf and
+                                               0 < self.extract_mib_per_s < math.inf):
+            raise InputError(f"{where}: timeslice_replicas must be >= 1, pull_mib_per_s and extract_mib_per_s "
+                             f"finite and > 0")
         if self.expire_after_s <= self.ready_delay_s:
             # every node would expire before (or as) it becomes schedulable: the pool would
             # launch replacement after replacement and never run a pod

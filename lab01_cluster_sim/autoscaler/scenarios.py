@@ -24,11 +24,14 @@ def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, ima
     land on that card; the others stay pending and make the autoscaler launch the cheapest
     unsliced 1-GPU instance (g4dn.xlarge in the default catalogue), where they run once the
     node is ready (``boot_delay_s + registration_delay_s``) and, unless ``prepull``, the
-    image is pulled (``image_gib x 1024 / pull_mib_per_s`` s). The new node is removed
+    image is pulled and extracted (``image_gib x 1024 x (1 / pull_mib_per_s + 1 / 256)`` s,
+    256 MiB/s being the NodePool's assumed extraction rate). The new node is removed
     ``consolidate_after_s`` after it empties (WhenEmpty).
 
-    With the defaults: pods 1-4 start at t=0 on the sliced card; pod 5 binds at 60 + 15 = 75 s
-    and starts at 75 + 1024 / 128 = 83 s (75 s with ``prepull``).
+    With the defaults: pods 1-4 start at t=0 on the sliced card and share its time, each
+    running ``timeslice_slowdown(4)`` = 4.1x slower (600 s of work ends at 2460 s); pod 5
+    binds at 60 + 15 = 75 s, starts at 75 + 1024 / 128 + 1024 / 256 = 87 s (75 s with
+    ``prepull``) and, alone on its card, ends at 687 s.
     """
     static = StaticNode("gpu-node-1", "T4", 1, timeslice_replicas=replicas, cached_images=(MINI_LAB_IMAGE,),
                         pull_mib_per_s=pull_mib_per_s)

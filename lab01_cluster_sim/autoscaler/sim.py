@@ -6,8 +6,14 @@ Provisioning, Disruption"):
 1. **Scheduling**: pending pods bind to ready, uncordoned nodes with room (GPUs as the
    integer ``nvidia.com/gpu`` the node advertises, time-slicing replicas included; CPU;
    memory), fullest node first. A pod starts running once its image is on the node: a
-   first pull takes ``image_gib x 1024 / pull_mib_per_s`` s; later pods on that node find
-   it cached; pre-pulled images are warm from the node's ready time.
+   first pull takes ``image_gib x 1024 x (1 / pull_mib_per_s + 1 / extract_mib_per_s)``
+   s (download, then layer extraction; the extraction rate is an assumption, see
+   :class:`~lab01_cluster_sim.autoscaler.nodepool.NodePool`); later pods on that node find
+   it cached; pre-pulled images are warm from the node's ready time. On a time-sliced
+   node (``timeslice_replicas > 1``) the running pods share each physical GPU's time:
+   with ``k`` replicas busy per GPU, each runs :func:`~lab01_cluster_sim.sharing_modes.timeslice_slowdown`
+   ``(k)`` times slower, re-rated whenever a pod on the node starts, finishes or leaves
+   (processor sharing; ``duration_s`` is the run time alone on a GPU).
 2. **Provisioning**: pods still pending that fit no node, ready or launching, make the
    autoscaler launch the cheapest instance type (over the NodePools that allow it, within
    each pool's GPU ``limits``) that fits them; later pending pods are packed onto nodes
@@ -41,6 +47,7 @@ import numpy as np
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.sharing_modes import TimeSlicingParams, timeslice_slowdown
 
 SPOT_NOTICE_S = 120.0
 """Spot interruption notice: two minutes (AWS EC2 Spot Instance interruption notice)."""
@@ -93,6 +100,7 @@ class StaticNode:
     price_per_hour: float = 0.0
     cached_images: tuple[str, ...] = ()
     pull_mib_per_s: float = 128.0
+    extract_mib_per_s: float = 256.0
 
 
 @dataclass
@@ -112,6 +120,8 @@ class SimNode:
     instance_type: str = "static"
     capacity_type: str = "on-demand"
     pull_mib_per_s: float = 128.0
+    extract_mib_per_s: float = 256.0
+    timeslice_replicas: int = 1
     terminated_s: float | None = None
     termination_reason: str = ""
     cordoned: bool = False
@@ -119,6 +129,7 @@ class SimNode:
     nominated: set[str] = field(default_factory=set)
     image_ready: dict[str, float] = field(default_factory=dict)
     version: int = 0             # bumps on every pod change (consolidateAfter bookkeeping)
+    active: set[str] = field(default_factory=set)   # time-sliced nodes: pods running now
 
     @property
     def alive(self) -> bool:
@@ -150,6 +161,9 @@ class PodRun:
     pending_since: float = 0.0
     pending_total_s: float = 0.0
     lost_s: float = 0.0
+    work_left_s: float = 0.0     # time-sliced nodes: run time alone still to do, s
+    slowdown: float = 1.0        # time-sliced nodes: current run-time factor
+    rated_s: float = 0.0         # time-sliced nodes: when work_left_s and slowdown were set
 
 
 @dataclass(frozen=True)
@@ -235,6 +249,7 @@ class AutoscalerSim:
             never settle, e.g. pods longer than ``expireAfter``); > 0.
         max_events: stop with an error after this many events (a bound for scenarios
             that churn without advancing time much, e.g. an absurd spot interruption rate).
+        timeslice: contention model of time-sliced nodes (default :class:`TimeSlicingParams`).
         max_nodes: stop with an error when the NodePools would launch more nodes than this
             over the run (the same bound on churn; each event's cost grows with the nodes).
 
@@ -251,7 +266,7 @@ class AutoscalerSim:
                  spot_interruptions: Sequence[tuple[float, str]] = (),
                  spot_interruption_rate_per_hour: float = 0.0, rng: np.random.Generator | None = None,
                  horizon_s: float = 0.0, until_s: float = math.inf, max_events: int = MAX_EVENTS,
-                 max_nodes: int = MAX_NODES) -> None:
+                 max_nodes: int = MAX_NODES, timeslice: TimeSlicingParams | None = None) -> None:
         if not (spot_interruption_rate_per_hour >= 0 and math.isfinite(spot_interruption_rate_per_hour)):
             raise InputError(f"spot_interruption_rate_per_hour must be a finite number >= 0, "
                              f"got {spot_interruption_rate_per_hour}")
@@ -262,6 +277,7 @@ class AutoscalerSim:
         if max_events < 1 or max_nodes < 1:
             raise InputError(f"max_events and max_nodes must be >= 1, got {max_events} and {max_nodes}")
         self.max_nodes = max_nodes
+        self.timeslice = timeslice if timeslice is not None else TimeSlicingParams()
         for workload, count in (min_available or {}).items():
             if count < 0:
                 raise InputError(f"min_available[{workload!r}] must be >= 0, got {count}")
@@ -290,7 +306,8 @@ class AutoscalerSim:
             if s.name in self.nodes:
                 raise InputError(f"duplicate node name {s.name!r}")
             n = SimNode(s.name, s.gpu_model, s.gpus * s.timeslice_replicas, s.gpus, s.cpu_milli, s.memory_mib,
-                        s.price_per_hour, 0.0, 0.0, pull_mib_per_s=s.pull_mib_per_s)
+                        s.price_per_hour, 0.0, 0.0, pull_mib_per_s=s.pull_mib_per_s,
+                        extract_mib_per_s=s.extract_mib_per_s, timeslice_replicas=s.timeslice_replicas)
             n.image_ready = {img: 0.0 for img in s.cached_images}
             self.nodes[n.name] = n
         for p in pods:
@@ -352,7 +369,33 @@ class AutoscalerSim:
         node.version += 1
         run.finished_s = self.now
         run.node = None
+        if name in node.active:
+            node.active.discard(name)
+            self._rerate(node)
         self._schedule_check(node)
+
+    def _on_start(self, name: str, token: int) -> None:
+        """A pod on a time-sliced node starts running (its image is there): re-rate the node."""
+        run = self.pods[name]
+        if token != run.token or run.node is None:
+            return
+        node = self.nodes[run.node]
+        run.work_left_s, run.slowdown, run.rated_s = run.pod.duration_s, 1.0, self.now
+        node.active.add(name)
+        self._rerate(node)
+
+    def _rerate(self, node: SimNode) -> None:
+        """Processor sharing on a time-sliced node: bring every running pod's remaining work
+        up to now at its old rate, then reschedule its finish at the new contention."""
+        busy = sum(self.pods[p].pod.gpus for p in node.active)
+        per_gpu = max(1, math.ceil(busy / max(1, node.physical_gpus)))
+        slow = timeslice_slowdown(per_gpu, self.timeslice)
+        for p in sorted(node.active):
+            run = self.pods[p]
+            run.work_left_s = max(0.0, run.work_left_s - (self.now - run.rated_s) / run.slowdown)
+            run.slowdown, run.rated_s = slow, self.now
+            run.token += 1
+            self._push(self.now + run.work_left_s * slow, _FINISH, ("finish", p, run.token))
 
     def _on_check(self, node_name: str, version: int) -> None:
         node = self.nodes[node_name]
@@ -449,6 +492,9 @@ class AutoscalerSim:
         run.disruptions += 1
         run.pending_since = self.now
         self.pending.append(name)
+        if name in node.active:
+            node.active.discard(name)
+            self._rerate(node)
         self._schedule_check(node)
 
     def _terminate(self, node: SimNode, reason: str) -> None:
@@ -503,11 +549,15 @@ class AutoscalerSim:
         run.pending_total_s += self.now - run.pending_since
         ready = node.image_ready.get(pod.image)
         if ready is None:
-            ready = self.now + pod.image_gib * 1024.0 / node.pull_mib_per_s
+            mib = pod.image_gib * 1024.0
+            ready = self.now + mib / node.pull_mib_per_s + mib / node.extract_mib_per_s
             node.image_ready[pod.image] = ready
         run.started_s = max(self.now, ready)
         run.token += 1
-        self._push(run.started_s + pod.duration_s, _FINISH, ("finish", name, run.token))
+        if node.timeslice_replicas > 1:
+            self._push(run.started_s, _FINISH, ("start", name, run.token))
+        else:
+            self._push(run.started_s + pod.duration_s, _FINISH, ("finish", name, run.token))
         self._schedule_check(node)
 
     def _provision(self) -> None:
@@ -550,7 +600,8 @@ class AutoscalerSim:
         node = SimNode(f"{pool.name}-{self._counter:04d}", it.gpu_model, it.gpus * pool.timeslice_replicas, it.gpus,
                        it.cpu_milli, it.memory_mib, it.price(pool.capacity_type), self.now,
                        self.now + pool.ready_delay_s, pool=pool, instance_type=it.name,
-                       capacity_type=pool.capacity_type, pull_mib_per_s=pool.pull_mib_per_s)
+                       capacity_type=pool.capacity_type, pull_mib_per_s=pool.pull_mib_per_s,
+                       extract_mib_per_s=pool.extract_mib_per_s, timeslice_replicas=pool.timeslice_replicas)
         node.image_ready = {img: node.ready_s for img in pool.prepulled_images}
         self.nodes[node.name] = node
         self._push(node.ready_s, _NODE, ("ready", node.name))

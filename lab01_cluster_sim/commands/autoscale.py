@@ -13,7 +13,8 @@ DESCRIPTION = """\
 Pods that fit no node make the autoscaler launch the cheapest instance type that fits them
 (default catalogue: common AWS/GCP GPU instances with approximate on-demand list prices,
 dated; --catalogue FILE.yaml to use your own). A node is usable after --boot + --registration
-seconds; a pod then waits for its image (size / --pull-mib-per-s) unless --prepull.
+seconds; a pod then waits for its image (size / --pull-mib-per-s + size / --extract-mib-per-s)
+unless --prepull. Pods time-sliced on one card share its time (each slows down).
 Consolidation (--consolidation WhenEmpty | WhenEmptyOrUnderutilized | Never, after
 --consolidate-after s), spot capacity (--spot, interruptions at --spot-rate per node-hour
 with a 2-minute notice, --min-available pods per workload kept where possible),
@@ -53,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--registration", type=nonnegative_float(), default=15.0,
                         help="device plugin registration delay, s (default %(default)s)")
     parser.add_argument("--pull-mib-per-s", type=positive_float(), default=128.0, help="image pull bandwidth (default %(default)s)")
+    parser.add_argument("--extract-mib-per-s", type=positive_float(), default=256.0,
+                        help="image layer extraction rate, MiB/s (assumed; default %(default)s)")
     parser.add_argument("--prepull", action="store_true", help="images pre-pulled on new nodes (DaemonSet / baked image)")
     parser.add_argument("--consolidation", default="WhenEmpty", choices=CONSOLIDATION_POLICIES)
     parser.add_argument("--consolidate-after", type=nonnegative_float(), default=30.0, help="consolidateAfter, s (default %(default)s)")
@@ -90,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     common = dict(consolidation_policy=args.consolidation, consolidate_after_s=args.consolidate_after,
                   expire_after_s=args.expire_after, capacity_type=capacity, boot_delay_s=args.boot,
                   registration_delay_s=args.registration, pull_mib_per_s=args.pull_mib_per_s,
+                  extract_mib_per_s=args.extract_mib_per_s,
                   limit_gpus=args.limit_gpus)
     if args.scenario == "mini-lab":
         n = 5 if args.pods is None else args.pods
@@ -100,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--catalogue: the mini-lab needs at least one 1-GPU instance type")
         pool = NodePool("gpu-default", types, prepulled_images=(MINI_LAB_IMAGE,) if args.prepull else (), **common)
         static = [StaticNode("gpu-node-1", "T4", 1, timeslice_replicas=args.replicas,
-                             cached_images=(MINI_LAB_IMAGE,), pull_mib_per_s=args.pull_mib_per_s)]
+                             cached_images=(MINI_LAB_IMAGE,), pull_mib_per_s=args.pull_mib_per_s,
+                             extract_mib_per_s=args.extract_mib_per_s)]
         pods = [Pod(f"pod-{i + 1}", 1, args.duration, 0.0, "mini-lab", 500, 1024, MINI_LAB_IMAGE, 1.0)
                 for i in range(n)]
     else:

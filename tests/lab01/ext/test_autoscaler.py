@@ -17,16 +17,20 @@ def test_mini_lab_exact_times():
     r = mini_lab()
     for i in range(1, 5):
         p = r.pods[f"pod-{i}"]
-        assert (p.ran_on, p.bound_s, p.started_s, p.finished_s) == ("gpu-node-1", 0, 0, 600)
+        # four replicas busy on one T4, time-sliced: each runs 4 x (2 ms + 0.05 ms) / 2 ms = 4.1x
+        # slower than alone (slice 2 ms, context switch 50 us): 600 s of work ends at 2460 s
+        assert (p.ran_on, p.bound_s, p.started_s) == ("gpu-node-1", 0, 0)
+        assert p.finished_s == pytest.approx(600 * 4.1)
     p5 = r.pods["pod-5"]
     new = r.node(p5.ran_on)
     assert new.instance_type == "g4dn.xlarge" and new.gpu_capacity == 1          # unsliced
     assert (new.launched_s, new.ready_s) == (0, 75)                               # 60 s boot + 15 s registration
-    # binds when the node is ready, then pulls 1 GiB at 128 MiB/s = 8 s, runs 600 s
-    assert (p5.bound_s, p5.started_s, p5.finished_s) == (75, 83, 683)
-    # WhenEmpty, consolidateAfter 30 s: removed at 683 + 30 = 713
-    assert new.terminated_s == 713 and new.termination_reason == "consolidation: empty"
-    assert r.cost_dollars() == pytest.approx(713 / 3600 * G4)
+    # binds when the node is ready, then pulls 1 GiB: 1024 / 128 MiB/s = 8 s download plus
+    # 1024 / 256 MiB/s = 4 s extraction; runs 600 s alone on its card
+    assert (p5.bound_s, p5.started_s, p5.finished_s) == (75, 87, 687)
+    # WhenEmpty, consolidateAfter 30 s: removed at 687 + 30 = 717
+    assert new.terminated_s == 717 and new.termination_reason == "consolidation: empty"
+    assert r.cost_dollars() == pytest.approx(717 / 3600 * G4)   # the static node costs 0
     assert r.pending_times()["pod-5"] == 75 and r.summary()["mean_pending_s"] == 15   # 75 / 5
 
 
@@ -41,8 +45,9 @@ def test_nodepool_limits_are_never_exceeded():
     r = simulate_autoscaler(pods, [pool])
     launched = [n for n in r.nodes if n.pool is not None]
     assert len(launched) == 2
-    # p0, p1 run on the two nodes (75..183); p2, p3 then reuse them (bind at 183, cached image)
-    assert r.pods["p2"].bound_s == 183 and r.pods["p2"].started_s == 183
+    # p0, p1 run on the two nodes (bound 75, 8 + 4 s pull, run 87..187); p2, p3 then reuse
+    # them (bind at 187, cached image)
+    assert r.pods["p2"].bound_s == 187 and r.pods["p2"].started_s == 187
     zero = simulate_autoscaler([Pod("x", 1, 10)], [NodePool("none", one_gpu_types(), limit_gpus=0)])
     assert zero.pods["x"].node is None and zero.pods["x"].first_bound_s is None
     assert zero.summary()["nodes_launched"] == 0
@@ -71,8 +76,9 @@ def test_consolidation_respects_min_available():
     r = _underutilized(min_available={"batch": 1})
     c = r.pods["c"]
     # evicting c would leave 0 < 1 running 'batch' pods: no consolidation until c ends
-    assert c.disruptions == 0 and c.finished_s == 83 + 1000
-    assert r.node("pool-0001").terminated_s == 83 + 1000 + 30
+    # c bound at 75, image 8 s + 4 s extraction, starts at 87
+    assert c.disruptions == 0 and c.finished_s == 87 + 1000
+    assert r.node("pool-0001").terminated_s == 87 + 1000 + 30
 
 
 def test_spot_interruption_notice_and_budget():
@@ -82,9 +88,9 @@ def test_spot_interruption_notice_and_budget():
                             spot_interruptions=[(200, "spot-0001"), (200, "spot-0002")])
     # notice at 200: w-0 evicted at once (2 -> 1 >= 1); w-1 would leave 0 running, so it stays
     # until the interruption at 200 + 120 = 320. Replacements: spot-0003 at 200 (ready 275),
-    # spot-0004 at 320 (ready 395); each pulls the 1 GiB image (8 s).
-    assert r.pods["w-0"].ran_on == "spot-0003" and r.pods["w-0"].started_s == 283
-    assert r.pods["w-1"].ran_on == "spot-0004" and r.pods["w-1"].started_s == 403
+    # spot-0004 at 320 (ready 395); each pulls the 1 GiB image (8 s + 4 s extraction).
+    assert r.pods["w-0"].ran_on == "spot-0003" and r.pods["w-0"].started_s == 287
+    assert r.pods["w-1"].ran_on == "spot-0004" and r.pods["w-1"].started_s == 407
     assert r.node("spot-0002").terminated_s == 320 and r.node("spot-0002").termination_reason == "spot interruption"
     assert r.disruptions_by_workload() == {"web": 2}
     assert r.node("spot-0001").price_per_hour == pytest.approx(0.4 * G4)
@@ -94,13 +100,13 @@ def test_expire_after_rotates_node():
     pool = NodePool("rot", one_gpu_types(), expire_after_s=300)
     pods = [Pod("a", 1, 200), Pod("b", 1, 200, submit_s=290)]
     r = simulate_autoscaler(pods, [pool])
-    # a: binds at 75, pulls 8 s, runs 83..283 on rot-0001; b binds there at 290 (image cached),
-    # is evicted at expiry (300) after 10 s of work; rot-0002 launched at 300, ready 375,
-    # pull 8 s -> b runs 383..583.
+    # a: binds at 75, pulls 8 s + extracts 4 s, runs 87..287 on rot-0001; b binds there at 290
+    # (image cached), is evicted at expiry (300) after 10 s of work; rot-0002 launched at 300,
+    # ready 375, pull 12 s -> b runs 387..587.
     assert r.node("rot-0001").terminated_s == 300
     assert r.node("rot-0001").termination_reason == "expired (expireAfter)"
     b = r.pods["b"]
-    assert b.disruptions == 1 and b.lost_s == 10 and b.started_s == 383 and b.finished_s == 583
+    assert b.disruptions == 1 and b.lost_s == 10 and b.started_s == 387 and b.finished_s == 587
 
 
 def test_cost_is_sum_of_node_hours_times_price():
@@ -179,3 +185,28 @@ def test_spot_churn_stops_with_a_clear_error():
         simulate_autoscaler([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_nodes=20)
     with pytest.raises(InputError, match="handled 50 events"):
         simulate_autoscaler([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_events=50)
+
+
+def test_time_sliced_pods_are_rerated_as_neighbours_come_and_go():
+    # one T4 time-sliced to 2 replicas, image cached. a (100 s of work) runs alone 0..50 (50 done);
+    # b arrives at 50: both run 2 x (2 + 0.05) / 2 = 2.05x slower. a's last 50 s take 102.5 s ->
+    # ends at 152.5; b did 102.5 / 2.05 = 50 s of work by then, runs its last 50 alone -> 202.5.
+    static = StaticNode("ts", "T4", 1, timeslice_replicas=2, cached_images=("app:latest",))
+    r = simulate_autoscaler([Pod("a", 1, 100.0), Pod("b", 1, 100.0, submit_s=50.0)], [], [static])
+    assert r.pods["a"].finished_s == pytest.approx(152.5)
+    assert r.pods["b"].started_s == 50 and r.pods["b"].finished_s == pytest.approx(202.5)
+    # unsliced, the same two pods on a 2-GPU node do not slow each other
+    plain = simulate_autoscaler([Pod("a", 1, 100.0), Pod("b", 1, 100.0, submit_s=50.0)], [],
+                                [StaticNode("n", "T4", 2, cached_images=("app:latest",))])
+    assert (plain.pods["a"].finished_s, plain.pods["b"].finished_s) == (100, 150)
+
+
+def test_a_finishing_time_sliced_pod_speeds_up_its_neighbour():
+    # a NodePool node time-sliced to 2 replicas, image pre-pulled: a and b both start when it
+    # is ready (75 s) and share its one GPU at 2.05x.
+    pool = NodePool("ts", one_gpu_types(), timeslice_replicas=2, prepulled_images=("app:latest",))
+    r = simulate_autoscaler([Pod("a", 1, 41.0), Pod("b", 1, 100.0)], [pool])
+    # a: 41 s of work at 2.05x -> 84.05 s, ends at 75 + 84.05 = 159.05; b did 41 s by then,
+    # its remaining 59 s alone -> ends at 218.05
+    assert r.pods["a"].ran_on == r.pods["b"].ran_on
+    assert r.pods["a"].finished_s == pytest.approx(159.05) and r.pods["b"].finished_s == pytest.approx(218.05)

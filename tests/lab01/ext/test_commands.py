@@ -30,7 +30,11 @@ def test_autoscale_mini_lab_output(capsys):
     out = capsys.readouterr().out
     assert "g4dn.xlarge" in out and "consolidation: empty" in out
     pod5 = next(line for line in out.splitlines() if line.startswith("pod-5"))
-    assert pod5.split()[1:5] == ["gpu-default-0001", "75", "83", "683"]
+    # ready at 60 + 15 = 75 s; 1 GiB image: 8 s download + 4 s extraction -> 87; 600 s alone -> 687
+    assert pod5.split()[1:5] == ["gpu-default-0001", "75", "87", "687"]
+    # pods 1-4 share the time-sliced T4: 600 s x 4.1 = 2460 s
+    pod1 = next(line for line in out.splitlines() if line.startswith("pod-1"))
+    assert pod1.split()[1:5] == ["gpu-node-1", "0", "0", "2460"]
 
 
 def test_sharing_command_and_bad_layout(capsys):

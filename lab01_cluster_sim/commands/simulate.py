@@ -32,9 +32,10 @@ lands after the last arrival: a load of 1 keeps the GPUs only about a third busy
 arrive. The defaults (2000 jobs, 20 nodes with 102 GPUs, load 2) make a contended cluster:
 about 86 % allocated while jobs arrive, jobs queue (mean wait about 40 min), GPUs are
 stranded at times and the queue disciplines differ (compare --discipline fifo). The "over
-the whole run" allocation is low because the last long jobs run alone for days. With --trace DIR (the folder of the
-Alibaba openb CSVs) the cluster is openb_node_list_gpu_node.csv and each pod of the pod list
-arrives at its creation_time and runs deletion_time - scheduled_time (deletion - creation
+the whole run" allocation is low because the last long jobs run alone for days.
+
+With --trace DIR (the folder of the Alibaba openb CSVs) the cluster is
+openb_node_list_gpu_node.csv and each pod of the pod list arrives at its creation_time and runs deletion_time - scheduled_time (deletion - creation
 for pods never scheduled). The openb pod list is a snapshot of pods whose creation times
 span about 149 days, so replayed in time it keeps well under 1% of the GPUs busy on
 average; the paper's replay method (the compare command) is the standard way to load it.
@@ -70,10 +71,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interarrival", type=positive_float(max_value=1e7), default=None,
                         help="synthetic mean gap between arrivals, s, > 0 (default: from --load)")
     parser.add_argument("--load", type=positive_float(max_value=10), default=DEFAULT_LOAD,
-                        help="synthetic offered GPU load: GPU-seconds asked per second of arrivals, as a "
-                             "multiple of the cluster's GPUs (1 = the arriving work alone would keep every GPU "
-                             "busy; above 1 the queue must grow). Sets the arrival rate when --interarrival is "
-                             "not given; 0 to 10 (default %(default)s)")
+                        help="synthetic offered GPU load: the jobs' GPU-seconds per second of arrivals, as a "
+                             "multiple of the cluster's GPUs (1 = as much work as the GPUs can do while jobs "
+                             "arrive; heavy-tailed durations push much of it past the last arrival, see above). "
+                             "Sets the arrival rate when --interarrival is not given; > 0 and <= 10 "
+                             "(default %(default)s)")
     parser.add_argument("--gang-share", type=fraction, default=0.0,
                         help="synthetic: share of multi-GPU jobs that are gangs of several workers, 0 to 1 "
                              "(default 0)")

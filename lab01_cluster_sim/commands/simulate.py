@@ -35,8 +35,8 @@ stranded at times and the queue disciplines differ (compare --discipline fifo). 
 the whole run" allocation is low because the last long jobs run alone for days.
 
 With --trace DIR (the folder of the Alibaba openb CSVs) the cluster is
-openb_node_list_gpu_node.csv and each pod of the pod list arrives at its creation_time and runs deletion_time - scheduled_time (deletion - creation
-for pods never scheduled). The openb pod list is a snapshot of pods whose creation times
+openb_node_list_gpu_node.csv and each pod of the pod list arrives at its creation_time
+and runs deletion_time - scheduled_time (deletion - creation for pods never scheduled). The openb pod list is a snapshot of pods whose creation times
 span about 149 days, so replayed in time it keeps well under 1% of the GPUs busy on
 average; the paper's replay method (the compare command) is the standard way to load it.
 

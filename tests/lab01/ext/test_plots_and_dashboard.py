@@ -48,6 +48,15 @@ def test_dashboard_data_and_figure():
     assert d.mig_use == {"3g.40gb": [0.5, 0.0]}
     fig = fragmentation_dashboard(d.times, d.stranded, d.allocation_ratio, d.mig_times, d.mig_use)
     assert isinstance(fig, Figure) and len(fig.axes) == 3
+    stranded_ax, alloc_ax, mig_ax = fig.axes
+    # allocation and MIG use are drawn as percentages: 75 % of 8 GPUs, 1 of 2 3g.40gb = 50 %
+    assert "%" in alloc_ax.get_ylabel() and "%" in mig_ax.get_ylabel()
+    assert list(alloc_ax.lines[0].get_ydata()) == pytest.approx([75, 75, 50, 0])
+    assert list(mig_ax.lines[0].get_ydata()) == pytest.approx([50, 0])
+    # the MIG workload is a separate run: it must not share the whole-GPU panels' time axis
+    assert alloc_ax.get_shared_x_axes().joined(stranded_ax, alloc_ax)
+    assert not mig_ax.get_shared_x_axes().joined(stranded_ax, mig_ax)
+    assert "MIG workload" in mig_ax.get_xlabel()
     assert len(fragmentation_dashboard(d.times, d.stranded, d.allocation_ratio).axes) == 2
     assert len(demo_mig_jobs(0, 10)) == 10
 

@@ -74,10 +74,11 @@ def ring_allreduce_seconds(gradient_bytes: float, n_gpus: int, link_gbps: float)
         link_gbps: bandwidth of the slowest link of the ring, GB/s (1 GB = 1e9 bytes).
 
     Raises:
-        InputError: negative bytes, ``n_gpus < 1`` or a non-positive bandwidth.
+        InputError: negative or NaN bytes, ``n_gpus < 1`` or a bandwidth that is not a
+            finite number > 0.
     """
-    if gradient_bytes < 0 or n_gpus < 1 or link_gbps <= 0:
-        raise InputError(f"ring_allreduce_seconds: need bytes >= 0, n_gpus >= 1, bandwidth > 0; "
+    if not (0 <= gradient_bytes < math.inf and n_gpus >= 1 and 0 < link_gbps < math.inf):   # NaN fails too
+        raise InputError(f"ring_allreduce_seconds: need finite bytes >= 0, n_gpus >= 1, finite bandwidth > 0; "
                          f"got {gradient_bytes}, {n_gpus}, {link_gbps}")
     return 2.0 * (n_gpus - 1) / n_gpus * gradient_bytes / (link_gbps * 1e9)
 

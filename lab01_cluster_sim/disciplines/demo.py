@@ -72,8 +72,15 @@ def demo_jobs(seed: int = 0, n: int = 200, *, gpus_per_node: int = 8, mean_inter
     """``n`` seeded jobs (see the module docstring for the distributions).
 
     Raises:
-        InputError: probabilities that do not match ``gpu_sizes`` or do not sum to 1.
+        InputError: probabilities that do not match ``gpu_sizes`` or do not sum to 1; a
+            mean inter-arrival or median duration that is not a finite number > 0 (NaN
+            included); ``n < 0``.
     """
+    for name, value in (("mean_interarrival_s", mean_interarrival_s), ("median_duration_s", median_duration_s)):
+        if not 0 < value < float("inf"):   # NaN fails too
+            raise InputError(f"demo_jobs: {name} must be a finite number > 0, got {value}")
+    if n < 0 or not 0 <= high_priority_prob <= 1:
+        raise InputError(f"demo_jobs: n must be >= 0 and high_priority_prob in [0, 1], got {n}, {high_priority_prob}")
     if len(gpu_sizes) != len(gpu_probs) or abs(sum(gpu_probs) - 1.0) > 1e-9:
         raise InputError("demo_jobs: gpu_probs must have one probability per gpu_sizes entry, summing to 1")
     rng = np.random.default_rng(seed)

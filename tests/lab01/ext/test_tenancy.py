@@ -143,3 +143,12 @@ def test_demo_cluster_labels_carry_the_gfd_product_string():
     assert demo_cluster(1, 8, gpu_product="NVIDIA-H200")[0].labels["nvidia.com/gpu.product"] == "NVIDIA-H200"
     # an unknown model name is used as given (the book passes the GFD string as the model)
     assert demo_cluster(1, 8, gpu_model="NVIDIA-B200")[0].labels["nvidia.com/gpu.product"] == "NVIDIA-B200"
+
+
+@pytest.mark.parametrize("kwargs", [{"mean_interarrival_s": float("nan")}, {"mean_interarrival_s": 0.0},
+                                    {"median_duration_s": float("nan")}, {"n": -1}])
+def test_demo_jobs_rejects_nan_and_non_positive(kwargs):
+    from lab01_cluster_sim.disciplines.demo import demo_jobs
+
+    with pytest.raises(InputError, match="demo_jobs"):
+        demo_jobs(0, **{"n": 5, **kwargs})

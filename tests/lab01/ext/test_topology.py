@@ -126,3 +126,11 @@ def test_spanning_counts_jobs_across_islands_even_when_not_slowed():
     assert (row.spanning_jobs, row.slowed_jobs, row.multi_gpu_jobs) == (1, 0, 2)
     (row,) = compare_wait_vs_slowdown(nodes, jobs, [0.0], default_comm_fraction=0.2)
     assert (row.spanning_jobs, row.slowed_jobs) == (1, 1)
+
+
+@pytest.mark.parametrize("args", [(float("nan"), 8, 450.0), (-1.0, 8, 450.0), (1e9, 0, 450.0),
+                                  (1e9, 8, float("nan")), (1e9, 8, 0.0)])
+def test_ring_allreduce_rejects_nan_and_out_of_range(args):
+    # NaN bytes used to give a NaN time, which the command then dropped from its output
+    with pytest.raises(InputError, match="ring_allreduce_seconds"):
+        ring_allreduce_seconds(*args)

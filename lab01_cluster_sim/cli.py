@@ -85,7 +85,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command and return its exit status."""
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        except SystemExit:  # --help, --version, usage errors: flush here, where a closed pipe is caught
+            sys.stdout.flush()
+            raise
     except BrokenPipeError:
         # `... | head -1`: the reader left. Point stdout at /dev/null so the interpreter's
         # final flush does not fail again, and stop quietly, as well-behaved filters do.

@@ -52,3 +52,11 @@ def test_closed_stdout_is_quiet():
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 141), proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr == ""
+
+
+@pytest.mark.parametrize("argv", ["simulate --help", "gang-demo", "simulate --jobs 200 --nodes 5 --quiet"])
+def test_closed_stdout_is_quiet_for_other_commands(argv):
+    cmd = f"{sys.executable} -m lab01_cluster_sim {argv} | head -c 1; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 141), proc.stderr
+    assert proc.stderr == ""

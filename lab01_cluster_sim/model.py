@@ -39,7 +39,8 @@ class Node:
             domains (e.g. a 72-GPU rack) give several nodes the same id.
 
     Raises:
-        InputError: a negative quantity, or GPUs without a model.
+        InputError: a negative quantity, one above :data:`MAX_COUNT` GPUs or
+            :data:`MAX_QUANTITY` CPU/memory, or GPUs without a model.
     """
 
     name: str
@@ -54,8 +55,21 @@ class Node:
         for attr in ("gpu_count", "cpu_milli", "memory_mib"):
             if getattr(self, attr) < 0:
                 raise InputError(f"node {self.name!r}: {attr} must be >= 0, got {getattr(self, attr)}")
+        for attr, bound in (("gpu_count", MAX_COUNT), ("cpu_milli", MAX_QUANTITY), ("memory_mib", MAX_QUANTITY)):
+            if getattr(self, attr) > bound:
+                raise InputError(f"node {self.name!r}: {attr} must be <= {bound:,}, got {getattr(self, attr)}")
         if self.gpu_count > 0 and not self.gpu_model:
             raise InputError(f"node {self.name!r}: a node with GPUs needs a gpu_model")
+
+
+MAX_COUNT = 1_000_000
+"""Upper bound of a job's ``gpus_per_worker`` and ``workers`` (and of a node's GPUs)."""
+MAX_QUANTITY = 2**40
+"""Upper bound of a CPU (milli-cores) or memory (MiB) quantity: about 10**12, far above any
+machine, and low enough that sums and products stay inside int64 (numpy would raise
+OverflowError on a 20-digit number)."""
+_JOB_BOUNDS = {"gpus_per_worker": MAX_COUNT, "workers": MAX_COUNT, "cpu_milli": MAX_QUANTITY,
+               "memory_mib": MAX_QUANTITY}
 
 
 def format_seconds(x: float) -> str:
@@ -95,7 +109,8 @@ class Job:
 
     Raises:
         InputError: an impossible shape (negative values, a share above 1000, a fractional
-            share on a multi-GPU worker, no workers).
+            share on a multi-GPU worker, no workers, more than :data:`MAX_COUNT` GPUs per
+            worker or workers, more than :data:`MAX_QUANTITY` CPU or memory).
     """
 
     job_id: str
@@ -123,6 +138,9 @@ class Job:
                 raise InputError(f"{where}: {attr} must be >= 0, got {getattr(self, attr)}")
         if self.workers < 1:
             raise InputError(f"{where}: workers must be >= 1, got {self.workers}")
+        for attr, bound in _JOB_BOUNDS.items():
+            if getattr(self, attr) > bound:
+                raise InputError(f"{where}: {attr} must be <= {bound:,}, got {getattr(self, attr)}")
         if self.gpu_milli > MILLI_PER_GPU:
             raise InputError(f"{where}: gpu_milli must be <= {MILLI_PER_GPU}, got {self.gpu_milli}")
         if self.gpus_per_worker == 0 and self.gpu_milli != 0:

@@ -44,3 +44,15 @@ def test_jobs_table_times_are_rounded_to_ms():
     r = run_simulation([Node("n0", "G2", 1, 8000, 8192)], [Job("j", 0.1 + 0.2, 1.1, 1, 1000, 1000, 1024)])
     (row,) = r.jobs_table()
     assert (row["submit"], row["end"], row["jct"]) == (0.3, 1.4, 1.1)
+
+
+def test_huge_quantities_are_input_errors_not_overflow():
+    # 10**20 GPUs once reached numpy and raised OverflowError (exit 3); now the model refuses it
+    import pytest
+
+    from lab01_cluster_sim import InputError, Job, Node
+
+    with pytest.raises(InputError, match="job 'x': gpus_per_worker must be <= 1,000,000"):
+        Job("x", 0.0, 10.0, 10**20, 1000, 100, 100)
+    with pytest.raises(InputError, match="node 'a': cpu_milli must be <= 1,099,511,627,776"):
+        Node("a", "G2", 8, 10**30, 1)

@@ -45,7 +45,9 @@ def _integer(text: str) -> int:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+    if isinstance(x, int) or float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,}"
 
 
 def positive_float(max_value: float | None = None) -> Callable[[str], float]:

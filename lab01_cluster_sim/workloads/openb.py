@@ -146,10 +146,18 @@ def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[in
                     raise TraceFormatError(str(path), line, None,
                                            f"{len(values)} fields, expected {len(header)} as in the header")
                 rows.append((line, dict(zip(header, values))))
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(str(path), None, None,
-                               f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} of a "
-                               f"read block, after line {line}); expected a UTF-8 CSV file") from None
+    except UnicodeDecodeError:
+        raw = path.read_bytes()
+        try:
+            raw.decode("utf-8-sig")
+            start = 0  # pragma: no cover - the decoder failed above
+        except UnicodeDecodeError as exc:
+            start = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        bad_line = raw.count(b"\n", 0, start) + 1
+        col = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+        raise TraceFormatError(str(path), bad_line, None,
+                               f"byte 0x{raw[start]:02x} at byte {col} of the line is not UTF-8; expected a UTF-8 "
+                               "CSV file (re-save it as UTF-8)") from None
     return header, rows
 
 

@@ -186,9 +186,10 @@ def test_node_with_more_than_16_gpus_is_rejected(tmp_path):
 def test_non_utf8_file_is_one_clear_error(tmp_path):
     path = tmp_path / "pods.csv"
     path.write_bytes((POD_HEADER + "p\xe9,1000,1024,1,1000,,LS,Running,0,10,0\n").encode("latin-1"))
-    with pytest.raises(TraceFormatError, match="not UTF-8 text .*expected a UTF-8 CSV file") as exc:
+    # line 2 is "p\xe9,...": the bad byte is the 2nd of the line
+    with pytest.raises(TraceFormatError, match="byte 0xe9 at byte 2 of the line is not UTF-8; expected a UTF-8") as exc:
         load_pods(path)
-    assert str(exc.value).startswith(str(path))
+    assert str(exc.value).startswith(f"{path}:2: ")
 
 
 def test_byte_order_mark_is_accepted(tmp_path):

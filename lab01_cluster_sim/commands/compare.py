@@ -123,8 +123,8 @@ COLUMNS = ("policy", "alloc_100", "alloc_end", "alloc_end_sd", "failed_pods", "u
 
 
 def _num(x: float) -> float | None:
-    """JSON-safe: NaN -> None (strict JSON has no NaN)."""
-    return None if x is None or math.isnan(x) else x
+    """JSON-safe: NaN -> None (strict JSON has no NaN); 4 decimals, as the CSV."""
+    return None if x is None or math.isnan(x) else round(x, 4)
 
 
 def row_dict(r: PolicySummary) -> dict:
@@ -223,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
         nodes, jobs = list(trace.nodes), list(trace.jobs)
         label = trace.description
     if not args.quiet:
-        print(f"{label}; {len(policies)} policies x {len(seeds)} seeds, inflation {args.inflation}", file=sys.stderr)
+        print(f"{label}; {len(policies)} polic{'y' if len(policies) == 1 else 'ies'} x {len(seeds)} "
+              f"seed{'' if len(seeds) == 1 else 's'}, inflation {args.inflation:g}", file=sys.stderr)
     with tqdm(total=len(policies) * len(seeds), desc="replays", unit="run", file=sys.stderr,
               disable=True if args.quiet else None) as bar:
         results = compare(nodes, jobs, policies, seeds, args.inflation, progress=bar.update)

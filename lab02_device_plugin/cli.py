@@ -5,10 +5,10 @@ status. Each subcommand lives in its own module under :mod:`lab02_device_plugin.
 and defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; this
 module discovers them, so adding a command never touches this file.
 
-Exit status: 0 success (also when the reader of our output went away, e.g. ``demo | head -1``:
-the rest of the output is dropped, as ``head`` asked); 1 bad input
-(:class:`~lab02_device_plugin.errors.InputError`, printed as one line naming the input);
-130 interrupted; 3 an internal error (a bug), printed with its traceback.
+Exit status: 0 success (also when the reader of stdout leaves early, as in ``... | head -1``:
+the command stops quietly); 1 bad input (:class:`~lab02_device_plugin.errors.InputError`,
+or an option argparse rejects, printed as one line ``error: <option>: <what was
+expected>``); 130 interrupted; 3 an internal error (a bug), printed with its traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +27,21 @@ from lab02_device_plugin.errors import InputError
 PROG = "python -m lab02_device_plugin"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors are one line and exit 1.
+
+    argparse's own ``error`` prints the whole usage and exits 2; a user who typed
+    ``--seed -1`` needs only ``error: --seed: expected a seed, ...`` (the usage is one
+    ``--help`` away). Subparsers inherit the class (``add_subparsers`` uses ``type(self)``).
+    """
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # "argument --seed: expected ..." -> "--seed: expected ..."
+        if message.startswith("argument "):
+            message = message[len("argument "):]
+        self.exit(1, f"error: {message} (see {self.prog} --help)\n")
+
+
 def _discover_commands() -> list:
     modules = []
     for info in sorted(pkgutil.iter_modules(_commands_pkg.__path__), key=lambda m: m.name):
@@ -42,7 +57,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     """Build the argument parser; returns it and a map of command name -> module."""
     from lab02_device_plugin import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description=(
             "Lab 02 of 'GPU Scheduling, Sharing & Virtualization': a Kubernetes device plugin "
@@ -69,29 +84,44 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command and return its exit status."""
+    try:
+        try:
+            return _main(argv)
+        except SystemExit:  # --help, --version, usage errors: flush here, where a closed pipe is caught
+            sys.stdout.flush()
+            raise
+    except BrokenPipeError:
+        # `... | head -1`: the reader left. Point stdout at /dev/null so the interpreter's
+        # final flush does not fail again, and stop quietly, as well-behaved filters do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
+        sys.stdout.flush()
         return 0
     if args.command == "help":
         if args.help_command:
             parser.parse_args([args.help_command, "--help"])
         parser.print_help()
+        sys.stdout.flush()
         return 0
     try:
-        return int(modules[args.command].run(args) or 0)
+        status = int(modules[args.command].run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler above
+        return status
+    except BrokenPipeError:
+        raise
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # `... | head -1`: the reader left. Point stdout at /dev/null so the interpreter's
-        # final flush does not fail again, and stop quietly (cleanup already ran on the way up).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except Exception:  # a bug: keep the traceback, use a distinct status
         traceback.print_exc()
         print(f"internal error in {PROG} {args.command}; please report it with the traceback above",

@@ -79,10 +79,10 @@ def test_demo_rejects_bad_numbers(capsys):
                  ["--replicas", "100000"], ["--replicas", "x"]):
         with pytest.raises(SystemExit) as exit_info:
             main(["demo", *argv])
-        assert exit_info.value.code == 2
+        assert exit_info.value.code == 1
     err = capsys.readouterr().err
-    assert "argument --pods: expected a whole number from 1 to 1000, got 99999999999999999999" in err
-    assert "argument --replicas: expected a whole number from 1 to 1000, got 100000" in err
+    assert "error: --pods: expected a whole number from 1 to 1000, got 99999999999999999999" in err
+    assert "error: --replicas: expected a whole number from 1 to 1000, got 100000" in err
 
 
 def test_demo_summary_says_which_pending_it_shows():

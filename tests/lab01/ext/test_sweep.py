@@ -123,3 +123,12 @@ def test_error_row_names_where_a_bug_was_raised(monkeypatch):
     # one message, then where it came from (not the same message twice, "X | X")
     assert row["error"].startswith("ZeroDivisionError: division by zero (at test_sweep.py:")
     assert row["error"].count("division by zero") == 1
+
+
+@pytest.mark.timeout(60)
+def test_unreachable_dask_scheduler_is_one_input_error(monkeypatch):
+    # before: an OSError traceback after 30 s; now an InputError naming --dask
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setattr("lab01_cluster_sim.sweep.DASK_CONNECT_TIMEOUT_S", 1.0)
+    with pytest.raises(InputError, match=r"--dask tcp://127.0.0.1:1: cannot reach a Dask scheduler"):
+        run_sweep(grid("disciplines", ["fifo"], ["5"], [0]), dask="tcp://127.0.0.1:1", quiet=True)

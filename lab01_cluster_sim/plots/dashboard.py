@@ -93,8 +93,13 @@ def sharing_modes_figure(rows: Sequence) -> Figure:
     x = list(range(len(rows)))
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     ax1, ax2, ax3 = fig.subplots(1, 3)
-    ax1.bar(x, [r.jobs_on_gpu for r in rows], color="tab:blue")
-    ax1.set_ylabel("jobs on one GPU")
+    failed = [getattr(r, "jobs_failed", 0) for r in rows]
+    ax1.bar(x, [r.jobs_on_gpu - f for r, f in zip(rows, failed)], color="tab:blue", label="run")
+    ax1.bar(x, failed, bottom=[r.jobs_on_gpu - f for r, f in zip(rows, failed)], color="tab:red",
+            label="fail: out of memory / over MPS limit")
+    ax1.set_ylabel("jobs bound to one GPU")
+    if any(failed):
+        ax1.legend(loc="upper right", fontsize="small")
     ax2.bar(x, [r.slowdown for r in rows], color=["tab:green" if r.memory_isolated else "tab:red" for r in rows])
     ax2.set_ylabel("slowdown (red: no memory isolation)")
     ax3.bar(x, [r.memory_waste * 100 for r in rows], color="tab:gray")

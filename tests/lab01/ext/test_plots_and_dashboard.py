@@ -78,3 +78,14 @@ def test_demo_workload_is_seeded_and_big_jobs_go_to_big_tenant():
     assert {j.workers for j in a if j.num_gpus == 16} <= {2}
     with pytest.raises(InputError):
         demo_jobs(0, 5, gpu_probs=(1.0,))
+
+
+def test_sharing_figure_shows_jobs_that_fail_for_memory():
+    from lab01_cluster_sim.sharing_modes import compare_sharing_modes
+
+    # 10 jobs of 15 GB on 80 GB: time-slicing fits floor(80 / 15) = 5, 5 fail; MPS limit 8 GB < 15: all 10 fail
+    fig = sharing_modes_figure(compare_sharing_modes("A100-80GB", 80, jobs=10, job_memory_gb=15.0))
+    ax1 = fig.axes[0]
+    heights = [p.get_height() for p in ax1.patches]
+    # first 4 bars: jobs that run (exclusive 1, time-slicing 5, MPS 0, MIG 3); then those that fail
+    assert heights == [1, 5, 0, 3, 0, 5, 10, 0]

@@ -99,7 +99,8 @@ def sharing_modes_figure(rows: Sequence) -> Figure:
             label="fail: out of memory / over MPS limit")
     ax1.set_ylabel("jobs bound to one GPU")
     if any(failed):
-        ax1.legend(loc="upper right", fontsize="small")
+        ax1.set_ylim(0, 1.4 * max(r.jobs_on_gpu for r in rows))   # room for the legend
+        ax1.legend(loc="upper left", fontsize="small")
     ax2.bar(x, [r.slowdown for r in rows], color=["tab:green" if r.memory_isolated else "tab:red" for r in rows])
     ax2.set_ylabel("slowdown (red: no memory isolation)")
     ax3.bar(x, [r.memory_waste * 100 for r in rows], color="tab:gray")

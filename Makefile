@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: help quickstart setup run test book bench clean
+.PHONY: help quickstart setup run test book bench grade grade-lab01 grade-lab02 student-edition clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -23,6 +23,18 @@ book:  ## build the course book (HTML) into book/_build/html
 
 bench:  ## run the speed benchmarks (figures go to benchmarks/README.md by hand)
 	$(PYTHON) benchmarks/run_all.py
+
+grade:  ## grade both labs: points table per part and results.json (Gradescope format)
+	$(PYTHON) -m pytest --grade
+
+grade-lab01:  ## grade Lab 01 only (test-artifacts/results-lab01.json)
+	$(PYTHON) -m pytest --grade --grade-part=1 --grade-json=test-artifacts/results-lab01.json
+
+grade-lab02:  ## grade Lab 02 only (test-artifacts/results-lab02.json)
+	$(PYTHON) -m pytest --grade --grade-part=2 --grade-json=test-artifacts/results-lab02.json
+
+student-edition:  ## write the student edition (solutions removed, hidden tests left out) to student-edition/
+	rm -rf student-edition && $(PYTHON) tools/make_student_edition.py student-edition
 
 clean:  ## remove build outputs
 	rm -rf book/_build build dist *.egg-info test-artifacts

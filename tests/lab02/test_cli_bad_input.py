@@ -173,15 +173,20 @@ def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
 
 @pytest.mark.parametrize("command", ["kubelet", "serve"])
 def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(tmp_path, command):
-    argv = (["kubelet", "--plugin-dir", str(tmp_path), "--duration", "60"] if command == "kubelet"
+    # The process may already have written all its start-up lines into the pipe's buffer when
+    # we close our end, so something must make it print again after the close: the kubelet's
+    # closing summary when --duration runs out, or the plugin restart that SIGHUP asks of serve.
+    argv = (["kubelet", "--plugin-dir", str(tmp_path), "--duration", "5"] if command == "kubelet"
             else ["serve", "--socket-dir", str(tmp_path), "--kubelet-socket", "", "--inventory", INVENTORY])
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", *argv], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         proc.stdout.readline()
         proc.stdout.close()
+        if command == "serve":
+            proc.send_signal(signal.SIGHUP)
+        proc.wait(timeout=30)  # the next line hits the closed pipe: the command stops quietly
         err = proc.stderr.read().decode()
-        proc.wait(timeout=30)  # the next line hits the closed pipe: no need for a signal
     finally:
         if proc.poll() is None:
             proc.kill()

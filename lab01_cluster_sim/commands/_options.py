@@ -111,3 +111,18 @@ def fraction(text: str) -> float:
     if not 0.0 <= value <= 1.0:  # (nan fails too)
         raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
     return value
+
+
+def positive_or_inf(text: str) -> float:
+    """argparse type: a number > 0, or ``inf`` meaning "never" (e.g. a checkpoint interval).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, NaN, zero or negative.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from None
+    if not value > 0:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
+    return value

@@ -31,22 +31,12 @@ examples:
 """
 
 
-def _positive_or_inf(text: str) -> float:
-    """argparse type: a number > 0, or ``inf`` (never); NaN and negatives rejected."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import nonnegative_float, positive_float, positive_int, seed
+    from lab01_cluster_sim.commands._options import (nonnegative_float, positive_float, positive_int,
+                                                     positive_or_inf, seed)
 
     parser.add_argument("--reserved", default="0,0.25,0.5", help="shares of nodes kept for whole-node jobs")
-    parser.add_argument("--checkpoint-interval", type=_positive_or_inf, default=600.0, help="checkpoint interval, s (default %(default)s)")
+    parser.add_argument("--checkpoint-interval", type=positive_or_inf, default=600.0, help="checkpoint interval, s (default %(default)s)")
     parser.add_argument("--checkpoint-cost", type=nonnegative_float(), default=30.0, help="time to write a checkpoint on a move, s")
     parser.add_argument("--restore", type=nonnegative_float(), default=60.0, help="time to restore after a move, s (default %(default)s)")
     parser.add_argument("--nodes", type=positive_int(max_value=10_000), default=8, help="nodes (default %(default)s)")

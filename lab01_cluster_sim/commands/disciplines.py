@@ -33,19 +33,9 @@ examples:
 """
 
 
-def _positive_or_inf(text: str) -> float:
-    """argparse type: a number > 0, or ``inf`` (never); NaN and negatives rejected."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import nonnegative_float, positive_float, positive_int, seed
+    from lab01_cluster_sim.commands._options import (nonnegative_float, positive_float, positive_int,
+                                                     positive_or_inf, seed)
     from lab01_cluster_sim.disciplines.runner import DISCIPLINES
 
     parser.add_argument("--disciplines", default=",".join(DISCIPLINES),
@@ -58,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mean gap between arrivals, s (default %(default)s: 1.3x the 32 GPUs' capacity in "
                              "expectation, 0.86x for seed 0 as durations are heavy-tailed; a queue builds up "
                              "and the disciplines differ)")
-    parser.add_argument("--checkpoint-interval", type=_positive_or_inf, default=math.inf,
+    parser.add_argument("--checkpoint-interval", type=positive_or_inf, default=math.inf,
                         help="checkpoint every this many s of run time (default: never; preemption loses all)")
     parser.add_argument("--restore", type=nonnegative_float(), default=0.0, help="restore overhead after a preemption, s (default 0)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")

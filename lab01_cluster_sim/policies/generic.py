@@ -91,6 +91,15 @@ class FirstFit:
         return pick_best_gpus(state, request, node)
 
 
+def _best_fit_raw(state: ClusterState, request: Request, candidates: np.ndarray) -> np.ndarray:
+    """:func:`best_fit_raw_score` of ``request`` on the ``candidates`` nodes (shared by best- and worst-fit)."""
+    return best_fit_raw_score(
+        state.cpu_free[candidates], state.gpu_idle[candidates],
+        request.cpu_milli, request.num_gpus * request.gpu_milli,
+        state.max_cpu_milli, state.max_gpu_milli,
+    )
+
+
 @register
 class BestFit:
     """Best-fit (the paper's BestFit): prefer the node left fullest after the placement.
@@ -105,11 +114,7 @@ class BestFit:
 
     def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
               rng: np.random.Generator) -> np.ndarray:
-        raw = best_fit_raw_score(
-            state.cpu_free[candidates], state.gpu_idle[candidates],
-            request.cpu_milli, request.num_gpus * request.gpu_milli,
-            state.max_cpu_milli, state.max_gpu_milli,
-        )
+        raw = _best_fit_raw(state, request, candidates)
         return min_max_normalize(raw)
 
     def pick_gpus(self, state: ClusterState, request: Request, node: int,
@@ -131,11 +136,7 @@ class WorstFit:
 
     def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
               rng: np.random.Generator) -> np.ndarray:
-        raw = MAX_NODE_SCORE - best_fit_raw_score(
-            state.cpu_free[candidates], state.gpu_idle[candidates],
-            request.cpu_milli, request.num_gpus * request.gpu_milli,
-            state.max_cpu_milli, state.max_gpu_milli,
-        )
+        raw = MAX_NODE_SCORE - _best_fit_raw(state, request, candidates)
         return min_max_normalize(raw)
 
     def pick_gpus(self, state: ClusterState, request: Request, node: int,

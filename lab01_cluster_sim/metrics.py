@@ -210,6 +210,13 @@ class MetricsRecorder(SchedulerObserver):
         self._running: list[int] = []
         scheduler.add_observer(self)
 
+    def capacity_changed(self, removed: np.ndarray) -> None:
+        """Nodes were added or removed during the run (node lifecycle plugins): the allocation
+        ratio is over the GPUs of the nodes present from now on (``removed`` False)."""
+        st = self.scheduler.state
+        self.total_milli = int(st.gpu_count[~removed].sum()) * MILLI_PER_GPU
+        self._dirty = True
+
     def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None:
         self.allocated_milli += len(placement.gpus) * request.gpu_milli
         self._dirty = True

@@ -57,12 +57,13 @@ Extension points (for queue disciplines, preemption, autoscaling, topology):
 
 from __future__ import annotations
 
+import copy
 import enum
 import heapq
 import importlib
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -357,16 +358,22 @@ class QueueDiscipline:
 
 class Fifo(QueueDiscipline):
     """First in, first out with strict head-of-line blocking: if the oldest pending job
-    cannot start, nobody behind it is tried (the classic batch-queue FIFO)."""
+    cannot start, nobody behind it is tried (the classic batch-queue FIFO). Order is by
+    first enqueue (``record.queue_seq``): a job evicted and requeued gets its old place back."""
 
     name: ClassVar[str] = "fifo"
     blocking: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._queue: dict[str, JobRecord] = {}
+        self._last = -1
 
     def push(self, record: JobRecord) -> None:
         self._queue[record.job_id] = record
+        if record.queue_seq < self._last:    # a requeued job: back to its place (rare, O(n))
+            self._queue = dict(sorted(self._queue.items(), key=lambda kv: kv[1].queue_seq))
+        else:
+            self._last = record.queue_seq
 
     def remove(self, record: JobRecord) -> None:
         self._queue.pop(record.job_id, None)
@@ -410,11 +417,12 @@ class FifoSkip(QueueDiscipline):
     lazy_wake: ClassVar[bool] = True
 
     def __init__(self) -> None:
-        self._by_shape: dict[tuple, deque[tuple[int, JobRecord]]] = {}
+        # per shape: entries (queue_seq, token, record) in queue_seq order
+        self._by_shape: dict[tuple, deque[tuple[int, int, JobRecord]]] = {}
         self._dormant: set[tuple] = set()
         self._active: set[tuple] = set()  # shapes with jobs that are not dormant
-        self._seq = 0
-        self._live: dict[str, int] = {}  # job id -> seq of its live entry
+        self._token = 0
+        self._live: dict[str, int] = {}  # job id -> token of its live entry
 
     @staticmethod
     def _shape(record: JobRecord) -> tuple:
@@ -423,22 +431,31 @@ class FifoSkip(QueueDiscipline):
 
     def push(self, record: JobRecord) -> None:
         key = self._shape(record)
-        self._by_shape.setdefault(key, deque()).append((self._seq, record))
+        dq = self._by_shape.setdefault(key, deque())
+        entry = (record.queue_seq, self._token, record)
+        if dq and dq[-1][0] > record.queue_seq:
+            # A requeued job (evicted) goes back to its place by first enqueue (rare).
+            i = len(dq)
+            while i > 0 and dq[i - 1][0] > record.queue_seq:
+                i -= 1
+            dq.insert(i, entry)
+        else:
+            dq.append(entry)
         if key not in self._dormant:
             self._active.add(key)
-        self._live[record.job_id] = self._seq
-        self._seq += 1
+        self._live[record.job_id] = self._token
+        self._token += 1
 
     def remove(self, record: JobRecord) -> None:
         # Lazy deletion: the entry is dropped when it reaches the head of its deque.
         self._live.pop(record.job_id, None)
 
-    def _head(self, key: tuple) -> tuple[int, JobRecord] | None:
+    def _head(self, key: tuple) -> tuple[int, int, JobRecord] | None:
         dq = self._by_shape.get(key)
         if dq is None:
             return None
         live = self._live
-        while dq and live.get(dq[0][1].job_id) != dq[0][0]:
+        while dq and live.get(dq[0][2].job_id) != dq[0][1]:
             dq.popleft()
         if not dq:
             del self._by_shape[key]
@@ -448,17 +465,18 @@ class FifoSkip(QueueDiscipline):
         return dq[0]
 
     def order(self) -> list[JobRecord]:
-        items = [it for dq in self._by_shape.values() for it in dq if self._live.get(it[1].job_id) == it[0]]
-        return [rec for _, rec in sorted(items, key=lambda it: it[0])]
+        items = [it for dq in self._by_shape.values() for it in dq if self._live.get(it[2].job_id) == it[1]]
+        return [it[2] for it in sorted(items, key=lambda it: it[0])]
 
     def __len__(self) -> int:
         return len(self._live)
 
     def run_pass(self, scheduler: "Scheduler") -> None:
         woken = scheduler.pop_woken()
-        if scheduler.mode == "naive" or scheduler.extra_filters:
+        if scheduler.mode == "naive" or not scheduler.interchangeable:
             # Per-shape skipping assumes jobs of one shape are interchangeable, which extra
-            # filters that read the job (tolerations) break: try every job instead.
+            # filters that read the job (tolerations) or scheduling plugins (PreFilter,
+            # device filters, permits) break: try every job instead.
             # Shapes left dormant by lazy wake are forgotten so the plain path retries them.
             for key in self._dormant:
                 scheduler.wake(key)
@@ -512,7 +530,7 @@ class FifoSkip(QueueDiscipline):
                     continue
             else:
                 break
-            if scheduler.try_schedule(head[1]) is Outcome.STARTED:
+            if scheduler.try_schedule(head[2]) is Outcome.STARTED:
                 cand_valid = False  # resources changed: the candidate may not fit any more
                 cand = None
                 nxt = self._head(key)
@@ -606,6 +624,82 @@ class DeadlockReport:
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+
+# -- plugin outcomes -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """What a PreFilter plugin answers for one scheduling attempt of one job (None = no opinion).
+
+    Attributes:
+        nodes: bool (N,): only these nodes are candidates in this attempt (Kubernetes'
+            ``PreFilterResult.NodeNames``), e.g. the nodes of one NVLink island.
+        wait: not now: the job stays pending (``Unschedulable``) with this reason, even if
+            it would fit (a bounded wait for a better placement).
+        retry_at: with ``wait``: run a scheduling cycle at this time, s.
+        assign: the plugin chose every worker's place itself, ``((node, gpus), ...)``; they
+            are bound as given (after the permit checks).
+    """
+
+    nodes: np.ndarray | None = None
+    wait: str | None = None
+    retry_at: float | None = None
+    assign: tuple[tuple[int, tuple[int, ...]], ...] | None = None
+
+
+class TrialState:
+    """Copies of the free CPU, memory and GPU arrays, to ask "would this job fit if ..."
+    without touching the cluster (preemption victims, backfill reservations, stranded GPUs).
+
+    Fit is decided with :func:`worker_slots`, which is exact for gangs: a gang of ``w``
+    workers can be placed iff the allowed nodes' slots sum to ``w`` or more. Allowed nodes:
+    online, GPU model, and every ``extra_filters`` mask of the scheduler (taints,
+    nodeSelector, shape-aware admission) for the job asked about.
+
+    Args:
+        scheduler: whose state is copied.
+    """
+
+    def __init__(self, scheduler: "Scheduler") -> None:
+        st = scheduler.state
+        self.scheduler = scheduler
+        self.cpu = st.cpu_free.copy()
+        self.mem = st.mem_free.copy()
+        self.gpu = st.gpu_free.copy()
+
+    def release(self, record: JobRecord, placements: Iterable[Placement] | None = None) -> None:
+        """Give back what ``record`` holds (or only ``placements`` of it)."""
+        req = self.scheduler.request_of(record)
+        for p in (record.placements if placements is None else placements):
+            self.cpu[p.node_index] += req.cpu_milli
+            self.mem[p.node_index] += req.memory_mib
+            for g in p.gpus:
+                self.gpu[p.node_index, g] += req.gpu_milli
+
+    def take(self, record: JobRecord, placements: Iterable[tuple[int, tuple[int, ...]]]) -> None:
+        """Take what ``record``'s workers would hold at ``placements`` ``((node, gpus), ...)``."""
+        req = self.scheduler.request_of(record)
+        for node, gpus in placements:
+            self.cpu[node] -= req.cpu_milli
+            self.mem[node] -= req.memory_mib
+            for g in gpus:
+                self.gpu[node, g] -= req.gpu_milli
+
+    def slots(self, record: JobRecord) -> np.ndarray:
+        """int64 (N,): workers of ``record`` each allowed node could host (0 elsewhere)."""
+        sched = self.scheduler
+        req = sched.request_of(record)
+        slots = worker_slots(req, self.cpu, self.mem, self.gpu, sched._model_ok(req.gpu_models))
+        allowed = sched.online.copy()
+        for extra in sched.extra_filters:
+            allowed &= extra(req, record)
+        return np.where(allowed, slots, 0)
+
+    def fits(self, record: JobRecord, workers: int | None = None) -> bool:
+        """True if ``workers`` more workers of ``record`` (default: the rest of its gang,
+        ``job.workers - len(placements)``) fit now in this trial state."""
+        need = record.job.workers - len(record.placements) if workers is None else workers
+        return int(np.minimum(self.slots(record), _MANY).sum()) >= need
 
 
 # -- the scheduler ------------------------------------------------------------------------
@@ -746,7 +840,14 @@ class Scheduler:
         self.running: dict[str, JobRecord] = {}
         self.on_start: Callable[[JobRecord], None] = lambda record: None
         self.on_evict_request: Callable[[JobRecord, str], None] | None = None
+        self.on_retry_at: Callable[[float], None] = lambda t: None
         self.extra_filters: list[Callable[[Request, JobRecord], np.ndarray]] = []
+        # Scheduling-framework plugin points (see lab01_cluster_sim.plugins); each entry is a
+        # callable bound to its plugin. Empty by default: the fast path below is untouched.
+        self.pre_filters: list[Callable[[JobRecord, Request], "PreFilterResult | None"]] = []
+        self.device_filters: list[Callable[[JobRecord, Request], np.ndarray | None]] = []
+        self.permits: list[Callable[[JobRecord, list[tuple[int, tuple[int, ...]]]], str | None]] = []
+        self.post_filters: list[Callable[[JobRecord], bool]] = []
         # Per-node summaries kept in step with every bind/release (the hot filter reads them).
         self.full_free = (state.gpu_free >= MILLI_PER_GPU).sum(axis=1).astype(np.int64)
         self.max_free = state.gpu_free.max(axis=1).astype(np.int64)
@@ -761,7 +862,7 @@ class Scheduler:
         self._release_log: list[int] = []
         self._since: dict[tuple, int] = {}
         self._table = _BlockedTable()
-        self._enqueue_seq: dict[str, int] = {}
+        self._next_seq = 0
         self._released_pending: dict[int, None] = {}
         self._pass_id = 0
         self._cur_order = 0
@@ -786,11 +887,27 @@ class Scheduler:
 
     # -- queue ------------------------------------------------------------------------
     def enqueue(self, record: JobRecord) -> None:
-        """Add a pending job to the queue."""
+        """Add a pending job to the queue. A job enqueued before (evicted, requeued) keeps its
+        first ``queue_seq``, so disciplines give it its old place back."""
         record.state = JobState.PENDING
-        self._enqueue_seq.setdefault(record.job_id, len(self._enqueue_seq))
+        if record.queue_seq < 0:
+            record.queue_seq = self._next_seq
+            self._next_seq += 1
         self.discipline.push(record)
         self.notify("on_enqueue", record)
+
+    @property
+    def plugins_active(self) -> bool:
+        """True when a PreFilter, device filter, permit or PostFilter plugin is registered."""
+        return bool(self.pre_filters or self.device_filters or self.permits or self.post_filters)
+
+    @property
+    def interchangeable(self) -> bool:
+        """True when jobs of one shape are interchangeable for the filter (no extra filter or
+        scheduling plugin reads the job), so shape-level shortcuts (blocked memo, FIFO-skip's
+        per-shape dormancy) are exact."""
+        return not (self.extra_filters or self.pre_filters or self.device_filters or self.permits
+                    or self.post_filters)
 
     def request_of(self, record: JobRecord) -> Request:
         """The (cached) request of one worker of ``record``'s job."""
@@ -1003,7 +1120,7 @@ class Scheduler:
     def lazy_wake_active(self) -> bool:
         """True when the discipline wakes blocked shapes itself (its ``lazy_wake`` is True,
         gang mode, no extra filters): releases are then only recorded (:meth:`pop_released`)."""
-        return bool(getattr(self.discipline, "lazy_wake", False)) and self.mode == "gang" and not self.extra_filters
+        return bool(getattr(self.discipline, "lazy_wake", False)) and self.mode == "gang" and self.interchangeable
 
     def pop_released(self) -> list[int]:
         """Nodes that got resources back since the last call (lazy wake mode)."""
@@ -1024,7 +1141,7 @@ class Scheduler:
     def blocked_key(self, record: JobRecord) -> tuple:
         """The key under which a job that found no room is remembered as blocked (its
         worker request, its workers in gang mode, and its id when extra filters exist)."""
-        return shape_key(record.job, self.mode == "gang") + (record.job_id if self.extra_filters else None,)
+        return shape_key(record.job, self.mode == "gang") + (None if self.interchangeable else record.job_id,)
 
     def pop_woken(self) -> list[tuple] | None:
         """Blocked keys forgotten since the last call (a release made room they may use), or
@@ -1061,11 +1178,7 @@ class Scheduler:
     def uncordon(self, node: int) -> None:
         """Put ``node`` back in service; every blocked shape is retried."""
         self.online[node] = True
-        self._blocked.clear()
-        self._table = _BlockedTable()
-        self._since.clear()
-        self._released_pending.clear()
-        self._woke_all = True
+        self.uncordon_all_blocked()
 
     def evict(self, record: JobRecord, reason: str) -> None:
         """Ask the simulation to evict running ``record`` now (preemption, node drain)."""
@@ -1085,11 +1198,23 @@ class Scheduler:
         self.notify("on_start", record)
         self.on_start(record)
 
-    def try_schedule(self, record: JobRecord) -> Outcome:
-        """Run filter -> score -> permit -> bind for ``record`` (see the module docstring).
+    def try_schedule(self, record: JobRecord,
+                     permit: Callable[[JobRecord, list[tuple[int, tuple[int, ...]]]], str | None] | None = None
+                     ) -> Outcome:
+        """Run (pre-filter ->) filter -> score -> permit -> bind for ``record`` (see the
+        module docstring).
 
         Gang mode: place all workers or none. Naive mode: bind one more worker.
+
+        Args:
+            permit: an extra Permit check of the caller (a discipline), called as
+                ``permit(record, trial_placements)`` after every worker found a place and the
+                trial is bound; a returned string refuses (the trial is rolled back and the
+                string becomes the job's reason), None allows. EASY backfill uses it for its
+                second condition.
         """
+        if permit is not None or self.pre_filters or self.device_filters or self.permits or self.post_filters:
+            return self._try_schedule_plugins(record, permit)
         request = self.request_of(record)
         gang = self.mode == "gang"
         # Jobs of one shape are interchangeable for the filter -- unless extra filters look
@@ -1099,7 +1224,7 @@ class Scheduler:
         if blocked is not None:
             record.status, record.reason = UNSCHEDULABLE, blocked[1]
             return Outcome.WAITING
-        self._cur_order = self._enqueue_seq.get(record.job_id, 0)
+        self._cur_order = record.queue_seq
         # One-worker shape that was blocked before: only nodes released since can fit it.
         within = None
         since = self._since.get(key)
@@ -1164,6 +1289,182 @@ class Scheduler:
             self._start(record)
             return Outcome.STARTED
         return Outcome.PROGRESS
+
+    def _select_masked(self, request: Request, record: JobRecord, mask: np.ndarray | None,
+                       devices: np.ndarray | None) -> tuple[int, tuple[int, ...]] | None:
+        """:meth:`select_node` restricted to the nodes of ``mask`` (PreFilter) and to the GPUs
+        of ``devices`` (device filters: bool (N, G)); the policy scores and picks GPUs on a
+        copy of the state in which the other GPUs look full."""
+        if devices is None:
+            if mask is None:
+                return self.select_node(request, record)
+            state = self.state
+            candidates = np.flatnonzero(self.feasible_mask(request, record) & mask)
+        else:
+            state = copy.copy(self.state)
+            state.gpu_free = np.where(devices, self.state.gpu_free, 0)
+            state.refresh()
+            ok = (state.cpu_free >= request.cpu_milli) & (state.mem_free >= request.memory_mib) & self.online
+            if request.num_gpus > 0:
+                if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+                    ok &= state.gpu_free.max(axis=1) >= request.gpu_milli
+                else:
+                    ok &= (state.gpu_free >= MILLI_PER_GPU).sum(axis=1) >= request.num_gpus
+                if request.gpu_models:
+                    ok &= self._model_ok(request.gpu_models)
+            for extra in self.extra_filters:
+                ok &= extra(request, record)
+            if mask is not None:
+                ok &= mask
+            candidates = np.flatnonzero(ok)
+        if candidates.size == 0:
+            return None
+        if self.nodes_to_score is not None and candidates.size > self.nodes_to_score:
+            candidates = candidates[: self.nodes_to_score]
+        if candidates.size == 1:
+            node = int(candidates[0])
+        else:
+            scores = self.policy.score(state, request, candidates, self.rng)
+            best = candidates[scores == scores.max()]
+            node = int(best[np.argmin(state.tie_rank[best])])
+        return node, tuple(self.policy.pick_gpus(state, request, node, self.rng))
+
+    def _try_schedule_plugins(self, record: JobRecord, permit, retried: bool = False) -> Outcome:
+        """:meth:`try_schedule` with the plugin points: PreFilter, device filters, Permit,
+        PostFilter (see :mod:`lab01_cluster_sim.plugins`). No blocked-shape memo: plugins may
+        answer differently for each job and over time."""
+        request = self.request_of(record)
+        gang = self.mode == "gang"
+        mask = None
+        assign = None
+        for pre in self.pre_filters:
+            res = pre(record, request)
+            if res is None:
+                continue
+            if res.wait is not None:
+                record.status, record.reason = UNSCHEDULABLE, res.wait
+                if res.retry_at is not None:
+                    self.on_retry_at(res.retry_at)
+                return Outcome.WAITING
+            if res.assign is not None:
+                assign = res.assign
+            if res.nodes is not None:
+                mask = res.nodes if mask is None else (mask & res.nodes)
+        trial: list[tuple[int, tuple[int, ...]]] = []
+        refusal: str | None = None
+        if assign is not None:
+            try:
+                for node, gpus in assign:
+                    if not self.online[node]:
+                        raise ValueError(f"node {self.state.nodes[node].name} is cordoned")
+                    self._bind_raw(node, tuple(gpus), request)
+                    trial.append((node, tuple(gpus)))
+            except ValueError as exc:
+                refusal = f"the placement chosen by a plugin no longer fits: {exc}"
+        else:
+            devices = None
+            for dev in self.device_filters:
+                m = dev(record, request)
+                if m is not None:
+                    devices = m if devices is None else (devices & m)
+            needed = record.job.workers if gang else 1
+            for _ in range(needed):
+                choice = self._select_masked(request, record, mask, devices)
+                if choice is None:
+                    break
+                self._bind_raw(choice[0], choice[1], request)
+                trial.append(choice)
+            if not trial:
+                refusal = "no node fits the job now" if gang else "no node fits one more worker now"
+            elif gang and not gang_permit(len(trial), record.job.workers):
+                refusal = f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
+        no_room = refusal is not None
+        if refusal is None:
+            for check in self.permits:
+                refusal = check(record, trial)
+                if refusal:
+                    break
+            if refusal is None and permit is not None:
+                refusal = permit(record, trial)
+        if refusal is not None:
+            for node, gpus in reversed(trial):   # roll back: the state is exactly as before
+                self._release_raw(node, gpus, request)
+            record.status, record.reason = UNSCHEDULABLE, refusal
+            if no_room and not retried and self.post_filters:
+                # PostFilter (preemption): a plugin that evicted something asks for one more try.
+                for post in self.post_filters:
+                    if post(record):
+                        return self._try_schedule_plugins(record, permit, retried=True)
+            return Outcome.WAITING
+        for node, gpus in trial:
+            self._commit(record, node, gpus, request)
+        if len(record.placements) >= record.job.workers:
+            self._start(record)
+            return Outcome.STARTED
+        return Outcome.PROGRESS
+
+    def bind_placements(self, record: JobRecord, placements: Sequence[tuple[int, tuple[int, ...]]]) -> Outcome:
+        """Bind ``record``'s workers exactly at ``placements`` ``((node, gpus), ...)`` and start
+        it once its gang is complete (a plan computed by a plugin, e.g. defragmentation by
+        migration); no filter, score or permit runs.
+
+        Raises:
+            ValueError: a placement does not fit (nothing is bound then).
+        """
+        request = self.request_of(record)
+        done: list[tuple[int, tuple[int, ...]]] = []
+        try:
+            for node, gpus in placements:
+                self._bind_raw(node, tuple(gpus), request)
+                done.append((node, tuple(gpus)))
+        except ValueError:
+            for node, gpus in reversed(done):
+                self._release_raw(node, gpus, request)
+            raise
+        for node, gpus in done:
+            self._commit(record, node, gpus, request)
+        if len(record.placements) >= record.job.workers:
+            self._start(record)
+            return Outcome.STARTED
+        return Outcome.PROGRESS
+
+    def release_placements(self, record: JobRecord, placements: Sequence[Placement]) -> None:
+        """Give back some of the workers a *pending* job holds (naive mode: the node they
+        sit on is drained); the job stays pending with the rest."""
+        request = self.request_of(record)
+        keep = [p for p in record.placements if p not in placements]
+        nodes = []
+        for p in placements:
+            self._release_raw(p.node_index, p.gpus, request)
+            nodes.append(p.node_index)
+            self.notify("on_release", record, p, request)
+        record.placements = keep
+        self._release_log.extend(nodes)
+        self._unblock(nodes)
+
+    def trial(self) -> TrialState:
+        """A :class:`TrialState` copy of the free resources now."""
+        return TrialState(self)
+
+    def add_nodes(self, indices: range, online: bool = True) -> None:
+        """Grow the per-node summaries after :meth:`ClusterState.add_nodes` appended nodes
+        ``indices``; they start online or cordoned (``online``). Every blocked shape is
+        retried (new room may fit it)."""
+        st = self.state
+        new = st.gpu_free[indices.start: indices.stop]
+        self.full_free = np.concatenate([self.full_free, (new >= MILLI_PER_GPU).sum(axis=1).astype(np.int64)])
+        self.max_free = np.concatenate([self.max_free, new.max(axis=1).astype(np.int64)])
+        self.online = np.concatenate([self.online, np.full(len(indices), online, dtype=bool)])
+        self._model_masks.clear()
+        self.uncordon_all_blocked()
+
+    def uncordon_all_blocked(self) -> None:
+        """Forget every blocked shape (the cluster changed in a way releases do not track)."""
+        self._blocked.clear()
+        self._table = _BlockedTable()
+        self._since.clear()
+        self._released_pending.clear()
+        self._woke_all = True
 
     # -- a pass -----------------------------------------------------------------------
     def run_pass(self, now: float) -> None:

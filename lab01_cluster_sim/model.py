@@ -291,6 +291,15 @@ class JobRecord:
         start = self.rated_at if self.busy_from is None else max(self.rated_at, self.busy_from)
         return start + self.overhead_left + (self.remaining - self.overhead_left) * self.slowdown
 
+    def work_done_at(self, now: float) -> float:
+        """Useful work done by ``now`` (full-speed seconds of ``job.duration``): what was
+        done at :attr:`rated_at` plus the progress since, after any overhead (0 for a
+        service)."""
+        if math.isinf(self.job.duration):
+            return 0.0
+        since = max(0.0, self.progress_at(now) - self.overhead_left)
+        return min(self.job.duration, max(0.0, self.work_done + since))
+
     @property
     def work_done(self) -> float:
         """Useful work done so far (full-speed seconds of ``job.duration``), as of

@@ -198,7 +198,7 @@ def register_plugin(name: str) -> Callable[[Callable[..., Any]], Callable[..., A
 def _load_builtin_plugins() -> None:
     import importlib
 
-    for module in ("topology", "sharing_modes", "tenancy", "defrag", "disciplines.checkpoints",
+    for module in ("topology", "sharing_modes", "tenancy", "defrag", "disciplines.preemption",
                    "autoscaler.plugin", "lifecycle"):
         importlib.import_module(f"lab01_cluster_sim.{module}")
 

@@ -1335,6 +1335,15 @@ class Scheduler:
         answer differently for each job and over time."""
         request = self.request_of(record)
         gang = self.mode == "gang"
+        # The blocked-shape memo stays exact when only permits vary by job (they can refuse,
+        # never add room); PreFilter and device filters may change their answer over time, and
+        # a PostFilter may make room, so they bypass it.
+        memo = not (self.pre_filters or self.device_filters or self.post_filters)
+        key = self.blocked_key(record) if memo else None
+        if memo and key in self._blocked:
+            record.status, record.reason = UNSCHEDULABLE, self._blocked[key][1]
+            return Outcome.WAITING
+        self._cur_order = record.queue_seq
         mask = None
         assign = None
         for pre in self.pre_filters:
@@ -1390,6 +1399,8 @@ class Scheduler:
             for node, gpus in reversed(trial):   # roll back: the state is exactly as before
                 self._release_raw(node, gpus, request)
             record.status, record.reason = UNSCHEDULABLE, refusal
+            if memo and no_room:
+                self._block(key, request, refusal, False)
             if no_room and not retried and self.post_filters:
                 # PostFilter (preemption): a plugin that evicted something asks for one more try.
                 for post in self.post_filters:
@@ -1441,6 +1452,44 @@ class Scheduler:
         record.placements = keep
         self._release_log.extend(nodes)
         self._unblock(nodes)
+
+    def plan_placements(self, state: ClusterState, record: JobRecord, mask: np.ndarray | None = None
+                        ) -> list[tuple[int, tuple[int, ...]]] | None:
+        """Where every remaining worker of ``record`` would go on ``state`` (a copy of the
+        cluster a plugin is planning on, e.g. with some jobs released), by this scheduler's
+        filter (online nodes, GPU model, extra filters, and ``mask``), policy and GPU pick;
+        the workers are bound on ``state``. None (and ``state`` as it was) if the gang does
+        not fit. The cluster itself is not touched."""
+        request = self.request_of(record)
+        allowed = self.online.copy()
+        if self.state.num_nodes != state.num_nodes:
+            raise ValueError("plan_placements: the state must be a copy of this scheduler's cluster")
+        for extra in self.extra_filters:
+            allowed &= extra(request, record)
+        if mask is not None:
+            allowed &= mask
+        placed: list[tuple[int, tuple[int, ...]]] = []
+        for _ in range(record.job.workers - len(record.placements)):
+            candidates = np.flatnonzero(state.feasible(request) & allowed)
+            if candidates.size == 0:
+                for node, gpus in reversed(placed):
+                    state.release(node, gpus, request)
+                return None
+            if candidates.size == 1:
+                node = int(candidates[0])
+            else:
+                scores = self.policy.score(state, request, candidates, self.rng)
+                best = candidates[scores == scores.max()]
+                node = int(best[np.argmin(state.tie_rank[best])])
+            gpus = tuple(int(g) for g in self.policy.pick_gpus(state, request, node, self.rng))
+            state.bind(node, gpus, request)
+            placed.append((node, gpus))
+        return placed
+
+    def is_blocked(self, record: JobRecord) -> bool:
+        """True when ``record``'s shape is remembered as blocked: it found no room and no
+        node that could host one of its workers got resources back since."""
+        return self.blocked_key(record) in self._blocked
 
     def trial(self) -> TrialState:
         """A :class:`TrialState` copy of the free resources now."""

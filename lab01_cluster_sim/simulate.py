@@ -57,6 +57,7 @@ from lab01_cluster_sim.scheduler import (
     SchedulerObserver,
     get_discipline,
     unresolvable_reason,
+    worker_slots,
 )
 
 
@@ -203,6 +204,8 @@ class Simulation:
         self._admitted_by: dict[str, set[int]] = {}
         self._admission_seq = 0
         self._unresolvable: dict[tuple, str | None] = {}
+        self._static_filters: list[Callable] = []
+        self._filtered_cache: dict[tuple, tuple] = {}
         self._classes = CapacityClasses.of(self.state)
         self._arrived = 0
         self.progress: Callable[[int], None] | None = None
@@ -233,6 +236,8 @@ class Simulation:
             sched.pre_filters.append(lambda rec, req, f=plugin.pre_filter: f(self, rec, req))
         if defines(plugin, "filter"):
             sched.extra_filters.append(plugin.filter)
+            if getattr(plugin, "static", False):
+                self._static_filters.append(plugin.filter)
         if defines(plugin, "filter_devices"):
             sched.device_filters.append(lambda rec, req, f=plugin.filter_devices: f(self, rec, req))
         if defines(plugin, "permit"):
@@ -292,6 +297,8 @@ class Simulation:
         if key not in self._unresolvable:
             self._unresolvable[key] = unresolvable_reason(self.state, job, self._classes)
         reason = self._unresolvable[key]
+        if reason is None and self._static_filters:
+            reason = self._filtered_out(rec)
         if reason is not None and any(h(self, job) for h in self._hooks["could_host"]):
             reason = None   # a node-lifecycle plugin (autoscaler) could bring a node for it
         if reason is not None:
@@ -305,6 +312,36 @@ class Simulation:
         else:
             self.scheduler.enqueue(rec)
         self.request_pass()
+
+    def _filtered_out(self, rec: JobRecord) -> str | None:
+        """Why no node the *static* filters (node labels and taints, reserved nodes: plugins
+        with ``static = True``) leave to ``rec`` could ever hold it, even empty; None if some
+        could. Cached per job shape and filter masks (filters cache their masks)."""
+        request = self.scheduler.request_of(rec)
+        masks = [f(request, rec) for f in self._static_filters]
+        key = (request, rec.job.workers) + tuple(id(m) for m in masks)
+        hit = self._filtered_cache.get(key)
+        if hit is not None:
+            return hit[0]
+        st = self.state
+        allowed = np.ones(st.num_nodes, dtype=bool)
+        for m in masks:
+            allowed &= m
+        full = np.where(np.arange(st.gpu_free.shape[1])[None, :] < st.gpu_count[:, None], MILLI_PER_GPU, 0)
+        slots = worker_slots(request, st.cpu_capacity, st.mem_capacity, full, st.model_mask(request.gpu_models))
+        room = int(np.minimum(np.where(allowed, slots, 0), rec.job.workers).sum())
+        reason = None
+        if room < rec.job.workers:
+            names = ", ".join(getattr(f, "__self__", f).name for f in self._static_filters)
+            refused = int((~allowed).sum())
+            if room == 0:
+                reason = (f"no node its filters allow could ever host one worker: {refused}/{st.num_nodes} "
+                          f"node(s) refused by {names}")
+            else:
+                reason = (f"gang of {rec.job.workers} workers cannot fit even on the empty cluster within its "
+                          f"filters ({names}): room for {room} worker(s) of this shape")
+        self._filtered_cache[key] = (reason, masks)   # keep the masks alive: the key holds their ids
+        return reason
 
     def _on_schedule(self, event: eng.Event) -> None:
         self._pass_scheduled = False
@@ -549,16 +586,14 @@ class Simulation:
         now = self.engine.now
         ran = now - (rec.run_started if rec.run_started is not None else now)
         before = self._run_before.pop(rec.job_id, rec.remaining)  # run time still needed when this run began
-        legacy_remaining = rec.remaining
-        self._bring_up_to_date(rec, now)
         duration = rec.job.duration
         finite = math.isfinite(duration)
-        done = rec.work_done if finite else 0.0
+        done = rec.work_done_at(now) if finite else 0.0
         if self.evict_hook is not None:
-            rec.remaining = legacy_remaining   # legacy hooks read the run-start value
-            rec.overhead_left = 0.0
+            # Legacy hook: sees the record as it is (remaining as of rated_at); it may put the
+            # restore part of what it returns in rec.extras["restore_s"].
             remaining = float(self.evict_hook(rec, now))
-            overhead = min(rec.overhead_left, remaining)
+            overhead = min(float(rec.extras.pop("restore_s", 0.0)), remaining)
             kept = duration - (remaining - overhead) if finite else 0.0
         elif self._hooks["keep_progress"] and finite:
             kept, overhead = self._hooks["keep_progress"][0](self, rec, done)
@@ -643,6 +678,7 @@ class Simulation:
         self.removed = np.append(self.removed, False)
         self._classes = CapacityClasses.of(self.state)
         self._unresolvable.clear()
+        self._filtered_cache.clear()
         self.metrics.capacity_changed(self.removed)
         if online:
             self.request_pass()

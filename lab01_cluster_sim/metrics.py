@@ -122,7 +122,7 @@ def stranded_gpus(scheduler: Scheduler, pending: Iterable[JobRecord]) -> int:
     """
     shapes = pareto_minimal_shapes(
         (scheduler.request_of(rec), rec.job.workers - len(rec.placements)) for rec in pending)
-    if not shapes:
+    if not shapes or scheduler.state.num_nodes == 0:
         return 0
     st = scheduler.state
     online = scheduler.online

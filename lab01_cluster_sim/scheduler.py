@@ -1195,8 +1195,8 @@ class Scheduler:
             record.start_time = self.now
         record.run_started = self.now
         self.running[record.job_id] = record
+        self.on_start(record)          # the simulation sets the job's progress (rate, start delay)
         self.notify("on_start", record)
-        self.on_start(record)
 
     def try_schedule(self, record: JobRecord,
                      permit: Callable[[JobRecord, list[tuple[int, tuple[int, ...]]]], str | None] | None = None
@@ -1321,13 +1321,20 @@ class Scheduler:
             return None
         if self.nodes_to_score is not None and candidates.size > self.nodes_to_score:
             candidates = candidates[: self.nodes_to_score]
+        return self._score_and_pick(state, request, candidates)
+
+    def _score_and_pick(self, state: ClusterState, request: Request,
+                        candidates: np.ndarray) -> tuple[int, tuple[int, ...]]:
+        """Score -> select -> pick GPUs among non-empty ``candidates`` on ``state`` (as
+        :func:`lab01_cluster_sim.policies.base.place`: one candidate is taken unscored; ties
+        go to the lowest ``tie_rank``)."""
         if candidates.size == 1:
             node = int(candidates[0])
         else:
             scores = self.policy.score(state, request, candidates, self.rng)
             best = candidates[scores == scores.max()]
             node = int(best[np.argmin(state.tie_rank[best])])
-        return node, tuple(self.policy.pick_gpus(state, request, node, self.rng))
+        return node, tuple(int(g) for g in self.policy.pick_gpus(state, request, node, self.rng))
 
     def _try_schedule_plugins(self, record: JobRecord, permit, retried: bool = False) -> Outcome:
         """:meth:`try_schedule` with the plugin points: PreFilter, device filters, Permit,
@@ -1475,13 +1482,7 @@ class Scheduler:
                 for node, gpus in reversed(placed):
                     state.release(node, gpus, request)
                 return None
-            if candidates.size == 1:
-                node = int(candidates[0])
-            else:
-                scores = self.policy.score(state, request, candidates, self.rng)
-                best = candidates[scores == scores.max()]
-                node = int(best[np.argmin(state.tie_rank[best])])
-            gpus = tuple(int(g) for g in self.policy.pick_gpus(state, request, node, self.rng))
+            node, gpus = self._score_and_pick(state, request, candidates)
             state.bind(node, gpus, request)
             placed.append((node, gpus))
         return placed

@@ -163,8 +163,9 @@ class Simulation:
         self.discipline = get_discipline(discipline) if isinstance(discipline, str) else discipline
         self.mode = mode
         self.state = ClusterState(nodes, tie_rank=tie_rank)
-        if self.state.num_nodes == 0:
-            raise InputError("nodes: expected at least one node, got none")
+        if self.state.num_nodes == 0 and not any(defines(p, "could_host") for p in plugins):
+            raise InputError("nodes: expected at least one node, got none (an empty cluster needs a "
+                             "node-lifecycle plugin, e.g. an autoscaler, to bring nodes)")
         self.engine = eng.Engine()
         self.scheduler = Scheduler(self.state, self.policy, self.discipline, mode=mode,
                                    rng=np.random.default_rng(self.seed), nodes_to_score=nodes_to_score)

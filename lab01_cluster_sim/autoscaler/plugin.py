@@ -171,6 +171,8 @@ class Autoscaler:
         self._static = list(static_nodes)
         self._planned_spot = list(spot_interruptions)
         self._by_index: dict[int, SimNode] = {}
+        self._nominee: dict[str, SimNode] = {}      # pod (job id) -> the launching node meant for it
+        self._pool_gpus_alive: dict[str, int] = {p.name: 0 for p in self.pools}
         self._counter = 0
         self.sim = None
 
@@ -214,8 +216,13 @@ class Autoscaler:
         if node is not None:
             node.pods.add(record.job_id)
             node.version += 1
-        for n in self.nodes.values():
-            n.nominated.discard(record.job_id)
+        nominee = self._nominee.pop(record.job_id, None)
+        if nominee is not None:
+            nominee.nominated.discard(record.job_id)
+
+    def _nominate(self, node: SimNode, rec: JobRecord) -> None:
+        node.nominated.add(rec.job_id)
+        self._nominee[rec.job_id] = node
 
     def on_release(self, record, placement, request) -> None:
         node = self._by_index.get(placement.node_index)
@@ -245,6 +252,8 @@ class Autoscaler:
             sim.engine.stop("settled")
 
     def _settled(self, sim) -> bool:
+        if any(self._pool_gpus_alive.values()) or len(sim.scheduler.discipline) or sim.scheduler.running:
+            return False
         if any(n.alive and n.pool is not None for n in self.nodes.values()):
             return False
         return all(r.state in (JobState.COMPLETED, JobState.REJECTED, JobState.TIMEOUT)
@@ -265,18 +274,29 @@ class Autoscaler:
         return req[0] <= free[0] and req[1] <= free[1] and req[2] <= free[2]
 
     def _pool_gpus(self, pool: NodePool) -> int:
-        return sum(n.physical_gpus for n in self.nodes.values() if n.pool is pool and n.alive)
+        """Physical GPUs of the pool's nodes alive now (kept up to date at launch and termination)."""
+        return self._pool_gpus_alive[pool.name]
+
+    @staticmethod
+    def _model_ok(gpu_model: str, pods: Sequence[JobRecord]) -> bool:
+        """Every pod that asks for GPUs of given models accepts ``gpu_model``."""
+        return all(not r.job.gpu_models or r.job.gpus_per_worker == 0 or gpu_model in r.job.gpu_models
+                   for r in pods)
 
     def _type_holds(self, pool: NodePool, it: InstanceType, pods: Sequence[JobRecord]) -> bool:
+        if not self._model_ok(it.gpu_model, pods):
+            return False
         g = sum(r.job.gpus_per_worker for r in pods)
         c = sum(r.job.cpu_milli for r in pods)
         m = sum(r.job.memory_mib for r in pods)
         return g <= it.gpus * pool.timeslice_replicas and c <= it.cpu_milli and m <= it.memory_mib
 
     def _provision(self, sim) -> None:
-        pending = [r for r in sim.scheduler.discipline.order() if r.state is JobState.PENDING]
-        nominated = {p for n in self.nodes.values() if n.alive for p in n.nominated}
-        todo = [r for r in pending if r.job_id not in nominated]
+        if not len(sim.scheduler.discipline) or not self.pools:
+            return
+        nominee = self._nominee
+        todo = [r for r in sim.scheduler.discipline.order()
+                if r.state is JobState.PENDING and r.job_id not in nominee]
         if not todo:
             return
         # first-fit decreasing: largest pods first (GPUs, CPU, memory), then queue order
@@ -286,9 +306,10 @@ class Autoscaler:
         claims: list[_Claim] = []
         for rec in todo:
             req = pod_request(rec.job)
-            target = next((n for n in launching if self._fits(req, self._free(n))), None)
+            target = next((n for n in launching
+                           if self._fits(req, self._free(n)) and self._model_ok(n.gpu_model, [rec])), None)
             if target is not None:
-                target.nominated.add(rec.job_id)
+                self._nominate(target, rec)
                 continue
             for claim in claims:
                 options = [(pi, it) for pi, it in claim.options
@@ -298,10 +319,11 @@ class Autoscaler:
                     claim.options = options
                     break
             else:
-                options = [(pi, it) for pi, pool in enumerate(self.pools)
-                           if pool.limit_gpus - self._pool_gpus(pool) > 0
-                           for it in pool.instance_types
-                           if it.gpus <= pool.limit_gpus - self._pool_gpus(pool) and self._type_holds(pool, it, [rec])]
+                options = []
+                for pi, pool in enumerate(self.pools):
+                    room = pool.limit_gpus - self._pool_gpus(pool)
+                    options.extend((pi, it) for it in pool.instance_types
+                                   if it.gpus <= room and self._type_holds(pool, it, [rec]))
                 if options:
                     claims.append(_Claim([rec], options))
         for claim in claims:
@@ -316,7 +338,8 @@ class Autoscaler:
             if best is None:
                 continue     # the pool filled up with earlier claims of this round: next round
             node = self._launch(sim, best[1], best[2])
-            node.nominated.update(r.job_id for r in claim.pods)
+            for r in claim.pods:
+                self._nominate(node, r)
 
     def _launch(self, sim, pool: NodePool, it: InstanceType) -> SimNode:
         if self._counter >= self.max_nodes:
@@ -339,6 +362,7 @@ class Autoscaler:
                                        "node.kubernetes.io/instance-type": it.name}) if it.gpus else \
             Node(name, "", 0, it.cpu_milli, it.memory_mib, labels={"karpenter.sh/nodepool": pool.name})
         node.index = sim.add_node(spec, online=node.ready_s <= now)
+        self._pool_gpus_alive[pool.name] += node.physical_gpus
         self.nodes[name] = node
         self._by_index[node.index] = node
         if node.ready_s > now:
@@ -440,7 +464,11 @@ class Autoscaler:
     def _terminate(self, node: SimNode, reason: str) -> None:
         node.terminated_s = self.sim.now
         node.termination_reason = reason
+        for p in node.nominated:
+            self._nominee.pop(p, None)
         node.nominated.clear()
+        if node.pool is not None:
+            self._pool_gpus_alive[node.pool.name] -= node.physical_gpus
         self.sim.remove_node(node.index, reason)
 
 

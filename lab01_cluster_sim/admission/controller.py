@@ -262,15 +262,16 @@ class AdmissionController:
         status.reason = f"finished at t={format_seconds(now)}s"
 
     def evicted(self, name: str, now: float, requeue: bool = True) -> None:
-        """A preempted workload's pods are gone: release its quota and (by default) queue it
-        again in its original place (priority, then creation time).
+        """An admitted workload's pods are gone (preempted by this stage, or evicted by the
+        engine for another reason such as a node drain): release its quota and (by default)
+        queue it again in its original place (priority, then creation time).
 
         Raises:
-            ValueError: the workload is not being evicted.
+            ValueError: the workload is not admitted.
         """
         status = self.workloads[name]
-        if status.state is not State.EVICTING:
-            raise ValueError(f"evicted: workload {name!r} is {status.state.value}, not being evicted")
+        if status.state not in (State.EVICTING, State.ADMITTED):
+            raise ValueError(f"evicted: workload {name!r} is {status.state.value}, not admitted")
         self._release(status)
         if requeue:
             self._enqueue(status)
@@ -508,8 +509,8 @@ class AdmissionController:
         return sorted(self._admitted, key=lambda n: (self._admitted[n].admitted_at, n))
 
     def usage(self, cluster_queue: str) -> Usage:
-        """Quota in use by ``cluster_queue`` per ``(flavor, resource)``."""
-        return dict(self.tree.node(cluster_queue).usage)
+        """Quota in use by ``cluster_queue`` per ``(flavor, resource)`` (zeros left out)."""
+        return {fr: v for fr, v in self.tree.node(cluster_queue).usage.items() if v}
 
     def share(self, cluster_queue: str) -> float:
         """The weighted dominant resource share of ``cluster_queue`` now."""

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,6 @@ from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, parse_quantity, resource_value
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
-from lab01_cluster_sim.scenario.schemas import SCENARIO_API
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, iter_files, load_documents, where
 
@@ -659,10 +657,6 @@ def parse_duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise InputError(f"expected a duration such as 30s, 1h30m or 720h, got {text!r}")
     return sum(float(n) * _UNIT[u] for n, u in parts)
-
-
-def scenario_api_version() -> str:
-    return SCENARIO_API
 
 
 __all__ = ["KueueObjects", "MAX_FILES", "MAX_OBJECTS", "Scenario", "Source", "load_scenario", "parse_duration"]

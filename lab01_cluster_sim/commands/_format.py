@@ -13,10 +13,11 @@ One rule per kind of number:
 - **counts** (pods, jobs, GPUs): integers print as integers with thousands separators,
   ``"1,234"`` (:func:`format_count`); a mean over seeds that is not whole keeps one place of
   decimals, ``"104.5"`` (:func:`format_number`).
-- **machine-readable output** (CSV, JSON): :func:`clean_number` rounds floats to 4 places
-  so ``0.1 + 0.2`` is written ``0.3``, not ``0.30000000000000004``, turns NaN and infinity
-  into ``None`` (``null`` in JSON, an empty CSV cell) and keeps integers as integers;
-  :func:`clean_record` does that through nested dicts and lists.
+- **machine-readable output** (CSV, JSON): :func:`clean_number` rounds floats to 12
+  significant digits (or to given decimal places) so ``0.1 + 0.2`` is written ``0.3``, not
+  ``0.30000000000000004``, while every digit a computation means survives; it turns NaN and
+  infinity into ``None`` (``null`` in JSON, an empty CSV cell) and keeps integers as
+  integers; :func:`clean_record` does that through nested dicts and lists.
 - **time stamps** in messages (``t=1558380 s``): :func:`format_seconds`, plain digits to the
   millisecond (defined in :mod:`lab01_cluster_sim.model`, re-exported here).
 
@@ -40,8 +41,9 @@ MISSING = "n/a"
 DURATION_UNITS: tuple[tuple[str, float], ...] = (("s", 1.0), ("min", 60.0), ("h", 3600.0))
 """The duration units, smallest first, with their length in seconds."""
 
-CSV_PLACES = 4
-"""Decimal places kept in CSV and JSON (4 places of a percentage is 1e-6 of the whole)."""
+SIGNIFICANT_DIGITS = 12
+"""Significant digits :func:`clean_number` keeps by default: a double carries 15 to 17, and
+the noise of a few operations (``0.1 + 0.2``) sits in the last two or three."""
 
 
 def _missing(x: object) -> bool:
@@ -153,10 +155,12 @@ def format_number(x: float | None, *, places: int = 1, missing: str = MISSING) -
     return _zero(f"{v:,.{places}f}")
 
 
-def clean_number(x: object, places: int = CSV_PLACES) -> object:
-    """A number as CSV and JSON should carry it: floats rounded to ``places`` decimals
-    (``0.30000000000000004`` -> ``0.3``; ``-0.0`` -> ``0.0``), NaN and infinities -> None,
-    integers (numpy ones too) -> ``int``, bools unchanged; anything else is returned as is."""
+def clean_number(x: object, places: int | None = None) -> object:
+    """A number as CSV and JSON should carry it: floats rounded to :data:`SIGNIFICANT_DIGITS`
+    significant digits, or to ``places`` decimals when given (``0.30000000000000004`` ->
+    ``0.3``; ``87.47361111`` with ``places=4`` -> ``87.4736``; ``-0.0`` -> ``0.0``), NaN and
+    infinities -> None, integers (numpy ones too) -> ``int``, bools unchanged; anything else
+    is returned as is."""
     if isinstance(x, bool) or x is None:
         return x
     if isinstance(x, Integral):
@@ -165,12 +169,12 @@ def clean_number(x: object, places: int = CSV_PLACES) -> object:
         v = float(x)
         if not math.isfinite(v):
             return None
-        v = round(v, places)
+        v = float(f"{v:.{SIGNIFICANT_DIGITS}g}") if places is None else round(v, places)
         return 0.0 if v == 0 else v
     return x
 
 
-def clean_record(obj: object, places: int = CSV_PLACES) -> object:
+def clean_record(obj: object, places: int | None = None) -> object:
     """:func:`clean_number` applied through nested dicts, lists and tuples (tuples become
     lists, as JSON has them); keys are kept."""
     if isinstance(obj, Mapping):
@@ -180,7 +184,7 @@ def clean_record(obj: object, places: int = CSV_PLACES) -> object:
     return clean_number(obj, places)
 
 
-def csv_cell(x: object, places: int = CSV_PLACES) -> str:
+def csv_cell(x: object, places: int | None = None) -> str:
     """One CSV cell: a missing figure is empty, a number is :func:`clean_number`'s shortest
     repr (``0.3``, ``117``, ``87.4736``), anything else ``str``."""
     v = clean_number(x, places)

@@ -64,11 +64,13 @@ def test_counts_are_integers():
 
 def test_clean_number_has_no_float_noise():
     assert clean_number(0.1 + 0.2) == 0.3 and str(clean_number(0.1 + 0.2)) == "0.3"
-    assert clean_number(87.47361111) == 87.4736
+    assert clean_number(87.47361111) == 87.47361111                # 10 digits: nothing to clean
+    assert clean_number(87.47361111, places=4) == 87.4736
+    assert clean_number(2320.7670000000003) == 2320.767
     assert clean_number(np.float64(2.5)) == 2.5 and type(clean_number(np.float64(2.5))) is float
     assert clean_number(np.int64(7)) == 7 and type(clean_number(np.int64(7))) is int
     assert clean_number(float("nan")) is None and clean_number(float("inf")) is None
-    assert clean_number(-1e-9) == 0.0 and str(clean_number(-1e-9)) == "0.0"
+    assert str(clean_number(-1e-9, places=4)) == "0.0" and str(clean_number(-0.0)) == "0.0"
     assert clean_number(True) is True and clean_number("fifo") == "fifo"
     assert csv_cell(None) == "" and csv_cell(math.nan) == "" and csv_cell(0.1 + 0.2) == "0.3" and csv_cell(117) == "117"
 
@@ -76,8 +78,9 @@ def test_clean_number_has_no_float_noise():
 def test_clean_record_goes_through_nested_values_and_is_strict_json():
     rec = {"wait_s": {"mean": 2320.7670000000003, "p99": math.nan}, "seeds": (42, 43), "ratio": [1 / 3]}
     out = clean_record(rec)
-    assert out == {"wait_s": {"mean": 2320.767, "p99": None}, "seeds": [42, 43], "ratio": [0.3333]}
-    assert json.dumps(out, allow_nan=False) == \
+    # 1/3 to 12 significant digits
+    assert out == {"wait_s": {"mean": 2320.767, "p99": None}, "seeds": [42, 43], "ratio": [0.333333333333]}
+    assert json.dumps(clean_record(rec, places=4), allow_nan=False) == \
         '{"wait_s": {"mean": 2320.767, "p99": null}, "seeds": [42, 43], "ratio": [0.3333]}'
 
 

@@ -12,7 +12,7 @@ One rule per kind of number:
   Never an exponent (``1.55838e+06``).
 - **counts** (pods, jobs, GPUs): integers print as integers with thousands separators,
   ``"1,234"`` (:func:`format_count`); a mean over seeds that is not whole keeps one place of
-  decimals, ``"104.5"`` (:func:`format_number`).
+  decimals, ``"104.5"`` (:func:`format_number`; a column in one style: :func:`format_numbers`).
 - **machine-readable output** (CSV, JSON): :func:`clean_number` rounds floats to 12
   significant digits (or to given decimal places) so ``0.1 + 0.2`` is written ``0.3``, not
   ``0.30000000000000004``, while every digit a computation means survives; it turns NaN and
@@ -32,7 +32,7 @@ from numbers import Integral, Real
 
 from lab01_cluster_sim.model import format_seconds
 
-__all__ = ["MISSING", "format_percent", "format_duration", "duration_unit", "format_count", "format_number",
+__all__ = ["MISSING", "format_percent", "format_duration", "duration_unit", "format_count", "format_number", "format_numbers",
            "clean_number", "clean_record", "csv_cell", "render_table", "format_seconds", "DURATION_UNITS"]
 
 MISSING = "n/a"
@@ -153,6 +153,17 @@ def format_number(x: float | None, *, places: int = 1, missing: str = MISSING) -
     if v.is_integer():
         return f"{int(v):,}"
     return _zero(f"{v:,.{places}f}")
+
+
+def format_numbers(values: Sequence[float | None], *, places: int = 1, missing: str = MISSING) -> list[str]:
+    """A table column of :func:`format_number` figures in one style: all integers when every
+    value is whole (``[117.0, 99.0]`` -> ``["117", "99"]``), else all with ``places``
+    decimals, so the decimal points line up (``[16.0, 15.9]`` -> ``["16.0", "15.9"]``)."""
+    present = [float(v) for v in values if not _missing(v) and math.isfinite(float(v))]
+    if all(v.is_integer() for v in present):
+        return [format_number(v, places=places, missing=missing) for v in values]
+    return [missing if _missing(v) else (format_number(v, missing=missing) if math.isinf(float(v))
+                                         else _zero(f"{float(v):,.{places}f}")) for v in values]
 
 
 def clean_number(x: object, places: int | None = None) -> object:

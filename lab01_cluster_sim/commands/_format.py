@@ -202,21 +202,27 @@ def csv_cell(x: object, places: int | None = None) -> str:
     return "" if v is None else str(v)
 
 
-def render_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
+def render_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1,
+                 align: Sequence[str] | None = None) -> str:
     """An aligned text table: the header, a rule of dashes, then the rows; cells are
     strings already formatted. The first ``left`` columns are left-aligned (names), the
-    others right-aligned (numbers). Columns are separated by two spaces.
+    others right-aligned (numbers), unless ``align`` gives each column ``"l"`` or ``"r"``.
+    Columns are separated by two spaces; lines carry no trailing spaces.
 
     Raises:
-        ValueError: a row with a different number of cells than the header.
+        ValueError: a row (or ``align``) with a different number of cells than the header.
     """
     for row in rows:
         if len(row) != len(head):
             raise ValueError(f"render_table: a row has {len(row)} cells, the header {len(head)}")
+    if align is None:
+        align = ["l" if i < left else "r" for i in range(len(head))]
+    elif len(align) != len(head):
+        raise ValueError(f"render_table: align has {len(align)} entries, the header {len(head)}")
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(str(c).ljust(w) if a == "l" else str(c).rjust(w)
+                         for c, w, a in zip(cells, widths, align)).rstrip()
 
     return "\n".join([line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])

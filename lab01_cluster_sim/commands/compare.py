@@ -74,7 +74,7 @@ def parse_seeds(text: str) -> tuple[int, ...]:
         if hi > MAX_SEED:
             raise InputError(f"--seeds {text!r}: seeds go from 0 to {MAX_SEED}, got {hi}")
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
-            raise InputError(f"--seeds {text!r}: at most {MAX_SEEDS} seeds (each is one replay per policy)")
+            raise InputError(f"--seeds {text!r}: at most {MAX_SEEDS} seeds (each is one run per policy)")
         seeds.extend(range(lo, hi + 1))
     dup = sorted({x for x in seeds if seeds.count(x) > 1})
     if dup:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -127,3 +128,14 @@ def test_legend_explains_every_column(capsys):
     assert "textbook rules: first-fit (first node that fits), best-fit (node left fullest)" in legend
     assert "the FGD paper's policies (Weng et al., ATC'23): fgd; best-fit is one of its baselines too" in legend
     assert "e+" not in out and "nan" not in out
+
+
+def test_readme_shows_the_current_compare_output(capsys):
+    # The README's excerpt is this command's output (numbers on a page come from the model).
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    marker = "<!-- compare-output: python -m lab01_cluster_sim compare --quiet"
+    block = readme[readme.index(marker):].split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    assert main(["compare", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    shown = [line for line in block if not line.startswith("[legend")]
+    assert shown == out[:11] + out[-1:]

@@ -29,7 +29,8 @@ nothing leaves. Prints, per policy, the GPU allocation ratio when the arrived po
 stranded GPUs and fragmentation, with a legend under the table.
 
 Without --trace it runs on the embedded synthetic openb-like workload (48 nodes, 243 GPUs)
-and compares the textbook rules ({", ".join(TEXTBOOK_POLICIES)}) with the paper's policies:
+and shows the textbook rules ({", ".join(TEXTBOOK_POLICIES)}) beside the paper's policies,
+in this order:
   {", ".join(LESSON_POLICIES)}
 With --trace DIR (the folder of the Alibaba openb CSVs; get it with
 `python -m lab01_cluster_sim fetch-trace DIR`) it uses openb_node_list_gpu_node.csv and a pod

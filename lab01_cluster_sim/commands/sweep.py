@@ -38,7 +38,8 @@ Seeds, as in the matching command, so a row reproduces that command's run:
   disciplines  --seeds seed the demo workload, like disciplines --seed
 
 Numbers in the CSV carry no float noise (12 significant digits); a figure a run cannot
-give is an empty cell. Times are in seconds (columns ending in _s), allocation in %.
+give is an empty cell. Times are in seconds (columns ending in _s); alloc_* and *_pct
+columns are in %, ratios (utilisation, mean_allocation_ratio) in [0, 1].
 
 The fragmentation paper's full grid is 6 policies x 17 workloads x 10 seeds = 1,020 runs.
 

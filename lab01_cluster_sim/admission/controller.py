@@ -272,6 +272,8 @@ class AdmissionController:
         status = self.workloads[name]
         if status.state not in (State.EVICTING, State.ADMITTED):
             raise ValueError(f"evicted: workload {name!r} is {status.state.value}, not admitted")
+        if status.state is State.ADMITTED:   # evicted by the engine (a node drain), not preempted here
+            status.evictions += 1
         self._release(status)
         if requeue:
             self._enqueue(status)

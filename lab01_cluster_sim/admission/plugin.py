@@ -29,6 +29,7 @@ A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -87,7 +88,9 @@ class KueueAdmissionPlugin:
         self.default_queue = default_queue
         self.decisions: list = []
         self._records: dict[str, JobRecord] = {}
+        self._jobs: dict[str, Job] = {}
         self._flavor_masks: dict[str, np.ndarray] = {}
+        self._all_nodes: np.ndarray | None = None
         self._sim = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -96,6 +99,7 @@ class KueueAdmissionPlugin:
         the mask of nodes carrying all its ``nodeLabels``."""
         self._sim = sim
         nodes = sim.state.nodes
+        self._all_nodes = np.ones(len(nodes), dtype=bool)
         for name, rf in self.controller.flavors.items():
             self._flavor_masks[name] = np.array(
                 [all(node.labels.get(k) == v for k, v in rf.node_labels.items()) for node in nodes], dtype=bool)
@@ -113,6 +117,7 @@ class KueueAdmissionPlugin:
             if name in self._records:
                 continue
             self._records[name] = record
+            self._jobs[name] = record.job
             decision = self.controller.submit(workload_of(record.job, self.default_queue), now)
             if decision is not None:
                 self.decisions.append(decision)
@@ -126,6 +131,12 @@ class KueueAdmissionPlugin:
         for d in decisions:
             record = self._records[d.workload]
             if d.outcome is Outcome.ADMITTED:
+                job = self._jobs[d.workload]
+                if "pod_sets" not in job.extras and d.counts.get("main", job.workers) != job.workers:
+                    # partial admission: the Job runs with the admitted count (Kueue sets its
+                    # parallelism); the full count is kept for a later readmission
+                    job = replace(job, workers=d.counts["main"])
+                record.job = job
                 ctx.admit(record)
             elif d.outcome is Outcome.EVICTED:
                 ctx.evict(record, d.reason)
@@ -133,18 +144,26 @@ class KueueAdmissionPlugin:
                 ctx.hold(record, d.reason)
 
     # -- placement filter ----------------------------------------------------------------------
-    def filter(self, request, record: JobRecord) -> np.ndarray | None:
-        """Nodes that carry the ``nodeLabels`` of every flavor the record was admitted to."""
+    def filter(self, request, record: JobRecord) -> np.ndarray:
+        """bool (N,): the nodes that carry the ``nodeLabels`` of every flavor the record was
+        admitted to (every node for a record the stage did not admit)."""
         status = self.controller.workloads.get(record.job_id)
+        mask = self._all_nodes
         if status is None or status.decision is None:
-            return None
-        mask = None
+            return mask
         for flavors in status.decision.flavors.values():
             for flavor in set(flavors.values()):
                 m = self._flavor_masks.get(flavor)
                 if m is not None:
                     mask = m if mask is None else mask & m
         return mask
+
+    # -- reports ------------------------------------------------------------------------------
+    def queue_summary(self) -> list[dict]:
+        """One row per ClusterQueue: workloads submitted, admitted (ever), finished, still
+        pending, rejected, evictions, and the mean and largest admission wait (first quota
+        reservation minus submission, s) of those admitted."""
+        return queue_summary(self.controller)
 
     # -- observer hooks: quota is released here ------------------------------------------------
     def on_finish(self, record: JobRecord) -> None:
@@ -162,4 +181,24 @@ class KueueAdmissionPlugin:
             self._sim.request_pass()
 
 
-__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "workload_of"]
+def queue_summary(controller: AdmissionController) -> list[dict]:
+    """Per-ClusterQueue admission figures (see :meth:`KueueAdmissionPlugin.queue_summary`)."""
+    rows = []
+    for name in sorted(controller.cluster_queues):
+        sts = [s for s in controller.workloads.values() if s.cluster_queue == name]
+        waits = [s.first_admitted_at - s.submitted_at for s in sts if s.first_admitted_at is not None]
+        rows.append({
+            "cluster_queue": name,
+            "submitted": len(sts),
+            "admitted": len(waits),
+            "finished": sum(s.state is State.FINISHED for s in sts),
+            "pending": sum(s.state in (State.PENDING, State.INADMISSIBLE) for s in sts),
+            "rejected": sum(s.state is State.REJECTED for s in sts),
+            "evictions": sum(s.evictions for s in sts),
+            "mean_admission_wait_s": sum(waits) / len(waits) if waits else None,
+            "max_admission_wait_s": max(waits) if waits else None,
+        })
+    return rows
+
+
+__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "queue_summary", "workload_of"]

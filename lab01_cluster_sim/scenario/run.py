@@ -17,10 +17,13 @@ Which entry point (phase 1 of issue 12; phase 2 puts everything on the one engin
   the Node objects as static nodes).
 
 What the current simulator cannot execute is never run with a part left out: :func:`blockers`
-lists it and ``run`` refuses in one line. Kueue admission runs as a stage of the one engine
-(:class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin`, engine-design.md
-section 5), which is not merged yet, so a scenario with Kueue objects is checked and
-refused for now; ``--check`` validates any scenario without running it.
+lists it and ``run`` refuses in one line; ``--check`` validates any scenario without running
+it. Kueue admission runs as a stage of the one engine: a
+:class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
+(engine-design.md section 5), passed as ``simulate(..., plugins=[...])``. Until the engine
+takes plugins (:func:`engine_has_plugins`), a scenario with Kueue objects is checked and
+refused; afterwards the same code runs it and also writes ``admission.csv`` (every admission
+decision with Kueue's message) and per-ClusterQueue figures in ``summary.json``.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def kind_of(sc: Scenario) -> str:
 def blockers(sc: Scenario) -> list[str]:
     """Everything in ``sc`` the current simulator cannot execute (empty: it can run)."""
     out: list[str] = []
-    if sc.kueue:
+    if sc.kueue and not engine_has_plugins():
         names = [f"ClusterQueue/{c.name}" for c in sc.kueue.cluster_queues]
         names += [f"LocalQueue/{q.namespace}/{q.name}" for q in sc.kueue.local_queues]
         names += [f"ResourceFlavor/{f.name}" for f in sc.kueue.flavors] + [f"Cohort/{c.name}" for c in sc.kueue.cohorts]
@@ -83,6 +86,8 @@ def blockers(sc: Scenario) -> list[str]:
                    "of the one engine (issue 11), not merged yet")
     out.extend(sc.unsupported)
     kind = kind_of(sc)
+    if sc.kueue and kind != "timed":
+        out.append(f"{sc.path}: Kueue admission with the {kind} mode: admission is a stage of the timed engine only")
     queued = [j.job_id for j in sc.jobs if j.extras.get("kueue.x-k8s.io/queue-name") or j.extras.get("min_count")]
     if queued and not sc.kueue:
         out.append(f"{sc.sources[queued[0]]}: kueue.x-k8s.io labels/annotations without Kueue objects "
@@ -111,6 +116,16 @@ def blockers(sc: Scenario) -> list[str]:
         if not sc.nodes and not _workload(sc):
             out.append(f"{sc.path}: no nodes: give Node objects, spec.nodes.csv or a trace/generator")
     return out
+
+
+def engine_has_plugins() -> bool:
+    """True once :func:`lab01_cluster_sim.simulate.simulate` takes ``plugins=`` (the one engine,
+    engine-design.md): then Kueue admission runs as its Admission-point plugin."""
+    import inspect
+
+    from lab01_cluster_sim.simulate import simulate
+
+    return "plugins" in inspect.signature(simulate).parameters
 
 
 def _workload(sc: Scenario) -> dict | None:
@@ -221,19 +236,34 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec.get("simulation", {})
-    rows, timelines, job_rows = [], {}, []
+    rows, timelines, job_rows, decision_rows = [], {}, [], []
     for policy in _policies(sc):
         label = policy if isinstance(policy, str) else policy.describe()
+        extra: dict[str, Any] = {}
+        plugin = None
+        if sc.kueue:   # only reached once the engine takes plugins (see blockers)
+            from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
+
+            plugin = KueueAdmissionPlugin(sc.kueue.controller())
+            extra["plugins"] = [plugin]
         result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
                           discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),
-                          until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress)
+                          until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress,
+                          **extra)
         d = summary_dict(result)
         d["policy"] = label
+        if plugin is not None:
+            d["cluster_queues"] = plugin.queue_summary()
+            decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
+                                  "cluster_queue": x.cluster_queue, "reason": x.reason} for x in plugin.decisions)
         rows.append(d)
         timelines[label] = result.timeline
         for row in result.jobs_table():
             job_rows.append({"policy": label, **row, "placements": " ".join(row["placements"])})
     files = ["summary.json", "summary.csv", "jobs.csv", "timeline.png"]
+    if decision_rows:
+        _write_csv(out / "admission.csv", decision_rows)
+        files.append("admission.csv")
     _write_json(out / "summary.json", rows)
     _write_csv(out / "summary.csv", [_flat(r) for r in rows])
     _write_csv(out / "jobs.csv", job_rows)
@@ -361,4 +391,4 @@ def _save(fig, path: Path) -> None:
         raise InputError(f"{path}: cannot save the figure: {exc}") from None
 
 
-__all__ = ["RunResult", "blockers", "kind_of", "nodes_to_score", "refusal", "run_scenario"]
+__all__ = ["RunResult", "blockers", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]

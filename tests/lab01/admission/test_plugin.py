@@ -120,4 +120,30 @@ def test_plugin_rejects_what_can_never_fit():
     plugin.admission_cycle(ctx)
     assert ctx.log == [("reject", "huge", "couldn't assign flavors to pod set main: insufficient quota for "
                         "nvidia.com/gpu in flavor a100, request > maximum capacity (8 > 4)")]
-    assert plugin.filter(None, rec) is None              # not admitted: no flavor restriction
+    assert plugin.filter(None, rec).tolist() == [True]   # not admitted: no flavor restriction
+    assert plugin.queue_summary() == [{"cluster_queue": "a", "submitted": 1, "admitted": 0, "finished": 0,
+                                       "pending": 0, "rejected": 1, "evictions": 0, "mean_admission_wait_s": None,
+                                       "max_admission_wait_s": None}]
+
+
+def test_partial_admission_runs_the_job_with_the_admitted_count():
+    # 10 GPUs: a job of 8 one-GPU workers with minCount 3 while 4 GPUs are busy -> 6 workers;
+    # after it is evicted and readmitted on an empty queue it gets its full 8 again.
+    ctl = controller([gpu_cq("a", ("a100", 10), cohort=None)])
+    plugin = KueueAdmissionPlugin(ctl)
+    plugin.attach(FakeSim(FakeState((Node("n0", "A100", 16, 640000, 5120000),))))
+    busy = JobRecord(Job("busy", 0.0, 10.0, gpus_per_worker=4, gpu_milli=1000,
+                         extras={QUEUE_KEY: "lq-a", "namespace": "ns"}))
+    elastic = JobRecord(Job("elastic", 1.0, 10.0, gpus_per_worker=1, gpu_milli=1000, workers=8,
+                            extras={QUEUE_KEY: "lq-a", "namespace": "ns", "min_count": 3}))
+    plugin.admission_cycle(FakeCtx(0.0, [busy]))
+    ctx = FakeCtx(1.0, [elastic])
+    plugin.admission_cycle(ctx)
+    assert ("admit", "elastic") in ctx.log and elastic.job.workers == 6
+    plugin.on_finish(busy)
+    plugin.on_evict(elastic)
+    plugin.admission_cycle(FakeCtx(2.0, [elastic]))
+    assert elastic.job.workers == 8
+    rows = {r["cluster_queue"]: r for r in plugin.queue_summary()}
+    # busy admitted at 0 (wait 0), elastic at 1 (submitted 1: wait 0); elastic evicted once
+    assert (rows["a"]["admitted"], rows["a"]["evictions"], rows["a"]["mean_admission_wait_s"]) == (2, 1, 0.0)

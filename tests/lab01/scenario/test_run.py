@@ -135,3 +135,27 @@ def test_every_example_scenario_is_valid(capsys):
     for path in examples:
         status, out, err = _run(capsys, str(path), "--check")
         assert status == 0, err
+
+
+def test_kueue_scenario_hands_an_admission_plugin_to_an_engine_that_takes_plugins(tmp_path, monkeypatch):
+    # Wiring only: once simulate() takes plugins= (the one engine), run passes a
+    # KueueAdmissionPlugin built from the scenario's Kueue objects. The engine itself is
+    # stood in for by the current simulate (which ignores the plugin).
+    import lab01_cluster_sim.simulate as simulate_module
+    from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
+    from lab01_cluster_sim.scenario import load_scenario, run_scenario
+
+    real = simulate_module.simulate
+    seen = []
+
+    def engine_simulate(nodes, jobs, *args, plugins=(), **kwargs):
+        seen.extend(plugins)
+        return real(nodes, jobs, *args, **kwargs)
+
+    monkeypatch.setattr(simulate_module, "simulate", engine_simulate)
+    sc = load_scenario(SCENARIOS / "kueue-borrowing")
+    result = run_scenario(sc, tmp_path)
+    (plugin,) = seen
+    assert isinstance(plugin, KueueAdmissionPlugin)
+    assert sorted(plugin.controller.cluster_queues) == ["team-a", "team-b"]
+    assert [r["cluster_queue"] for r in result.rows[0]["cluster_queues"]] == ["team-a", "team-b"]

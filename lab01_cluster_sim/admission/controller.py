@@ -36,6 +36,7 @@ call :meth:`AdmissionController.evicted` once its pods are gone), ``PREEMPTING``
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,7 @@ from lab01_cluster_sim.admission.api import (
     Cohort,
     LocalQueue,
     PodSet,
+    PreemptionPolicy,
     QueueingStrategy,
     ResourceFlavor,
     Workload,
@@ -135,6 +137,14 @@ class WorkloadStatus:
     usage: Usage = field(default_factory=dict)
     decision: Decision | None = None
     evictions: int = 0
+    order: tuple = ()
+    shape: tuple = ()
+
+    def __post_init__(self) -> None:
+        self.order = queue_order(self.workload)
+        self.shape = (self.workload.priority,) + tuple(
+            (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())), tuple(sorted(ps.node_selector.items())),
+             ps.tolerations) for ps in self.workload.pod_sets)
 
 
 @dataclass
@@ -202,7 +212,12 @@ class AdmissionController:
         self.fair_sharing = fair_sharing
         self.strategies = strategies
         self.workloads: dict[str, WorkloadStatus] = {}
-        self._queues: dict[str, list[str]] = {name: [] for name in self.cluster_queues}
+        # Per ClusterQueue, pending workloads in buckets of identical requests ("shape"), each
+        # bucket a list of (queue order, name) sorted by queue order: the queue's head is the
+        # smallest bucket head, a failed head sets its whole bucket aside (BestEffortFIFO) and
+        # a release brings the buckets back, each in O(1) or O(bucket).
+        self._active: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
+        self._aside: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._admitted: dict[str, Admitted] = {}
         self.cycles = 0
 
@@ -242,9 +257,25 @@ class AdmissionController:
 
     def _enqueue(self, status: WorkloadStatus) -> None:
         status.state = State.PENDING
-        queue = self._queues[status.cluster_queue]
-        queue.append(status.workload.name)
-        queue.sort(key=lambda n: queue_order(self.workloads[n].workload))
+        bucket = self._active[status.cluster_queue].setdefault(status.shape, [])
+        bisect.insort(bucket, (status.order, status.workload.name))
+
+    def _head(self, cq: str) -> str | None:
+        """Name of the first pending (not set aside) workload of ``cq`` in queue order."""
+        best = min((b[0] for b in self._active[cq].values() if b), default=None)
+        return None if best is None else best[1]
+
+    def _unqueue(self, status: WorkloadStatus) -> None:
+        bucket = self._active[status.cluster_queue][status.shape]
+        del bucket[bisect.bisect_left(bucket, (status.order, status.workload.name))]
+        if not bucket:
+            del self._active[status.cluster_queue][status.shape]
+
+    def _set_aside(self, status: WorkloadStatus) -> None:
+        self._unqueue(status)
+        bucket = self._aside[status.cluster_queue].setdefault(status.shape, [])
+        bisect.insort(bucket, (status.order, status.workload.name))
+        status.state = State.INADMISSIBLE
 
     # -- events from the engine --------------------------------------------------------------------
     def finish(self, name: str, now: float) -> None:
@@ -288,10 +319,14 @@ class AdmissionController:
 
     def _requeue_inadmissible(self, root: Node) -> None:
         for cq_node in root.subtree_cluster_queues():
-            for name in self._queues[cq_node.name]:
-                st = self.workloads[name]
-                if st.state is State.INADMISSIBLE:
-                    st.state = State.PENDING
+            active, aside = self._active[cq_node.name], self._aside[cq_node.name]
+            for shape, items in aside.items():
+                for _, name in items:
+                    self.workloads[name].state = State.PENDING
+                merged = active.get(shape, []) + items
+                merged.sort()
+                active[shape] = merged
+            aside.clear()
 
     # -- cycles ------------------------------------------------------------------------------
     def schedule(self, now: float, max_cycles: int | None = None) -> list[Decision]:
@@ -326,17 +361,8 @@ class AdmissionController:
         return self._cycle(now)[0]
 
     def _heads(self) -> list[WorkloadStatus]:
-        heads = []
-        for cq_name in sorted(self._queues):
-            for name in self._queues[cq_name]:
-                st = self.workloads[name]
-                if st.state is State.PENDING:
-                    heads.append(st)
-                    break
-                if st.state is State.INADMISSIBLE and self.cluster_queues[cq_name].queueing_strategy \
-                        is QueueingStrategy.STRICT_FIFO:
-                    break  # cannot happen (StrictFIFO never sets aside); keep the head blocking
-        return heads
+        heads = (self._head(cq) for cq in sorted(self._active))
+        return [self.workloads[name] for name in heads if name is not None]
 
     def _cycle(self, now: float) -> tuple[list[Decision], bool]:
         self.cycles += 1
@@ -354,7 +380,8 @@ class AdmissionController:
                 st.reason = message
                 decisions.append(Decision(now, st.workload.name, Outcome.PENDING, message, cq.name))
                 if cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO:
-                    st.state = State.INADMISSIBLE
+                    self._set_aside(st)
+                    self._set_aside_alike(st, message)
                     changed = True
                 continue
             names = {t.admitted.name for t in entry.targets}
@@ -393,6 +420,27 @@ class AdmissionController:
         for cq_name, usage in reserved:
             self.tree.remove_usage(cq_name, usage)
         return decisions, changed
+
+    def _set_aside_alike(self, failed: WorkloadStatus, message: str) -> None:
+        """Set aside, with ``failed``, every pending workload of its ClusterQueue that asks the
+        same (pod sets, priority). Kueue would try them one per cycle and each would fail the
+        same way: within an instant quota only grows through a release, and a release puts
+        every set-aside workload back. (Not for LowerOrNewerEqualPriority, where preemption
+        also depends on creation time.) This keeps a long queue of identical jobs from costing
+        one cycle per job at every instant."""
+        cq = self.cluster_queues[failed.cluster_queue]
+        if cq.preemption.within_cluster_queue is PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY:
+            return
+        items = self._active[cq.name].pop(failed.shape, [])
+        for _, name in items:
+            st = self.workloads[name]
+            st.state = State.INADMISSIBLE
+            st.reason = message
+        if items:
+            aside = self._aside[cq.name].get(failed.shape, [])
+            aside.extend(items)
+            aside.sort()
+            self._aside[cq.name][failed.shape] = aside
 
     def _fits_after(self, cq: str, usage: Usage, removed: set[str]) -> bool:
         saved = self.tree.snapshot_usage()
@@ -479,7 +527,7 @@ class AdmissionController:
         st.admitted_at = now
         if st.first_admitted_at is None:
             st.first_admitted_at = now
-        self._queues[cq.name].remove(st.workload.name)
+        self._unqueue(st)
         counts = a.counts()
         admitted_wl = st.workload
         if any(ps.count != counts[ps.name] for ps in st.workload.pod_sets):
@@ -500,10 +548,10 @@ class AdmissionController:
         st = self.workloads[name]
         if st.state in (State.PENDING, State.INADMISSIBLE) and st.reason == "queued, not tried yet":
             cq = self.cluster_queues[st.cluster_queue]
-            queue = self._queues[cq.name]
-            if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO and queue and queue[0] != name:
-                return (f"waiting behind {queue[0]}, the head of StrictFIFO ClusterQueue {cq.name} "
-                        f"({self.workloads[queue[0]].reason})")
+            head = self._head(cq.name)
+            if cq.queueing_strategy is QueueingStrategy.STRICT_FIFO and head is not None and head != name:
+                return (f"waiting behind {head}, the head of StrictFIFO ClusterQueue {cq.name} "
+                        f"({self.workloads[head].reason})")
         return st.reason
 
     def admitted(self) -> list[str]:

@@ -2,8 +2,13 @@
 
 Where Kueue speaks of nominal quota, borrowing and lending, Volcano's queues speak of
 ``guarantee`` (reserved for the queue, never lent), ``deserved`` (its share, lent when idle
-and reclaimed when needed) and ``capability`` (a hard ceiling). YuniKorn's ``guaranteed`` and
-``max`` resources play the same two roles. Two Volcano scheduler plugins set the rules:
+and reclaimed when needed) and ``capability`` (a hard ceiling). YuniKorn's queue
+``guaranteed`` and ``max`` resources follow the same shape: a queue may trigger preemption
+only while its usage is within its guaranteed resources, and victims come from queues above
+theirs (yunikorn-core ``QueuePreemptionSnapshot.IsWithinGuaranteedResource`` and
+``findEligiblePreemptionVictims``, as described in YUNIKORN-1951); model a YuniKorn queue as
+``CapacityQueue(deserved=guaranteed, capability=max)``. Two Volcano scheduler plugins set the
+rules:
 
 **capacity** (Volcano design "Capacity scheduling", ``docs/design/capacity-scheduling.md``,
 and ``pkg/scheduler/plugins/capacity/capacity.go``):

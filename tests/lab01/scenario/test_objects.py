@@ -216,3 +216,15 @@ def test_node_without_gpus_ignores_the_gpu_weight():
     p = NodeResourcesFit("MostAllocated", (("nvidia.com/gpu", 5), ("cpu", 1)))
     # only CPU counts: 16000/64000 -> 25
     assert p.score(st, Request(16000, 100, 0, 0), np.array([0]), None).tolist() == [25]
+
+
+def test_nodes_from_a_csv_beside_the_scenario(tmp_path):
+    (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn-a,64000,262144,2,P100\nn-b,32000,131072,0,\n")
+    sc = _load(tmp_path, """apiVersion: lab01.course/v1alpha1
+kind: Scenario
+metadata: {name: csv}
+spec:
+  nodes: {csv: nodes.csv}
+""")
+    assert [(n.name, n.gpu_count, n.gpu_model, n.cpu_milli) for n in sc.nodes] == \
+        [("n-a", 2, "P100", 64000), ("n-b", 0, "", 32000)]

@@ -267,7 +267,9 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     _write_json(out / "summary.json", rows)
     _write_csv(out / "summary.csv", [_flat(r) for r in rows])
     _write_csv(out / "jobs.csv", job_rows)
-    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} jobs on {len(nodes)} nodes")
+    end = max((float(tl.time[-1]) for tl in timelines.values() if len(tl.time)), default=0.0)
+    unit = "s" if end <= 600 else "min" if end <= 3 * 3600 else "h"   # readable ticks for short and long runs
+    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} jobs on {len(nodes)} nodes", time_unit=unit)
     _save(fig, out / "timeline.png")
     return RunResult("timed", rows, out, files)
 

@@ -171,9 +171,15 @@ class AdmissionContext:
 
     def evict(self, record: JobRecord, reason: str) -> None:
         """Preempt admitted ``record``: a running job is evicted (checkpoint rules apply), a
-        queued one leaves the queue; either way it goes back to waiting for admission and its
-        quota is released through the plugins' ``on_evict`` / un-admit bookkeeping."""
+        queued one leaves the queue; either way it goes back to waiting for admission and the
+        observers' ``on_evict`` hook runs (lost work 0 for a job that was not running), where
+        quota plugins release its quota."""
         self.sim._unadmit(record, reason)
+
+    def reject(self, record: JobRecord, reason: str) -> None:
+        """``record`` can never be admitted (e.g. it asks for more than any quota could ever
+        give): it ends REJECTED with ``reason``."""
+        self.sim._reject_waiting(record, reason)
 
     def retry_at(self, t: float) -> None:
         """Run another cycle at ``t`` (s), e.g. when a quota window opens."""

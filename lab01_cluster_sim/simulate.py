@@ -189,7 +189,7 @@ class Simulation:
         self.deadlock: DeadlockReport | None = None
         self.removed = np.zeros(self.state.num_nodes, dtype=bool)
         self.plugins: list[Any] = []
-        self._hooks: dict[str, list[Callable]] = {h: [] for h in HOOKS + ("on_unadmit",)}
+        self._hooks: dict[str, list[Callable]] = {h: [] for h in HOOKS}
         self._started = False
         self._pass_scheduled = False
         self._pass_at: set[float] = set()
@@ -555,9 +555,17 @@ class Simulation:
             self.scheduler.release_placements(rec, list(rec.placements))
         del self._admitted[rec.job_id]
         self._to_admission(rec, f"evicted from admission: {reason}")
-        for hook in self._hooks["on_unadmit"]:
-            hook(self, rec)
+        self.scheduler.notify("on_evict", rec, 0.0)   # quota bookkeeping hears of it (no work lost)
         self.request_pass()
+
+    def _reject_waiting(self, rec: JobRecord, reason: str) -> None:
+        """An admission plugin found that ``rec`` can never be admitted."""
+        if self._waiting_admission.pop(rec.job_id, None) is None:
+            raise ValueError(f"reject: job {rec.job_id!r} is not waiting for admission")
+        rec.state = JobState.REJECTED
+        rec.status = UNSCHEDULABLE_AND_UNRESOLVABLE
+        rec.reason = reason
+        self.scheduler.notify("on_reject", rec)
 
     @property
     def waiting_admission(self) -> list[JobRecord]:
@@ -619,9 +627,8 @@ class Simulation:
         self.mark_rerate(affected)
         if requeue:
             if self._hooks["admission_cycle"]:
+                self._admitted.pop(rec.job_id, None)
                 self._to_admission(rec, f"evicted: {reason}")
-                for hook in self._hooks["on_unadmit"]:
-                    hook(self, rec)
             else:
                 rec.reason = f"evicted: {reason}"
                 self.scheduler.enqueue(rec)

@@ -365,19 +365,20 @@ class TopologyRow:
 def compare_wait_vs_slowdown(nodes: Sequence[Node], jobs: Sequence[Job], max_waits: Sequence[float],
                              *, discipline: str = "fifo-skip", default_comm_fraction: float = 0.2,
                              params: TopologyParams = TopologyParams()) -> list[TopologyRow]:
-    """Run the workload once per bounded wait (one engine run each, placement "most-allocated",
+    """Run the workload once per bounded wait (one engine run each, placement :class:`~lab01_cluster_sim.policies.generic.MostAllocated`,
     the extensions' default) and report the trade-off.
 
     JCT = end - submit of completed jobs; slowdown is averaged over the jobs of more than one
     GPU that started (their last rate); waits over every job not rejected (a job still pending
     at the end counts its wait so far).
     """
+    from lab01_cluster_sim.policies.generic import MostAllocated
     from lab01_cluster_sim.simulate import Simulation
 
     rows = []
     for w in max_waits:
         topo = TopologyAware(nodes, w, default_comm_fraction=default_comm_fraction, params=params)
-        sim = Simulation(nodes, jobs, "most-allocated", "gang", discipline, plugins=[topo])
+        sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline, plugins=[topo])
         res = sim.run()
         started = [r for r in res.records.values() if r.start_time is not None]
         multi = [r for r in started if r.job.gpu_milli_total > 1000]

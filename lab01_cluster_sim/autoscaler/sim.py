@@ -22,6 +22,7 @@ from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.autoscaler.plugin import MAX_NODES, SPOT_NOTICE_S, Autoscaler, SimNode
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.policies.generic import MostAllocated
 from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams, timesliced_node
 
 __all__ = ["MAX_EVENTS", "MAX_NODES", "SPOT_NOTICE_S", "AutoscalerResult", "AutoscalerSim", "Pod", "PodRun",
@@ -243,7 +244,7 @@ class AutoscalerSim:
                     tenant=p.workload, extras={"workload": p.workload, "image": p.image, "image_gib": p.image_gib})
                 for p in pods]
         self._tracker = _PodTracker(self)
-        self.sim = Simulation(nodes, jobs, "most-allocated", "gang", discipline,
+        self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline,
                               plugins=[self.autoscaler, TimeSlicing(timeslice or TimeSlicingParams()),
                                        *plugins, self._tracker])
 

@@ -161,10 +161,11 @@ class DrfDiscipline(_Queue):
         """Keep tenants' usage incrementally through the scheduler's observer hooks."""
         if self._usage is None or self._scheduler is not scheduler:
             usage: dict[str, list[float]] = {}
+            observer = _UsageObserver(usage)
             for rec in scheduler.running.values():
-                _add(usage, rec, 1)
+                observer.on_start(rec)
             self._usage, self._scheduler = usage, scheduler
-            scheduler.add_observer(_UsageObserver(usage))
+            scheduler.add_observer(observer)
         return self._usage
 
     def run_pass(self, scheduler) -> None:
@@ -187,19 +188,25 @@ class DrfDiscipline(_Queue):
 
 
 class _UsageObserver(SchedulerObserver):
-    """Adds a job's GPUs, CPU and memory to its tenant on start; removes them on finish or eviction."""
+    """Adds a job's GPUs, CPU and memory to its tenant on start; removes them on finish or
+    eviction (only for jobs it counted: an admission stage also reports evictions of jobs
+    that were queued, not running)."""
 
     def __init__(self, usage: dict[str, list[float]]) -> None:
         self.usage = usage
+        self.counted: set[str] = set()
 
     def on_start(self, record: JobRecord) -> None:
+        self.counted.add(record.job_id)
         _add(self.usage, record, 1)
 
     def on_finish(self, record: JobRecord) -> None:
-        _add(self.usage, record, -1)
+        if record.job_id in self.counted:
+            self.counted.discard(record.job_id)
+            _add(self.usage, record, -1)
 
     def on_evict(self, record: JobRecord, lost_work: float) -> None:
-        _add(self.usage, record, -1)
+        self.on_finish(record)
 
 
 def _add(usage: dict[str, list[float]], rec: JobRecord, sign: int) -> None:

@@ -44,6 +44,7 @@ from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, Checkpoints
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node
 from lab01_cluster_sim.plugins import defines
+from lab01_cluster_sim.policies.generic import MostAllocated
 from lab01_cluster_sim.scheduler import PreFilterResult, get_discipline
 
 DISCIPLINES = ("fifo", "fifo-skip", "priority", "drf", "backfill")
@@ -411,7 +412,7 @@ class Runner:
             plugins.append(on_blocked if defines(on_blocked, "after_cycle") else _LegacyBlocked(self, on_blocked))
         self._recorder = _Recorder(self, observer)
         plugins.append(self._recorder)
-        self.sim = Simulation(nodes, jobs, "most-allocated", "gang", disc, plugins=plugins)
+        self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", disc, plugins=plugins)
         self.state: ClusterState = self.sim.state
         self.runs: dict[str, JobRun] = {i: JobRun(r, self.checkpoints.spec(i)) for i, r in self.sim.records.items()}
         self._order = ids

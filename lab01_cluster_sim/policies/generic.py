@@ -168,7 +168,6 @@ class RandomFit:
         return pick_random_gpus(state, request, node, rng)
 
 
-@register
 class MostAllocated:
     """Most-allocated by GPU (the extensions' default placement): the node with the least
     free milli-GPU, then the least free CPU; ties to the lowest ``tie_rank``.
@@ -180,6 +179,9 @@ class MostAllocated:
     Kubernetes' NodeResourcesFit ``MostAllocated`` with the GPU as the only scored resource
     and CPU as the tie-break; the time-slicing and autoscaler examples also bind "fullest node
     first". GPU pick: "best".
+
+    Not in the policy registry (the paper's comparison and the ``compare``/``sweep`` commands
+    list the registered ones); the extensions' adapters pass an instance.
     """
 
     name: ClassVar[str] = "most-allocated"

@@ -102,6 +102,7 @@ def test_migration_starts_the_gang_where_planned_even_if_a_prefilter_would_wait(
     # a placer that keeps it waiting (e.g. topology-aware) made the same moves repeat forever.
     # On the engine the plan is bound as computed (no PreFilter runs for it).
     from lab01_cluster_sim.disciplines.preemption import Checkpoints
+    from lab01_cluster_sim.policies.generic import MostAllocated
     from lab01_cluster_sim.scheduler import PreFilterResult
     from lab01_cluster_sim.simulate import simulate
 
@@ -114,7 +115,7 @@ def test_migration_starts_the_gang_where_planned_even_if_a_prefilter_would_wait(
     nodes, jobs = _fragmenting_workload()
     spec = CheckpointSpec(interval_s=30, checkpoint_s=2, restore_s=3)
     defrag = Defragmenter()
-    res = simulate(nodes, jobs, "most-allocated", plugins=[Checkpoints(default=spec), Stubborn(), defrag])
+    res = simulate(nodes, jobs, MostAllocated(), plugins=[Checkpoints(default=spec), Stubborn(), defrag])
     assert res.records["g"].start_time == 20 and len(defrag.events) == 1
     assert res.records["c"].migrations == 1
 

@@ -55,9 +55,16 @@ def stranded_gpus(state: ClusterState, pending: Sequence[Job], mask_for=None) ->
         pending: the pending jobs.
         mask_for: optional ``mask_for(job) -> bool (N,) | None`` restricting a job's nodes.
     """
+    return float(stranded_milli_by_node(state, pending, mask_for).sum()) / MILLI_PER_GPU
+
+
+def stranded_milli_by_node(state: ClusterState, pending: Sequence[Job], mask_for=None) -> np.ndarray:
+    """int64 (N,): stranded milli-GPU of each node (:func:`stranded_gpus`, per node), so a
+    report can tell where the stranded capacity sits (e.g. on nodes reserved for whole-node
+    jobs, idle by design, or fragments elsewhere)."""
     free = state.gpu_free.sum(axis=1)
     if not pending or free.sum() == 0:
-        return 0.0
+        return np.zeros(state.num_nodes, dtype=np.int64)
     usable = np.zeros(state.num_nodes, dtype=bool)
     seen: set[tuple] = set()
     for job in pending:
@@ -78,7 +85,7 @@ def stranded_gpus(state: ClusterState, pending: Sequence[Job], mask_for=None) ->
         usable |= slots > 0
         if usable.all():
             break
-    return float(free[~usable].sum()) / MILLI_PER_GPU
+    return np.where(usable, 0, free)
 
 
 def simulation_stranded_gpus(sim) -> float:
@@ -376,6 +383,13 @@ def _defrag_plugin(nodes, jobs, max_moves: int = 8, replan_after_s: float = 60.0
 class AdmissionRow:
     """One run of the shape-aware admission comparison.
 
+    ``mean_stranded_gpus`` counts every free GPU no pending job can use now, including the
+    idle GPUs of reserved nodes while only small jobs wait (they may not use them): a
+    reservation strands capacity on purpose, and ``mean_stranded_reserved_gpus`` is that part
+    (the rest are fragments on the shared nodes). A reservation lowers stranding only when
+    whole-node jobs come often enough to fill the reserved nodes; on a lightly loaded cluster
+    it raises it.
+
     Mean waits (s) cover every job of the class: a job that never started counts with a
     *censored* wait, from its submission to the end of the run (a lower bound on its true
     wait), so jobs kept out forever are not averaged away; ``*_never_started`` say how
@@ -389,6 +403,7 @@ class AdmissionRow:
     utilisation: float
     big_jobs_never_started: int = 0
     small_jobs_never_started: int = 0
+    mean_stranded_reserved_gpus: float = 0.0
 
 
 def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: Sequence[float],
@@ -405,8 +420,10 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
     for f in fractions:
         adm = ShapeAwareAdmission(nodes, f)
 
-        def observe(r: Runner, t: float) -> float:
-            return stranded_gpus(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+        def observe(r: Runner, t: float) -> tuple[float, float]:
+            by_node = stranded_milli_by_node(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+            return (float(by_node.sum()) / MILLI_PER_GPU,
+                    float(by_node[adm.reserved[: by_node.shape[0]]].sum()) / MILLI_PER_GPU)
 
         res = Runner(nodes, jobs, discipline, node_filter=adm, observer=observe).run()
         big_ids = {j.job_id for j in jobs if j.gpus_per_worker == full}
@@ -417,18 +434,24 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
         small = [w for i, (w, _) in waits.items() if i not in big_ids]
         big_never = sum(1 for i, (_, never) in waits.items() if never and i in big_ids)
         small_never = sum(1 for i, (_, never) in waits.items() if never and i not in big_ids)
-        # time-weighted mean of the stranded samples
         ts = [row[0] for row in res.timeline]
-        vals = res.samples
-        if len(ts) > 1:
-            dt = np.diff(ts)
-            mean_stranded = float(np.dot(vals[:-1], dt) / dt.sum()) if dt.sum() > 0 else float(np.mean(vals))
-        else:
-            mean_stranded = float(vals[0]) if vals else 0.0
+        mean_stranded = _time_weighted(ts, [v[0] for v in res.samples])
+        mean_reserved = _time_weighted(ts, [v[1] for v in res.samples])
         rows.append(AdmissionRow(f, mean_stranded, float(np.mean(big)) if big else 0.0,
                                  float(np.mean(small)) if small else 0.0, res.summary()["utilisation"],
-                                 big_never, small_never))
+                                 big_never, small_never, mean_reserved))
     return rows
+
+
+def _time_weighted(times: Sequence[float], values: Sequence[float]) -> float:
+    """Mean of a step function holding ``values[i]`` from ``times[i]`` to ``times[i + 1]``
+    (the last sample has no width); the plain mean when no time passes, 0 with no sample."""
+    if len(times) > 1:
+        dt = np.diff(times)
+        if dt.sum() > 0:
+            return float(np.dot(values[:-1], dt) / dt.sum())
+        return float(np.mean(values))
+    return float(values[0]) if len(values) else 0.0
 
 
 def job_states(runner: Runner) -> dict[str, JobState]:

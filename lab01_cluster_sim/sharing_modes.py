@@ -385,7 +385,11 @@ class SharingRow:
         jobs_failed: bound jobs that fail for lack of memory: with time-slicing, those
             beyond what the GPU's memory holds (out-of-memory, no isolation); with MPS,
             every job whose need exceeds its per-client memory limit.
-        note: why jobs fail, empty when none does.
+        note: why jobs fail or wait, empty when every job runs.
+        jobs_waiting: jobs that get no GPU, replica or instance on this GPU and stay pending
+            (exclusive: all but one; MIG: those beyond the instances the GPU holds). Every
+            job is counted once: ``jobs_on_gpu + jobs_waiting`` = the jobs asked about, and
+            ``jobs_failed`` are among those on the GPU.
     """
 
     mode: str
@@ -396,6 +400,7 @@ class SharingRow:
     memory_waste: float
     jobs_failed: int = 0
     note: str = ""
+    jobs_waiting: int = 0
 
 
 def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs: int = 4,
@@ -428,7 +433,8 @@ def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs:
         raise InputError(f"job_compute must be in (0, 1], got {job_compute}")
     if job_memory_gb > gpu_memory_gb:
         raise InputError(f"job_memory_gb {job_memory_gb:g} exceeds the GPU's {gpu_memory_gb:g} GB")
-    rows = [SharingRow("exclusive", {"nvidia.com/gpu": 1}, 1, 1.0, True, 0.0)]
+    rows = [SharingRow("exclusive", {"nvidia.com/gpu": 1}, 1, 1.0, True, 0.0, 0,
+                       f"one job per GPU: {jobs - 1} wait" if jobs > 1 else "", jobs - 1)]
     fit_in_memory = int(gpu_memory_gb // job_memory_gb)
     oom = max(0, jobs - fit_in_memory)
     rows.append(SharingRow("time-slicing", timeslice_resources(1, jobs), jobs,
@@ -450,8 +456,10 @@ def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs:
             fit = k
             break
     q = quantization_waste(gpu, [(job_memory_gb, job_compute)] * min(fit, jobs))
+    waiting = jobs - min(fit, jobs)
     rows.append(SharingRow(f"mig ({prof.name})", {prof.resource: fit}, min(fit, jobs),
-                           max(1.0, job_compute / (prof.compute_slices / 7)), True, q.memory_waste))
+                           max(1.0, job_compute / (prof.compute_slices / 7)), True, q.memory_waste, 0,
+                           f"{fit} {prof.name} instances fit one {gpu}: {waiting} wait" if waiting else "", waiting))
     return rows
 
 

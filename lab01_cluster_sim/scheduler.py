@@ -394,6 +394,10 @@ class Fifo(QueueDiscipline):
                 return
 
 
+def _first(item: tuple) -> object:
+    return item[0]
+
+
 class FifoSkip(QueueDiscipline):
     """First in, first out, but a blocked job does not block the ones behind it: every
     pending job is tried in arrival order (what kube-scheduler does by default).
@@ -423,6 +427,7 @@ class FifoSkip(QueueDiscipline):
         self._active: set[tuple] = set()  # shapes with jobs that are not dormant
         self._token = 0
         self._live: dict[str, int] = {}  # job id -> token of its live entry
+        self._queued: dict[str, tuple[int, JobRecord]] = {}  # job id -> (queue_seq, record), for order()
 
     @staticmethod
     def _shape(record: JobRecord) -> tuple:
@@ -444,11 +449,13 @@ class FifoSkip(QueueDiscipline):
         if key not in self._dormant:
             self._active.add(key)
         self._live[record.job_id] = self._token
+        self._queued[record.job_id] = (record.queue_seq, record)
         self._token += 1
 
     def remove(self, record: JobRecord) -> None:
         # Lazy deletion: the entry is dropped when it reaches the head of its deque.
         self._live.pop(record.job_id, None)
+        self._queued.pop(record.job_id, None)
 
     def _head(self, key: tuple) -> tuple[int, int, JobRecord] | None:
         dq = self._by_shape.get(key)
@@ -465,8 +472,7 @@ class FifoSkip(QueueDiscipline):
         return dq[0]
 
     def order(self) -> list[JobRecord]:
-        items = [it for dq in self._by_shape.values() for it in dq if self._live.get(it[2].job_id) == it[1]]
-        return [it[2] for it in sorted(items, key=lambda it: it[0])]
+        return [rec for _, rec in sorted(self._queued.values(), key=_first)]
 
     def __len__(self) -> int:
         return len(self._live)
@@ -687,13 +693,7 @@ class TrialState:
 
     def slots(self, record: JobRecord) -> np.ndarray:
         """int64 (N,): workers of ``record`` each allowed node could host (0 elsewhere)."""
-        sched = self.scheduler
-        req = sched.request_of(record)
-        slots = worker_slots(req, self.cpu, self.mem, self.gpu, sched._model_ok(req.gpu_models))
-        allowed = sched.online.copy()
-        for extra in sched.extra_filters:
-            allowed &= extra(req, record)
-        return np.where(allowed, slots, 0)
+        return self.scheduler.slots_of(record, self.cpu, self.mem, self.gpu)
 
     def fits(self, record: JobRecord, workers: int | None = None) -> bool:
         """True if ``workers`` more workers of ``record`` (default: the rest of its gang,
@@ -1025,12 +1025,23 @@ class Scheduler:
     def _bind_raw(self, node: int, gpus: tuple[int, ...], request: Request) -> None:
         self.state.bind(node, gpus, request)
         if request.num_gpus:
-            self._refresh(node)
+            if request.gpu_milli >= MILLI_PER_GPU:
+                # NOTE: speed. Whole GPUs go from fully free to 0: the node loses exactly that
+                # many fully free GPUs, and its largest free share changes only when none is left.
+                self.full_free[node] -= len(gpus)
+                if self.full_free[node] == 0:
+                    self.max_free[node] = int(self.state.gpu_free[node].max())
+            else:
+                self._refresh(node)
 
     def _release_raw(self, node: int, gpus: tuple[int, ...], request: Request) -> None:
         self.state.release(node, gpus, request)
         if request.num_gpus:
-            self._refresh(node)
+            if request.gpu_milli >= MILLI_PER_GPU:
+                self.full_free[node] += len(gpus)
+                self.max_free[node] = MILLI_PER_GPU
+            else:
+                self._refresh(node)
 
     def _commit(self, record: JobRecord, node: int, gpus: tuple[int, ...], request: Request) -> None:
         placement = Placement(self.state.nodes[node].name, node, gpus)
@@ -1342,10 +1353,13 @@ class Scheduler:
         answer differently for each job and over time."""
         request = self.request_of(record)
         gang = self.mode == "gang"
-        # The blocked-shape memo stays exact when only permits vary by job (they can refuse,
-        # never add room); PreFilter and device filters may change their answer over time, and
-        # a PostFilter may make room, so they bypass it.
-        memo = not (self.pre_filters or self.device_filters or self.post_filters)
+        # The blocked memo ("no room for this job until a release on a node where one of its
+        # workers fits") stays exact with permits (they only refuse), device filters (their
+        # masks change only when jobs bind or leave, and a leave is a release) and PreFilters
+        # that left the attempt unrestricted (they can only restrict or delay, never add room);
+        # it is keyed per job here. A PostFilter may make room by evicting, which a release does
+        # not announce: then there is no memo.
+        memo = not self.post_filters
         key = self.blocked_key(record) if memo else None
         if memo and key in self._blocked:
             record.status, record.reason = UNSCHEDULABLE, self._blocked[key][1]
@@ -1357,6 +1371,7 @@ class Scheduler:
             res = pre(record, request)
             if res is None:
                 continue
+            memo = False
             if res.wait is not None:
                 record.status, record.reason = UNSCHEDULABLE, res.wait
                 if res.retry_at is not None:
@@ -1486,6 +1501,21 @@ class Scheduler:
             state.bind(node, gpus, request)
             placed.append((node, gpus))
         return placed
+
+    def slots_of(self, record: JobRecord, cpu_free: np.ndarray | None = None, mem_free: np.ndarray | None = None,
+                 gpu_free: np.ndarray | None = None) -> np.ndarray:
+        """int64 (N,): workers of ``record`` each node could host, on the nodes it may use
+        (online, GPU model, every extra filter); 0 elsewhere. Free resources default to the
+        cluster's now (no copy)."""
+        st = self.state
+        req = self.request_of(record)
+        slots = worker_slots(req, st.cpu_free if cpu_free is None else cpu_free,
+                             st.mem_free if mem_free is None else mem_free,
+                             st.gpu_free if gpu_free is None else gpu_free, self._model_ok(req.gpu_models))
+        allowed = self.online.copy()
+        for extra in self.extra_filters:
+            allowed &= extra(req, record)
+        return np.where(allowed, slots, 0)
 
     def is_blocked(self, record: JobRecord) -> bool:
         """True when ``record``'s shape is remembered as blocked: it found no room and no

@@ -210,7 +210,8 @@ def gpus_per_island(alloc: Allocation, islands: np.ndarray) -> dict[int, int]:
     return out
 
 
-def choose_island(slots: np.ndarray, free_milli: np.ndarray, islands: np.ndarray, workers: int) -> int | None:
+def choose_island(slots: np.ndarray, free_milli: np.ndarray, islands: np.ndarray, workers: int,
+                  grouping: tuple[np.ndarray, np.ndarray] | None = None) -> int | None:
     """The NVLink island a gang of ``workers`` should go to, or None if no island holds it.
 
     Best-fit over islands: among the islands whose nodes can host all ``workers`` (sum over
@@ -224,8 +225,9 @@ def choose_island(slots: np.ndarray, free_milli: np.ndarray, islands: np.ndarray
         free_milli: int (N,), free milli-GPU per node.
         islands: int (N,), island id per node (:func:`island_ids`).
         workers: the gang's size, >= 1.
+        grouping: ``np.unique(islands, return_inverse=True)``, if the caller keeps it.
     """
-    ids, inverse = np.unique(islands, return_inverse=True)
+    ids, inverse = grouping if grouping is not None else np.unique(islands, return_inverse=True)
     inverse = inverse.reshape(-1)
     per_island = np.bincount(inverse, weights=np.minimum(slots, workers), minlength=ids.size)
     free = np.bincount(inverse, weights=free_milli, minlength=ids.size)
@@ -290,6 +292,9 @@ class TopologyAware(Plugin):
             base = int(self.islands.max(initial=-1)) + 1
             extra = np.arange(base, base + n - self.islands.shape[0], dtype=np.int64)
             self.islands = np.concatenate([self.islands, extra])
+            self._grouping = None
+        if getattr(self, "_grouping", None) is None:
+            self._grouping = np.unique(self.islands, return_inverse=True)
         return self.islands
 
     def pre_filter(self, sim, record: JobRecord, request) -> PreFilterResult | None:
@@ -297,8 +302,8 @@ class TopologyAware(Plugin):
         if job.num_gpus <= 1 or job.num_gpus > self.largest_island or sim.mode != "gang":
             return None
         islands = self._islands_for(sim)
-        slots = sim.scheduler.trial().slots(record)
-        island = choose_island(slots, sim.state.gpu_idle, islands, job.workers)
+        slots = sim.scheduler.slots_of(record)
+        island = choose_island(slots, sim.state.gpu_idle, islands, job.workers, self._grouping)
         if island is not None:
             return PreFilterResult(nodes=islands == island)
         if int(np.minimum(slots, job.workers).sum()) < job.workers:

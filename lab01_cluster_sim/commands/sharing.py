@@ -120,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from lab01_cluster_sim.plots.dashboard import sharing_modes_figure
 
+        from lab01_cluster_sim.commands._progress import wrote
+
         sharing_modes_figure(rows).savefig(args.plot, dpi=120)
-        print(f"wrote {args.plot}")
+        wrote(args.plot, "sharing-modes figure")
     return 0
 
 

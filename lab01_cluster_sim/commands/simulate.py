@@ -256,7 +256,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(d, out)
     if args.jobs_out:
+        from lab01_cluster_sim.commands._progress import wrote
+
         _write_jobs(result, args.jobs_out)
+        wrote(args.jobs_out, "one row per job")
     if args.plot:
         from lab01_cluster_sim.plots.timeline import plot_timeline
 
@@ -266,6 +269,9 @@ def run(args: argparse.Namespace) -> int:
             fig.savefig(args.plot)
         except (OSError, ValueError) as exc:
             raise InputError(f"--plot {args.plot}: cannot save the figure: {exc}") from None
+        from lab01_cluster_sim.commands._progress import wrote
+
+        wrote(args.plot, "timeline figure")
     return 0
 
 

@@ -170,6 +170,8 @@ class RunnerResult:
     busy_milli_s: float
     timeline: list[tuple[float, float, int, int]] = field(default_factory=list)
     samples: list = field(default_factory=list)
+    share_seconds: dict[str, float] = field(default_factory=dict)
+    backlog_jain: float = float("nan")
 
     def waits(self) -> np.ndarray:
         """Waits of the jobs that started; jobs still pending count their wait so far."""
@@ -192,6 +194,17 @@ class RunnerResult:
             per.setdefault(o.tenant, []).append(1.0 if span <= 0 else min(1.0, o.duration / span))
         return {t: float(np.mean(v)) for t, v in sorted(per.items())}
 
+    def tenant_dominant_share(self) -> dict[str, float]:
+        """Per tenant: its dominant share over (GPUs, CPU, memory) averaged over the run
+        (Ghodsi et al.'s dominant share, integrated over time / run length). This is what DRF
+        equalises among tenants that have work waiting; :meth:`summary`'s
+        ``jain_dominant_share`` is Jain's index over it."""
+        span = self.end_time - self.start_time
+        tenants = sorted({o.tenant for o in self.outcomes if o.state is not JobState.REJECTED})
+        if span <= 0:
+            return {t: 0.0 for t in tenants}
+        return {t: self.share_seconds.get(t, 0.0) / span for t in tenants}
+
     def summary(self) -> dict[str, float]:
         """The trilemma numbers: mean and p99 wait (s), utilisation, Jain's index over tenants, ...
 
@@ -199,8 +212,12 @@ class RunnerResult:
         work later lost to preemption and restore overheads, so priority with preemption can
         show more "utilisation" for the same useful work. ``jain_index`` is Jain's index over
         the tenants' mean inverse slowdown (:meth:`tenant_service`): how evenly tenants' jobs
-        are slowed by queueing, not how evenly resources are shared (DRF equalises dominant
-        shares, which is a different thing).
+        are slowed by queueing, not how evenly resources are shared. DRF equalises dominant
+        shares, not slowdowns: a tenant of big gangs gets its share in big, slow-to-gather
+        pieces and its jobs wait longer, so DRF can score *lower* than FIFO on this index.
+        ``jain_dominant_share`` is what DRF works on: Jain's index over the dominant shares of
+        the tenants that have work waiting, time-averaged over the moments when at least two
+        do (NaN if that never happens).
         """
         w = self.waits()
         span = self.end_time - self.start_time
@@ -213,6 +230,7 @@ class RunnerResult:
             "utilisation": (self.busy_milli_s / (self.total_gpus * MILLI_PER_GPU * span)
                             if span > 0 and self.total_gpus else 0.0),
             "jain_index": jain_index(list(service.values())) if service else 1.0,
+            "jain_dominant_share": self.backlog_jain,
             "lost_gpu_hours": sum(o.lost_gpu_s for o in self.outcomes) / 3600.0,
             "preemptions": float(sum(o.preemptions for o in self.outcomes)),
             "completed": float(states.count(JobState.COMPLETED)),
@@ -308,25 +326,55 @@ class _Recorder:
         self.last: float | None = None
         self.timeline: list[tuple[float, float, int, int]] = []
         self.samples: list = []
+        self.usage: dict[str, np.ndarray] = {}        # tenant -> (GPUs, milli-CPU, MiB) held now
+        self.share_seconds: dict[str, float] = {}     # tenant -> integral of its dominant share
+        self.backlog_since: tuple[float, float] | None = None
+        self.backlog_weighted = 0.0
+        self.backlog_time = 0.0
 
     def _advance(self, now: float) -> None:
-        if self.last is not None:
-            self.busy += self.allocated * (now - self.last)
+        if self.last is not None and now > self.last:
+            dt = now - self.last
+            self.busy += self.allocated * dt
+            cap = self.runner.capacity
+            for tenant, u in self.usage.items():
+                share = float(np.max(np.divide(u, cap, out=np.zeros(3), where=cap > 0)))
+                self.share_seconds[tenant] = self.share_seconds.get(tenant, 0.0) + share * dt
         self.last = now
+
+    def _hold(self, record, request, sign: int) -> None:
+        u = self.usage.setdefault(record.job.tenant, np.zeros(3))
+        u += sign * np.array([request.num_gpus * request.gpu_milli / MILLI_PER_GPU, request.cpu_milli,
+                              request.memory_mib], dtype=float)
 
     def on_bind(self, record, placement, request):
         self._advance(self.runner.sim.now)
         self.allocated += len(placement.gpus) * request.gpu_milli
+        self._hold(record, request, 1)
 
     def on_release(self, record, placement, request):
         self._advance(self.runner.sim.now)
         self.allocated -= len(placement.gpus) * request.gpu_milli
+        self._hold(record, request, -1)
 
     def on_reject(self, record):
         self.runner.sim.request_pass()   # a cycle at every instant with events, as before
 
     def sample(self, sim, now):
         self._advance(now)
+        # Jain's index over the dominant shares of the tenants that have work waiting (the
+        # tenants DRF arbitrates between), held until the next cycle
+        waiting = {r.job.tenant for r in sim.scheduler.discipline.order() if r.state is JobState.PENDING}
+        if self.backlog_since is not None:
+            t0, value = self.backlog_since
+            self.backlog_weighted += value * (now - t0)
+            self.backlog_time += now - t0
+            self.backlog_since = None
+        if len(waiting) >= 2:
+            cap = self.runner.capacity
+            shares = [float(np.max(np.divide(self.usage.get(t, np.zeros(3)), cap, out=np.zeros(3), where=cap > 0)))
+                      for t in sorted(waiting)]
+            self.backlog_since = (now, jain_index(shares))
         row = (now, self.allocated / MILLI_PER_GPU, len(sim.scheduler.discipline), len(sim.scheduler.running))
         value = self.observer(self.runner, now) if self.observer is not None else None
         if self.timeline and self.timeline[-1][0] == now:   # several cycles at one instant: keep the last
@@ -509,8 +557,9 @@ class Runner:
                 r.end_time if r.state is JobState.COMPLETED else None,
                 j.gpu_milli_total / MILLI_PER_GPU, j.duration, r.preemptions, r.migrations,
                 r.lost_gpu_s, r.slowdown, r.reason or ""))
+        backlog = rec.backlog_weighted / rec.backlog_time if rec.backlog_time > 0 else float("nan")
         return RunnerResult(self.discipline, outcomes, end, start, self.state.total_gpus, rec.busy,
-                            rec.timeline, rec.samples)
+                            rec.timeline, rec.samples, dict(rec.share_seconds), backlog)
 
 
 def run_discipline(nodes: Sequence[Node], jobs: Sequence[Job], discipline: str, **kwargs) -> RunnerResult:

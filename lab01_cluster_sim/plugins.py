@@ -239,17 +239,35 @@ def parse_plugin_spec(text: str) -> tuple[str, dict[str, Any]]:
 def make_plugin(text: str, nodes, jobs) -> Any:
     """Build the plugin described by ``text`` (see :func:`parse_plugin_spec`).
 
+    Options are checked against the factory's keyword arguments: an unknown key, or a value
+    not of the type of the option's default (number or text), is refused naming it.
+
     Raises:
-        InputError: unknown name (listing the known ones) or options its factory refuses.
+        InputError: unknown name (listing the known ones), an unknown option (listing the
+            known ones), a value of the wrong type, or a value the plugin refuses.
     """
+    import inspect
+
     _load_builtin_plugins()
     name, options = parse_plugin_spec(text)
     factory = PLUGINS.get(name)
     if factory is None:
         raise InputError(f"--plugin {name!r}: unknown plugin; expected one of: {', '.join(sorted(PLUGINS))}")
+    params = {k: p for k, p in inspect.signature(factory).parameters.items() if k not in ("nodes", "jobs")}
+    for key, value in list(options.items()):
+        if key not in params:
+            raise InputError(f"--plugin {text!r}: unknown option {key!r}; {name} takes: "
+                             f"{', '.join(params) or 'no options'}")
+        default = params[key].default
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            if not isinstance(value, (int, float)):
+                raise InputError(f"--plugin {text!r}: option {key!r} expects a number, got {value!r}")
+            options[key] = float(value) if isinstance(default, float) else value
+        elif isinstance(default, str):
+            options[key] = str(value)
     try:
         return factory(nodes, jobs, **options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise InputError(f"--plugin {text!r}: {exc}") from None
 
 

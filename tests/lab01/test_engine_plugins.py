@@ -233,5 +233,7 @@ def test_command_line_plugin_specs():
             "autoscaler", "node-events"} <= set(PLUGINS)
     with pytest.raises(InputError, match="unknown plugin; expected one of"):
         make_plugin("telepathy", nodes, [])
-    with pytest.raises(InputError, match="--plugin 'topology:speed=3'"):
+    with pytest.raises(InputError, match="unknown option 'speed'; topology takes: max_wait_s, comm_fraction"):
         make_plugin("topology:speed=3", nodes, [])
+    with pytest.raises(InputError, match="option 'max_wait_s' expects a number, got 'soon'"):
+        make_plugin("topology:max_wait_s=soon", nodes, [])

@@ -37,7 +37,18 @@ on a copy of the arrays. Optionally, like kube-scheduler's
 ``percentageOfNodesToScore``, only ``nodes_to_score`` feasible nodes are scored, taken
 round-robin from a rotating start (:func:`adaptive_nodes_to_score` gives Kubernetes' default).
 
-Extension points (for queue disciplines, preemption, autoscaling, topology):
+Extension points (the plugins of :mod:`lab01_cluster_sim.plugins` reach them through
+:class:`lab01_cluster_sim.simulate.Simulation`; all empty by default, so the fast path above
+is untouched):
+
+- :attr:`Scheduler.pre_filters`, :attr:`Scheduler.device_filters`, :attr:`Scheduler.permits`,
+  :attr:`Scheduler.post_filters`: PreFilter (restrict the candidate nodes, or "not now"),
+  device filter (GPUs a job may use), Permit (refuse a trial placement), PostFilter (evict to
+  make room, then one more try). With any of them, :meth:`Scheduler.try_schedule` takes the
+  plugin path (blocked memo per job).
+- :meth:`Scheduler.trial` / :meth:`Scheduler.slots_of`: "would this job fit if ..." with every
+  filter, for preemption victims and backfill reservations; :meth:`Scheduler.plan_placements`
+  places a gang on a copy of the state; :meth:`Scheduler.bind_placements` binds a plan.
 
 - :class:`QueueDiscipline`: keeps the pending jobs and runs a pass by calling
   :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs (backfill), stop at

@@ -12,19 +12,31 @@ Events at the same instant run in the engine's priority order (completions, then
 preemptions, then arrivals, then timers, then one scheduling pass, see
 :mod:`lab01_cluster_sim.engine`); metrics are sampled after each pass.
 
-Extension points (for H3's queue disciplines, preemption and autoscaler; all cheap when
-unused):
+This is Lab 01's one engine: every extension is a *plugin* at a named extension point
+(:mod:`lab01_cluster_sim.plugins`, whose :class:`~lab01_cluster_sim.plugins.Plugin` class
+documents each point), registered with ``simulate(..., plugins=[...])``; all cheap when
+unused. At one instant, in the engine's priority order: node events (a launch becoming ready,
+a drain, a spot interruption), completions and time limits, arrivals, plugin timers, then one
+scheduling cycle:
 
-- custom events: ``sim.engine.call_at(t, engine.TIMER, "my-timer", callback)``; a callback
-  that changes the queue or the cluster calls :meth:`Simulation.request_pass`.
-- eviction / preemption: :meth:`Simulation.evict` releases a running job's resources,
-  cancels its completion, records the lost work (``record.lost_work``) and requeues it (or
-  rejects it). ``evict_hook(record, now) -> remaining`` lets a checkpoint model decide how
-  much run time is left (default: all of ``job.duration``, i.e. restart from scratch).
-- node up/down: :meth:`Simulation.node_down` (cordon + evict its jobs) and
-  :meth:`Simulation.node_up`; an autoscaler can keep not-yet-launched nodes cordoned.
-- observers: ``simulate(..., observers=[...])`` or ``sim.scheduler.add_observer``.
-- per-job extra fields: ``Job.extras`` (input) and ``JobRecord.extras`` (run-time).
+1. admission cycle (Kueue-style quota plugins: admit / hold / evict / reject);
+2. scheduling pass of the queue discipline; per job: PreFilter (restrict nodes, or "not now"
+   with a retry time) -> Filter (resources, model, online, plugin node masks) -> device filter
+   (GPUs a job may use) -> Score (the policy) -> Permit (gang all-or-nothing, plugin and
+   discipline checks on the trial placement) -> Bind; PostFilter (preemption) on failure;
+3. ``after_cycle`` (an autoscaler provisions, the defragmenter migrates);
+4. re-rating of the running jobs whose neighbours changed: a job's completion follows its
+   progress at a rate set by the progress plugins (slowdown across NVLink islands,
+   time-slicing contention; a start delay such as an image pull; a checkpoint restore);
+5. metrics and ``sample`` hooks.
+
+Also: :meth:`Simulation.evict` (preemption, migration; the ``checkpoints`` plugin or a legacy
+``evict_hook`` decides how much work is kept; evicted jobs keep their place in the queue),
+:meth:`Simulation.drain` / :meth:`~Simulation.node_up` / :meth:`~Simulation.add_node` /
+:meth:`~Simulation.remove_node` (node lifecycle), :meth:`Simulation.request_pass_at` (a cycle
+at a later time), ``Job.time_limit`` (a user's runtime estimate: backfill reserves from it; a
+run reaching it is killed, state TIMEOUT), observers (``simulate(..., observers=[...])``),
+``Job.extras`` / ``JobRecord.extras`` (per-job fields extensions own).
 
 Determinism: the policy's random draws come from ``numpy.random.default_rng(seed)``; every
 ordering is by time, priority and insertion order. Same inputs and seed give the same result.

@@ -205,8 +205,11 @@ class CapacityClasses:
     model_names: tuple[str, ...]
 
     @classmethod
-    def of(cls, state: ClusterState) -> "CapacityClasses":
+    def of(cls, state: ClusterState, allowed: np.ndarray | None = None) -> "CapacityClasses":
+        """The classes of ``state``'s nodes (only the ``allowed`` ones, bool (N,), if given)."""
         rows = np.stack([state.model_index, state.gpu_count, state.cpu_capacity, state.mem_capacity], axis=1)
+        if allowed is not None:
+            rows = rows[allowed]
         uniq, counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (rows, np.zeros(0, np.int64))
         width = state.gpu_free.shape[1]
         full = np.where(np.arange(width)[None, :] < uniq[:, 1:2], MILLI_PER_GPU, 0).astype(np.int64)
@@ -1316,29 +1319,31 @@ class Scheduler:
                        devices: np.ndarray | None) -> tuple[int, tuple[int, ...]] | None:
         """:meth:`select_node` restricted to the nodes of ``mask`` (PreFilter) and to the GPUs
         of ``devices`` (device filters: bool (N, G)); the policy scores and picks GPUs on a
-        copy of the state in which the other GPUs look full."""
-        if devices is None:
-            if mask is None:
-                return self.select_node(request, record)
-            state = self.state
-            candidates = np.flatnonzero(self.feasible_mask(request, record) & mask)
-        else:
-            state = copy.copy(self.state)
-            state.gpu_free = np.where(devices, self.state.gpu_free, 0)
-            state.refresh()
-            ok = (state.cpu_free >= request.cpu_milli) & (state.mem_free >= request.memory_mib) & self.online
-            if request.num_gpus > 0:
-                if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-                    ok &= state.gpu_free.max(axis=1) >= request.gpu_milli
-                else:
-                    ok &= (state.gpu_free >= MILLI_PER_GPU).sum(axis=1) >= request.num_gpus
-                if request.gpu_models:
-                    ok &= self._model_ok(request.gpu_models)
-            for extra in self.extra_filters:
-                ok &= extra(request, record)
-            if mask is not None:
-                ok &= mask
-            candidates = np.flatnonzero(ok)
+        view of the state in which the other GPUs look full."""
+        if devices is None and mask is None:
+            return self.select_node(request, record)
+        ok = self.feasible_mask(request, record)
+        if mask is not None:
+            ok &= mask
+        candidates = np.flatnonzero(ok)
+        state = self.state
+        if devices is not None and candidates.size and request.num_gpus > 0 \
+                and not devices[candidates].all():
+            # the nodes that pass with every GPU must still pass with the allowed GPUs only
+            sub = np.where(devices[candidates], state.gpu_free[candidates], 0)
+            if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
+                keep = sub.max(axis=1) >= request.gpu_milli
+            else:
+                keep = (sub >= MILLI_PER_GPU).sum(axis=1) >= request.num_gpus
+            candidates = candidates[keep]
+            if candidates.size:
+                # NOTE: speed. A read-only view sharing every array but the free GPUs (the
+                # policy only reads the state): no copy of the CPU and memory arrays.
+                view = object.__new__(type(state))
+                view.__dict__.update(state.__dict__)
+                view.gpu_free = np.where(devices, state.gpu_free, 0)
+                view.gpu_idle = view.gpu_free.sum(axis=1)
+                state = view
         if candidates.size == 0:
             return None
         if self.nodes_to_score is not None and candidates.size > self.nodes_to_score:

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU
 
 # --- time-slicing --------------------------------------------------------------------------------
 
@@ -630,13 +631,25 @@ class TimeSlicing:
         physical = max(1, int(sim.state.gpu_count[node]) // self._replicas[node])
         return slot % physical
 
+    def _untracked(self, record, placement) -> bool:
+        """Whole GPUs of a node without replicas: nobody can join them (nothing is free on
+        them), so they are neither neighbours nor have any."""
+        if record.job.gpu_milli < MILLI_PER_GPU or not placement.gpus:
+            return not placement.gpus
+        self._physical(placement.node_index, 0)
+        return self._replicas[placement.node_index] == 1
+
     def on_bind(self, record, placement, request) -> None:
+        if self._untracked(record, placement):
+            return
         for g in placement.gpus:
             key = (placement.node_index, self._physical(placement.node_index, g))
             entry = self._on_gpu.setdefault(key, {}).setdefault(record.job_id, [record, 0])
             entry[1] += 1
 
     def on_release(self, record, placement, request) -> None:
+        if self._untracked(record, placement):
+            return
         for g in placement.gpus:
             key = (placement.node_index, self._physical(placement.node_index, g))
             jobs = self._on_gpu.get(key)
@@ -651,7 +664,18 @@ class TimeSlicing:
     def _gpus_of(self, record) -> set[tuple[int, int]]:
         return {(p.node_index, self._physical(p.node_index, g)) for p in record.placements for g in p.gpus}
 
+    def _alone(self, record) -> bool:
+        """A job holding whole GPUs on nodes without replicas shares no GPU (no lookup needed)."""
+        if record.job.gpu_milli < MILLI_PER_GPU:
+            return False
+        if not record.placements:
+            return True
+        self._physical(record.placements[-1].node_index, 0)   # fills the replica table up to there
+        return all(self._replicas[p.node_index] == 1 for p in record.placements)
+
     def slowdown(self, sim, record) -> float:
+        if self._alone(record):
+            return 1.0
         now = sim.now
         worst = 1
         for key in self._gpus_of(record):
@@ -661,7 +685,7 @@ class TimeSlicing:
         return timeslice_slowdown(worst, self.params)
 
     def affected_by(self, sim, record):
-        if not self.rerate:
+        if not self.rerate or self._alone(record):
             return []
         out: dict[str, object] = {}
         for key in sorted(self._gpus_of(record)):

@@ -329,32 +329,34 @@ class Simulation:
     def _filtered_out(self, rec: JobRecord) -> str | None:
         """Why no node the *static* filters (node labels and taints, reserved nodes: plugins
         with ``static = True``) leave to ``rec`` could ever hold it, even empty; None if some
-        could. Cached per job shape and filter masks (filters cache their masks)."""
+        could. The allowed nodes are grouped by capacity once per combination of filter masks
+        (filters cache their masks), so a check costs O(node types)."""
         request = self.scheduler.request_of(rec)
         masks = [f(request, rec) for f in self._static_filters]
-        key = (request, rec.job.workers) + tuple(id(m) for m in masks)
+        key = tuple(id(m) for m in masks)
         hit = self._filtered_cache.get(key)
-        if hit is not None:
-            return hit[0]
-        st = self.state
-        allowed = np.ones(st.num_nodes, dtype=bool)
-        for m in masks:
-            allowed &= m
-        full = np.where(np.arange(st.gpu_free.shape[1])[None, :] < st.gpu_count[:, None], MILLI_PER_GPU, 0)
-        slots = worker_slots(request, st.cpu_capacity, st.mem_capacity, full, st.model_mask(request.gpu_models))
-        room = int(np.minimum(np.where(allowed, slots, 0), rec.job.workers).sum())
-        reason = None
-        if room < rec.job.workers:
-            names = ", ".join(getattr(f, "__self__", f).name for f in self._static_filters)
-            refused = int((~allowed).sum())
-            if room == 0:
-                reason = (f"no node its filters allow could ever host one worker: {refused}/{st.num_nodes} "
-                          f"node(s) refused by {names}")
-            else:
-                reason = (f"gang of {rec.job.workers} workers cannot fit even on the empty cluster within its "
-                          f"filters ({names}): room for {room} worker(s) of this shape")
-        self._filtered_cache[key] = (reason, masks)   # keep the masks alive: the key holds their ids
-        return reason
+        if hit is None:
+            allowed = np.ones(self.state.num_nodes, dtype=bool)
+            for m in masks:
+                allowed &= m
+            # keep the masks alive: the key holds their ids. Every node allowed: the capacity
+            # check already done on arrival decides alone (None: nothing more to check).
+            classes = None if allowed.all() else CapacityClasses.of(self.state, allowed)
+            hit = self._filtered_cache[key] = (classes, int((~allowed).sum()), masks)
+        classes, refused, _ = hit
+        if classes is None:
+            return None
+        c = classes
+        slots = worker_slots(request, c.cpu_capacity, c.mem_capacity, c.gpu_free, c.model_ok(request.gpu_models))
+        room = int(np.minimum(np.minimum(slots, rec.job.workers) * c.count, rec.job.workers).sum())
+        if room >= rec.job.workers:
+            return None
+        names = ", ".join(getattr(f, "__self__", f).name for f in self._static_filters)
+        if room == 0:
+            return (f"no node its filters allow could ever host one worker: {refused}/{self.state.num_nodes} "
+                    f"node(s) refused by {names}")
+        return (f"gang of {rec.job.workers} workers cannot fit even on the empty cluster within its "
+                f"filters ({names}): room for {room} worker(s) of this shape")
 
     def _on_schedule(self, event: eng.Event) -> None:
         self._pass_scheduled = False

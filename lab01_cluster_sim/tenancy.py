@@ -163,6 +163,8 @@ class ConstraintFilter:
         self.taints = {n.name: tuple(taints.get(n.name, ())) for n in self.nodes}
         self.constraints = dict(constraints or {})
         self._cache: dict[tuple, np.ndarray] = {}
+        self._by_job: dict[str, tuple[Job, np.ndarray]] = {}
+        self._plain: dict[bool, np.ndarray] = {}
 
     def attach(self, sim) -> None:
         self._sim = sim
@@ -174,12 +176,26 @@ class ConstraintFilter:
                 self.nodes.append(n)
                 self.taints.setdefault(n.name, (GPU_TAINT,) if (self._default_taint and n.gpu_count) else ())
             self._cache.clear()
+            self._by_job.clear()
+            self._plain.clear()
         return self.nodes
 
     def mask(self, job: Job) -> np.ndarray:
-        """bool (N,): nodes whose labels and taints admit ``job``'s pods."""
-        nodes = self._node_list()
-        c = self.constraints.get(job.job_id, PodConstraints())
+        """bool (N,): nodes whose labels and taints admit ``job``'s pods (cached per job)."""
+        self._node_list()   # first catch up with nodes launched during the run
+        hit = self._by_job.get(job.job_id)
+        if hit is not None and hit[0] is job:
+            return hit[1]
+        c = self.constraints.get(job.job_id)
+        if c is None:   # the common case: no constraints of its own; one mask per GPU/CPU pod
+            m = self._plain.get(job.gpus_per_worker > 0)
+            if m is None:
+                m = self._plain[job.gpus_per_worker > 0] = self._compute(PodConstraints(), job)
+            return m
+        return self._compute(c, job)
+
+    def _compute(self, c: PodConstraints, job: Job) -> np.ndarray:
+        nodes = self.nodes
         tol = c.tolerations + ((GPU_TOLERATION,) if (c.auto_gpu_toleration and job.gpus_per_worker > 0) else ())
         key = (tuple(sorted(c.node_selector.items())), tol)
         m = self._cache.get(key)
@@ -187,6 +203,7 @@ class ConstraintFilter:
             m = np.array([selector_matches(c.node_selector, n.labels) and tolerates_all(tol, self.taints[n.name])
                           for n in nodes], dtype=bool)
             self._cache[key] = m
+        self._by_job[job.job_id] = (job, m)
         return m
 
     def filter(self, request, record: JobRecord | None) -> np.ndarray:
@@ -232,6 +249,12 @@ class TenancyPlacer:
     def __init__(self, tiers: Mapping[str, Tier], default: Tier = Tier.STANDARD) -> None:
         self.tiers = dict(tiers)
         self.default = default
+        # running jobs per (node, GPU) and tier column (premium, standard, free), kept by the
+        # bind/release hooks, so a device mask is a few vector comparisons
+        self._held = np.zeros((0, 1, 3), dtype=np.int64)
+        self._masks: dict[Tier, np.ndarray] = {}    # per tier, kept in step by the bind/release hooks
+
+    _COLUMN = {Tier.PREMIUM: 0, Tier.STANDARD: 1, Tier.FREE: 2}
 
     def tier(self, tenant: str) -> Tier:
         """The tier of ``tenant``."""
@@ -247,14 +270,60 @@ class TenancyPlacer:
                     out.setdefault((p.node_index, g), set()).add(t)
         return out
 
+    def _ensure(self, shape: tuple[int, int]) -> None:
+        n, g = shape
+        if self._held.shape[0] < n or self._held.shape[1] < g:
+            grown = np.zeros((max(n, self._held.shape[0]), max(g, self._held.shape[1]), 3), dtype=np.int64)
+            grown[: self._held.shape[0], : self._held.shape[1]] = self._held
+            self._held = grown
+
+    def _count(self, record, placement, sign: int) -> None:
+        # Only shared GPUs matter: a GPU a whole-GPU job holds has nothing free for anyone,
+        # whatever the masks say there, and is empty again when it leaves.
+        if not placement.gpus or record.job.gpu_milli >= 1000:
+            return
+        n = placement.node_index
+        self._ensure((n + 1, max(placement.gpus) + 1))
+        col = self._COLUMN[self.tier(record.job.tenant)]
+        for g in placement.gpus:
+            self._held[n, g, col] += sign
+            held = self._held[n, g].tolist()
+            # the masks change only where a job came or went
+            for tier, mask in self._masks.items():
+                mask[n, g] = self._allowed(tier, held)
+
+    @staticmethod
+    def _allowed(tier: Tier, held) -> bool:
+        """May a job of ``tier`` use a GPU running ``held`` = (premium, standard, free) jobs?"""
+        premium, standard, free = held
+        if tier is Tier.PREMIUM:
+            return premium + standard + free == 0        # a whole GPU nobody else uses
+        if tier.paying:
+            return premium == 0 and free == 0            # never beside the free tier or a premium job
+        return premium == 0 and standard == 0            # free tier: never beside a paying tenant
+
+    def on_bind(self, record, placement, request) -> None:
+        self._count(record, placement, 1)
+
+    def on_release(self, record, placement, request) -> None:
+        self._count(record, placement, -1)
+
     def filter_devices(self, sim, record: JobRecord, request) -> np.ndarray | None:
+        """bool (N, G): the GPUs ``record``'s tier may use now; None when it may use them all
+        (no mask: the scheduler's fast filter). Whole GPUs need none: a whole-GPU worker takes
+        only GPUs nothing runs on, which every tier may use (premium included)."""
+        if request.num_gpus == 0 or request.gpu_milli >= 1000:
+            return None
         tier = self.tier(record.job.tenant)
-        mine = tier.paying
-        mask = np.ones(sim.state.gpu_free.shape, dtype=bool)
-        for (node, g), tiers in self.gpu_tiers(sim).items():
-            if tier is Tier.PREMIUM or Tier.PREMIUM in tiers or any(t.paying != mine for t in tiers):
-                mask[node, g] = False
-        return mask
+        shape = sim.state.gpu_free.shape
+        mask = self._masks.get(tier)
+        if mask is None or mask.shape != shape:
+            self._ensure(shape)
+            held = self._held[: shape[0], : shape[1]]
+            mask = np.array([[self._allowed(tier, held[n, g].tolist()) for g in range(shape[1])]
+                             for n in range(shape[0])], dtype=bool).reshape(shape)
+            self._masks[tier] = mask
+        return None if mask.all() else mask
 
 
 @register_plugin("tenancy")

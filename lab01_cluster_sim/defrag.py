@@ -255,8 +255,8 @@ class Defragmenter:
         for rec in list(sched.discipline.order()):
             if rec.state is not JobState.PENDING or rec.job.gpus_per_worker == 0:
                 continue
-            if sched.trial().fits(rec):
-                continue
+            if int(np.minimum(sched.slots_of(rec), rec.job.workers).sum()) >= rec.job.workers:
+                continue            # it fits now: not blocked (it waits for another reason)
             free = int(sim.state.gpu_free[sched.online].sum())
             if free < rec.job.gpu_milli_total:
                 continue            # blocked by capacity, not by fragmentation

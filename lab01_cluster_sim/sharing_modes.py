@@ -611,6 +611,7 @@ class TimeSlicing:
         self.rerate = rerate
         self._sim = None
         self._replicas: list[int] = []
+        self._gpus: list[int] = []        # physical GPUs per node
         # (node, physical GPU) -> {job id: [record, slots held]}
         self._on_gpu: dict[tuple[int, int], dict[str, list]] = {}
 
@@ -618,18 +619,19 @@ class TimeSlicing:
         self._sim = sim
 
     def _physical(self, node: int, slot: int) -> int:
-        sim = self._sim
-        nodes = sim.state.nodes
-        while len(self._replicas) < len(nodes):
-            n = nodes[len(self._replicas)]
-            try:
-                r = max(1, int(n.labels.get(REPLICAS_LABEL, "1")))
-            except ValueError:
-                raise InputError(f"node {n.name!r}: label {REPLICAS_LABEL} must be an integer, "
-                                 f"got {n.labels.get(REPLICAS_LABEL)!r}") from None
-            self._replicas.append(r)
-        physical = max(1, int(sim.state.gpu_count[node]) // self._replicas[node])
-        return slot % physical
+        if node >= len(self._gpus):
+            sim = self._sim
+            nodes = sim.state.nodes
+            while len(self._replicas) < len(nodes):
+                n = nodes[len(self._replicas)]
+                try:
+                    r = max(1, int(n.labels.get(REPLICAS_LABEL, "1")))
+                except ValueError:
+                    raise InputError(f"node {n.name!r}: label {REPLICAS_LABEL} must be an integer, "
+                                     f"got {n.labels.get(REPLICAS_LABEL)!r}") from None
+                self._replicas.append(r)
+                self._gpus.append(max(1, n.gpu_count // r))
+        return slot % self._gpus[node]
 
     def _untracked(self, record, placement) -> bool:
         """Whole GPUs of a node without replicas: nobody can join them (nothing is free on

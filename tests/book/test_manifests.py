@@ -418,3 +418,8 @@ def test_every_manifest_computed_at_build_time_validates(built_book):
         pytest.skip("; ".join(schemas.missing.values()))
     errors = bm.validate_all(crd, schemas)
     assert not errors, "\n".join(errors)
+
+
+def test_the_capstone_states_the_kubernetes_version_it_is_validated_against():
+    text = (bm.BOOK_DIR / "ch11_capstone.md").read_text(encoding="utf-8")
+    assert f"Kubernetes {bm.KUBERNETES_VERSION}" in text

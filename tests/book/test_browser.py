@@ -12,7 +12,8 @@ main control is moved with the keyboard and the shown state must change. Screens
 
 * no code or output block overflows the text column: a ``pre`` or an output's ``div`` whose
   ``scrollWidth`` exceeds its ``clientWidth``. Every ``<details>`` is opened first: folded
-  code (``hide-input``) and exercise solutions count, since a reader unfolds them;
+  code (``hide-input``, a ``<details>``) and exercise solutions (sphinx-togglebutton's
+  ``toggle-hidden``) count, since a reader unfolds them;
 * no figure's text is shown below :data:`MIN_TEXT_PX` pixels. For each visible image of the
   page, text size on screen = smallest font size in the PNG, in its own pixels, x shown
   width / natural width (e.g. a 10 pt label at 150 dpi is 10 x 150 / 72 = 20.8 px in the
@@ -179,6 +180,9 @@ NOISE: dict[str, re.Pattern[str]] = {
     "object repr": re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>|<(?:function|bound method|module) "),
     "dataclass repr": re.compile(r"\b[A-Z][A-Za-z0-9]+\([a-z_]+=(?:'|\"|-?\d|[A-Z(\[{])"),
     "numpy repr": re.compile(r"\b(?:np\.)?(?:float|int|uint)(?:16|32|64)\(|\barray\(\[|\bdtype="),
+    # a line of bare values, e.g. print(flag, seconds) -> "False 218.0": nothing says what
+    "unlabelled values": re.compile(r"(?m)^[ \t]*(?:True|False|None|-?\d+(?:\.\d+)?)"
+                                    r"(?:[ \t]+(?:True|False|None|-?\d+(?:\.\d+)?))+[ \t]*$"),
 }
 
 
@@ -219,7 +223,10 @@ def build_paths(built_book: Path) -> list[str]:
 _OPEN_ALL_JS = """() => {
   // what a reader can unfold counts: folded code (hide-input) and exercise solutions
   document.querySelectorAll('details').forEach(d => { d.open = true; });
-  return document.querySelectorAll('details').length;
+  // sphinx-togglebutton folds solutions (class "dropdown") with "toggle-hidden"
+  const folded = document.querySelectorAll('.toggle-hidden');
+  folded.forEach(e => e.classList.remove('toggle-hidden'));
+  return document.querySelectorAll('details').length + folded.length;
 }"""
 
 _LAYOUT_JS = """() => {
@@ -232,7 +239,7 @@ _LAYOUT_JS = """() => {
                : 'code block';
     const first = (el.innerText || el.textContent || el.getAttribute('alt') || '').trim()
       .split('\\n')[0];
-    const fold = el.closest('details');
+    const fold = el.closest('details, .toggle, .dropdown');
     const folded = fold ? ' (folded)' : '';
     return (cell ? `cell ${cells.indexOf(cell) + 1} ` : '') + kind + folded + ` "${first.slice(0, 50)}"`;
   };
@@ -319,11 +326,12 @@ def layout_report(built_book, site_url, browser) -> dict[str, list[str]]:
 def test_noise_patterns_catch_reprs_and_spare_labelled_values():
     bad = ["15.555555555555555 140.0", "{'A': 3, 'B': 2} tasks", "['a', 'b']", "[1, 2, 3]",
            "<lab.Thing object at 0x7f00aa>", "Decision(mechanism='MIG', reason", "np.float64(0.5)",
-           "limit 1e+07", "array([1, 2])"]
+           "limit 1e+07", "array([1, 2])", "False 218.0\nTrue 110.0", "15.6 140"]
     good = ["inside one island: 15.6 ms; across: 140 ms", "A: 3 tasks, B: 2 tasks",
             "nvidia.com/gpu: 4", "GPU-8a1c0f3e-2b4d-4c1e-9f00-123456789abc", "v0.20.0",
             'values: ["h100"]', "p99 = 12.34 ms (x1.25)", "MIG 3g.40gb (60 of 132 SMs)",
-            "cost per tenant: $1,234/month", "Requirements: gpus 0.5"]
+            "cost per tenant: $1,234/month", "Requirements: gpus 0.5",
+            "pre-pulled False: starts at 218 s", "limit  cost\n16 GPUs  $5,690"]
     for text in bad:
         assert any(p.search(text) for p in NOISE.values()), text
     for text in good:

@@ -164,8 +164,8 @@ def test_each_graded_part_has_learner_code(editions, graded) -> None:
     assert graded_parts and graded_parts <= region_parts, sorted(graded_parts - region_parts)
 
 
-CROSS_PART = {"1B.3": {"1A"}}
-"""Graded tests that also need another part's code (1B.3 compares first-fit with best-fit)."""
+CROSS_PART: dict[str, set[str]] = {}
+"""Graded tests that also need another part's code: none (1B.3 uses first-fit only)."""
 
 
 def test_student_failures_come_from_the_parts_own_code(graded) -> None:

@@ -7,7 +7,9 @@ use the ``shared_data`` fixture, which skips with a clear message when it is abs
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,23 @@ def nvidia_smi_dir(shared_data: Path) -> Path:
     if not path.is_dir():
         pytest.skip(f"nvidia-smi samples not found at {path}")
     return path
+
+
+def load_tool(name: str):
+    """A module of tools/ (``make_student_edition``, ``make_autograder``...), imported by path."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def student_edition(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """(folder, solution regions replaced) of the student edition of this checkout, built
+    once per session; tests that change files in it work on a copy."""
+    out = tmp_path_factory.mktemp("student-edition") / "student"
+    regions = load_tool("make_student_edition").build(out, root=REPO_ROOT)
+    return out, regions

@@ -41,7 +41,8 @@ _SKIP_DIRS = {"__MACOSX", ".git", "__pycache__", ".ipynb_checkpoints", ".pytest_
               ".venv", "venv", ".tox", "build", "dist", "test-artifacts"}
 PACKAGE_DIRS = frozenset({"lab01_cluster_sim", "lab02_device_plugin", "policies", "disciplines",
                           "workloads", "commands", "admission", "scenario"})
-"""Folder names that mark a file as inside a lab package (so not a loose file)."""
+"""Folder names that mark a file as inside a lab package (so not a loose file), besides the
+folders of the expected paths themselves."""
 
 
 class SubmissionError(Exception):
@@ -141,6 +142,7 @@ def resolve(root: Path, expected: list[str], files: list[PurePosixPath] | None =
     """
     files = list_files(root) if files is None else files
     names = [PurePosixPath(e).name for e in expected]
+    package_dirs = PACKAGE_DIRS | {d for e in expected for d in PurePosixPath(e).parts[:-1]}
     out: dict[str, Found] = {}
     for exp in expected:
         parts = PurePosixPath(exp).parts
@@ -150,7 +152,7 @@ def resolve(root: Path, expected: list[str], files: list[PurePosixPath] | None =
             continue
         name = parts[-1]
         same_name = [f for f in files if f.name == name]
-        loose = [f for f in same_name if not PACKAGE_DIRS.intersection(f.parts[:-1])]
+        loose = [f for f in same_name if not package_dirs.intersection(f.parts[:-1])]
         if loose and names.count(name) == 1:
             out[exp] = _pick(root, exp, loose, "loose")
         elif same_name:

@@ -42,11 +42,13 @@ without root there is no second user, so learner code can read what the instruct
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import os
 import pwd
 import re
+import resource
 import secrets
 import shutil
 import signal
@@ -73,9 +75,10 @@ FSIZE_LIMIT = 512 * 1024 * 1024
 NPROC_LIMIT = 512
 """Most processes of the unprivileged user (RLIMIT_NPROC), when one is used."""
 SUSPICIOUS = re.compile(
-    r"\b(_pytest|pluggy|pytest|grading|junitxml|gc\.get_(?:objects|referrers|referents)|sys\._getframe|"
-    r"ctypes|atexit|os\.fork|setsid|socket|urllib|requests|subprocess|__builtins__|builtins|sys\.modules)\b"
-    r"|/dev/fd|/proc/|results\.json|/autograder")
+    r"\b(_pytest|pluggy|pytest|grading|junitxml|ctypes|atexit|setsid|socket|urllib|requests|subprocess|"
+    r"__builtins__|builtins)\b"
+    r"|gc\.get_(?:objects|referrers|referents)|_getframe|os\.fork|sys\.modules|/dev/fd|/proc/|results\.json"
+    r"|/autograder")
 """What the instructors-only notes point out in the lines a learner added (nothing is refused for it)."""
 _TEST_OUTPUT_LIMIT = 4000
 
@@ -143,8 +146,8 @@ def choose_isolation(run_as: str, python: str) -> Isolation:
 
 
 def _limits(iso: Isolation):
-    def apply() -> None:  # runs in the child, after the user switch
-        import resource
+    def apply() -> None:  # runs in the child, after the user switch; no import here (the
+        # parent may hold the import lock in another thread when it forks)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
         if iso.user is not None:
@@ -274,10 +277,11 @@ class Tree:
 
 
 def build_tree(root: Path, course: Path, overlay: dict[str, Path], test_sources: list[tuple[Path, str]],
-               iso: Isolation, canary: bool = True) -> Tree:
+               iso: Isolation, canary: bool = True, extra_files: dict[str, bytes] | None = None) -> Tree:
     """A fresh working folder: the course's lab packages with the learner's files over them,
-    the grading plugin, and the given test folders (``(source folder, relative path)``),
-    each test file with a control test appended."""
+    the grading plugin, the given test folders (``(source folder, relative path)``) and
+    ``extra_files`` (relative path -> bytes: the hidden tests, held in memory), each test
+    file with a control test appended."""
     root.mkdir(parents=True)
     for package in catalog.LAB_PACKAGES:
         if (course / package).is_dir():
@@ -286,8 +290,13 @@ def build_tree(root: Path, course: Path, overlay: dict[str, Path], test_sources:
         shutil.copyfile(src, root / rel)
     _copy_package(course / "tests" / "grading", root / "tests" / "grading")
     tree = Tree(root)
+    for rel, data in (extra_files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    dirs = [rel for _, rel in test_sources] + sorted({str(Path(rel).parent) for rel in extra_files or {}})
     for src, rel in test_sources:
         _copy_package(src, root / rel)
+    for rel in dirs:
         for path in sorted((root / rel).rglob("test_*.py")):
             relpath = path.relative_to(root).as_posix()
             tree.test_files.add(relpath)
@@ -346,14 +355,39 @@ class FileProblem:
     message: str
 
 
-def compile_check(path: Path, rel: str) -> str | None:
-    """Compile (never run) a learner file; the problem as ``rel:line: message``, or None."""
+def _public_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return {n for n in names if not n.startswith("_")}
+
+
+def compile_check(path: Path, rel: str, course_file: Path | None = None) -> str | None:
+    """Compile (never run) a learner file, and check that it still defines every public
+    top-level name of the course's version (the rest of the package imports them).
+
+    Returns:
+        The problem as ``rel:line: message``, or None.
+    """
     try:
-        compile(path.read_text(encoding="utf-8"), rel, "exec", dont_inherit=True)
+        source = path.read_text(encoding="utf-8")
+        compile(source, rel, "exec", dont_inherit=True)
+        tree = ast.parse(source)
     except SyntaxError as exc:
         return f"{rel}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError, UnicodeDecodeError) as exc:
         return f"{rel}: does not compile: {type(exc).__name__}: {str(exc)[:200]}"
+    if course_file is not None and course_file.is_file():
+        missing = sorted(_public_names(ast.parse(course_file.read_text(encoding="utf-8"))) - _public_names(tree))
+        if missing:
+            return (f"{rel}: does not define {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''} "
+                    "(the course's version does, and the rest of the package uses them)")
     return None
 
 
@@ -611,7 +645,20 @@ def _process_start() -> float:
         return time.time()
 
 
-def grade(course: Path, submission: Path, hidden: Path | None, *, python: str = sys.executable,
+def read_hidden(hidden: Path) -> dict[str, bytes]:
+    """The hidden test files under ``hidden/tests/hidden/`` as {relative path: bytes} (bounded)."""
+    out: dict[str, bytes] = {}
+    base = hidden / HIDDEN_DIR
+    for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+        if "__pycache__" in path.parts:
+            continue
+        if path.stat().st_size > catalog.MAX_SOURCE_BYTES or len(out) >= 1000:
+            raise SystemExit(f"error: {path}: hidden tests larger than expected")
+        out[path.relative_to(hidden).as_posix()] = path.read_bytes()
+    return out
+
+
+def grade(course: Path, submission: Path, hidden: Path | dict[str, bytes] | None, *, python: str = sys.executable,
           isolation: Isolation | None = None, work_base: Path | None = None,
           started_at: float | None = None, submission_problem: str | None = None) -> Grading:
     """Grade an unpacked submission folder against a student edition (see the module docstring).
@@ -619,7 +666,8 @@ def grade(course: Path, submission: Path, hidden: Path | None, *, python: str = 
     Args:
         course: student edition root (lab packages, tests/grading, graded test folders, labs/).
         submission: folder with the learner's files (any layout :mod:`grading.layout` accepts).
-        hidden: folder holding ``tests/hidden/``, or None for no hidden tests.
+        hidden: folder holding ``tests/hidden/``, or those files already read
+            (:func:`read_hidden`), or None for no hidden tests.
         python: interpreter for the children.
         isolation: who the children run as (default: :func:`choose_isolation` ``auto``).
         work_base: where the working folders go (default: the system temp folder).
@@ -638,11 +686,10 @@ def grade(course: Path, submission: Path, hidden: Path | None, *, python: str = 
     overlay: dict[str, Path] = {}
     for rel, f in found.items():
         if f.ok:
-            problem = compile_check(f.path, rel)
+            problem = compile_check(f.path, rel, course / rel)
             if problem:
-                f = layout.Found(rel, None, "does-not-compile", [problem])
-                message = (f"{problem} -- this file does not compile; graded with the unchanged "
-                           f"student-edition file, so part(s) {', '.join(learner[rel])} lose what needs it")
+                message = (f"{problem} -- graded with the unchanged student-edition file instead, so "
+                           f"part(s) {', '.join(learner[rel])} lose what needs it")
             else:
                 overlay[rel] = f.path
                 if f.how in ("nested", "loose"):
@@ -679,9 +726,10 @@ def grade(course: Path, submission: Path, hidden: Path | None, *, python: str = 
         visible = score_run(visible_tests, tree, child, part_notes, "visible tests")
         shutil.rmtree(tree.root, ignore_errors=True)
         hidden_score = RunScore([], [], {})
-        if hidden is not None and (hidden / HIDDEN_DIR).is_dir():
-            hidden_tests = catalog.declared_tests([hidden / HIDDEN_DIR], hidden)
-            tree = build_tree(base / "hidden", course, overlay, [(hidden / HIDDEN_DIR, HIDDEN_DIR)], iso)
+        hidden_files = read_hidden(hidden) if isinstance(hidden, Path) else (hidden or {})
+        if hidden_files:
+            tree = build_tree(base / "hidden", course, overlay, [], iso, extra_files=hidden_files)
+            hidden_tests = catalog.declared_tests([tree.root / HIDDEN_DIR], tree.root)
             child = run_child(pytest_command(python, tree.root, [HIDDEN_DIR]), tree.root,
                               child_env(tree.root, python), iso, CHILD_TIMEOUT_S)
             hidden_score = score_run(hidden_tests, tree, child, part_notes, "hidden tests")
@@ -758,12 +806,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submission", type=Path, required=True, help="the submission: a folder or a .zip")
     parser.add_argument("--results", type=Path, required=True, help="where to write results.json")
     parser.add_argument("--hidden", type=Path, help="folder holding tests/hidden/ (none: no hidden tests)")
+    parser.add_argument("--hidden-consume", action="store_true",
+                        help="read the hidden tests into memory and delete them from --hidden before any "
+                             "learner code runs (run_autograder: /autograder is thrown away after each run)")
     parser.add_argument("--run-as", default="auto", metavar="auto|none|USER",
                         help="user the learner's code runs as (default auto: an unprivileged user when root)")
     parser.add_argument("--work-base", type=Path, help="where working folders go (default: system temp)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the child processes")
     args = parser.parse_args(argv)
     started = _started_at()
+    hidden: dict[str, bytes] | None = None
+    if args.hidden is not None:
+        hidden = read_hidden(args.hidden)
+        if args.hidden_consume:  # nothing left on disk for the visible run's code to find
+            shutil.rmtree(args.hidden / HIDDEN_DIR.split("/")[0], ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="submission-", dir=args.work_base) as tmp:
         unpacked = Path(tmp) / "submission"
         problem = None
@@ -774,7 +830,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(unpacked, ignore_errors=True)
             unpacked.mkdir(parents=True)
         iso = choose_isolation(args.run_as, args.python)
-        result = grade(args.course.resolve(), unpacked, args.hidden.resolve() if args.hidden else None,
+        result = grade(args.course.resolve(), unpacked, hidden,
                        python=args.python, isolation=iso, work_base=args.work_base, started_at=started,
                        submission_problem=problem)
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,9 @@ def test_first_fit_strands_where_best_fit_does_not():
     # [small, big]: "two" on small (where best-fit puts it), "four" takes big: 0 stranded
     # first-fit only, so this grades count_stranded_gpus (1B) without the best-fit score (1A);
     # one-worker jobs: "naive" mode places them exactly as gang mode would, without the gang permit (1C)
+    # nobody pending: idle, not stranded (and, before 1B is written, "your code here (1B)" here:
+    # the engine records a stranded count it cannot compute as "not computed" and carries on)
+    assert count_stranded_gpus(np.array([4, 2]), np.zeros((0, 2), dtype=np.int64), np.zeros(0), np.zeros(0)) == 0
     ff = simulate([big, small], jobs, policy="first-fit", mode="naive")
     packed = simulate([small, big], jobs, policy="first-fit", mode="naive")
     assert ff.summary.peak_stranded_gpus == 4

@@ -385,7 +385,8 @@ def test_rigged_submission_scores_no_more_than_its_honest_parts(batch, dry_run) 
     doc = batch["results"]["rigged"]
     assert doc["score"] <= 32
     notes = _notes(doc)["output"]
-    assert "tampered" in notes  # the flipped outcomes were seen through the control tests
+    # the hook that flips outcomes to "passed" stopped the runs (the guard; else the control tests)
+    assert "the grader's guard stopped the run" in notes or "tampered" in notes
     for ignored in ("conftest.py", "lab01_cluster_sim/__init__.py", "tests/grading/plugin.py"):
         assert ignored in notes.split("not used for grading:")[1]
     assert "_pytest" in notes and "gc.get_objects" in notes  # pointed out for review

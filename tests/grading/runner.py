@@ -35,8 +35,9 @@ What happens, in order:
 
 Limits (see labs/README.md): learner code and the tests share the child process, so a
 learner who studies the grader can still forge the report of that child from inside it
-(the control tests and the child's guard stop blanket forgeries, not targeted ones); and
-without root there is no second user, so learner code can read what the instructor can.
+(the child's guard, ``--grade-guard``, and the control tests stop the usual patches and
+blanket forgeries, not a targeted attack on the guard itself); and without root there is
+no second user, so learner code can read what the instructor can.
 """
 
 from __future__ import annotations
@@ -525,6 +526,9 @@ def score_run(tests: list[catalog.DeclaredTest], tree: Tree, child: ChildResult,
                 trusted_error = ("a control test that must fail was reported as "
                                  f"{got[0].outcome if got else 'missing'}: the report was tampered with")
                 break
+    guard = [ln.strip() for ln in child.output.splitlines() if ln.startswith("grading guard:")]
+    if guard:
+        trusted_error = f"{guard[0][:300]} (the grader's guard stopped the run)"
     if child.timed_out:
         notes.append(f"{label}: stopped after {CHILD_TIMEOUT_S:g} s")
     if trusted_error:

@@ -301,6 +301,16 @@ def test_student_readme_and_makefile_commands_work(learner_checkout: Path) -> No
     html = (root / "written_answers.html").read_text()
     assert "GRADING GUIDE" not in html and "Grading guide" not in html and html.count("YOUR ANSWER HERE") == 5
     assert "check PART=" in _make(root, "help").stdout
+    # batch grading works from the student edition too (its autograder has no hidden tests)
+    (root / "subs").mkdir()
+    shutil.copy2(root / "submission.zip", root / "subs" / "learner.zip")
+    proc = subprocess.run([sys.executable, "tools/grade_submissions.py", "subs", "--out", "book.csv", "--jobs", "1"],
+                          cwd=root, env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))},
+                          capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "grading without hidden tests" in proc.stderr
+    row = (root / "book.csv").read_text().splitlines()[1].split(",")
+    assert row[:3] == ["learner.zip", "0", "56"]  # the student edition's stubs: 0 of the 56 visible points
 
 
 def test_student_edition_drops_grading_guides_and_the_instructors_readme(student_edition) -> None:

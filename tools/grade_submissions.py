@@ -19,7 +19,8 @@ their points in the header), and the problems the autograder reported. Each subm
 ``gradebook-results/``).
 
 Without ``--autograder``, the autograder is built first from this repository
-(tools/make_autograder.py: the student edition plus the hidden tests).
+(tools/make_autograder.py: the student edition plus the hidden tests; in a student edition,
+which has none, without hidden tests).
 """
 
 from __future__ import annotations
@@ -189,8 +190,12 @@ def main(argv: list[str] | None = None) -> int:
         if autograder is None:
             autograder = Path(tmp) / "autograder.zip"
             tool = _load("make_autograder")
+            hidden = (REPO_ROOT / "tests" / "hidden").is_dir()
+            if not hidden:
+                print("note: this checkout has no tests/hidden/ (a student edition): grading without hidden "
+                      "tests; pass --autograder ZIP to use the course's autograder", file=sys.stderr)
             try:
-                tool.build(autograder)
+                tool.build(autograder, hidden=hidden)
             except tool.AutograderError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 1

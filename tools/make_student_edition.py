@@ -31,6 +31,7 @@ marker (named by file:line); a region whose part is unknown.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import shutil
@@ -266,12 +267,16 @@ def build(outdir: Path, root: Path = REPO_ROOT, instructor: bool = False) -> lis
         else:
             shutil.copy2(root / rel, dest)
     if not instructor and (outdir / "tests" / "grading" / "manifest.py").is_file():
-        sys.path.insert(0, str(outdir / "tests"))
+        # the copy's own manifest module, loaded by path: a `grading` package imported from the
+        # copy would stay in sys.modules after the copy is gone
+        spec = importlib.util.spec_from_file_location("_edition_manifest", outdir / "tests" / "grading" / "manifest.py")
+        manifest = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = manifest  # dataclasses look their module up there
         try:
-            from grading import manifest  # the copy's own manifest module
+            spec.loader.exec_module(manifest)
             manifest.write(outdir, exclude_hidden=True)
         finally:
-            sys.path.remove(str(outdir / "tests"))
+            del sys.modules[spec.name]
     return regions
 
 

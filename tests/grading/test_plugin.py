@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -140,6 +141,10 @@ def test_hidden_tests_run_when_present(course: pytest.Pytester) -> None:
     secret = next(t for t in doc["tests"] if t["number"] == "1A.9")
     assert secret["visibility"] == "after_published" and secret["score"] == 1.0
     assert doc["score"] == 6.0  # 5 + 1
+    # the top-level output (visible before grades are published) counts the visible tests only
+    assert "1A.9" not in doc["output"] and "test_secret" not in doc["output"]
+    assert re.search(r"^total\s+3\s+1\s+5 / 9", doc["output"], re.M), doc["output"]
+    assert "hidden tests: 1;" in doc["output"]
     # a learner's check leaves them out
     result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-no-hidden")
     assert [t["number"] for t in read_results(course)["tests"]] == ["1A.1", "1A.2", "1B.1"]

@@ -7,12 +7,12 @@ use the ``shared_data`` fixture, which skips with a clear message when it is abs
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
+
+from grading.toolbox import load_tool
 
 pytest_plugins = ["grading.plugin"]  # points marker, pytest --grade (tests/grading/plugin.py)
 
@@ -50,17 +50,6 @@ def nvidia_smi_dir(shared_data: Path) -> Path:
     if not path.is_dir():
         pytest.skip(f"nvidia-smi samples not found at {path}")
     return path
-
-
-def load_tool(name: str):
-    """A module of tools/ (``make_student_edition``, ``make_autograder``...), imported by path."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")

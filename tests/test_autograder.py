@@ -41,9 +41,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import REPO_ROOT, load_tool
+from grading.toolbox import load_tool
 from grading import catalog, junit, layout, runner
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())
 SPEC = json.loads((REPO_ROOT / "tests" / "grading" / "submission.json").read_text())
 LEARNER_FILES: dict[str, list[str]] = SPEC["files"]

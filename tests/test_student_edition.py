@@ -23,7 +23,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from conftest import load_tool
+from grading.toolbox import load_tool
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())

@@ -189,3 +189,57 @@ def utilisation_steps(price_per_gpu_hour: float, work_gpus: float,
                                     price_per_gpu_hour / u, freed,
                                     freed * HOURS_PER_YEAR * price_per_gpu_hour))
     return rows
+
+
+@dataclass(frozen=True)
+class FractionalRequests:
+    """How much of a GPU the pods of a workload ask for (:func:`fractional_requests`).
+
+    Attributes:
+        gpu_pods: pods asking for at least part of a GPU.
+        cpu_pods: pods asking for no GPU.
+        fractional_pods: GPU pods asking for less than one whole GPU.
+        median_milli: median request of the fractional pods, in milli-GPU (1000 = a GPU).
+        p25_milli, p75_milli: their 25th and 75th percentiles (milli-GPU).
+    """
+
+    gpu_pods: int
+    cpu_pods: int
+    fractional_pods: int
+    median_milli: float
+    p25_milli: float
+    p75_milli: float
+
+    @property
+    def fractional_share(self) -> float:
+        """Share of the GPU pods that ask for less than a whole GPU (0..1)."""
+        return self.fractional_pods / self.gpu_pods if self.gpu_pods else 0.0
+
+
+def fractional_requests(jobs: list) -> FractionalRequests:
+    """Count the pods that ask for a fraction of one GPU.
+
+    Args:
+        jobs: :class:`lab01_cluster_sim.model.Job` records (``gpus_per_worker`` GPUs of
+            ``gpu_milli`` milli-GPU each), e.g. the Alibaba trace's pod list.
+
+    Raises:
+        InputError: an empty list, or one without a single GPU pod.
+    """
+    if not jobs:
+        raise InputError("jobs: expected at least one pod, got none")
+    gpu = [j for j in jobs if j.gpus_per_worker >= 1 and j.gpu_milli > 0]
+    if not gpu:
+        raise InputError(f"jobs: expected at least one pod asking for a GPU among {len(jobs)}")
+    frac = sorted(j.gpu_milli for j in gpu if j.gpus_per_worker == 1 and j.gpu_milli < 1000)
+
+    def quantile(q: float) -> float:
+        if not frac:
+            return 0.0
+        pos = q * (len(frac) - 1)  # linear interpolation between order statistics
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(frac) - 1)
+        return frac[lo] + (frac[hi] - frac[lo]) * (pos - lo)
+
+    return FractionalRequests(len(gpu), len(jobs) - len(gpu), len(frac), quantile(0.5),
+                              quantile(0.25), quantile(0.75))

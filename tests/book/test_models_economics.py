@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from lab01_cluster_sim.economics import (HOURS_PER_YEAR, fleet_for_work, gpus_needed,
-                                         idle_capacity, idle_cost_grid, sharing_savings,
-                                         utilisation_steps)
+from lab01_cluster_sim.economics import (HOURS_PER_YEAR, fleet_for_work, fractional_requests,
+                                         gpus_needed, idle_capacity, idle_cost_grid,
+                                         sharing_savings, utilisation_steps)
 from lab01_cluster_sim.errors import InputError
 
 
@@ -92,3 +92,21 @@ def test_fleet_for_work_and_bad_input():
         utilisation_steps(4.0, 40, [0.5, 0.3])
     with pytest.raises(InputError, match="price_per_gpu_hour"):
         utilisation_steps(-4.0, 40, [0.5])
+
+
+def test_fractional_requests_hand_counted():
+    from lab01_cluster_sim.model import Job
+    # 5 pods: one CPU-only, one whole GPU, one 2-GPU, three fractional (250, 500, 750 milli)
+    jobs = [Job("cpu", 0, 1, gpus_per_worker=0, gpu_milli=0),
+            Job("whole", 0, 1, gpus_per_worker=1, gpu_milli=1000),
+            Job("two", 0, 1, gpus_per_worker=2, gpu_milli=1000),
+            Job("a", 0, 1, gpus_per_worker=1, gpu_milli=250),
+            Job("b", 0, 1, gpus_per_worker=1, gpu_milli=500),
+            Job("c", 0, 1, gpus_per_worker=1, gpu_milli=750)]
+    r = fractional_requests(jobs)
+    assert (r.gpu_pods, r.cpu_pods, r.fractional_pods) == (5, 1, 3)
+    assert r.fractional_share == pytest.approx(3 / 5)
+    # sorted 250, 500, 750: median 500; p25 at position 0.5 -> 375; p75 at 1.5 -> 625
+    assert (r.median_milli, r.p25_milli, r.p75_milli) == (500, 375, 625)
+    with pytest.raises(InputError, match="at least one pod asking for a GPU"):
+        fractional_requests(jobs[:1])

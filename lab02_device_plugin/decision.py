@@ -262,10 +262,10 @@ def draw_sharing_matrix(ax: Any = None) -> Any:
         spine.set_visible(False)
     handles = [Patch(facecolor=col, label=label) for col, label in _KIND_STYLE.values()]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2,
-              fontsize=8, frameon=False)
+              fontsize=9, frameon=False)
     ax.text(len(mechs), len(SHARED_RESOURCES) + 1.9,
             "* application faults stay in their instance; GPU-wide events reach all",
-            ha="right", va="top", fontsize=8)
+            ha="right", va="top", fontsize=9)
     return ax
 
 

@@ -234,6 +234,11 @@ _KIND_STYLE = {  # kind -> (colour, label)
 }
 
 
+_KIND_WORDS = {"own": "own", "space": "split", "time": "turns", "capped": "capped",
+               "shared": "shared"}
+_METRIC_WORDS = {**_KIND_WORDS, "own": "per pod", "shared": "card only"}
+
+
 def draw_sharing_matrix(ax: Any = None) -> Any:
     """Draw :data:`SHARING` as a coloured grid (rows: resources, columns: mechanisms) with
     a legend; returns the Axes. A ``*`` marks MIG's fault domain: instances are separate
@@ -249,8 +254,8 @@ def draw_sharing_matrix(ax: Any = None) -> Any:
             kind = SHARING[mech][res]
             colour = _KIND_STYLE[kind.rstrip("*")][0]
             ax.add_patch(plt.Rectangle((c, r), 1, 1, facecolor=colour, edgecolor="white", lw=2))
-            text = {"own": "own", "space": "split", "time": "turns", "capped": "capped",
-                    "shared": "shared"}[kind.rstrip("*")] + ("*" if kind.endswith("*") else "")
+            words = _METRIC_WORDS if res == "per-pod metrics" else _KIND_WORDS
+            text = words[kind.rstrip("*")] + ("*" if kind.endswith("*") else "")
             ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=9)
     ax.set_xlim(0, len(mechs))
     ax.set_ylim(len(SHARED_RESOURCES), 0)

@@ -161,7 +161,9 @@ class MigGpu:
 
 
 #: MIG-capable GPUs (NVIDIA MIG User Guide, "Supported GPUs" and "Deployment
-#: Considerations", r620 edition). Keys are lower-case short names.
+#: Considerations", r620 edition). Keys are lower-case short names. The B300 appears only
+#: in the guide's driver table; its 7 instances are those of the GPU Operator's MIG
+#: configurations for it (seven 1g.34gb), a secondary source.
 MIG_GPUS: MappingProxyType = MappingProxyType({
     "a30": MigGpu("A30", 4, 4, 4, "R460"),
     "a100-40gb": MigGpu("A100 40GB", 7, 8, 7, "R450", "A100-40GB"),

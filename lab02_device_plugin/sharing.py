@@ -18,6 +18,7 @@ api/config/v1/replicas.go).
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import uuid as uuidlib
@@ -30,6 +31,7 @@ from lab02_device_plugin.config import (
 )
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.inventory import Inventory
+from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
 from lab02_device_plugin.mig import mixed_resource_name
 
 HEALTHY = "Healthy"
@@ -293,6 +295,13 @@ def advertise(inventory: Inventory, config: Config) -> ResourcePlan:
     for name in sorted(groups):
         devices = groups[name]
         replicas = shared_names.get(name, 1)
+        if len(devices) * replicas > MAX_DEVICES_PER_RESOURCE:
+            # Checked before the IDs are built: 8 GPUs x 10^9 replicas must not allocate first.
+            raise InputError(
+                f"{name}: {len(devices)} devices x {replicas} replicas = "
+                f"{len(devices) * replicas} device IDs; expected at most "
+                f"{MAX_DEVICES_PER_RESOURCE} per resource (the kubelet gets them all in one "
+                "ListAndWatch message, limited to 4 MiB: see lab02_device_plugin.limits)")
         if replicas > 1:
             expanded = [r for d in devices for r in expand_replicas(d, replicas)]
             adv_name = name + ".shared" if sharing.rename_by_default else name
@@ -327,9 +336,9 @@ def validate_request(resource: AdvertisedResource,
     for did in device_ids:
         dev = resource.device(did)
         if dev is None:
-            raise AllocationError(f"invalid request for {resource.name}: unknown device {did!r}")
+            raise AllocationError(f"invalid request for {resource.name}: unknown device {short_repr(did)}")
         if did in seen:
-            raise AllocationError(f"invalid request for {resource.name}: device {did!r} listed "
+            raise AllocationError(f"invalid request for {resource.name}: device {short_repr(did)} listed "
                                   "twice")
         seen.add(did)
         devices.append(dev)
@@ -522,7 +531,7 @@ def preferred_allocation(resource: AdvertisedResource, available: Sequence[str],
     for did in itertools.chain(available, must_include):
         if resource.device(did) is None:
             raise AllocationError(f"invalid preferred allocation request for {resource.name}: "
-                                  f"unknown device {did!r}")
+                                  f"unknown device {short_repr(did)}")
     avail = list(dict.fromkeys(available))
     must = list(dict.fromkeys(must_include))
     if any(m not in avail for m in must):
@@ -572,6 +581,15 @@ def _preferred_whole_gpus(devs, avail, must, size) -> list[str]:
 
 
 def _preferred_replicas(resource, devs, avail, must, size, policy) -> list[str]:
+    """Greedy per physical device (see :func:`preferred_allocation`), in O(size log P).
+
+    The next device is the minimum over the candidates of (used, fresh, order) for
+    ``distributed`` or (-used, order) for ``packed``, where ``used`` and ``fresh`` depend only
+    on the candidate's physical device. So each physical device offers its first remaining
+    candidate (by order), and only the device just picked from changes its key: a heap of
+    one entry per physical device gives the same answer as scanning every candidate at every
+    step, without the cubic cost (a 1,000-unit request from 8,000 replicas took minutes).
+    """
     total: dict[str, int] = {}
     for d in resource.devices:
         total[d.physical_id] = total.get(d.physical_id, 0) + 1
@@ -583,19 +601,34 @@ def _preferred_replicas(resource, devs, avail, must, size, policy) -> list[str]:
     picked_on: dict[str, int] = {}
     for did in must:
         picked_on[devs[did].physical_id] = picked_on.get(devs[did].physical_id, 0) + 1
+
+    def order(i: str) -> tuple:
+        d = devs[i]
+        return (d.gpu_index, d.mig_index if d.mig_index is not None else -1,
+                d.replica if d.replica is not None else -1)
+
+    chosen = set(picked)
+    queues: dict[str, list[str]] = {}
+    for i in avail:
+        if i not in chosen:
+            queues.setdefault(devs[i].physical_id, []).append(i)
+    for q in queues.values():
+        q.sort(key=order, reverse=True)  # pop() from the end gives the smallest order
+
+    def key(pid: str) -> tuple:
+        used = in_use[pid] + picked_on.get(pid, 0)
+        head = order(queues[pid][-1])
+        if policy == "packed":
+            return (-used, head)
+        return (used, 1 if picked_on.get(pid) else 0, head)
+
+    heap = [(key(pid), pid) for pid in queues]
+    heapq.heapify(heap)
     while len(picked) < size:
-        cands = [i for i in avail if i not in picked]
-
-        def key(i: str) -> tuple:
-            d = devs[i]
-            used = in_use[d.physical_id] + picked_on.get(d.physical_id, 0)
-            fresh = 1 if picked_on.get(d.physical_id) else 0
-            order = (d.gpu_index, d.mig_index if d.mig_index is not None else -1,
-                     d.replica if d.replica is not None else -1)
-            return (used, fresh, order) if policy != "packed" else (-used, order)
-
-        choice = min(cands, key=key)
+        _, pid = heapq.heappop(heap)
+        choice = queues[pid].pop()
         picked.append(choice)
-        pid = devs[choice].physical_id
         picked_on[pid] = picked_on.get(pid, 0) + 1
+        if queues[pid]:
+            heapq.heappush(heap, (key(pid), pid))
     return picked

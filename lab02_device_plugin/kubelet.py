@@ -670,11 +670,13 @@ class MockKubelet:
                 self._changed.notify_all()
         if current:
             grace = _duration(self.stop_grace_period)
+            n = len(endpoint.devices)
             self._narrate(
-                f"ListAndWatch {endpoint.resource}: stream ended ({reason}); as a kubelet does "
-                f"when a plugin goes away, it marks all {_count(len(endpoint.devices), 'device')} "
-                f"unhealthy (allocatable 0) until the plugin registers again, and drops the "
-                f"resource after {grace} without it. Normal when the plugin stops or restarts")
+                f"ListAndWatch {endpoint.resource}: stream ended ({reason}). As the kubelet does "
+                f"when a plugin goes away, it marks {'its' if n == 1 else 'all'} "
+                f"{_count(n, 'device')} unhealthy (allocatable 0) until the plugin registers "
+                f"again, and drops the resource after {grace} without it. Normal when a plugin "
+                "stops or restarts")
 
     def _on_snapshot(self, endpoint: _Endpoint, response: pb.ListAndWatchResponse) -> None:
         devices = {}

@@ -108,13 +108,13 @@ def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
         with p.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise InputError(f"{shorten(str(p))}: cannot read {what}: {exc.strerror or exc}") from None
+        raise InputError(f"{shorten(str(p), 200)}: cannot read {what}: {exc.strerror or exc}") from None
     if len(data) > limit:
         try:
             size = f"{p.stat().st_size} bytes"
         except OSError:
             size = f"more than {limit} bytes"
-        raise InputError(f"{shorten(str(p))}: {what} is {size}; expected at most {limit} bytes "
+        raise InputError(f"{shorten(str(p), 200)}: {what} is {size}; expected at most {limit} bytes "
                          f"({_size_reason(what)})")
     return data.decode("utf-8", errors="replace")
 

@@ -85,7 +85,7 @@ import grpc
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, short_repr, shorten
+from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, shorten
 
 # Constants of k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (constants.go) and the device
 # manager (types.go, endpoint.go) in the Kubernetes source.
@@ -933,6 +933,12 @@ class MockKubelet:
                 self._timers = [t for t in self._timers if t.is_alive()] + [timer]
             else:
                 self._pods[pod.uid] = PodStatus(pod, phase, reason, message, True, 0)
+                # A rejected pod is terminated: devices it held before (a checkpointed pod
+                # after a reboot) are freed too (the kubelet frees them at its next admission).
+                held = [a for a in self._allocations if a.pod_uid == pod.uid]
+                if held:
+                    self._allocations = [a for a in self._allocations if a.pod_uid != pod.uid]
+                    self._write_checkpoint()
         if retry:
             self._narrate(f"Admit {pod.name}: not admitted yet, Pending: {message}; retrying in "
                           f"{_duration(self.retry_admission_after)} (the retry option, as "

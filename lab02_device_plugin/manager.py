@@ -229,7 +229,7 @@ class PluginManager:
             self._last_identity = _socket_identity(self.kubelet_socket)
             self._remember_files()
             try:
-                self._start_plugins()
+                self._start_plugins(initial=True)
             except BaseException:  # e.g. a socket that cannot be bound: undo what began
                 self._stop_plugins()
                 if self.health_source is not None:
@@ -238,7 +238,7 @@ class PluginManager:
             self._watcher = threading.Thread(target=self._watch, name="kubelet-watch", daemon=True)
             self._watcher.start()
 
-    def _start_plugins(self) -> None:
+    def _start_plugins(self, initial: bool = False) -> None:
         self._last_attempt = time.monotonic()
         self.servers = {}
         absent: list[AdvertisedResource] = []
@@ -246,7 +246,17 @@ class PluginManager:
             srv = DevicePluginServer(res, self.socket_dir, self.kubelet_socket, self.config,
                                      self.health, self.pre_start_required)
             self.servers[res.name] = srv
-            srv.serve()
+            try:
+                srv.serve()
+            except (InputError, RuntimeError) as exc:
+                if initial:
+                    raise
+                # A restart racing a kubelet's start (which deletes every socket): try again
+                # after retry_interval rather than lose the watcher.
+                self.last_error = str(exc)
+                self._log(f"{res.name}: {shorten(str(exc), 300)}; retrying in "
+                          f"{self.retry_interval:g} s")
+                continue
             try:
                 srv.register()
             except KubeletUnavailable:
@@ -407,25 +417,33 @@ class PluginManager:
 
     def _watch(self) -> None:
         while not self._stop.wait(self.watch_interval):
-            ident = _socket_identity(self.kubelet_socket)
-            changed = ident is not None and ident != self._last_identity
-            self._last_identity = ident
-            if changed:
-                self.reload(f"{self.kubelet_socket} was re-created (kubelet restart)")
-                continue
-            if ident is not None and self._own_socket_removed():
-                # A kubelet restart removes every socket in the directory. Polling can miss
-                # the new kubelet.sock when the file system reuses the inode within one
-                # timestamp tick, so a vanished plugin socket is the second sign.
-                self.reload("a plugin socket was removed (kubelet restart)")
-                continue
-            path = self._changed_file()
-            if path is not None:
-                self.reload(f"{path} changed", restart_anyway=False)
-                continue
-            if (ident is not None and not self.registered and self.kubelet_socket
-                    and time.monotonic() - self._last_attempt >= self.retry_interval):
-                self._retry_registration()
+            try:
+                self._watch_once()
+            except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failure
+                self.last_error = str(exc)
+                self._log(f"watcher: {type(exc).__name__}: {shorten(str(exc), 300)}; still "
+                          "watching")
+
+    def _watch_once(self) -> None:
+        ident = _socket_identity(self.kubelet_socket)
+        changed = ident is not None and ident != self._last_identity
+        self._last_identity = ident
+        if changed:
+            self.reload(f"{self.kubelet_socket} was re-created (kubelet restart)")
+            return
+        if ident is not None and self._own_socket_removed():
+            # A kubelet restart removes every socket in the directory. Polling can miss
+            # the new kubelet.sock when the file system reuses the inode within one
+            # timestamp tick, so a vanished plugin socket is the second sign.
+            self.reload("a plugin socket was removed (kubelet restart)")
+            return
+        path = self._changed_file()
+        if path is not None:
+            self.reload(f"{path} changed", restart_anyway=False)
+            return
+        if (ident is not None and not self.registered and self.kubelet_socket
+                and time.monotonic() - self._last_attempt >= self.retry_interval):
+            self._retry_registration()
 
     def _retry_registration(self) -> None:
         """Register the plugins that are not registered yet (servers keep serving)."""

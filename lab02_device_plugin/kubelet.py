@@ -707,9 +707,10 @@ class MockKubelet:
         if hit and endpoint.snapshots > 1:
             self._narrate(
                 f"ListAndWatch {endpoint.resource}: {', '.join(sorted(newly_bad)[:4])}"
-                f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under running "
-                f"{_count(len(hit), 'pod')} ({', '.join(hit)}): the kubelet does not stop "
-                "them; the device leaves allocatable, and the pod's status shows it only with "
+                f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under "
+                f"{_count(len(hit), 'running pod')} ({', '.join(hit)}): the kubelet does not "
+                f"stop {'it' if len(hit) == 1 else 'them'}; the device leaves allocatable, and "
+                "the pod's status shows it only with "
                 "the ResourceHealthStatus feature gate (KEP-4680: alpha in 1.31, beta in 1.36)")
 
     # ---- node status and waits ------------------------------------------------------------

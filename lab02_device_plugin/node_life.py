@@ -259,7 +259,7 @@ def unhealthy_gpu() -> Story:
         n.wait_note(r"went unhealthy")
         story.moments.append(n.moment("Xid 79 on train's GPU", r"went unhealthy"))
         n.kubelet.admit_pod(_pod("serve"))
-        story.moments.append(n.moment("serve asks for a GPU: the healthy one is free",
+        story.moments.append(n.moment("serve asks for a GPU while the healthy one is idle",
                                       r"^Schedule serve"))
         n.kubelet.admit_pod(_pod("train"))
         story.moments.append(n.moment(

@@ -52,8 +52,8 @@ def test_a_gpu_going_unhealthy_under_a_running_pod_is_narrated_and_the_pod_keeps
         status = n.kubelet.wait_for_resource(GPU, 1, capacity=2)
         assert status.allocatable == {GPU: 1}
         assert n.kubelet.pod_status("a").phase == "Running"
-        assert any(f"{gpu} went unhealthy under running 1 pod (a): the kubelet does not stop "
-                   "them" in line for line in n.kubelet.narration)
+        assert any(f"{gpu} went unhealthy under 1 running pod (a): the kubelet does not stop "
+                   "it" in line for line in n.kubelet.narration)
 
 
 def test_reboot_before_the_plugin_registers_fails_checkpointed_pods_with_the_kubelets_message():

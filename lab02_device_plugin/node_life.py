@@ -69,10 +69,13 @@ class Story:
     title: str
     moments: list[Moment] = field(default_factory=list)
 
-    def lines(self, width: int = 0) -> list[str]:
-        """One block per moment: the step, the node status, the pods, the notes."""
+    def lines(self, start: int = 1) -> list[str]:
+        """The title, then one block per moment from moment ``start`` (1-based, numbered as in
+        the whole story): the step, the node status, the pods, the notes."""
         out = [self.title]
         for n, m in enumerate(self.moments, start=1):
+            if n < start:
+                continue
             out.append(f"{n}. {m.step}")
             resources = sorted(set(m.capacity) | set(m.allocatable))
             node = ", ".join(f"{r} {m.allocatable.get(r, 0)}/{m.capacity.get(r, 0)}"

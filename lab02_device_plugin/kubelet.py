@@ -101,6 +101,8 @@ PRE_START_CONTAINER_TIMEOUT_S = 30.0
 ENDPOINT_STOP_GRACE_PERIOD_S = 300.0
 #: Devices with no NUMA topology are checkpointed under this node (pod_devices.go).
 NODE_WITHOUT_TOPOLOGY = -1
+#: Longest narration line (characters): 64 allocated GPU UUIDs (41 characters each) fit.
+MAX_NARRATION_CHARS = 4000
 #: Longest path a unix socket address can hold on Linux (sun_path is 108 bytes, NUL included).
 MAX_UNIX_SOCKET_PATH = 107
 
@@ -579,6 +581,7 @@ class MockKubelet:
             return list(self._narration)
 
     def _narrate(self, line: str) -> None:
+        line = shorten(line, MAX_NARRATION_CHARS)  # a plugin's 1 MB device ID stays one short line
         with self._lock:
             self._narration.append(line)
         if self.on_event is not None:

@@ -18,6 +18,7 @@ api/config/v1/replicas.go).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -476,6 +477,12 @@ def mps_daemon_commands(resource: AdvertisedResource, inventory: Inventory) -> l
 LINK_SCORES = MappingProxyType({"SYS": 10, "NODE": 20, "PHB": 30, "PXB": 40, "PIX": 50})
 
 
+@functools.lru_cache(maxsize=256)
+def _links_map(links: tuple[tuple[int, str], ...]) -> dict[int, str]:
+    """``links`` as a dict (peer GPU index -> topo word), built once per GPU."""
+    return dict(links)
+
+
 def _pair_score(a: AdvertisedDevice, b: AdvertisedDevice) -> int:
     """Link score of two GPUs, on go-gpuallocator's scale (:data:`LINK_SCORES`).
 
@@ -484,7 +491,7 @@ def _pair_score(a: AdvertisedDevice, b: AdvertisedDevice) -> int:
     (SameCPU), else 10 (CrossCPU).
     """
     if a.links:
-        word = dict(a.links).get(b.gpu_index)
+        word = _links_map(a.links).get(b.gpu_index)
         if word is not None:
             if word.startswith("NV"):
                 return 100 * int(word[2:])
@@ -565,16 +572,27 @@ def _preferred_whole_gpus(devs, avail, must, size) -> list[str]:
                 best, best_score = combo, total
         return must + [rest[c] for c in best]
     # Too many sets: grow greedily from each possible seed (must_include, or each GPU) and
-    # keep the best grown set; ties go to the earlier seed.
+    # keep the best grown set; ties go to the earlier seed. Pair scores are computed once
+    # and each candidate's gain is updated as the set grows: O(seeds x size x GPUs) steps.
+    everyone = list(must) + rest
+    at = {d: n for n, d in enumerate(everyone)}
+    pair = [[_pair_score(devs[a], devs[b]) if a != b else 0 for b in everyone] for a in everyone]
     seeds = [list(must)] if must else [[r] for r in rest]
     best_set, best_total = None, -1
     for seed in seeds:
         picked = list(seed)
+        chosen = set(picked)
+        gain = {i: sum(pair[at[i]][at[p]] for p in picked) for i in rest if i not in chosen}
+        total = sum(pair[at[a]][at[b]] for a, b in itertools.combinations(picked, 2))
         while len(picked) < size:
-            cand = [i for i in rest if i not in picked]
-            picked.append(max(cand, key=lambda i: (
-                sum(_pair_score(devs[i], devs[p]) for p in picked), -devs[i].gpu_index)))
-        total = _set_score([devs[i] for i in picked])
+            nxt = max((i for i in rest if i not in chosen),
+                      key=lambda i: (gain[i], -devs[i].gpu_index))
+            total += gain.pop(nxt)
+            picked.append(nxt)
+            chosen.add(nxt)
+            row = pair[at[nxt]]
+            for i in gain:
+                gain[i] += row[at[i]]
         if total > best_total:
             best_set, best_total = picked, total
     return best_set

@@ -405,3 +405,17 @@ def test_a_4000_unit_request_from_32768_replicas_is_answered():
     # distributed: 4000 = 62 x 64 + 32, so GPUs 0..31 give 63 replicas and 32..63 give 62.
     per_gpu = [sum(1 for i in got if i.startswith(f"GPU-{g}::")) for g in range(64)]
     assert per_gpu == [63] * 32 + [62] * 32
+
+
+def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
+    # 64 GPUs in 8 NVLink islands of 8 (NV18 inside an island, SYS across). C(64, 32) sets
+    # are too many to score, so the greedy search runs; it used to rebuild each GPU's link
+    # table for every pair it scored (about 19 s here), and now scores each pair once.
+    from lab02_device_plugin.sharing import preferred_allocation
+    gpus = tuple(Gpu(i, f"GPU-{i}", "H100", 81559, nvlink_island=i // 8, links=tuple(
+        (j, "NV18" if j // 8 == i // 8 else "SYS") for j in range(64) if j != i)) for i in range(64))
+    (resource,) = advertise(Inventory(gpus), parse_config(None)).resources
+    got = preferred_allocation(resource, [d.id for d in resource.devices], [], 32)
+    # From seed GPU 0 the greedy fills island 0 (each member adds 1800 = NV18 x 100), then,
+    # all others tied at SYS, takes the lowest index (GPU 8) and fills island 1, and so on.
+    assert sorted(int(i[4:]) for i in got) == list(range(32))

@@ -219,8 +219,9 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         line, col = exc.position
-        raise InputError(f"{src}:{line}:{col + 1}: malformed XML; expected `nvidia-smi -q -x` "
-                         "output") from None
+        reason = str(exc).rsplit(": line ", 1)[0]  # expat's words, e.g. an entity bomb refused
+        raise InputError(f"{src}:{line}:{col + 1}: malformed XML ({shorten(reason, 100)}); "
+                         "expected `nvidia-smi -q -x` output") from None
     if root.tag != "nvidia_smi_log":
         raise InputError(f"{src}: root element <{shorten(root.tag)}>; expected <nvidia_smi_log> "
                          "(`nvidia-smi -q -x` output)")

@@ -419,3 +419,15 @@ def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
     # From seed GPU 0 the greedy fills island 0 (each member adds 1800 = NV18 x 100), then,
     # all others tied at SYS, takes the lowest index (GPU 8) and fills island 1, and so on.
     assert sorted(int(i[4:]) for i in got) == list(range(32))
+
+
+def test_an_xml_entity_bomb_is_refused_by_the_parser():
+    # 10 ** 9 "lol"s once expanded; expat (2.4.1 and later) refuses the amplification.
+    from lab02_device_plugin.inventory import from_nvidia_smi_xml
+    entities = '<!ENTITY lol0 "lol">' + "".join(
+        f'<!ENTITY lol{i} "' + f"&lol{i - 1};" * 10 + '">' for i in range(1, 10))
+    text = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n'
+            "<nvidia_smi_log><driver_version>&lol9;</driver_version></nvidia_smi_log>")
+    with pytest.raises(InputError, match=r"bomb.xml:3:\d+: malformed XML \(limit on input "
+                                         r"amplification factor"):
+        from_nvidia_smi_xml("bomb.xml", text)

@@ -18,7 +18,6 @@ api/config/v1/replicas.go).
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import math
@@ -477,21 +476,17 @@ def mps_daemon_commands(resource: AdvertisedResource, inventory: Inventory) -> l
 LINK_SCORES = MappingProxyType({"SYS": 10, "NODE": 20, "PHB": 30, "PXB": 40, "PIX": 50})
 
 
-@functools.lru_cache(maxsize=256)
-def _links_map(links: tuple[tuple[int, str], ...]) -> dict[int, str]:
-    """``links`` as a dict (peer GPU index -> topo word), built once per GPU."""
-    return dict(links)
-
-
-def _pair_score(a: AdvertisedDevice, b: AdvertisedDevice) -> int:
+def _pair_score(a: AdvertisedDevice, b: AdvertisedDevice,
+                links: Mapping[int, str] | None = None) -> int:
     """Link score of two GPUs, on go-gpuallocator's scale (:data:`LINK_SCORES`).
 
     With the topology known (``links``), the real link decides: ``NV<n>`` -> 100 x n, PCIe
     words by :data:`LINK_SCORES`. Without it: same NVLink island 100, same NUMA node 20
-    (SameCPU), else 10 (CrossCPU).
+    (SameCPU), else 10 (CrossCPU). ``links``: ``dict(a.links)`` when the caller has built
+    it already (scoring many pairs).
     """
     if a.links:
-        word = _links_map(a.links).get(b.gpu_index)
+        word = (dict(a.links) if links is None else links).get(b.gpu_index)
         if word is not None:
             if word.startswith("NV"):
                 return 100 * int(word[2:])
@@ -501,10 +496,6 @@ def _pair_score(a: AdvertisedDevice, b: AdvertisedDevice) -> int:
     if a.numa_node is not None and a.numa_node == b.numa_node:
         return 20
     return 10
-
-
-def _set_score(devs: Sequence[AdvertisedDevice]) -> int:
-    return sum(_pair_score(a, b) for a, b in itertools.combinations(devs, 2))
 
 
 #: Above this many candidate sets, whole-GPU preference turns greedy (it stays deterministic).
@@ -555,28 +546,37 @@ def preferred_allocation(resource: AdvertisedResource, available: Sequence[str],
     return _preferred_replicas(resource, devs, avail, must, size, policy)
 
 
+def _pair_matrix(devs, ids: Sequence[str]) -> list[list[int]]:
+    """:func:`_pair_score` of every pair of ``ids`` (0 on the diagonal), each GPU's link
+    table built once: 64 GPUs with known links are 4032 scores, not 4032 table builds per
+    candidate set."""
+    tables = {i: dict(devs[i].links) for i in ids}
+    return [[_pair_score(devs[a], devs[b], tables[a]) if a != b else 0 for b in ids]
+            for a in ids]
+
+
 def _preferred_whole_gpus(devs, avail, must, size) -> list[str]:
     order = sorted(avail, key=lambda i: devs[i].gpu_index)
     rest = [i for i in order if i not in must]
     k = size - len(must)
+    everyone = list(must) + rest
+    at = {d: n for n, d in enumerate(everyone)}
+    pair = _pair_matrix(devs, everyone)
     if math.comb(len(rest), k) <= EXHAUSTIVE_LIMIT:
-        # Pair scores once; a candidate set's score = must-must + must-rest + rest-rest pairs.
-        score = [[_pair_score(devs[a], devs[b]) for b in rest] for a in rest]
-        base = _set_score([devs[i] for i in must])
-        with_must = [sum(_pair_score(devs[r], devs[m]) for m in must) for r in rest]
+        # A candidate set's score = must-must + must-rest + rest-rest pairs.
+        r0 = len(must)
+        base = sum(pair[a][b] for a, b in itertools.combinations(range(r0), 2))
+        with_must = [sum(pair[r0 + r][m] for m in range(r0)) for r in range(len(rest))]
         best, best_score = (), -1
         for combo in itertools.combinations(range(len(rest)), k):
             total = base + sum(with_must[c] for c in combo) + sum(
-                score[a][b] for a, b in itertools.combinations(combo, 2))
+                pair[r0 + a][r0 + b] for a, b in itertools.combinations(combo, 2))
             if total > best_score:
                 best, best_score = combo, total
         return must + [rest[c] for c in best]
     # Too many sets: grow greedily from each possible seed (must_include, or each GPU) and
-    # keep the best grown set; ties go to the earlier seed. Pair scores are computed once
-    # and each candidate's gain is updated as the set grows: O(seeds x size x GPUs) steps.
-    everyone = list(must) + rest
-    at = {d: n for n, d in enumerate(everyone)}
-    pair = [[_pair_score(devs[a], devs[b]) if a != b else 0 for b in everyone] for a in everyone]
+    # keep the best grown set; ties go to the earlier seed. Each candidate's gain is updated
+    # as the set grows: O(seeds x size x GPUs) steps.
     seeds = [list(must)] if must else [[r] for r in rest]
     best_set, best_total = None, -1
     for seed in seeds:

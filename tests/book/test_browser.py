@@ -405,7 +405,7 @@ def test_no_code_or_output_block_overflows_the_column(layout_report):
     assert not layout_report["overflow"], "\n".join(layout_report["overflow"])
 
 
-def test_no_figure_text_below_8_px_on_screen(layout_report):
+def test_figure_text_at_least_9_px_on_screen(layout_report):
     assert not layout_report["figure text"], "\n".join(layout_report["figure text"])
 
 

@@ -100,4 +100,4 @@ def test_percent_signs_do_not_break_from_their_number(page):
 def test_worked_case_numbers_are_computed():
     text = (BOOK / "ch05_choosing.md").read_text(encoding="utf-8")
     assert "38.4" not in text and "17.6 ms" not in text
-    assert "{glue:text}`mps_inf_ms`" in text and "{glue:text}`mig_inf_ms`" in text
+    assert "{glue:md}`mps_inf_ms`" in text and "{glue:md}`mig_inf_ms`" in text

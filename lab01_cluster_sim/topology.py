@@ -8,23 +8,44 @@ gradient bytes (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for c
 of workstations", JPDC 2009; the NCCL performance notes, "busbw = algbw x 2(n-1)/n"),
 and a ring is as fast as its slowest link.
 
-Default bandwidths (parameters of :class:`TopologyParams`):
+Default bandwidths (parameters of :class:`TopologyParams`; the per-direction NVLink figure is
+the only NVLink default):
 
 - NVLink: 450 GB/s per GPU *per direction* on H100 SXM5. The datasheet's "NVLink:
   900GB/s" (NVIDIA H100 Tensor Core GPU datasheet) is the bidirectional total of its 18
   4th-generation links (18 x 25 GB/s each way = 450 GB/s each way).
-- InfiniBand: 50 GB/s per port per direction at 400 Gb/s NDR (400 Gb/s / 8 bits; NVIDIA
-  ConnectX-7 / Quantum-2 NDR specifications). One port per GPU, as in a DGX H100
-  (8 x 400 Gb/s).
+- InfiniBand: 50 GB/s per port (rail) per direction at 400 Gb/s NDR (400 Gb/s / 8 bits;
+  NVIDIA ConnectX-7 / Quantum-2 NDR specifications). One port per GPU, as in a DGX H100
+  (8 x 400 Gb/s compute ports).
 
 Both are per-direction figures because a ring all-reduce sends to one neighbour while
 receiving from the other: its time is bound by the one-way bandwidth of the slowest link
 (the NCCL tests' "busbw" is compared against it). Mixing a bidirectional total with a
-one-way figure would double the NVLink/InfiniBand ratio (18 instead of 9).
+one-way figure would double the NVLink/InfiniBand ratio.
+
+**Crossing islands.** NCCL does not push a cross-island all-reduce through one port: it
+builds several rings (channels), splits the data over NVLink inside each island and sends
+each ring out through a different NIC, so the bandwidth of all the NICs adds up as long as
+NVLink can feed them (NCCL maintainers in NVIDIA/nccl#412: "NCCL is able to aggregate the
+bandwidth of multiple NICs, but that requires GPUs to be connected with NVLink with a
+bandwidth that matches or exceeds the sum of the bandwidth of all NICs", and NVIDIA/nccl#601:
+multi-NIC aggregation works "because we can use NVLink to split the operations in N parts
+then balance the traffic onto the N NICs"). A job's ring can use the ports of its own GPUs
+only, and the island holding the fewest of them is the bottleneck, so the cross-island
+bandwidth seen by the ring is::
+
+    inter = min(NVLink per GPU, rails x port bandwidth),   rails = job GPUs in its smallest island
+
+(:func:`cross_island_gbps`). 10 GB over 16 GPUs as 8 + 8: min(450, 8 x 50) = 400 GB/s,
+``2 x 15/16 x 10 GB / 400 GB/s`` = 46.9 ms against 41.7 ms in one island (x1.125); 8 GPUs as
+4 + 4: 200 GB/s, 87.5 ms against 38.9 ms (x2.25); 8 GPUs as 7 + 1: one rail, 50 GB/s,
+350 ms (x9). The lopsided split is the one a topology-aware scheduler should avoid.
 
 The slowdown model: a job that spends a fraction ``f`` of each step communicating inside
 one island spends ``f x (intra / inter)`` when its ring crosses islands (communication not
-overlapped with compute), so its run time grows by ``(1 - f) + f x intra / inter``.
+overlapped with compute; data-parallel training usually overlaps part of its all-reduce
+with the backward pass, so this is an upper bound), so its run time grows by
+``(1 - f) + f x intra / inter``.
 """
 
 from __future__ import annotations
@@ -47,10 +68,20 @@ datasheet's 900 GB/s counts both directions)."""
 INFINIBAND_NDR_GBPS = 50.0
 """GB/s per direction per 400 Gb/s NDR InfiniBand port (400 / 8)."""
 
+HGX_GPUS_PER_ISLAND = 8
+"""GPUs (and compute NICs, one per GPU) of one HGX H100 board: the rails a job that fills an
+island on each side of the cut can use; :func:`comm_slowdown`'s default."""
+
 
 @dataclass(frozen=True, slots=True)
 class TopologyParams:
-    """Bandwidths of the two link classes, GB/s per GPU per direction.
+    """Bandwidths of the two link classes, GB/s per direction.
+
+    Attributes:
+        intra_island_gbps: NVLink bandwidth per GPU (default 450, H100 SXM5).
+        inter_island_gbps: bandwidth of one inter-island port (rail), one per GPU (default
+            50, NDR InfiniBand); a ring crossing islands uses several
+            (:func:`cross_island_gbps`).
 
     Raises:
         InputError: a bandwidth that is not a finite number > 0 (NaN included).
@@ -83,27 +114,71 @@ def ring_allreduce_seconds(gradient_bytes: float, n_gpus: int, link_gbps: float)
     return 2.0 * (n_gpus - 1) / n_gpus * gradient_bytes / (link_gbps * 1e9)
 
 
+def cross_island_gbps(rails: int, params: TopologyParams = TopologyParams()) -> float:
+    """Bandwidth a ring all-reduce gets across NVLink islands: ``min(intra, rails x inter)``, GB/s.
+
+    ``rails`` is the number of the job's GPUs in its smallest island (each with its own
+    port); NCCL spreads its rings over their NICs through NVLink (see the module docstring),
+    and NVLink per GPU caps the sum.
+
+    Raises:
+        InputError: ``rails`` < 1.
+    """
+    if rails < 1:
+        raise InputError(f"rails must be >= 1 (GPUs of the job in its smallest island), got {rails}")
+    return min(params.intra_island_gbps, rails * params.inter_island_gbps)
+
+
+def _even_rails(n_gpus: int, n_islands: int) -> int:
+    """GPUs in the smallest island when ``n_gpus`` are split as evenly as possible."""
+    return max(1, n_gpus // n_islands)
+
+
 def allreduce_seconds(gradient_bytes: float, n_gpus: int, n_islands: int,
-                      params: TopologyParams = TopologyParams()) -> float:
-    """Ring all-reduce time of a job over ``n_islands`` islands: the slowest link decides."""
-    bw = params.intra_island_gbps if n_islands <= 1 else params.inter_island_gbps
-    return ring_allreduce_seconds(gradient_bytes, n_gpus, bw)
+                      params: TopologyParams = TopologyParams(), *, rails: int | None = None) -> float:
+    """Ring all-reduce time of a job over ``n_islands`` islands: the slowest link decides.
+
+    Inside one island the link is NVLink; across islands it is :func:`cross_island_gbps`
+    of ``rails``, the job's GPUs in its smallest island (default: an even split,
+    ``n_gpus // n_islands``). Example (10 GB, 450/50 GB/s): 16 GPUs as 8 + 8 ->
+    ``2 x 15/16 x 10e9 / 400e9`` = 46.9 ms; 8 GPUs as 7 + 1 (``rails=1``) -> 350 ms.
+
+    Raises:
+        InputError: as :func:`ring_allreduce_seconds`; ``n_islands`` < 1 or above
+            ``n_gpus``; ``rails`` < 1 or more than an even split allows
+            (``rails x n_islands > n_gpus``).
+    """
+    if not 1 <= n_islands <= max(1, n_gpus):
+        raise InputError(f"allreduce_seconds: n_islands must be in 1..n_gpus ({n_gpus}), got {n_islands}")
+    if n_islands <= 1:
+        return ring_allreduce_seconds(gradient_bytes, n_gpus, params.intra_island_gbps)
+    if rails is None:
+        rails = _even_rails(n_gpus, n_islands)
+    elif not 1 <= rails <= n_gpus // n_islands:
+        raise InputError(f"allreduce_seconds: rails (GPUs in the smallest island) must be in 1..{n_gpus // n_islands} "
+                         f"for {n_gpus} GPUs over {n_islands} islands, got {rails}")
+    return ring_allreduce_seconds(gradient_bytes, n_gpus, cross_island_gbps(rails, params))
 
 
-def comm_slowdown(comm_fraction: float, n_islands: int, params: TopologyParams = TopologyParams()) -> float:
+def comm_slowdown(comm_fraction: float, n_islands: int, params: TopologyParams = TopologyParams(), *,
+                  rails: int | None = None) -> float:
     """Run-time factor of a job spanning ``n_islands`` islands (1.0 inside one island).
 
     ``(1 - f) + f x intra / inter`` where ``f`` is the share of its step time the job
-    spends in all-reduce when it runs inside one island.
+    spends in all-reduce when it runs inside one island and ``inter`` is
+    :func:`cross_island_gbps` of ``rails`` (the job's GPUs in its smallest island; default
+    :data:`HGX_GPUS_PER_ISLAND`, a full 8-GPU board on each side). With 450/50 GB/s and
+    f = 0.2: 8 rails -> 0.8 + 0.2 x 450/400 = 1.025; 1 rail -> 0.8 + 0.2 x 9 = 2.6.
 
     Raises:
-        InputError: ``comm_fraction`` outside [0, 1].
+        InputError: ``comm_fraction`` outside [0, 1]; ``rails`` < 1.
     """
     if not 0.0 <= comm_fraction <= 1.0:
         raise InputError(f"comm_fraction must be in [0, 1], got {comm_fraction}")
     if n_islands <= 1:
         return 1.0
-    return (1.0 - comm_fraction) + comm_fraction * params.intra_island_gbps / params.inter_island_gbps
+    inter = cross_island_gbps(HGX_GPUS_PER_ISLAND if rails is None else rails, params)
+    return (1.0 - comm_fraction) + comm_fraction * params.intra_island_gbps / inter
 
 
 def island_ids(nodes: Sequence[Node]) -> np.ndarray:
@@ -120,6 +195,16 @@ def island_ids(nodes: Sequence[Node]) -> np.ndarray:
 def islands_spanned(alloc: Allocation, islands: np.ndarray) -> int:
     """Number of distinct islands the GPUs of ``alloc`` are on (0 for a CPU-only job)."""
     return len({int(islands[node]) for node, gpus in alloc if gpus})
+
+
+def gpus_per_island(alloc: Allocation, islands: np.ndarray) -> dict[int, int]:
+    """Island id -> GPUs of ``alloc`` on it (islands without GPUs of the job are absent)."""
+    out: dict[int, int] = {}
+    for node, gpus in alloc:
+        if gpus:
+            isl = int(islands[node])
+            out[isl] = out.get(isl, 0) + len(gpus)
+    return out
 
 
 def worker_slots(state: ClusterState, request: Request) -> np.ndarray:
@@ -229,10 +314,11 @@ class TopologyAware:
     def speed(self, runner: Runner, job: Job, alloc: Allocation) -> float:
         """Slowdown of ``job`` on ``alloc`` (a Runner ``speed`` hook)."""
         f = self.comm_fraction.get(job.job_id, self.default_comm_fraction)
-        n_islands = islands_spanned(alloc, self.islands)
-        if n_islands > 1:
-            self.spanned.add(job.job_id)
-        return comm_slowdown(f, n_islands, self.params)
+        split = gpus_per_island(alloc, self.islands)
+        if len(split) <= 1:
+            return 1.0
+        self.spanned.add(job.job_id)
+        return comm_slowdown(f, len(split), self.params, rails=min(split.values()))
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ NAME = "topology"
 HELP = "NVLink islands: ring all-reduce cost and the trade-off between waiting for one island and running slower"
 DESCRIPTION = """\
 A job whose GPUs span NVLink islands all-reduces over the slower inter-island network.
-Ring all-reduce moves 2(n-1)/n of the gradient bytes over the slowest link, so a job that
+Ring all-reduce moves 2(n-1)/n of the gradient bytes over the slowest link. Across islands
+NCCL spreads its rings over the NICs of the job's GPUs (one port each), so the link is
+min(NVLink per GPU, rails x port), rails = the job's GPUs in its smallest island. A job that
 spends a fraction f of its time communicating inside one island runs (1 - f) + f x
-intra/inter times longer across islands (defaults: NVLink 900 GB/s per H100 GPU,
-InfiniBand NDR 50 GB/s per 400 Gb/s port).
+intra/inter times longer across islands (defaults, per direction: NVLink 450 GB/s per H100
+GPU, InfiniBand NDR 50 GB/s per 400 Gb/s port: 8 + 8 GPUs cross at 400 GB/s, 7 + 1 at 50).
 
 The topology-aware placement prefers one island and waits at most --max-waits seconds for
 it before spanning. For each bound this prints mean wait, mean slowdown of multi-GPU jobs,
@@ -86,10 +88,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--intra-gbps and --inter-gbps must be > 0, got {args.intra_gbps}, {args.inter_gbps}")
     params = TopologyParams(args.intra_gbps, args.inter_gbps)
     if args.allreduce_gb is not None:
-        one = allreduce_seconds(args.allreduce_gb * 1e9, args.gpus, 1, params)
-        two = allreduce_seconds(args.allreduce_gb * 1e9, args.gpus, 2, params)
-        print(f"ring all-reduce of {args.allreduce_gb:g} GB over {args.gpus} GPUs: "
-              f"{one * 1e3:.2f} ms in one island, {two * 1e3:.2f} ms across islands")
+        grad = args.allreduce_gb * 1e9
+        one = allreduce_seconds(grad, args.gpus, 1, params)
+        line = f"ring all-reduce of {args.allreduce_gb:g} GB over {args.gpus} GPUs: {one * 1e3:.2f} ms in one island"
+        if args.gpus >= 2:
+            even = args.gpus // 2
+            two = allreduce_seconds(grad, args.gpus, 2, params)
+            lop = allreduce_seconds(grad, args.gpus, 2, params, rails=1)
+            line += (f"; across two islands split {args.gpus - even} + {even}: {two * 1e3:.2f} ms "
+                     f"(x{two / one:.4g})")
+            if even > 1:
+                line += f"; split {args.gpus - 1} + 1: {lop * 1e3:.2f} ms (x{lop / one:.4g})"
+        print(line)
     nodes = demo_cluster(args.nodes, args.gpus_per_node, island_size=args.island_size)
     jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival,
                      one_gpu_workers=True)

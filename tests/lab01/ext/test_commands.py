@@ -49,8 +49,10 @@ def test_topology_and_defrag_commands_run(capsys, tmp_path):
     assert main(["topology", "--jobs", "30", "--nodes", "2", "--max-waits", "0,inf", "--allreduce-gb", "1",
                  "--gpus", "8", "--plot", str(tmp_path / "t.png")]) == 0
     out = capsys.readouterr().out
-    # 2 x 7/8 x 1 GB = 1.75 GB: / 450 GB/s per direction = 3.89 ms, / 50 GB/s = 35 ms
-    assert "3.89 ms in one island, 35.00 ms across islands" in out
+    # 2 x 7/8 x 1 GB = 1.75 GB: / 450 GB/s per direction = 3.89 ms in one island; 4 + 4 across two
+    # islands: 4 rails x 50 = 200 GB/s -> 8.75 ms (x2.25); 7 + 1: one rail, 50 GB/s -> 35 ms (x9)
+    assert ("3.89 ms in one island; across two islands split 4 + 4: 8.75 ms (x2.25); "
+            "split 7 + 1: 35.00 ms (x9)") in out
     assert (tmp_path / "t.png").stat().st_size > 0
     assert main(["defrag", "--jobs", "40", "--nodes", "2", "--dashboard", str(tmp_path / "d.png")]) == 0
     assert "defragmentation by migration" in capsys.readouterr().out

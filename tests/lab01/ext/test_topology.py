@@ -15,6 +15,7 @@ from lab01_cluster_sim.topology import (
     allreduce_seconds,
     comm_slowdown,
     compare_wait_vs_slowdown,
+    cross_island_gbps,
     island_ids,
     ring_allreduce_seconds,
 )
@@ -25,16 +26,50 @@ def test_ring_allreduce_cost():
     assert ring_allreduce_seconds(1e9, 8, 900) == pytest.approx(1.75e9 / 900e9)   # 1.944 ms on NVLink
     assert ring_allreduce_seconds(1e9, 8, 50) == pytest.approx(0.035)              # 35 ms on 400G IB
     assert ring_allreduce_seconds(1e9, 1, 50) == 0.0
-    # the slowest link decides: one island -> NVLink, two -> InfiniBand
-    assert allreduce_seconds(1e9, 16, 1) == pytest.approx(2 * 15 / 16 * 1e9 / 450e9)   # 450 GB/s each way
-    assert allreduce_seconds(1e9, 16, 2) == pytest.approx(2 * 15 / 16 * 1e9 / 50e9)
+    # one island: NVLink, 450 GB/s each way
+    assert allreduce_seconds(1e9, 16, 1) == pytest.approx(2 * 15 / 16 * 1e9 / 450e9)
     with pytest.raises(InputError):
         ring_allreduce_seconds(1e9, 0, 50)
 
 
+@pytest.mark.parametrize("n, rails, ms, penalty", [
+    # 10 GB, NVLink 450 GB/s, NDR 50 GB/s per port, one port per GPU (issue 9, review part 2 finding 1).
+    # 16 GPUs as 8 + 8: min(450, 8 x 50) = 400 GB/s; 2 x 15/16 x 10e9 / 400e9 = 46.875 ms;
+    # one island: 2 x 15/16 x 10e9 / 450e9 = 41.667 ms; penalty 450 / 400 = 1.125
+    (16, 8, 46.875, 1.125),
+    # 8 GPUs as 4 + 4: min(450, 4 x 50) = 200 GB/s; 2 x 7/8 x 10e9 / 200e9 = 87.5 ms; 450 / 200 = 2.25
+    (8, 4, 87.5, 2.25),
+    # 8 GPUs as 7 + 1: one port, 50 GB/s; 1.75 x 10e9 / 50e9 = 350 ms; 450 / 50 = 9
+    (8, 1, 350.0, 9.0),
+])
+def test_allreduce_across_islands_uses_every_rail_of_the_smaller_island(n, rails, ms, penalty):
+    t = allreduce_seconds(10e9, n, 2, rails=rails)
+    assert t * 1e3 == pytest.approx(ms)
+    assert t / allreduce_seconds(10e9, n, 1) == pytest.approx(penalty)
+
+
+def test_allreduce_defaults_to_an_even_split_and_checks_rails():
+    # 16 over 2 islands without rails: 8 + 8
+    assert allreduce_seconds(10e9, 16, 2) == pytest.approx(allreduce_seconds(10e9, 16, 2, rails=8))
+    # 8 GPUs over 3 islands: 3 + 3 + 2 -> the smallest holds 8 // 3 = 2 GPUs: 100 GB/s; 1.75 x 10 / 100 = 175 ms
+    assert allreduce_seconds(10e9, 8, 3) * 1e3 == pytest.approx(175.0)
+    with pytest.raises(InputError, match="rails"):
+        allreduce_seconds(10e9, 8, 2, rails=5)       # the smaller of two islands holds at most 4
+    with pytest.raises(InputError, match="n_islands"):
+        allreduce_seconds(10e9, 2, 3)
+    # NVLink caps the sum of the ports: 16 rails x 50 = 800 > 450
+    assert cross_island_gbps(16) == 450.0 and cross_island_gbps(3) == 150.0
+    with pytest.raises(InputError, match="rails"):
+        cross_island_gbps(0)
+
+
 def test_comm_slowdown():
-    # per-direction bandwidths: f = 0.2, intra/inter = 450/50 = 9: 0.8 + 0.2 * 9 = 2.6
-    assert comm_slowdown(0.2, 2) == pytest.approx(2.6)
+    # f = 0.2, default rails = a full 8-GPU HGX board on each side: 0.8 + 0.2 x 450 / 400 = 1.025
+    assert comm_slowdown(0.2, 2) == pytest.approx(1.025)
+    # one rail (7 + 1): 0.8 + 0.2 x 450 / 50 = 2.6
+    assert comm_slowdown(0.2, 2, rails=1) == pytest.approx(2.6)
+    # 4 + 4: 0.8 + 0.2 x 450 / 200 = 1.25
+    assert comm_slowdown(0.2, 2, rails=4) == pytest.approx(1.25)
     assert comm_slowdown(0.2, 1) == 1.0
     assert comm_slowdown(0.0, 3) == 1.0
     # 72-GPU NVLink domain vs 8-GPU island: both intra, no slowdown
@@ -59,9 +94,11 @@ def _fragmented():
     return nodes, jobs
 
 
+# x spread best-fit: 3 workers on node-1 (3 free, the fuller), 3 on node-0: 3 rails, min(450, 150) = 150 GB/s,
+# slowdown 0.8 + 0.2 x 450 / 150 = 1.4
 @pytest.mark.parametrize("max_wait, start, end", [
-    (0.0, 1, 1 + 100 * 2.6),          # spans at once, runs 2.6x slower: ends at 261
-    (50.0, 51, 51 + 100 * 2.6),       # waits 50 s for one island, then spans: ends at 311
+    (0.0, 1, 1 + 100 * 1.4),          # spans at once, runs 1.4x slower: ends at 141
+    (50.0, 51, 51 + 100 * 1.4),       # waits 50 s for one island, then spans: ends at 191
     (math.inf, 100, 200),             # waits for 'a' to end (t=100): node-0 is free, full speed
 ])
 def test_bounded_wait_for_one_island(max_wait, start, end):
@@ -77,8 +114,8 @@ def test_compare_wait_vs_slowdown_rows():
     nodes, jobs = _fragmented()
     rows = compare_wait_vs_slowdown(nodes, jobs, [0.0, math.inf])
     assert [r.spanning_jobs for r in rows] == [1, 0]
-    # multi-GPU jobs a, c, x: slowdowns (1 + 1 + 2.6) / 3 with no wait, 1 when waiting
-    assert rows[0].mean_slowdown == pytest.approx(4.6 / 3)
+    # multi-GPU jobs a, c, x: slowdowns (1 + 1 + 1.4) / 3 with no wait, 1 when waiting
+    assert rows[0].mean_slowdown == pytest.approx(3.4 / 3)
     assert rows[1].mean_slowdown == 1.0
     # waits: a 0, c 0, x 0 -> 0; waiting: x waits 99 -> 33
     assert rows[0].mean_wait_s == 0 and rows[1].mean_wait_s == pytest.approx(33)

@@ -44,6 +44,13 @@ DEFAULT_INFLATION = 1.3
 PAPER_POLICIES = ("random", "dot-prod", "gpu-clustering", "gpu-packing", "best-fit", "fgd")
 """The six policies of the paper's main comparison, in its order."""
 
+TEXTBOOK_POLICIES = ("first-fit", "best-fit", "worst-fit")
+"""The textbook bin-packing rules: first node that fits, the node left fullest, the emptiest."""
+
+LESSON_POLICIES = (*TEXTBOOK_POLICIES, "random", "dot-prod", "gpu-packing", "gpu-clustering", "fgd")
+"""The textbook rules beside the paper's (best-fit is in both): what ``compare`` shows on the
+embedded synthetic workload, so first-fit against best-fit is in the first table a learner sees."""
+
 PAPER_SEEDS = tuple(range(42, 52))
 """The paper's seeds 42..51."""
 
@@ -223,6 +230,9 @@ class ReplayResult:
             arrived GPU request (failed pods included), allocated and idle milli-GPU.
         frag_milli: float64 (P,), cluster fragmentation F after each attempt (milli-GPU).
         curve: the discretised :class:`AllocCurve`.
+        stranded_gpus: stranded GPUs after the last pod (:func:`end_stranded_gpus`): wholly
+            free GPUs that none of the failed pods could use; -1 when not computed (the
+            learner's edition before the stranded-GPU exercise).
     """
 
     policy: str
@@ -239,6 +249,7 @@ class ReplayResult:
     idle_milli: np.ndarray
     frag_milli: np.ndarray
     curve: AllocCurve = field(repr=False)
+    stranded_gpus: int = -1
 
     @property
     def placed(self) -> int:
@@ -296,6 +307,39 @@ def failure_reason(state: ClusterState, request: Request) -> str:
     if not cpu_mem.any():
         return REASON_CPU_MEM
     return REASON_SPLIT
+
+
+def end_stranded_gpus(state: ClusterState, failed: Sequence[Request]) -> int:
+    """Stranded GPUs at the end of a replay, as :func:`lab01_cluster_sim.metrics.count_stranded_gpus`
+    defines them: wholly free GPUs that no pending pod can use now, the pending pods being
+    the pods that failed (the replay never retries them; in Kubernetes they would stay
+    Pending as unschedulable). Each is one worker (``remaining`` = 1).
+
+    Since nothing leaves during a replay, free resources only shrink, so a pod that failed
+    still fits no node at the end and every wholly free GPU is stranded as soon as one pod
+    failed (0 when none failed); the count is nonetheless computed from the definition.
+
+    Args:
+        state: the cluster after the last attempt.
+        failed: the requests of the failed pods (repeats allowed).
+
+    Returns:
+        Whole GPUs, 0..(wholly free GPUs); -1 when ``count_stranded_gpus`` is not
+        implemented (the learner's edition before that exercise).
+    """
+    from lab01_cluster_sim.metrics import count_stranded_gpus, pareto_minimal_shapes
+    from lab01_cluster_sim.scheduler import worker_slots
+
+    shapes = pareto_minimal_shapes((r, 1) for r in failed)
+    if not shapes:
+        return 0
+    slots = np.vstack([worker_slots(r, state.cpu_free, state.mem_free, state.gpu_free, state.model_mask(r.gpu_models))
+                       for r, _ in shapes])
+    try:
+        return count_stranded_gpus(state.full_free_gpus(), slots, np.array([r.num_gpus for r, _ in shapes]),
+                                   np.ones(len(shapes), dtype=np.int64))
+    except NotImplementedError:
+        return -1
 
 
 def node_priority(nodes: Sequence[Node], rng: np.random.Generator) -> np.ndarray:
@@ -374,11 +418,12 @@ def replay(nodes: Sequence[Node], jobs: Sequence[Job], policy: str, seed: int = 
         frag[i] = frag_total
     idle = capacity - used
     curve = discretise(arrived, used, frag, idle, state.total_gpus)
+    stranded = end_stranded_gpus(state, [requests[src] for src, r in zip(plan.source, reasons) if r])
     return ReplayResult(
         policy=policy, seed=seed, inflation=inflation, total_gpus=state.total_gpus,
         pod_names=plan.order_names, source=plan.source, node=node_out, gpus=tuple(gpus_out),
         reason=tuple(reasons), arrived_milli=arrived, used_milli=used, idle_milli=idle,
-        frag_milli=frag, curve=curve,
+        frag_milli=frag, curve=curve, stranded_gpus=stranded,
     )
 
 
@@ -394,6 +439,8 @@ class PolicySummary:
         alloc_end_sd: sample sd (ddof 1) of ``alloc_end`` over seeds (0 for one seed).
         failed_pods: mean failed pods per run.
         unallocated_gpus: mean GPUs left unallocated at the end.
+        stranded_gpus: mean stranded GPUs at the end (:func:`end_stranded_gpus`); NaN when
+            not computed.
         frag_pct: mean fragmentation F at ``x_end``, % of the cluster GPU capacity.
         frag_ratio_pct: mean fragmentation ratio 100 * F / idle at ``x_end``.
     """
@@ -408,6 +455,7 @@ class PolicySummary:
     unallocated_gpus: float
     frag_pct: float
     frag_ratio_pct: float
+    stranded_gpus: float = float("nan")
 
 
 def summarise(policy: str, runs: Sequence[ReplayResult]) -> PolicySummary:
@@ -433,6 +481,8 @@ def summarise(policy: str, runs: Sequence[ReplayResult]) -> PolicySummary:
         unallocated_gpus=float(np.mean([r.unallocated_gpus for r in runs])),
         frag_pct=float(np.mean([r.curve.at(x_end, "frag_pct") for r in runs])),
         frag_ratio_pct=float(np.mean([r.curve.at(x_end, "frag_ratio_pct") for r in runs])),
+        stranded_gpus=(float(np.mean([r.stranded_gpus for r in runs])) if all(r.stranded_gpus >= 0 for r in runs)
+                       else float("nan")),
     )
 
 

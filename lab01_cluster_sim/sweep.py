@@ -13,12 +13,21 @@ Runners (``runner`` column):
 - ``disciplines``: the extensions' discipline runner on the seeded demo workload
   (:mod:`lab01_cluster_sim.disciplines.demo`); ``policy`` is the queue discipline.
 - ``replay``: the paper's replay (:func:`lab01_cluster_sim.replay.replay`); ``workload`` is
-  ``synthetic`` or ``DIR[:POD_LIST]``, ``policy`` a placement policy, param ``inflation``.
+  ``synthetic`` or ``DIR[:POD_LIST]``, ``policy`` a placement policy, params ``inflation``
+  and ``workload_seed``.
 - ``simulate``: the core timed-mode simulation (:func:`lab01_cluster_sim.simulate.simulate`)
   on its synthetic workload; ``workload`` is a job count, ``policy`` a placement policy,
   params ``nodes``, ``discipline``, ``mode``, ``interarrival``, ``gang_share``.
 
-Both are imported when a run starts.
+Each runner is imported when a run starts. :func:`grid` checks every axis against the
+runner before anything runs (:func:`runner_policies`, :data:`RUNNER_PARAMS`,
+:data:`RUNNER_WORKLOADS`).
+
+Seeds are used as the matching command uses them, so a sweep row reproduces that
+command's run: ``replay`` seeds the replay with ``seed`` and the synthetic workload with
+``workload_seed`` (default 0), as ``compare --seeds`` and ``--workload-seed`` do;
+``simulate`` and ``disciplines`` seed both the workload and the run with ``seed``, as
+``simulate --seed`` and ``disciplines --seed`` do.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import os
 import sys
 import traceback
@@ -40,7 +50,7 @@ RUNNERS = ("disciplines", "replay", "simulate")
 
 RUNNER_PARAMS: dict[str, tuple[str, ...]] = {
     "disciplines": ("gpus_per_node", "interarrival", "nodes"),
-    "replay": ("inflation",),
+    "replay": ("inflation", "workload_seed"),
     "simulate": ("discipline", "gang_share", "interarrival", "mode", "nodes"),
 }
 """Parameter keys (``--param KEY=...``) each runner reads; any other key is rejected, so a
@@ -53,7 +63,59 @@ RUNNER_WORKLOADS: dict[str, str] = {
 }
 """What each runner's ``workload`` names."""
 
-_COUNT_METRICS = frozenset({"jobs", "preemptions", "completed", "pending", "running", "rejected", "placed", "failed"})
+RUNNER_DEFAULT_WORKLOADS: dict[str, tuple[str, ...]] = {
+    "disciplines": ("200",),
+    "replay": ("synthetic",),
+    "simulate": ("2000",),
+}
+"""The ``--workloads`` each runner uses when none is given."""
+
+MAX_RUNS = 100_000
+"""Most runs in one grid (the paper's full grid is 1,020)."""
+
+_COUNT_METRICS = frozenset({"jobs", "preemptions", "completed", "pending", "running", "rejected", "placed", "failed",
+                            "stranded_gpus"})
+
+
+def runner_policies(runner: str) -> tuple[str, ...]:
+    """The ``policy`` values ``runner`` knows: queue disciplines for ``disciplines``,
+    registered placement policies for ``replay`` and ``simulate``.
+
+    Raises:
+        InputError: an unknown runner.
+    """
+    if runner == "disciplines":
+        from lab01_cluster_sim.disciplines.runner import DISCIPLINES
+
+        return tuple(DISCIPLINES)
+    if runner in ("replay", "simulate"):
+        from lab01_cluster_sim.policies.base import policy_names
+
+        return tuple(policy_names())
+    raise InputError(f"unknown runner {runner!r}; expected one of: {', '.join(RUNNERS)}")
+
+
+def default_policies(runner: str, trace: bool = False) -> tuple[str, ...]:
+    """The ``--policies`` each runner uses when none is given: every queue discipline for
+    ``disciplines``; for ``replay`` what ``compare`` shows (the textbook rules beside the
+    paper's on the synthetic workload, the paper's six on a real trace, ``trace=True``);
+    the textbook rules for ``simulate``."""
+    from lab01_cluster_sim.replay import LESSON_POLICIES, PAPER_POLICIES, TEXTBOOK_POLICIES
+
+    if runner == "replay":
+        return PAPER_POLICIES if trace else LESSON_POLICIES
+    if runner == "simulate":
+        return TEXTBOOK_POLICIES
+    return runner_policies(runner)
+
+
+def _param_choices(runner: str) -> dict[str, tuple[str, ...]]:
+    """Parameters whose values are names, with the names the runner knows."""
+    if runner != "simulate":
+        return {}
+    from lab01_cluster_sim.scheduler import DISCIPLINES, MODES
+
+    return {"discipline": tuple(sorted(DISCIPLINES)), "mode": tuple(MODES)}
 
 
 @dataclass(frozen=True)
@@ -77,29 +139,66 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
     """The Cartesian product, in a stable order (policy, workload, seed, params).
 
     Raises:
-        InputError: an unknown runner or an empty axis; a workload the runner cannot run
-            (see :data:`RUNNER_WORKLOADS`); a parameter key the runner does not read (see
-            :data:`RUNNER_PARAMS`); a negative seed. Nothing runs when the grid is bad.
+        InputError: an unknown runner or an empty axis; a policy the runner does not know
+            (see :func:`runner_policies`); a workload the runner cannot run (see
+            :data:`RUNNER_WORKLOADS`); a parameter key the runner does not read (see
+            :data:`RUNNER_PARAMS`) or a name value it does not know (a discipline or mode
+            of ``simulate``); a negative seed; more than :data:`MAX_RUNS` runs. Nothing runs
+            when the grid is bad; the message is one line naming the bad value and the choices.
     """
     if runner not in RUNNERS:
         raise InputError(f"unknown runner {runner!r}; expected one of: {', '.join(RUNNERS)}")
     for name, axis in (("policies", policies), ("workloads", workloads), ("seeds", seeds)):
         if not axis:
             raise InputError(f"sweep: {name} must not be empty")
+    known = runner_policies(runner)
+    for p in policies:
+        if p not in known:
+            raise InputError(f"--policies {p!r}: the {runner} runner does not know it; expected one of: "
+                             f"{', '.join(known)}")
     params = dict(params or {})
     unknown = sorted(set(params) - set(RUNNER_PARAMS[runner]))
     if unknown:
         raise InputError(f"--param {unknown[0]!r}: the {runner} runner does not use it; expected one of: "
                          f"{', '.join(RUNNER_PARAMS[runner])}")
+    for key, choices in _param_choices(runner).items():
+        for v in params.get(key, ()):
+            if v not in choices:
+                raise InputError(f"--param {key}={v}: the {runner} runner does not know {v!r}; expected one of: "
+                                 f"{', '.join(choices)}")
     for w in workloads:
         _check_workload(runner, w)
+    if runner == "replay":
+        _check_replay_params(params, workloads)
     for s in seeds:
         if int(s) < 0:
             raise InputError(f"--seeds: seeds must be >= 0, got {s}")
     keys = sorted(params)
+    total = len(policies) * len(workloads) * len(seeds) * math.prod(len(params[k]) for k in keys)
+    if total > MAX_RUNS:
+        raise InputError(f"sweep: the grid has {total:,} runs; at most {MAX_RUNS:,} (fewer policies, workloads, "
+                         "seeds or parameter values)")
     combos = list(itertools.product(*(params[k] for k in keys))) if keys else [()]
     return [RunSpec(runner, p, w, int(s), tuple(zip(keys, c)))
             for p in policies for w in workloads for s in seeds for c in combos]
+
+
+def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequence[str]) -> None:
+    """Raise InputError unless the replay runner's params are in range: ``inflation`` a number
+    from 0.01 to 10 (as ``compare --inflation``), ``workload_seed`` a seed, and only with the
+    synthetic workload (a trace has no workload seed: a row must not claim one)."""
+    from lab01_cluster_sim.commands._options import MAX_SEED
+
+    for v in params.get("inflation", ()):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.01 <= v <= 10:
+            raise InputError(f"--param inflation={v}: expected a multiple of capacity from 0.01 to 10")
+    seeds = params.get("workload_seed", ())
+    for v in seeds:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED:
+            raise InputError(f"--param workload_seed={v}: expected a seed, a whole number from 0 to {MAX_SEED:,}")
+    if seeds and any(w != "synthetic" for w in workloads):
+        raise InputError("--param workload_seed: only the synthetic workload has a workload seed; "
+                         f"got --workloads {','.join(w for w in workloads if w != 'synthetic')}")
 
 
 def _check_workload(runner: str, workload: str) -> None:
@@ -128,15 +227,21 @@ def _run_disciplines(spec: RunSpec) -> dict:
 
 def _run_replay(spec: RunSpec) -> dict:
     """The paper's replay. ``workload``: ``synthetic`` (the embedded default trace, seeded by
-    ``seed``) or ``DIR[:POD_LIST]`` (a folder of openb CSVs and a pod-list name). Params:
-    ``inflation`` (default 1.3)."""
+    param ``workload_seed``, default 0, as ``compare --workload-seed``) or ``DIR[:POD_LIST]``
+    (a folder of openb CSVs and a pod-list name). ``seed`` seeds the replay, as
+    ``compare --seeds``. Params: ``inflation`` (default 1.3), ``workload_seed``.
+
+    Metrics: ``alloc_100`` and ``alloc_end`` (GPU allocation ratio, %, at arrived 100 % and at
+    the end, the discretised columns ``compare`` shows), ``final_alloc_pct`` (after the
+    last pod), ``final_frag_pct``, ``unallocated_gpus``, ``stranded_gpus``, ``placed``,
+    ``failed``."""
     from lab01_cluster_sim.replay import DEFAULT_INFLATION, replay
 
     p = dict(spec.params)
     if spec.workload == "synthetic":
         from lab01_cluster_sim.workloads.synthetic import default_trace
 
-        trace = default_trace(spec.seed)
+        trace = default_trace(int(p.get("workload_seed", 0)))
         nodes, jobs = list(trace.nodes), list(trace.jobs)
     else:
         from lab01_cluster_sim.workloads.openb import load_trace
@@ -144,9 +249,13 @@ def _run_replay(spec: RunSpec) -> dict:
         folder, _, pod_list = spec.workload.partition(":")
         nodes, pods = load_trace(folder, pod_list or None)
         jobs = list(pods.jobs)
-    res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=float(p.get("inflation", DEFAULT_INFLATION)))
-    return {"final_alloc_pct": res.final_alloc_pct, "final_frag_pct": res.final_frag_pct,
-            "unallocated_gpus": res.unallocated_gpus, "placed": res.placed, "failed": res.failed}
+    inflation = float(p.get("inflation", DEFAULT_INFLATION))
+    res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=inflation)
+    return {"alloc_100": res.alloc_at(100), "alloc_end": res.alloc_at(int(round(100 * inflation))),
+            "final_alloc_pct": res.final_alloc_pct, "final_frag_pct": res.final_frag_pct,
+            "unallocated_gpus": res.unallocated_gpus,
+            "stranded_gpus": res.stranded_gpus if res.stranded_gpus >= 0 else None,
+            "placed": res.placed, "failed": res.failed}
 
 
 def _run_simulate(spec: RunSpec) -> dict:
@@ -318,15 +427,38 @@ def _number(v: str) -> object:
     return v
 
 
-def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[str] | None = None) -> str:
+UNIT_KINDS = ("percent", "ratio", "duration", "count")
+"""What :func:`format_rows`' ``units`` may say of a column (see there)."""
+
+
+def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[str] | None = None,
+                units: Mapping[str, str] | None = None) -> str:
     """Rows of dicts as an aligned text table, CSV or JSON.
 
-    Floats print with 4 significant decimals in tables and in full in CSV/JSON.
+    CSV and JSON carry every number without float noise
+    (:func:`~lab01_cluster_sim.commands._format.clean_number`: 12 significant digits; NaN and
+    infinity are an empty cell in CSV, ``null`` in JSON). In the table, whole floats print as
+    integers, other floats with 4 significant digits and never an exponent, a missing
+    figure (None, NaN) as ``-``; names are left-aligned, numbers right-aligned.
+
+    ``units`` (table only) maps a column to how the commands' shared rules
+    (:mod:`lab01_cluster_sim.commands._format`) print it: ``"percent"`` (a value in %, one
+    decimal, ``" %"`` added to the header), ``"ratio"`` (a value in [0, 1] shown as %, the
+    same), ``"duration"`` (seconds shown in s, min or h, one unit for the whole column,
+    named in the header: ``mean_wait_s`` -> ``mean_wait (min)``), ``"count"`` (integers).
 
     Raises:
         InputError: an unknown format.
+        ValueError: a ``units`` kind not in :data:`UNIT_KINDS`.
     """
+    from lab01_cluster_sim.commands._format import (clean_record, csv_cell, duration_unit, format_duration,
+                                                    format_number, format_percent, render_table)
+
     rows = list(rows)
+    units = dict(units or {})
+    bad = sorted(k for k in units.values() if k not in UNIT_KINDS)
+    if bad:
+        raise ValueError(f"format_rows: unit kind {bad[0]!r}; expected one of {', '.join(UNIT_KINDS)}")
     if columns is None:
         columns = []
         for r in rows:
@@ -334,25 +466,52 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
                 if k not in columns:
                     columns.append(k)
     if fmt == "json":
-        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=str)
+        return json.dumps([clean_record({c: r.get(c) for c in columns}) for r in rows], indent=2, default=str,
+                          allow_nan=False)
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-        w.writeheader()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
         for r in rows:
-            w.writerow({c: r.get(c, "") for c in columns})
+            w.writerow([csv_cell(r.get(c)) for c in columns])
         return buf.getvalue()
     if fmt != "table":
         raise InputError(f"--format {fmt!r}: expected table, csv or json")
 
-    def cell(v) -> str:
+    def plain(v) -> str:
+        if v is None:
+            return "-"
         if isinstance(v, float):
-            return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
-        return "" if v is None else str(v)
+            if math.isnan(v):
+                return "-"
+            if math.isinf(v) or v.is_integer():
+                return format_number(v).replace(",", "")
+            text = f"{v:.4g}"
+            if "e" in text:  # below 1e-4 or above 1e4: plain digits instead
+                text = f"{v:.0f}" if abs(v) >= 1 else f"{v:.6f}".rstrip("0")
+            return text
+        return str(v)
 
-    table = [[str(c) for c in columns]] + [[cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
-    numeric = [all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) for c in columns]
-    lines = ["  ".join(x.rjust(w) if num else x.ljust(w) for x, w, num in zip(row, widths, numeric)) for row in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+    head, cols = [], []
+    for c in columns:
+        values = [r.get(c) for r in rows]
+        kind = units.get(c)
+        if kind in ("percent", "ratio"):
+            head.append(f"{c} %")
+            cols.append([plain(v) if not isinstance(v, (int, float)) or isinstance(v, bool)
+                         else format_percent(v, fraction=kind == "ratio", unit=False, missing="-") for v in values])
+        elif kind == "duration":
+            name, _ = duration_unit(v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
+            head.append(f"{c.removesuffix('_s')} ({name})")
+            cols.append([format_duration(v, unit=name, show_unit=False, missing="-")
+                         if isinstance(v, (int, float)) and not isinstance(v, bool) else plain(v) for v in values])
+        elif kind == "count":
+            head.append(str(c))
+            cols.append([format_number(v, missing="-").replace(",", "")
+                         if isinstance(v, (int, float)) and not isinstance(v, bool) else plain(v) for v in values])
+        else:
+            head.append(str(c))
+            cols.append([plain(v) for v in values])
+    align = ["r" if all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) else "l"
+             for c in columns]
+    return render_table(head, [list(row) for row in zip(*cols)], align=align) + "\n"

@@ -12,7 +12,7 @@ One rule per kind of number:
   Never an exponent (``1.55838e+06``).
 - **counts** (pods, jobs, GPUs): integers print as integers with thousands separators,
   ``"1,234"`` (:func:`format_count`); a mean over seeds that is not whole keeps one place of
-  decimals, ``"104.5"`` (:func:`format_number`).
+  decimals, ``"104.5"`` (:func:`format_number`; a column in one style: :func:`format_numbers`).
 - **machine-readable output** (CSV, JSON): :func:`clean_number` rounds floats to 12
   significant digits (or to given decimal places) so ``0.1 + 0.2`` is written ``0.3``, not
   ``0.30000000000000004``, while every digit a computation means survives; it turns NaN and
@@ -32,7 +32,7 @@ from numbers import Integral, Real
 
 from lab01_cluster_sim.model import format_seconds
 
-__all__ = ["MISSING", "format_percent", "format_duration", "duration_unit", "format_count", "format_number",
+__all__ = ["MISSING", "format_percent", "format_duration", "duration_unit", "format_count", "format_number", "format_numbers",
            "clean_number", "clean_record", "csv_cell", "render_table", "format_seconds", "DURATION_UNITS"]
 
 MISSING = "n/a"
@@ -155,6 +155,17 @@ def format_number(x: float | None, *, places: int = 1, missing: str = MISSING) -
     return _zero(f"{v:,.{places}f}")
 
 
+def format_numbers(values: Sequence[float | None], *, places: int = 1, missing: str = MISSING) -> list[str]:
+    """A table column of :func:`format_number` figures in one style: all integers when every
+    value is whole (``[117.0, 99.0]`` -> ``["117", "99"]``), else all with ``places``
+    decimals, so the decimal points line up (``[16.0, 15.9]`` -> ``["16.0", "15.9"]``)."""
+    present = [float(v) for v in values if not _missing(v) and math.isfinite(float(v))]
+    if all(v.is_integer() for v in present):
+        return [format_number(v, places=places, missing=missing) for v in values]
+    return [missing if _missing(v) else (format_number(v, missing=missing) if math.isinf(float(v))
+                                         else _zero(f"{float(v):,.{places}f}")) for v in values]
+
+
 def clean_number(x: object, places: int | None = None) -> object:
     """A number as CSV and JSON should carry it: floats rounded to :data:`SIGNIFICANT_DIGITS`
     significant digits, or to ``places`` decimals when given (``0.30000000000000004`` ->
@@ -191,21 +202,27 @@ def csv_cell(x: object, places: int | None = None) -> str:
     return "" if v is None else str(v)
 
 
-def render_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
+def render_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1,
+                 align: Sequence[str] | None = None) -> str:
     """An aligned text table: the header, a rule of dashes, then the rows; cells are
     strings already formatted. The first ``left`` columns are left-aligned (names), the
-    others right-aligned (numbers). Columns are separated by two spaces.
+    others right-aligned (numbers), unless ``align`` gives each column ``"l"`` or ``"r"``.
+    Columns are separated by two spaces; lines carry no trailing spaces.
 
     Raises:
-        ValueError: a row with a different number of cells than the header.
+        ValueError: a row (or ``align``) with a different number of cells than the header.
     """
     for row in rows:
         if len(row) != len(head):
             raise ValueError(f"render_table: a row has {len(row)} cells, the header {len(head)}")
+    if align is None:
+        align = ["l" if i < left else "r" for i in range(len(head))]
+    elif len(align) != len(head):
+        raise ValueError(f"render_table: align has {len(align)} entries, the header {len(head)}")
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(str(c).ljust(w) if a == "l" else str(c).rjust(w)
+                         for c, w, a in zip(cells, widths, align)).rstrip()
 
     return "\n".join([line(head), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])

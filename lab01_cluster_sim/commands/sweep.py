@@ -14,18 +14,32 @@ Runs every combination of --policies x --workloads x --seeds x each --param KEY=
 worker processes (--workers, default: all CPUs) or on a Dask distributed cluster
 (--dask local for a local cluster, or --dask tcp://scheduler:8786; needs dask[distributed]).
 Writes one tidy CSV (one row per run: its parameters, its metrics, status and error) to
---output or stdout, with a progress bar on stderr. A run that fails is reported in its
-row and the sweep goes on; the exit status is 1 if any run failed.
+--output or stdout, with a progress bar on stderr, and says what it wrote. Every policy,
+workload and parameter is checked against the runner before anything runs. A run that
+fails is reported in its row and the sweep goes on; the exit status is 1 if any run failed.
 
-Runners:
+Runners (default policies and workloads in brackets):
   disciplines  the queue-discipline runner on the seeded demo workload; --policies are
-               disciplines (fifo, fifo-skip, priority, drf, backfill), --workloads are job
-               counts; params: nodes, gpus_per_node, interarrival
-  replay       the paper's replay; --policies are placement policies, --workloads are
-               'synthetic' or DIR[:POD_LIST] (a folder of openb CSVs); param: inflation
-  simulate     the core timed simulation on its synthetic workload; --workloads are job
-               counts, --policies placement policies; params: nodes, discipline, mode,
-               interarrival, gang_share
+               disciplines [fifo,fifo-skip,priority,drf,backfill], --workloads are job
+               counts [200]; params: nodes, gpus_per_node, interarrival
+  replay       the paper's replay; --policies are placement policies [the textbook three and
+               the paper's five, as compare; the paper's six with --trace], --workloads are
+               'synthetic' or DIR[:POD_LIST], a folder of openb CSVs [synthetic];
+               params: inflation, workload_seed
+  simulate     the core timed simulation on its synthetic workload; --policies are placement
+               policies [first-fit,best-fit,worst-fit], --workloads are job counts [2000];
+               params: nodes, discipline, mode, interarrival, gang_share
+
+Seeds, as in the matching command, so a row reproduces that command's run:
+  replay       --seeds seed the replay (order, ties, random policies) like compare --seeds;
+               the synthetic workload is seeded by --param workload_seed (default 0) like
+               compare --workload-seed, so it is the same pods for every replay seed
+  simulate     --seeds seed the workload and the run together, like simulate --seed
+  disciplines  --seeds seed the demo workload, like disciplines --seed
+
+Numbers in the CSV carry no float noise (12 significant digits); a figure a run cannot
+give is an empty cell. Times are in seconds (columns ending in _s); alloc_* and *_pct
+columns are in %, ratios (utilisation, mean_allocation_ratio) in [0, 1].
 
 The fragmentation paper's full grid is 6 policies x 17 workloads x 10 seeds = 1,020 runs.
 
@@ -33,30 +47,11 @@ examples:
   python -m lab01_cluster_sim sweep --policies fifo,fifo-skip,backfill --seeds 0-9 --output sweep.csv
   python -m lab01_cluster_sim sweep --policies backfill --param interarrival=300,400,600 --workers 2
   python -m lab01_cluster_sim sweep --policies fifo,drf --seeds 0-3 --dask local --workers 2
-  python -m lab01_cluster_sim sweep --runner replay --workloads synthetic --policies best-fit,fgd --seeds 42-51
-  python -m lab01_cluster_sim sweep --runner replay --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \
-      --policies random,dot-prod,gpu-clustering,gpu-packing,best-fit,fgd --seeds 42-51 --output grid.csv
+  python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 --output replay.csv
+  python -m lab01_cluster_sim sweep --runner replay --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
+      --seeds 42-51 --output grid.csv
   python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 --policies best-fit --param discipline=fifo,backfill
 """
-
-
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "-" in part[1:]:
-                a, b = part.split("-", 1) if not part.startswith("-") else (part, "")
-                out.extend(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-    except ValueError:
-        raise InputError(f"--seeds {text!r}: expected integers or ranges like 42-51, comma-separated") from None
-    if not out:
-        raise InputError(f"--seeds {text!r}: expected at least one seed")
-    return out
 
 
 def _check_writable(path: str) -> None:
@@ -76,55 +71,88 @@ def _check_writable(path: str) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lab01_cluster_sim.commands._options import nonnegative_int
+    from lab01_cluster_sim.commands.compare import MAX_SEEDS
     from lab01_cluster_sim.sweep import RUNNERS
 
     parser.add_argument("--runner", default="disciplines", choices=RUNNERS, help="what each run does (default %(default)s)")
-    parser.add_argument("--policies", default="fifo,fifo-skip,priority,drf,backfill", help="comma-separated")
-    parser.add_argument("--workloads", default="200", help="comma-separated (default %(default)s)")
+    parser.add_argument("--policies", default=None,
+                        help="comma-separated; queue disciplines for the disciplines runner, placement policies "
+                             "for replay and simulate (default: see Runners above)")
+    parser.add_argument("--workloads", default=None,
+                        help="comma-separated (default: 200 jobs for disciplines, synthetic for replay, 2000 jobs "
+                             "for simulate)")
     parser.add_argument("--trace", metavar="DIR",
-                        help="replay runner: folder of the openb CSVs; --workloads are then pod-list names "
-                             "(default, gpushare40, ...) or 'all' for every openb_pod_list_*.csv there")
-    parser.add_argument("--seeds", default="0-2", help="seeds: '42-51' or '1,2,3' (default %(default)s)")
+                        help="replay runner: folder of the openb CSVs (python -m lab01_cluster_sim fetch-trace DIR "
+                             "gets them); --workloads are then pod-list names (default, gpushare40, ...) or 'all' "
+                             "for every openb_pod_list_*.csv there (default: default)")
+    parser.add_argument("--seeds", default="0-2",
+                        help=f"seeds: 42, 1,2,3 or 42-51, each once, at most {MAX_SEEDS} (default %(default)s)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2",
                         help="an extra grid axis passed to each run (repeatable)")
     parser.add_argument("--workers", type=nonnegative_int(max_value=1024), default=0, help="worker processes (0 = all CPUs, 1 = no pool)")
     parser.add_argument("--dask", metavar="ADDRESS", help="'local' or a Dask scheduler address")
     parser.add_argument("--output", metavar="FILE", help="CSV file (default: stdout)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no notes on stderr")
+
+
+def _names(text: str | None, option: str) -> list[str] | None:
+    if text is None:
+        return None
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise InputError(f"{option} {text!r}: expected a comma-separated list")
+    dup = sorted({x for x in names if names.count(x) > 1})
+    if dup:
+        raise InputError(f"{option}: each once, got {', '.join(dup)} more than once")
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
-    from lab01_cluster_sim.sweep import grid, parse_param, run_sweep
+    from lab01_cluster_sim.commands.compare import parse_seeds
+    from lab01_cluster_sim.sweep import RUNNER_DEFAULT_WORKLOADS, default_policies, grid, parse_param, run_sweep
 
-    if args.workers < 0:
-        raise InputError(f"--workers must be >= 0, got {args.workers}")
     params = dict(parse_param(p) for p in args.param)
-    workloads = [w for w in args.workloads.split(",") if w]
+    policies = _names(args.policies, "--policies") or list(default_policies(args.runner, trace=bool(args.trace)))
+    workloads = _names(args.workloads, "--workloads")
     if args.trace:
         from pathlib import Path
 
         if args.runner != "replay":
-            raise InputError("--trace goes with --runner replay")
+            raise InputError(f"--trace goes with --runner replay, got --runner {args.runner}")
         folder = Path(args.trace)
         if not folder.is_dir():
             raise InputError(f"--trace {args.trace!r}: not a folder")
+        workloads = workloads or ["default"]
         if workloads == ["all"]:
             workloads = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv")
                                for p in folder.glob("openb_pod_list_*.csv"))
             if not workloads:
                 raise InputError(f"--trace {args.trace!r}: no openb_pod_list_*.csv files there")
         workloads = [f"{folder}:{w}" for w in workloads]
+    workloads = workloads or list(RUNNER_DEFAULT_WORKLOADS[args.runner])
+    seeds = parse_seeds(args.seeds)
     if args.output:
         _check_writable(args.output)
-    specs = grid(args.runner, [p for p in args.policies.split(",") if p], workloads, _seeds(args.seeds), params)
+    specs = grid(args.runner, policies, workloads, seeds, params)
     result = run_sweep(specs, workers=args.workers, dask=args.dask, quiet=args.quiet)
     text = result.to_csv()
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise InputError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
     else:
         sys.stdout.write(text)
-    if result.failed:
-        print(f"{result.failed} of {len(result.rows)} runs failed (see the status and error columns)", file=sys.stderr)
+        sys.stdout.flush()  # the rows before the notes, also when both go to one terminal
+    failed = result.failed
+    if args.output and not args.quiet:
+        axes = (f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'} x {len(workloads)} "
+                f"workload{'' if len(workloads) == 1 else 's'} x {len(seeds)} seed{'' if len(seeds) == 1 else 's'}"
+                + "".join(f" x {len(v)} {k}" for k, v in sorted(params.items())))
+        print(f"wrote {len(result.rows)} runs ({axes}; {len(result.rows) - failed} ok, {failed} failed) "
+              f"to {args.output}", file=sys.stderr)
+    if failed:
+        print(f"{failed} of {len(result.rows)} runs failed (see the status and error columns)", file=sys.stderr)
         return 1
     return 0

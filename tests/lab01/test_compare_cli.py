@@ -27,8 +27,11 @@ def test_parse_seeds():
 def test_table_on_the_synthetic_default(capsys):
     assert main(["compare", "--quiet", "--policies", "best-fit,fgd", "--seeds", "42"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:4] == ["policy", "alloc@100", "%", "alloc@130"]
-    assert [line.split()[0] for line in out[2:]] == ["best-fit", "fgd"]
+    # the workload line goes with the table, on stdout (even with --quiet: it is output, not a note)
+    assert out[0].startswith("synthetic openb-like trace (seed 0): 48 nodes, 243 GPUs, 327 pods; replayed to 130 %")
+    assert out[1].split()[:4] == ["policy", "alloc@100", "%", "alloc@130"]
+    assert [line.split()[0] for line in out[3:5]] == ["best-fit", "fgd"]
+    assert out[5] == "" and out[6] == "columns:"
 
 
 def test_csv_matches_the_library_summary(capsys):
@@ -38,9 +41,11 @@ def test_csv_matches_the_library_summary(capsys):
     expected = compare(t.nodes, t.jobs, ["first-fit", "best-fit"], (1, 2))
     for row in rows:
         s = summarise(row["policy"], expected[row["policy"]])
-        assert float(row["alloc_end"]) == pytest.approx(s.alloc_end, abs=1e-4)
+        assert float(row["alloc_end"]) == pytest.approx(s.alloc_end, abs=1e-9)
         assert float(row["failed_pods"]) == pytest.approx(s.failed_pods)
+        assert float(row["stranded_gpus"]) == pytest.approx(s.stranded_gpus)
         assert row["seeds"] == "1 2" and row["x_end"] == "130"
+        assert row["workload"].startswith("synthetic openb-like trace (seed 0)")
 
 
 def test_json_and_inflation(capsys):
@@ -93,11 +98,11 @@ def test_small_inflation_runs_and_missing_figures_are_null_not_nan(capsys):
 
 def test_table_dash_for_missing_and_one_column_at_inflation_1(capsys):
     assert main(["compare", "--quiet", "--policies", "best-fit", "--inflation", "0.5"]) == 0
-    head, _, row = capsys.readouterr().out.splitlines()
+    _, head, _, row = capsys.readouterr().out.splitlines()[:4]
     assert head.split()[:4] == ["policy", "alloc@100", "%", "alloc@50"]
     assert row.split()[1] == "-" and "nan" not in row
     assert main(["compare", "--quiet", "--policies", "best-fit", "--inflation", "1"]) == 0
-    head = capsys.readouterr().out.splitlines()[0]
+    head = capsys.readouterr().out.splitlines()[1]
     assert head.count("alloc@100 %") == 1
 
 

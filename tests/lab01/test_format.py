@@ -8,7 +8,7 @@ import pytest
 
 from lab01_cluster_sim.commands._format import (
     clean_number, clean_record, csv_cell, duration_unit, format_count, format_duration, format_number,
-    format_percent, format_seconds, render_table,
+    format_numbers, format_percent, format_seconds, render_table,
 )
 
 
@@ -60,6 +60,12 @@ def test_counts_are_integers():
     assert format_number(30.4) == "30.4"
     assert format_number(1234567) == "1,234,567"
     assert format_number(float("nan"), missing="-") == "-"
+
+
+def test_a_column_of_numbers_has_one_style():
+    assert format_numbers([117.0, 99, 104.0]) == ["117", "99", "104"]
+    assert format_numbers([16.0, 15.94, None]) == ["16.0", "15.9", "n/a"]   # decimal points line up
+    assert format_numbers([1234.5, float("nan")], missing="-") == ["1,234.5", "-"]
 
 
 def test_clean_number_has_no_float_noise():

@@ -61,8 +61,12 @@ def test_topology_and_defrag_commands_run(capsys, tmp_path):
 
 def test_sweep_command_writes_csv_and_reports_failures(capsys, tmp_path):
     out = tmp_path / "s.csv"
+    # an unknown discipline is refused before any run; a run that fails (0 nodes) is a row
     assert main(["sweep", "--policies", "fifo,bogus", "--workloads", "10", "--seeds", "0", "--workers", "1",
-                 "--param", "nodes=2", "--output", str(out), "--quiet"]) == 1
+                 "--output", str(out), "--quiet"]) == 1
+    assert "--policies 'bogus'" in capsys.readouterr().err and not out.exists()
+    assert main(["sweep", "--policies", "fifo", "--workloads", "10", "--seeds", "0", "--workers", "1",
+                 "--param", "nodes=2,0", "--output", str(out), "--quiet"]) == 1
     text = out.read_text().splitlines()
     assert text[0].startswith("runner,policy,workload,seed,nodes")
     assert "1 of 2 runs failed" in capsys.readouterr().err

@@ -1,0 +1,255 @@
+"""``fetch-trace``: download from a local HTTP server on 127.0.0.1, verify SHA-256, refuse a
+corrupted file, skip files already present, resume a broken download, bound the size."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import threading
+import tomllib
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from lab01_cluster_sim.cli import main
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.fetch import (DEFAULT_BASE_URL, SUMS_RESOURCE, ChecksumMismatch, fetch_trace, parse_sums,
+                                     read_sums, shipped_sums)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# FIPS 180-2 test vectors: SHA-256("abc") and SHA-256("") (the empty file)
+SHA_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+SHA_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+NODES = b"sn,cpu_milli,memory_mib,gpu,model\nopenb-node-0001,96000,393216,8,G2\n"
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Serves a folder; honours "Range: bytes=N-" when ``ranges`` is on; records requests."""
+
+    ranges = False
+    log: list = []
+
+    def log_message(self, *args):  # keep the test output clean
+        pass
+
+    def do_GET(self):
+        type(self).log.append((self.path, self.headers.get("Range")))
+        rng = self.headers.get("Range")
+        if self.ranges and rng and rng.startswith("bytes=") and rng.endswith("-"):
+            path = Path(self.translate_path(self.path))
+            data = path.read_bytes()
+            start = int(rng[len("bytes="):-1])
+            if start >= len(data):
+                self.send_error(416)
+                return
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(data) - start))
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.end_headers()
+            self.wfile.write(data[start:])
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A folder served on 127.0.0.1 (an ephemeral port) in a thread; yields (folder, base URL, handler class)."""
+    upstream = tmp_path / "upstream" / "csv"
+    upstream.mkdir(parents=True)
+    (upstream / "abc.csv").write_bytes(b"abc")
+    (upstream / "empty.csv").write_bytes(b"")
+    (upstream / "nodes.csv").write_bytes(NODES)
+    handler = type("H", (_Handler,), {"log": [], "ranges": False})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(tmp_path / "upstream")))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield upstream, f"http://127.0.0.1:{httpd.server_address[1]}/csv", handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+def _sums_file(tmp_path, sums: dict[str, str]) -> Path:
+    path = tmp_path / "SUMS"
+    path.write_text("".join(f"{digest}  csv/{name}\n" for name, digest in sums.items()))
+    return path
+
+
+def _good_sums() -> dict[str, str]:
+    return {"abc.csv": SHA_ABC, "empty.csv": SHA_EMPTY, "nodes.csv": hashlib.sha256(NODES).hexdigest()}
+
+
+def test_downloads_verifies_then_skips_what_is_present(server, tmp_path, capsys):
+    upstream, url, handler = server
+    dest = tmp_path / "trace"
+    sums = _sums_file(tmp_path, _good_sums())
+    assert main(["fetch-trace", str(dest), "--base-url", url, "--sums", str(sums)]) == 0
+    captured = capsys.readouterr()
+    assert (dest / "abc.csv").read_bytes() == b"abc" and (dest / "empty.csv").read_bytes() == b""
+    assert (dest / "nodes.csv").read_bytes() == NODES
+    # NODES: header 34 bytes ("sn,cpu_milli,memory_mib,gpu,model" 33 + newline) + row 34 = 68; total 3 + 0 + 68
+    assert len(NODES) == 68
+    assert captured.out == f"{dest}: 3 files, 71 bytes (3 downloaded); every SHA-256 matches\n"
+    assert "[1/3] abc.csv: 3 bytes, downloaded, sum OK" in captured.err
+    assert not list(dest.glob("*.part"))
+    assert [p for p, _ in handler.log] == ["/csv/abc.csv", "/csv/empty.csv", "/csv/nodes.csv"]
+    # again: everything present with the right sum, nothing requested
+    handler.log.clear()
+    assert main(["fetch-trace", str(dest), "--base-url", url, "--sums", str(sums), "--quiet"]) == 0
+    assert capsys.readouterr().out == f"{dest}: 3 files, 71 bytes (3 already present); every SHA-256 matches\n"
+    assert handler.log == []
+
+
+def test_corrupted_file_is_refused_and_not_kept(server, tmp_path, capsys):
+    upstream, url, _ = server
+    (upstream / "nodes.csv").write_bytes(NODES.replace(b"G2", b"G3"))  # one byte changed upstream
+    bad = hashlib.sha256(NODES.replace(b"G2", b"G3")).hexdigest()
+    expected = hashlib.sha256(NODES).hexdigest()
+    dest = tmp_path / "trace"
+    sums = _sums_file(tmp_path, _good_sums())
+    assert main(["fetch-trace", str(dest), "--base-url", url, "--sums", str(sums), "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (f"error: nodes.csv: SHA-256 mismatch, expected {expected}, got {bad} (downloaded from "
+                            f"{url}/nodes.csv); the file was deleted, not kept\n")
+    assert captured.out == ""
+    assert not (dest / "nodes.csv").exists() and not (dest / "nodes.csv.part").exists()
+    # the files before it were verified and stay
+    assert (dest / "abc.csv").read_bytes() == b"abc"
+
+
+def test_a_stale_file_with_a_wrong_sum_is_replaced(server, tmp_path):
+    _, url, _ = server
+    dest = tmp_path / "trace"
+    dest.mkdir()
+    (dest / "abc.csv").write_bytes(b"abd")
+    got = fetch_trace(dest, url, _good_sums(), ["abc.csv"])
+    assert [(r.name, r.status, r.sha256) for r in got] == [("abc.csv", "downloaded", SHA_ABC)]
+    assert (dest / "abc.csv").read_bytes() == b"abc"
+
+
+def test_broken_download_resumes_with_a_range_request(server, tmp_path):
+    _, url, handler = server
+    handler.ranges = True
+    dest = tmp_path / "trace"
+    dest.mkdir()
+    (dest / "nodes.csv.part").write_bytes(NODES[:40])     # 40 of 68 bytes arrived before
+    (got,) = fetch_trace(dest, url, _good_sums(), ["nodes.csv"])
+    assert handler.log == [("/csv/nodes.csv", "bytes=40-")]
+    assert (got.status, got.size, got.downloaded) == ("resumed", 68, 28)   # 68 - 40 = 28
+    assert (dest / "nodes.csv").read_bytes() == NODES and not (dest / "nodes.csv.part").exists()
+
+
+def test_server_without_ranges_restarts_the_file(server, tmp_path):
+    _, url, _ = server   # SimpleHTTPRequestHandler ignores Range and answers 200 with the whole file
+    dest = tmp_path / "trace"
+    dest.mkdir()
+    (dest / "nodes.csv.part").write_bytes(b"garbage from an older try")
+    (got,) = fetch_trace(dest, url, _good_sums(), ["nodes.csv"])
+    assert (got.status, got.downloaded) == ("downloaded", 68)
+    assert (dest / "nodes.csv").read_bytes() == NODES
+
+
+def test_download_size_is_bounded(server, tmp_path):
+    _, url, _ = server
+    dest = tmp_path / "trace"
+    with pytest.raises(InputError, match=r"nodes.csv would be 68 bytes; at most 50 are accepted"):
+        fetch_trace(dest, url, _good_sums(), ["nodes.csv"], max_bytes=50)
+    assert not (dest / "nodes.csv").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--base-url", "ftp://example.org/csv"], "--base-url 'ftp://example.org/csv': expected an http:// or https://"),
+    (["--files", "nope.csv"], "--files 'nope.csv': not one of the 3 files of the sums list (e.g. abc.csv)"),
+    (["--timeout", "0"], "--timeout: expected a finite number > 0"),
+])
+def test_bad_options_are_one_line(argv, message, server, tmp_path, capsys):
+    _, url, _ = server
+    sums = _sums_file(tmp_path, _good_sums())
+    try:
+        status = main(["fetch-trace", str(tmp_path / "t"), "--base-url", url, "--sums", str(sums), *argv])
+    except SystemExit as exc:
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 1 and message in err and err.count("\n") == 1
+
+
+def test_http_error_names_the_url(server, tmp_path, capsys):
+    _, url, _ = server
+    sums = _sums_file(tmp_path, {"missing.csv": SHA_ABC})
+    assert main(["fetch-trace", str(tmp_path / "t"), "--base-url", url, "--sums", str(sums), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: {url}/missing.csv: HTTP 404 File not found; expected the file missing.csv\n"
+
+
+def test_folders_in_a_sums_path_are_dropped():
+    # "../../etc/passwd" names the file 'passwd' inside DIR: nothing is written outside it
+    assert parse_sums(f"{SHA_ABC}  ../../etc/passwd\n", "SUMS") == {"passwd": SHA_ABC}
+    assert parse_sums(f"{SHA_ABC.upper()} *csv/a.csv\n", "SUMS") == {"a.csv": SHA_ABC}   # binary-mode marker
+
+
+def test_a_server_sending_more_than_announced_is_cut_off(tmp_path):
+    class Endless:
+        status = 200
+        headers: dict = {}          # no Content-Length
+
+        def read(self, n):
+            return b"x" * n
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    with pytest.raises(InputError, match=r"a.csv is larger than 100,000 bytes; refused and deleted"):
+        fetch_trace(tmp_path, "http://127.0.0.1:1/csv", {"a.csv": SHA_ABC}, max_bytes=100_000,
+                    opener=lambda request, timeout: Endless())
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text, message", [
+    (f"{SHA_ABC}  csv/..hidden\n", "SUMS:1: file name '..hidden': expected a plain file name"),
+    ("not a sum line\n", "SUMS:1: expected '<64 hex digits>  <file name>'"),
+    (f"{SHA_ABC}  a.csv\n{SHA_ABC}  csv/a.csv\n", "SUMS:2: a.csv is listed twice"),
+    ("\n# nothing\n", "SUMS: no '<sha256>  <file>' lines"),
+])
+def test_sums_file_is_checked(text, message):
+    with pytest.raises(InputError, match=message):
+        parse_sums(text, "SUMS")
+
+
+def test_sums_file_size_is_bounded(tmp_path):
+    big = tmp_path / "big"
+    big.write_bytes(b"#" * (1024 * 1024 + 1))
+    with pytest.raises(InputError, match="larger than 1,048,576 bytes"):
+        read_sums(big)
+
+
+def test_shipped_sums_are_the_verified_copy_and_package_data():
+    sums = shipped_sums()
+    assert len(sums) == 26 and "openb_pod_list_default.csv" in sums
+    assert sums["openb_pod_list_default.csv"] == "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8"
+    shared = ROOT.parent / "shared" / "data" / "alibaba-gpu-2023" / "SHA256SUMS"
+    if shared.is_file():
+        assert sums == parse_sums(shared.read_text(), str(shared))
+    # the sums file is installed with the package (pyproject's package-data patterns)
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["*"]
+    assert any(fnmatch.fnmatch(SUMS_RESOURCE, p) for p in patterns)
+    assert DEFAULT_BASE_URL == ("https://raw.githubusercontent.com/alibaba/clusterdata/"
+                                "7a6c496e4f4b6ce6150be8f881cb051bf2abff42/cluster-trace-gpu-v2023/csv")
+
+
+def test_shipped_sums_match_the_real_trace(alibaba_csv):
+    # the course's copy of the trace (when present) passes the shipped sums, file by file
+    for name, digest in shipped_sums().items():
+        assert hashlib.sha256((alibaba_csv / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_checksum_mismatch_is_an_input_error():
+    exc = ChecksumMismatch("a.csv", "0" * 64, "1" * 64, "http://h/a.csv")
+    assert isinstance(exc, InputError) and "\n" not in str(exc)

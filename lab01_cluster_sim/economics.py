@@ -12,7 +12,13 @@ arithmetic over a year of 8,760 hours (365 days x 24 h); there is no hidden mode
     cost per useful GPU-hour  = price / utilisation
 
 Raising utilisation by sharing (the subject of the course) lets the same useful work run
-on fewer GPUs: ``gpus_needed(u_target) = ceil(fleet_gpus x u / u_target)``.
+on fewer GPUs: ``gpus_needed(u_target) = ceil(fleet_gpus x u / u_target)``. For a fixed
+amount of useful work ``W`` (in GPU-equivalents busy all the time) the fleet is
+``ceil(W / u)``: the saving of ten points of utilisation is large at low utilisation and
+small at high (``W/u`` is convex), so the first points recovered are worth the most.
+Example (:func:`utilisation_steps`): 40 GPU-equivalents of work at $4/GPU-hour need 200 GPUs
+at 20 %, 134 at 30 % (66 fewer, $2,312,640 a year) but 50 at 80 % and 45 at 90 % (5 fewer,
+$175,200 a year); a useful GPU-hour costs price / u: $20.00 at 20 %, $4.44 at 90 %.
 """
 
 from __future__ import annotations
@@ -123,3 +129,117 @@ def idle_cost_grid(price_per_gpu_hour: float, fleet_gpus: int,
                    utilisations: list[float]) -> list[IdleCapacity]:
     """:func:`idle_capacity` for each utilisation, in the given order (for plots and tables)."""
     return [idle_capacity(price_per_gpu_hour, fleet_gpus, u) for u in utilisations]
+
+
+def fleet_for_work(work_gpus: float, utilisation: float) -> int:
+    """GPUs needed to do ``work_gpus`` GPU-equivalents of useful work at ``utilisation``:
+    ``ceil(work_gpus / utilisation)`` (a 1e-9 tolerance absorbs floating-point noise).
+
+    Raises:
+        InputError: ``work_gpus`` negative or not finite, or ``utilisation`` not in (0, 1].
+    """
+    if isinstance(work_gpus, bool) or not isinstance(work_gpus, (int, float)) \
+            or not math.isfinite(work_gpus) or not 0 <= work_gpus <= 1e7:
+        raise InputError(f"work_gpus: expected GPU-equivalents of work in [0, 10,000,000], got {work_gpus!r}")
+    if isinstance(utilisation, bool) or not isinstance(utilisation, (int, float)) \
+            or not 0.0 < utilisation <= 1.0:
+        raise InputError(f"utilisation: expected a fraction in (0, 1], got {utilisation!r}")
+    return math.ceil(work_gpus / utilisation - 1e-9)
+
+
+@dataclass(frozen=True)
+class UtilisationStep:
+    """One row of :func:`utilisation_steps`.
+
+    Attributes:
+        utilisation: average utilisation of the fleet (0..1].
+        gpus: GPUs needed for the work at this utilisation.
+        paid_per_year: dollars per year for those GPUs.
+        cost_per_useful_gpu_hour: dollars per GPU-hour of useful work, price / utilisation.
+        gpus_freed: GPUs fewer than at the previous (lower) utilisation; 0 for the first row.
+        saved_per_year: dollars per year those freed GPUs cost.
+    """
+
+    utilisation: float
+    gpus: int
+    paid_per_year: float
+    cost_per_useful_gpu_hour: float
+    gpus_freed: int
+    saved_per_year: float
+
+
+def utilisation_steps(price_per_gpu_hour: float, work_gpus: float,
+                      utilisations: list[float]) -> list[UtilisationStep]:
+    """The fleet a fixed amount of work needs at each utilisation, in the given order, and
+    what each step up saves (:func:`fleet_for_work`).
+
+    Raises:
+        InputError: an argument out of range (named), or an empty or unsorted list.
+    """
+    _check(price_per_gpu_hour, 0, 0.0)
+    if not utilisations or len(utilisations) > 1000:
+        raise InputError(f"utilisations: expected 1 to 1000 fractions, got {len(utilisations)}")
+    if any(b <= a for a, b in zip(utilisations, utilisations[1:])):
+        raise InputError(f"utilisations: expected increasing fractions, got {utilisations}")
+    rows: list[UtilisationStep] = []
+    for u in utilisations:
+        gpus = fleet_for_work(work_gpus, u)
+        freed = rows[-1].gpus - gpus if rows else 0
+        rows.append(UtilisationStep(float(u), gpus, gpus * HOURS_PER_YEAR * price_per_gpu_hour,
+                                    price_per_gpu_hour / u, freed,
+                                    freed * HOURS_PER_YEAR * price_per_gpu_hour))
+    return rows
+
+
+@dataclass(frozen=True)
+class FractionalRequests:
+    """How much of a GPU the pods of a workload ask for (:func:`fractional_requests`).
+
+    Attributes:
+        gpu_pods: pods asking for at least part of a GPU.
+        cpu_pods: pods asking for no GPU.
+        fractional_pods: GPU pods asking for less than one whole GPU.
+        median_milli: median request of the fractional pods, in milli-GPU (1000 = a GPU).
+        p25_milli, p75_milli: their 25th and 75th percentiles (milli-GPU).
+    """
+
+    gpu_pods: int
+    cpu_pods: int
+    fractional_pods: int
+    median_milli: float
+    p25_milli: float
+    p75_milli: float
+
+    @property
+    def fractional_share(self) -> float:
+        """Share of the GPU pods that ask for less than a whole GPU (0..1)."""
+        return self.fractional_pods / self.gpu_pods if self.gpu_pods else 0.0
+
+
+def fractional_requests(jobs: list) -> FractionalRequests:
+    """Count the pods that ask for a fraction of one GPU.
+
+    Args:
+        jobs: :class:`lab01_cluster_sim.model.Job` records (``gpus_per_worker`` GPUs of
+            ``gpu_milli`` milli-GPU each), e.g. the Alibaba trace's pod list.
+
+    Raises:
+        InputError: an empty list, or one without a single GPU pod.
+    """
+    if not jobs:
+        raise InputError("jobs: expected at least one pod, got none")
+    gpu = [j for j in jobs if j.gpus_per_worker >= 1 and j.gpu_milli > 0]
+    if not gpu:
+        raise InputError(f"jobs: expected at least one pod asking for a GPU among {len(jobs)}")
+    frac = sorted(j.gpu_milli for j in gpu if j.gpus_per_worker == 1 and j.gpu_milli < 1000)
+
+    def quantile(q: float) -> float:
+        if not frac:
+            return 0.0
+        pos = q * (len(frac) - 1)  # linear interpolation between order statistics
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(frac) - 1)
+        return frac[lo] + (frac[hi] - frac[lo]) * (pos - lo)
+
+    return FractionalRequests(len(gpu), len(jobs) - len(gpu), len(frac), quantile(0.5),
+                              quantile(0.25), quantile(0.75))

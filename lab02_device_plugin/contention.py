@@ -1,39 +1,71 @@
 """Contention models for sharing one GPU: time-slicing and MPS, as teaching models.
 
-Two small, explicit models used by chapters 2 and 4 of the course. They are not
+Small, explicit models used by chapters 2, 4 and 5 of the course. They are not
 measurements: their parameters are inputs, and the defaults are round illustrative
 values chosen to make the mechanism visible (stated below), not vendor figures.
 
-Time-slicing (chapter 4)
+Time-slicing, all tenants busy (chapter 4)
     The device plugin's ``sharing.timeSlicing.replicas`` only advertises one GPU N times;
     the GPU's own scheduler then gives each CUDA context the whole GPU in turn for a time
-    slice (round-robin). With ``n`` busy tenants, slice length ``s`` ms and a context-switch
-    cost ``c`` ms per slice, one round lasts ``n (s + c)`` ms and each tenant computes for
-    ``s`` of it, so its throughput relative to running alone is ``s / (n (s + c))``
-    (1 when ``n == 1``: no switching). A request that needs ``w`` ms of GPU time alone needs
-    ``k = ceil(w / s)`` slices; it first waits for its turn, ``U`` uniform on
-    ``[0, (n-1)(s+c)]`` (it arrives at a random point of the round), then runs ``k`` slices
-    with ``n - 1`` other tenants' slices between each pair:
+    slice (round-robin). With ``n >= 2`` busy tenants, slice length ``s`` ms and a
+    context-switch cost ``c`` ms per slice, one round lasts ``n (s + c)`` ms and each
+    tenant computes for ``s`` of it, so its throughput relative to running alone is
+    ``s / (n (s + c))``. A tenant alone (``n == 1``) is never switched out: throughput 1,
+    which is why the formula applies for ``n >= 2`` only. A request that needs ``w`` ms of
+    GPU time alone needs ``k = ceil(w / s)`` slices; it first waits for its turn, ``U``
+    uniform on ``[0, (n-1)(s+c)]`` (it arrives at a random point of the round, and the
+    ``n - 1`` other tenants' slices, each followed by a switch, come first), then runs
+    ``k`` slices with ``n - 1`` other tenants' slices between each pair:
     ``latency = U + (k-1) n (s+c) + (w - (k-1) s)``.
     Its ``q``-quantile is the same with ``U`` replaced by ``q (n-1)(s+c)``.
-    NVIDIA documents that time-sliced workloads get no memory or fault isolation and that
+    NVIDIA documents that time-sliced replicas get no memory or fault isolation and that
     the GPU interleaves contexts in time (NVIDIA GPU Operator documentation, "Time-Slicing
-    GPUs in Kubernetes"); the slice length on Ampere and later can be chosen with
-    ``nvidia-smi compute-policy --set-timeslice``.
+    GPUs in Kubernetes"); the slice length is a per-GPU driver setting,
+    ``nvidia-smi compute-policy --set-timeslice`` with four levels (0 DEFAULT, 1 SHORT,
+    2 MEDIUM, 3 LONG, per the tool's own help text), not a number of milliseconds.
+
+Time-slicing, bursty tenants (chapter 4, the benefit)
+    Notebooks and other interactive tenants are busy only part of the time. Each of the
+    ``n`` tenants is busy, independently, with probability ``p`` (its duty cycle), and a
+    busy period is long compared with one request (quasi-static: the set of busy tenants
+    does not change while a request runs). Seen by a busy tenant, the number ``K`` of
+    *other* busy tenants is Binomial(``n - 1``, ``p``), so on average ``1 + (n-1) p``
+    tenants share the GPU; with probability ``(1-p)^(n-1)`` the tenant has the whole GPU.
+    Its expected throughput while busy is ``E[share(K + 1)]`` with ``share(1) = 1`` and
+    ``share(j) = s / (j (s + c))``; its latency distribution is the mixture over ``K`` of
+    the all-busy latencies above, and the quantiles are found by bisection on that
+    mixture. The GPU is busy with probability ``1 - (1-p)^n``: ``n`` tenants at duty cycle
+    ``p`` on one GPU instead of ``n`` GPUs each busy ``p`` of the time. Source of the use
+    case: the course's warm-up guide ("pack 4 bursty notebooks onto 1 GPU; when one is
+    idle, others get the full GPU during their slice").
 
 MPS (chapter 2)
     Without MPS every process has its own context and the GPU runs kernels of one
     context at a time (time-sliced), so kernels of different processes never overlap.
-    With MPS all clients share one context and their kernels run concurrently while
-    their SM demands fit on the GPU (NVIDIA Multi-Process Service documentation). Here
-    each process issues its kernels in order on one stream; a kernel asks for a fraction
-    of the SMs (``sm_fraction``) and runs for ``duration_ms`` when it has them. With
-    ``active_thread_percentage`` (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``) a client never
-    holds more than that share of the SMs; a capped kernel runs longer in proportion
-    (work conserved). Simplification: a kernel starts only when its whole (capped) SM share
-    is free, and without MPS contexts alternate at kernel boundaries plus a switch cost.
+    With MPS (Volta and later) every client has its own GPU address space and submits
+    work directly to the GPU; the MPS server owns the scheduling resources, and kernels
+    of different clients run concurrently while their SM demands fit (NVIDIA
+    Multi-Process Service documentation). Here each process issues its kernels in order
+    on one stream; a kernel asks for a fraction of the SMs (``sm_fraction``) and runs for
+    ``duration_ms`` when it has them alone. With ``active_thread_percentage``
+    (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``) a client never holds more than that share of
+    the SMs; a capped kernel runs longer in proportion (work conserved; this holds for
+    compute-bound kernels with enough thread blocks). The timeline is work-conserving:
+    whenever SMs free up, ready kernels start in order of readiness (the time their
+    client issued them; ties by client index), each that fits its whole (capped) share,
+    so a narrow kernel is never held back by a wide one that does not fit yet. MPS itself
+    promises no fairness between clients; readiness order is the model's choice.
+    Interference: co-running kernels share the memory bandwidth and L2 cache without
+    limits. ``memory_bound`` (``m``, 0..1) is the share of a kernel's solo run time in
+    which it saturates the GPU's memory bandwidth; while ``k`` kernels run at once, those
+    parts are served one at a time, so each kernel progresses at rate
+    ``1 / ((1 - m) + m k)`` of its solo speed (``m = 0``: no interference). With
+    ``1/f`` clients of width ``f`` running together, the MPS speed-up over separate
+    contexts therefore saturates near ``1 / (f (1 - m) + m)`` instead of ``1 / f``
+    (ignoring the context-switch time that MPS also saves).
 
-Default illustrative parameters: slice 2 ms, context switch 0.1 ms per slice.
+Default illustrative parameters: slice 2 ms, context switch 0.1 ms per slice, no
+memory-bound share.
 """
 
 from __future__ import annotations
@@ -56,9 +88,23 @@ def _positive(name: str, value: float, allow_zero: bool = False) -> None:
         raise InputError(f"{name}: expected a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
 
 
-def _tenants(n: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InputError(f"tenants: expected a whole number >= 1, got {n!r}")
+#: Most tenants (or clients) a model accepts: far above any real replicas setting, and small
+#: enough that the binomial weights and timelines stay cheap.
+MAX_TENANTS = 1024
+
+
+def _tenants(n: int, name: str = "tenants") -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_TENANTS:
+        raise InputError(f"{name}: expected a whole number in 1..{MAX_TENANTS}, got {n!r}")
+
+
+def _check_request(tenants: int, work_ms: float, q: float, slice_ms: float, switch_ms: float) -> None:
+    _tenants(tenants)
+    _positive("work_ms", work_ms)
+    _positive("slice_ms", slice_ms)
+    _positive("switch_ms", switch_ms, allow_zero=True)
+    if not (isinstance(q, (int, float)) and 0.0 <= q <= 1.0):
+        raise InputError(f"q: expected a quantile between 0 and 1, got {q!r}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +136,8 @@ class TimeSliceResult:
 
 def latency_quantile(tenants: int, work_ms: float, q: float, slice_ms: float = DEFAULT_SLICE_MS,
                      switch_ms: float = DEFAULT_SWITCH_MS) -> float:
-    """The ``q``-quantile (0..1) of a request's latency in ms under time-slicing.
+    """The ``q``-quantile (0..1) of a request's latency in ms when ``tenants`` busy tenants
+    are time-sliced.
 
     ``q (n-1)(s+c) + (k-1) n (s+c) + (w - (k-1) s)`` with ``k = ceil(w/s)``; alone
     (``n == 1``) the latency is ``w``. See the module docstring for the derivation.
@@ -98,12 +145,7 @@ def latency_quantile(tenants: int, work_ms: float, q: float, slice_ms: float = D
     Raises:
         InputError: a parameter out of range (named in the message).
     """
-    _tenants(tenants)
-    _positive("work_ms", work_ms)
-    _positive("slice_ms", slice_ms)
-    _positive("switch_ms", switch_ms, allow_zero=True)
-    if not (isinstance(q, (int, float)) and 0.0 <= q <= 1.0):
-        raise InputError(f"q: expected a quantile between 0 and 1, got {q!r}")
+    _check_request(tenants, work_ms, q, slice_ms, switch_ms)
     if tenants == 1:
         return float(work_ms)
     round_ms = tenants * (slice_ms + switch_ms)
@@ -140,12 +182,161 @@ def time_slicing(tenants: int, work_ms: float, slice_ms: float = DEFAULT_SLICE_M
     )
 
 
+def _duty(p: float) -> None:
+    if not (isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p)
+            and 0.0 < p <= 1.0):
+        raise InputError(f"duty_cycle: expected the share of time a tenant is busy, in (0, 1], got {p!r}")
+
+
+def _share(busy: int, slice_ms: float, switch_ms: float) -> float:
+    """Throughput of one of ``busy`` busy tenants relative to running alone."""
+    return 1.0 if busy == 1 else slice_ms / (busy * (slice_ms + switch_ms))
+
+
+def _binomial(n: int, p: float) -> list[float]:
+    """P(K = k) for k = 0..n, K ~ Binomial(n, p)."""
+    return [math.comb(n, k) * p ** k * (1.0 - p) ** (n - k) for k in range(n + 1)]
+
+
+@dataclass(frozen=True)
+class BurstyTimeSliceResult:
+    """One bursty tenant's view of ``tenants`` tenants time-sliced on one GPU.
+
+    Attributes:
+        tenants: tenants sharing the GPU (replicas handed out).
+        duty_cycle: probability that a tenant is busy at a given moment (0..1].
+        slice_ms, switch_ms, work_ms: the inputs (ms).
+        p_alone: probability that a busy tenant has the GPU to itself, ``(1-p)^(n-1)``.
+        mean_busy_tenants: expected busy tenants seen by a busy tenant, ``1 + (n-1) p``.
+        mean_throughput_share: expected throughput of a busy tenant relative to a
+            dedicated GPU, ``E[share(K + 1)]``.
+        gpu_busy_fraction: share of time at least one tenant is busy, ``1 - (1-p)^n``.
+        p50_latency_ms, p99_latency_ms: quantiles of one request's latency (ms).
+        solo_latency_ms: the latency on a dedicated GPU (= ``work_ms``).
+    """
+
+    tenants: int
+    duty_cycle: float
+    slice_ms: float
+    switch_ms: float
+    work_ms: float
+    p_alone: float
+    mean_busy_tenants: float
+    mean_throughput_share: float
+    gpu_busy_fraction: float
+    p50_latency_ms: float
+    p99_latency_ms: float
+    solo_latency_ms: float
+
+
+def bursty_latency_quantile(tenants: int, duty_cycle: float, work_ms: float, q: float,
+                            slice_ms: float = DEFAULT_SLICE_MS,
+                            switch_ms: float = DEFAULT_SWITCH_MS) -> float:
+    """The ``q``-quantile of a request's latency (ms) when tenants are busy part-time.
+
+    The latency is a mixture over ``K`` ~ Binomial(``tenants - 1``, ``duty_cycle``) other
+    busy tenants of the all-busy latency with ``K + 1`` tenants (module docstring). Its
+    CDF is non-decreasing, so the quantile is found by bisection to 1e-9 ms.
+
+    Raises:
+        InputError: a parameter out of range (named in the message).
+    """
+    _check_request(tenants, work_ms, q, slice_ms, switch_ms)
+    _duty(duty_cycle)
+    weights = _binomial(tenants - 1, duty_cycle)
+    k_slices = math.ceil(work_ms / slice_ms - 1e-12)
+    parts = []  # (weight, lowest latency, width of the uniform wait) per number of busy tenants
+    for others, weight in enumerate(weights):
+        busy = others + 1
+        if weight == 0.0:
+            continue
+        if busy == 1:
+            parts.append((weight, float(work_ms), 0.0))
+            continue
+        low = (k_slices - 1) * busy * (slice_ms + switch_ms) + (work_ms - (k_slices - 1) * slice_ms)
+        parts.append((weight, low, others * (slice_ms + switch_ms)))
+
+    def cdf(x: float) -> float:
+        total = 0.0
+        for weight, low, width in parts:
+            if x >= low + width:
+                total += weight
+            elif x > low:
+                total += weight * (x - low) / width
+        return total
+
+    lo = min(low for _, low, _ in parts)
+    hi = max(low + width for _, low, width in parts)
+    if cdf(lo) >= q:
+        return lo
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if cdf(mid) >= q - 1e-15:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-9:
+            break
+    return hi
+
+
+def bursty_time_slicing(tenants: int, duty_cycle: float, work_ms: float,
+                        slice_ms: float = DEFAULT_SLICE_MS,
+                        switch_ms: float = DEFAULT_SWITCH_MS) -> BurstyTimeSliceResult:
+    """What one bursty tenant gets when ``tenants`` tenants, each busy ``duty_cycle`` of
+    the time, share one GPU by time-slicing (model and assumptions in the module docstring).
+
+    Args:
+        tenants: tenants (replicas) on the GPU, >= 1.
+        duty_cycle: probability a tenant is busy, in (0, 1]; 1 is :func:`time_slicing`.
+        work_ms: GPU time one request needs alone (ms, > 0).
+        slice_ms: time slice (ms, > 0).
+        switch_ms: context-switch cost per slice (ms, >= 0).
+
+    Raises:
+        InputError: a parameter out of range (named in the message).
+    """
+    p50 = bursty_latency_quantile(tenants, duty_cycle, work_ms, 0.5, slice_ms, switch_ms)
+    p99 = bursty_latency_quantile(tenants, duty_cycle, work_ms, 0.99, slice_ms, switch_ms)
+    weights = _binomial(tenants - 1, duty_cycle)
+    share = sum(w * _share(k + 1, slice_ms, switch_ms) for k, w in enumerate(weights))
+    return BurstyTimeSliceResult(
+        tenants=tenants, duty_cycle=float(duty_cycle), slice_ms=float(slice_ms),
+        switch_ms=float(switch_ms), work_ms=float(work_ms), p_alone=weights[0],
+        mean_busy_tenants=1.0 + (tenants - 1) * duty_cycle, mean_throughput_share=share,
+        gpu_busy_fraction=1.0 - (1.0 - duty_cycle) ** tenants,
+        p50_latency_ms=p50, p99_latency_ms=p99, solo_latency_ms=float(work_ms))
+
+
+def max_tenants_within(p99_budget_ms: float, duty_cycle: float, work_ms: float,
+                       slice_ms: float = DEFAULT_SLICE_MS, switch_ms: float = DEFAULT_SWITCH_MS,
+                       limit: int = 64) -> int:
+    """The most tenants (replicas) one GPU can take with the p99 of a ``work_ms`` request
+    within ``p99_budget_ms``, by :func:`bursty_latency_quantile`; 0 when even one tenant
+    alone misses the budget (``work_ms > p99_budget_ms``). Searches 1..``limit``.
+
+    Raises:
+        InputError: a parameter out of range.
+    """
+    _positive("p99_budget_ms", p99_budget_ms)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1024:
+        raise InputError(f"limit: expected a whole number of tenants in 1..1024, got {limit!r}")
+    best = 0
+    for n in range(1, limit + 1):
+        if bursty_latency_quantile(n, duty_cycle, work_ms, 0.99, slice_ms, switch_ms) \
+                <= p99_budget_ms + 1e-9:
+            best = n
+        else:
+            break
+    return best
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One kernel a process launches.
 
     Attributes:
-        duration_ms: run time with its full SM share (ms, > 0).
+        duration_ms: run time with its full SM share, alone on the GPU (ms, > 0).
         sm_fraction: share of the GPU's SMs it occupies, in (0, 1].
     """
 
@@ -179,7 +370,8 @@ class Timeline:
         mps: whether MPS was on.
         runs: every kernel run, ordered by start time then process.
         makespan_ms: end of the last kernel.
-        sm_busy_fraction: time-averaged SM occupancy over the makespan (0..1).
+        sm_busy_fraction: time-averaged share of SMs held by kernels over the makespan
+            (0..1); with interference a held SM may be stalled on memory.
     """
 
     mps: bool
@@ -191,91 +383,118 @@ class Timeline:
 def _check_processes(processes: Sequence[Sequence[Kernel]]) -> None:
     if not processes:
         raise InputError("processes: expected at least one process with kernels, got none")
+    if len(processes) > 1000:
+        raise InputError(f"processes: expected at most 1000 processes, got {len(processes)}")
+    total = 0
     for p, kernels in enumerate(processes):
         if not kernels:
             raise InputError(f"processes[{p}]: expected at least one kernel, got none")
+        total += len(kernels)
         for k, kern in enumerate(kernels):
             _positive(f"processes[{p}][{k}].duration_ms", kern.duration_ms)
             if not (isinstance(kern.sm_fraction, (int, float)) and 0 < kern.sm_fraction <= 1):
                 raise InputError(f"processes[{p}][{k}].sm_fraction: expected a share in (0, 1], "
                                  f"got {kern.sm_fraction!r}")
+    if total > 100_000:
+        raise InputError(f"processes: expected at most 100,000 kernels in all, got {total:,}")
+
+
+def _serial_timeline(processes: Sequence[Sequence[Kernel]], switch_ms: float) -> list[KernelRun]:
+    """Separate contexts: round-robin over processes at kernel boundaries, nothing overlaps."""
+    runs: list[KernelRun] = []
+    nxt = [0] * len(processes)
+    t = 0.0
+    last: int | None = None
+    while any(nxt[p] < len(ks) for p, ks in enumerate(processes)):
+        for p, kernels in enumerate(processes):
+            if nxt[p] >= len(kernels):
+                continue
+            if last is not None and last != p:
+                t += switch_ms
+            kern = kernels[nxt[p]]
+            runs.append(KernelRun(p, nxt[p], t, t + kern.duration_ms, kern.sm_fraction))
+            t += kern.duration_ms
+            nxt[p] += 1
+            last = p
+    return runs
+
+
+def _mps_timeline(processes: Sequence[Sequence[Kernel]], cap: float,
+                  memory_bound: float) -> list[KernelRun]:
+    """MPS: work-conserving, ready kernels start in order of readiness (module docstring)."""
+    eps = 1e-9
+    n = len(processes)
+    nxt = [0] * n
+    ready = [0.0] * n                       # when each process issued its next kernel
+    running: dict[int, list] = {}           # process -> [kernel index, start, share, remaining solo ms]
+    runs: list[KernelRun] = []
+    t = 0.0
+    while True:
+        used = sum(r[2] for r in running.values())
+        waiting = sorted((ready[p], p) for p in range(n)
+                         if p not in running and nxt[p] < len(processes[p]) and ready[p] <= t + eps)
+        for _, p in waiting:
+            kern = processes[p][nxt[p]]
+            share = min(kern.sm_fraction, cap)
+            if used + share > 1.0 + eps:
+                continue
+            running[p] = [nxt[p], t, share, kern.duration_ms * kern.sm_fraction / share]
+            used += share
+        if not running:
+            break  # nothing left: every kernel ran (any capped kernel fits an empty GPU)
+        rate = 1.0 / ((1.0 - memory_bound) + memory_bound * len(running))
+        dt = min(r[3] for r in running.values()) / rate
+        t_next = t + dt
+        for p in sorted(running):
+            r = running[p]
+            r[3] -= dt * rate
+            if r[3] <= eps:
+                runs.append(KernelRun(p, r[0], r[1], t_next, r[2]))
+                del running[p]
+                nxt[p] += 1
+                ready[p] = t_next
+        t = t_next
+    return runs
 
 
 def kernel_timeline(processes: Sequence[Sequence[Kernel]], mps: bool,
                     active_thread_percentage: float = 100.0,
-                    switch_ms: float = DEFAULT_SWITCH_MS) -> Timeline:
+                    switch_ms: float = DEFAULT_SWITCH_MS,
+                    memory_bound: float = 0.0) -> Timeline:
     """Place the kernels of several processes on one GPU's timeline, with or without MPS.
 
     Without MPS, contexts take turns at kernel boundaries, round-robin over processes that
     still have kernels, with ``switch_ms`` between two kernels of different processes;
-    nothing overlaps. With MPS, each process's kernels run in order, and a kernel starts
-    as soon as its process's previous kernel ended and its SM share (capped at
-    ``active_thread_percentage``/100, duration scaled by ``fraction / capped``) is free;
-    processes are served in index order at each instant (deterministic).
+    nothing overlaps, so nothing interferes. With MPS, each process's kernels run in order;
+    whenever SMs free up, ready kernels start in order of readiness (ties by process
+    index), each one that fits its SM share (capped at ``active_thread_percentage``/100,
+    solo duration scaled by ``fraction / capped``); co-running kernels slow each other by
+    the ``memory_bound`` rule of the module docstring.
 
     Args:
-        processes: per process, its kernels in launch order.
-        mps: True for MPS (one shared context), False for separate contexts.
+        processes: per process, its kernels in launch order (at most 1000 processes and
+            100,000 kernels).
+        mps: True for MPS, False for separate contexts.
         active_thread_percentage: MPS per-client SM cap in percent (0, 100].
         switch_ms: context-switch cost between processes without MPS (ms, >= 0).
+        memory_bound: share of a kernel's solo time spent saturating memory bandwidth,
+            in [0, 1] (0 = no interference between co-running kernels).
 
     Raises:
-        InputError: empty input or a value out of range (named in the message).
+        InputError: empty or oversized input, or a value out of range (named in the message).
     """
     _check_processes(processes)
     _positive("switch_ms", switch_ms, allow_zero=True)
     if not (isinstance(active_thread_percentage, (int, float)) and 0 < active_thread_percentage <= 100):
         raise InputError("active_thread_percentage: expected a percentage in (0, 100], "
                          f"got {active_thread_percentage!r}")
-    runs: list[KernelRun] = []
-    if not mps:
-        nxt = [0] * len(processes)
-        t = 0.0
-        last: int | None = None
-        while any(nxt[p] < len(ks) for p, ks in enumerate(processes)):
-            for p, kernels in enumerate(processes):
-                if nxt[p] >= len(kernels):
-                    continue
-                if last is not None and last != p:
-                    t += switch_ms
-                kern = kernels[nxt[p]]
-                runs.append(KernelRun(p, nxt[p], t, t + kern.duration_ms, kern.sm_fraction))
-                t += kern.duration_ms
-                nxt[p] += 1
-                last = p
+    if not (isinstance(memory_bound, (int, float)) and not isinstance(memory_bound, bool)
+            and 0.0 <= memory_bound <= 1.0):
+        raise InputError(f"memory_bound: expected a share of run time in [0, 1], got {memory_bound!r}")
+    if mps:
+        runs = _mps_timeline(processes, active_thread_percentage / 100.0, float(memory_bound))
     else:
-        cap = active_thread_percentage / 100.0
-        nxt = [0] * len(processes)
-        ready = [0.0] * len(processes)  # earliest start of each process's next kernel
-        active: list[KernelRun] = []
-        t = 0.0
-        eps = 1e-9
-        while any(nxt[p] < len(ks) for p, ks in enumerate(processes)):
-            active = [r for r in active if r.end_ms > t + eps]
-            used = sum(r.sm_fraction for r in active)
-            for p, kernels in enumerate(processes):
-                if nxt[p] >= len(kernels) or ready[p] > t + eps:
-                    continue
-                if any(r.process == p for r in active):
-                    continue
-                kern = kernels[nxt[p]]
-                share = min(kern.sm_fraction, cap)
-                if used + share > 1.0 + eps:
-                    continue
-                duration = kern.duration_ms * kern.sm_fraction / share
-                run = KernelRun(p, nxt[p], t, t + duration, share)
-                runs.append(run)
-                active.append(run)
-                used += share
-                nxt[p] += 1
-                ready[p] = run.end_ms
-            # advance to the next event: a kernel ends or a process becomes ready
-            future = [r.end_ms for r in active if r.end_ms > t + eps]
-            future += [ready[p] for p in range(len(processes))
-                       if nxt[p] < len(processes[p]) and ready[p] > t + eps]
-            if not future:
-                break  # pragma: no cover - every capped kernel fits an empty GPU
-            t = min(future)
+        runs = _serial_timeline(processes, switch_ms)
     runs.sort(key=lambda r: (r.start_ms, r.process))
     makespan = max(r.end_ms for r in runs)
     busy = sum((r.end_ms - r.start_ms) * r.sm_fraction for r in runs)
@@ -292,7 +511,49 @@ def inference_processes(clients: int, kernels_per_client: int = 4, duration_ms: 
     Raises:
         InputError: a parameter out of range.
     """
-    _tenants(clients)
+    _tenants(clients, "clients")
     if isinstance(kernels_per_client, bool) or not isinstance(kernels_per_client, int) or kernels_per_client < 1:
         raise InputError(f"kernels_per_client: expected a whole number >= 1, got {kernels_per_client!r}")
     return [[Kernel(duration_ms, sm_fraction) for _ in range(kernels_per_client)] for _ in range(clients)]
+
+
+@dataclass(frozen=True)
+class MpsGain:
+    """Result of :func:`mps_gain`: one uniform workload with and without MPS.
+
+    Attributes:
+        clients, sm_fraction, memory_bound: the inputs.
+        without_ms, with_ms: makespans without and with MPS (ms).
+        speedup: ``without_ms / with_ms``.
+        bound: ``1 / (f (1 - m) + m)``, where the speed-up saturates (module docstring).
+        sm_busy_with: SM share held under MPS, time-averaged (0..1).
+    """
+
+    clients: int
+    sm_fraction: float
+    memory_bound: float
+    without_ms: float
+    with_ms: float
+    speedup: float
+    bound: float
+    sm_busy_with: float
+
+
+def mps_gain(clients: int, sm_fraction: float = 0.25, memory_bound: float = 0.0,
+             kernels_per_client: int = 4, duration_ms: float = 2.0,
+             switch_ms: float = DEFAULT_SWITCH_MS) -> MpsGain:
+    """How much faster ``clients`` copies of a uniform workload finish with MPS.
+
+    Runs :func:`kernel_timeline` on :func:`inference_processes` with and without MPS.
+
+    Raises:
+        InputError: a parameter out of range.
+    """
+    procs = inference_processes(clients, kernels_per_client, duration_ms, sm_fraction)
+    off = kernel_timeline(procs, mps=False, switch_ms=switch_ms)
+    on = kernel_timeline(procs, mps=True, memory_bound=memory_bound)
+    return MpsGain(clients=clients, sm_fraction=float(sm_fraction), memory_bound=float(memory_bound),
+                   without_ms=off.makespan_ms, with_ms=on.makespan_ms,
+                   speedup=off.makespan_ms / on.makespan_ms,
+                   bound=1.0 / (sm_fraction * (1.0 - memory_bound) + memory_bound),
+                   sm_busy_with=on.sm_busy_fraction)

@@ -1,59 +1,82 @@
 """Which GPU sharing mechanism fits a workload: the course's decision table as code.
 
-Chapter 5 of the course turns this into a widget. Requirements go in
-(:class:`Requirements`); one of five answers comes out (:class:`Decision`):
+Chapter 5 of the course turns this into a widget, a diagram and a worked case.
+Requirements go in (:class:`Requirements`); one of five answers comes out
+(:class:`Decision`):
 
 ``exclusive``
     Whole GPUs, one pod each: full isolation, the utilisation the workload brings.
 ``MIG``
-    Multi-Instance GPU: hardware partitions with their own SMs, memory, L2 and copy
-    engines; memory, fault and performance isolation (NVIDIA MIG User Guide). Only on
-    MIG-capable GPUs, and only in the fixed profile sizes.
+    Multi-Instance GPU: GPU instances with their own memory slices, L2 and copy engines,
+    and compute instances with their own SMs; memory and performance isolation, and
+    isolation from application faults. GPU-wide events (Xid 79, uncontained ECC errors,
+    a GPU reset) still reach every instance (NVIDIA MIG User Guide; NVIDIA GPU memory
+    error management, "Error Containment"). Only on MIG-capable GPUs
+    (:data:`lab02_device_plugin.mig.MIG_GPUS`), only in the fixed profile sizes, and each
+    profile has a fixed SM count (no profile below ``7g`` gets half of an H100's SMs).
 ``MPS``
-    Multi-Process Service: one shared CUDA context, kernels of several processes run
-    concurrently; per-client limits on active threads (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``)
-    and pinned memory (Volta and later), but one fault domain: a fatal fault in one client
-    affects all (NVIDIA MPS documentation).
+    Multi-Process Service: since Volta every client has its own GPU address space and
+    submits work directly; the server owns the scheduling resources and runs kernels of
+    several clients at once. Per-client caps on active threads
+    (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, a cap, not a reservation) and pinned device
+    memory; a fatal fault in one client reaches every client of that server (NVIDIA MPS
+    documentation). In NVIDIA's Kubernetes device plugin MPS is experimental (since
+    v0.15.0), full GPUs only, not on MIG-enabled devices, and, like time-slicing, applied
+    to every GPU of the node (device plugin README).
 ``time-slicing``
     The device plugin advertises each GPU ``replicas`` times; contexts take turns on the
-    whole GPU. No memory limit, per-pod GPU metrics are lost (NVIDIA GPU Operator
-    documentation, "Time-Slicing GPUs in Kubernetes"). Fault isolation only in part: each
-    pod has its own CUDA context, so an application fault (Xid 13, 31) ends only its
-    process, but device-level faults (Xid 79, uncorrectable ECC, a reset) reach every pod;
-    :data:`ISOLATION` counts "fault" as isolation from both, hence False.
+    whole GPU. NVIDIA: "no memory or fault-isolation between replicas" (GPU Operator,
+    "Time-Slicing GPUs in Kubernetes"); per-pod GPU metrics are lost. In practice separate
+    contexts usually confine application faults (Xid 13, 31) to their process, which NVIDIA
+    does not promise; :data:`ISOLATION` scores what the vendor promises.
 ``DRA``
-    Dynamic Resource Allocation (Kubernetes ``resource.k8s.io``, structured parameters GA
-    in Kubernetes 1.34): a pod claims a device by attributes (model, memory, a MIG
-    profile or a shared GPU) and the scheduler picks one at allocation time, instead of
-    integers fixed by per-node device-plugin config. The isolation is still that of the
-    mechanism the claim lands on.
+    Dynamic Resource Allocation (Kubernetes ``resource.k8s.io``): the core API is stable
+    (GA in v1.34, always on since v1.35), but the pieces that divide one GPU are not:
+    partitionable devices are beta since v1.36, consumable capacity was alpha in v1.34
+    (KEP-5075), and the GPU allocation half of NVIDIA's DRA driver is a Technology
+    Preview, "not yet officially supported" (GPU Operator, "NVIDIA DRA Driver for GPUs").
+    So the table lists DRA as a row to watch, and what a claim gets is still one of the
+    four mechanisms above, with their isolation.
 
 The rules are the ones the chapter argues for, in order: whole-GPU requests get whole
 GPUs; workloads that need isolation from another tenant get MIG where the hardware has
 it and a whole GPU where it does not; trusted co-tenants get MPS for concurrent
 inference and time-slicing for bursty interactive work; with DRA available and pods of
-varying sizes, DRA. Every answer carries the reason and the honest answer to "can I have
-half a GPU?".
+varying sizes, DRA (marked "watch this"). Every answer carries the reason and the honest
+answer to "can I have half a GPU?".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
+from .contention import Kernel, bursty_latency_quantile, bursty_time_slicing, kernel_timeline
 from .errors import InputError
-from .mig import canonical_model, mixed_resource_name, quantization_waste
+from .mig import (MIG_GPUS, canonical_model, get_profile, gpu_multiprocessors,
+                  mixed_resource_name, profiles, quantization_waste)
 
 MECHANISMS = ("exclusive", "MIG", "MPS", "time-slicing", "DRA")
 WORKLOADS = ("training", "inference", "interactive", "batch")
 
-#: GPU models and whether they support MIG (NVIDIA MIG User Guide, "Supported GPUs";
-#: A10G, L4, L40S and T4 have no MIG). Keys are lower-case short names.
+#: GPU models and whether they support MIG: every GPU of NVIDIA's "Supported GPUs" table
+#: (:data:`lab02_device_plugin.mig.MIG_GPUS`), and common cloud GPUs without MIG (T4,
+#: V100, A10, A10G, L4, L40, L40S). Keys are lower-case short names.
 MIG_CAPABLE: dict[str, bool] = {
-    "a100-40gb": True, "a100-80gb": True, "a30": True, "h100-80gb": True, "h100-94gb": True,
-    "h200-141gb": True, "b200": True, "gb200": True,
+    **{key: True for key in MIG_GPUS},
     "t4": False, "v100": False, "a10": False, "a10g": False, "l4": False, "l40": False, "l40s": False,
 }
+
+#: Version notes for what is not generally available, in the Kubernetes docs' style.
+FEATURE_STATE = MappingProxyType({
+    "DRA": ("Kubernetes DRA core: stable (GA v1.34). Partitionable devices: beta since v1.36 "
+            "(DRAPartitionableDevices). Consumable capacity: alpha in v1.34 "
+            "(DRAConsumableCapacity). NVIDIA DRA driver, GPU allocation: Technology Preview."),
+    "MPS": "NVIDIA device plugin sharing.mps: experimental since v0.15.0; not with MIG.",
+})
 
 
 @dataclass(frozen=True)
@@ -68,7 +91,8 @@ class Requirements:
             customer) that this one must not be affected by or see.
         memory_isolation: needs a hard cap on GPU memory that others cannot exceed.
         fault_isolation: a crash or Xid in a neighbour must not kill this workload.
-        latency_guarantee: needs predictable latency (no neighbour may slow it down).
+        latency_guarantee: needs predictable latency (a strict SLO; no neighbour may slow
+            it down).
         dra_available: the cluster runs Kubernetes DRA with a GPU DRA driver.
         varying_sizes: pods of this kind ask for different slice sizes over time.
         memory_gb: GPU memory the pod needs (GB), if known; with MIG it picks the profile
@@ -88,9 +112,10 @@ class Requirements:
 
     def __post_init__(self) -> None:
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, (int, float)) \
-                or not math.isfinite(self.gpus) or self.gpus <= 0:
-            raise InputError(f"gpus: expected a number of GPUs > 0 (0.5 = half a GPU), got {self.gpus!r}")
-        if self.gpu_model.lower() not in MIG_CAPABLE:
+                or not math.isfinite(self.gpus) or self.gpus <= 0 or self.gpus > 1024:
+            raise InputError(f"gpus: expected a number of GPUs in (0, 1024] (0.5 = half a GPU), "
+                             f"got {self.gpus!r}")
+        if not isinstance(self.gpu_model, str) or self.gpu_model.lower() not in MIG_CAPABLE:
             raise InputError(f"gpu_model: expected one of {sorted(MIG_CAPABLE)}, got {self.gpu_model!r}")
         if self.memory_gb is not None and (isinstance(self.memory_gb, bool)
                                            or not isinstance(self.memory_gb, (int, float))
@@ -106,6 +131,152 @@ class Requirements:
 
 
 @dataclass(frozen=True)
+class Isolation:
+    """How well a mechanism isolates one dimension.
+
+    Attributes:
+        level: ``"yes"``, ``"partial"`` or ``"no"``: what the vendor documents.
+        note: one sentence saying what is and is not isolated, and the source.
+    """
+
+    level: str
+    note: str
+
+    @property
+    def score(self) -> float:
+        """1 for yes, 0.5 for partial, 0 for no (the y axis of chapter 5's figure)."""
+        return {"yes": 1.0, "partial": 0.5, "no": 0.0}[self.level]
+
+
+#: Isolation of memory, faults and performance per mechanism: one table for chapter 1's
+#: preview and chapter 5's figure (sources in the module docstring).
+ISOLATION: MappingProxyType = MappingProxyType({
+    "exclusive": MappingProxyType({
+        "memory": Isolation("yes", "the whole GPU's memory"),
+        "fault": Isolation("yes", "no other tenant on the GPU"),
+        "performance": Isolation("yes", "no neighbour"),
+    }),
+    "MIG": MappingProxyType({
+        "memory": Isolation("yes", "own memory slices and L2 per GPU instance"),
+        "fault": Isolation("partial", "yes for application faults; GPU-wide events (Xid 79, "
+                                      "uncontained ECC errors, a GPU reset) still reach every "
+                                      "instance"),
+        "performance": Isolation("yes", "own SMs, L2 and memory bandwidth"),
+    }),
+    "MPS": MappingProxyType({
+        "memory": Isolation("partial", "own address space (Volta and later) and a per-client "
+                                       "pinned-memory limit"),
+        "fault": Isolation("no", "a fatal fault in one client reaches every client of its "
+                                 "MPS server"),
+        "performance": Isolation("partial", "a cap on each client's SMs; memory bandwidth and "
+                                            "L2 shared"),
+    }),
+    "time-slicing": MappingProxyType({
+        "memory": Isolation("no", "no limit: the sum must fit, and one pod can OOM another"),
+        "fault": Isolation("no", "none promised by NVIDIA; separate contexts usually confine "
+                                 "application faults (Xid 13, 31)"),
+        "performance": Isolation("no", "busy tenants take turns on the whole GPU"),
+    }),
+})
+
+#: Dimensions of :data:`ISOLATION`, in table order.
+ISOLATION_DIMENSIONS = ("memory", "fault", "performance")
+
+#: How finely each mechanism can divide one GPU, on an ordinal axis for chapter 5's figure,
+#: each with its tick label.
+PACKING_GRANULARITY: MappingProxyType = MappingProxyType({
+    "exclusive": (1.0, "whole GPU"), "MIG": (2.0, "fixed profiles\n(up to 7)"),
+    "MPS": (3.0, "any share,\ncapped"), "time-slicing": (4.0, "any number\nof replicas"),
+})
+
+
+def isolation_rows(how: dict[str, str] | None = None) -> list[list[str]]:
+    """Chapter 1's preview table from :data:`ISOLATION`: one row per mechanism (exclusive
+    left out), cells ``"<level>: <note>"``; ``how`` maps mechanism -> "how it shares"."""
+    rows = []
+    for mech in ("MPS", "MIG", "time-slicing"):
+        cells = [f"{ISOLATION[mech][d].level}: {ISOLATION[mech][d].note}" for d in ISOLATION_DIMENSIONS]
+        rows.append([mech, (how or {}).get(mech, ""), *cells])
+    return rows
+
+
+# --------------------------------------------------------------------------- what is shared
+
+#: Resources of one GPU, in the order of chapter 5's sharing diagram.
+SHARED_RESOURCES = ("SMs", "L2 cache", "memory bandwidth", "memory capacity", "address space",
+                    "time on the GPU", "fault domain", "per-pod metrics")
+
+#: How each mechanism hands out each resource: ``own`` (one tenant has all of it),
+#: ``space`` (partitioned in space), ``time`` (partitioned in time), ``capped`` (shared
+#: under a per-tenant cap) or ``shared``. Sources as in the module docstring; per-pod
+#: metrics: DCGM reports per MIG instance, but a time-sliced or MPS-shared card only as a
+#: whole (workshop module; NVIDIA GPU Operator docs).
+SHARING: MappingProxyType = MappingProxyType({
+    "exclusive": dict.fromkeys(SHARED_RESOURCES, "own"),
+    "MIG": {"SMs": "space", "L2 cache": "space", "memory bandwidth": "space",
+            "memory capacity": "space", "address space": "own", "time on the GPU": "own",
+            "fault domain": "space*", "per-pod metrics": "own"},
+    "MPS": {"SMs": "capped", "L2 cache": "shared", "memory bandwidth": "shared",
+            "memory capacity": "capped", "address space": "own", "time on the GPU": "shared",
+            "fault domain": "shared", "per-pod metrics": "shared"},
+    "time-slicing": {"SMs": "time", "L2 cache": "shared", "memory bandwidth": "time",
+                     "memory capacity": "shared", "address space": "own",
+                     "time on the GPU": "time", "fault domain": "shared",
+                     "per-pod metrics": "shared"},
+})
+
+_KIND_STYLE = {  # kind -> (colour, label)
+    "own": ("#4c9a5b", "own: one tenant has all of it"),
+    "space": ("#9fd49a", "partitioned in space"),
+    "time": ("#f3d77a", "partitioned in time"),
+    "capped": ("#f0a35e", "shared under a per-tenant cap"),
+    "shared": ("#d9645a", "shared, no limit"),
+}
+
+
+_KIND_WORDS = {"own": "own", "space": "split", "time": "turns", "capped": "capped",
+               "shared": "shared"}
+_METRIC_WORDS = {**_KIND_WORDS, "own": "per pod", "shared": "card only"}
+
+
+def draw_sharing_matrix(ax: Any = None) -> Any:
+    """Draw :data:`SHARING` as a coloured grid (rows: resources, columns: mechanisms) with
+    a legend; returns the Axes. A ``*`` marks MIG's fault domain: instances are separate
+    fault domains for application faults, GPU-wide events reach them all."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    mechs = list(SHARING)
+    if ax is None:
+        _fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    for c, mech in enumerate(mechs):
+        for r, res in enumerate(SHARED_RESOURCES):
+            kind = SHARING[mech][res]
+            colour = _KIND_STYLE[kind.rstrip("*")][0]
+            ax.add_patch(plt.Rectangle((c, r), 1, 1, facecolor=colour, edgecolor="white", lw=2))
+            words = _METRIC_WORDS if res == "per-pod metrics" else _KIND_WORDS
+            text = words[kind.rstrip("*")] + ("*" if kind.endswith("*") else "")
+            ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=9)
+    ax.set_xlim(0, len(mechs))
+    ax.set_ylim(len(SHARED_RESOURCES), 0)
+    ax.set_xticks([c + 0.5 for c in range(len(mechs))], mechs)
+    ax.xaxis.tick_top()
+    ax.set_yticks([r + 0.5 for r in range(len(SHARED_RESOURCES))], SHARED_RESOURCES)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    handles = [Patch(facecolor=col, label=label) for col, label in _KIND_STYLE.values()]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2,
+              fontsize=9, frameon=False)
+    ax.text(len(mechs), len(SHARED_RESOURCES) + 1.9,
+            "* application faults stay in their instance; GPU-wide events reach all",
+            ha="right", va="top", fontsize=9)
+    return ax
+
+
+# --------------------------------------------------------------------------- decisions
+
+@dataclass(frozen=True)
 class Decision:
     """The recommended mechanism, why, and what "half a GPU" means with it.
 
@@ -113,43 +284,55 @@ class Decision:
         mechanism: one of :data:`MECHANISMS`.
         reason: one or two sentences saying which requirement decided it.
         half_gpu: the honest answer to "can this pod have half a GPU?".
-        request: what the pod puts in ``resources.limits`` (extended resources are integers).
-        isolates: which of memory, fault, performance the mechanism isolates.
+        request: what the pod puts in ``resources.limits`` (extended resources are integers)
+            or how the node is configured.
+        isolates: mechanism's :data:`ISOLATION` levels (``{}`` for DRA: that of what the
+            claim lands on).
     """
 
     mechanism: str
     reason: str
     half_gpu: str
     request: str
-    isolates: dict[str, bool] = field(default_factory=dict)
+    isolates: dict[str, str] = field(default_factory=dict)
 
 
-#: Isolation each mechanism gives (memory, fault, performance); sources in the module docstring.
-ISOLATION: dict[str, dict[str, bool]] = {
-    "exclusive": {"memory": True, "fault": True, "performance": True},
-    "MIG": {"memory": True, "fault": True, "performance": True},
-    "MPS": {"memory": True, "fault": False, "performance": False},
-    "time-slicing": {"memory": False, "fault": False, "performance": False},
-    "DRA": {"memory": False, "fault": False, "performance": False},  # depends on what it lands on
-}
-
-#: How finely each mechanism can divide one GPU, on an ordinal axis for the chapter's figure:
-#: 1 = whole GPUs only, 2 = a few fixed parts (MIG: up to 7 instances), 3 = any share (MPS's
-#: thread percentage), a bit further for time-slicing (any number of replicas, no limits at all).
-PACKING_GRANULARITY: dict[str, float] = {"exclusive": 1.0, "MIG": 2.0, "MPS": 3.0, "time-slicing": 3.4}
+def _levels(mechanism: str) -> dict[str, str]:
+    return {d: ISOLATION[mechanism][d].level for d in ISOLATION_DIMENSIONS}
 
 
-_HALF_MIG = ("No MIG profile is exactly half: a 3g profile gets 3/7 of the SMs and 4/8 of the memory, "
-             "a 4g profile 4/7 and 4/8. A GPU holds two 3g (start slots 0 and 4) or one 4g plus one "
-             "3g (NVIDIA MIG User Guide, supported profiles). Ask for the smallest profile whose memory "
-             "fits (chapter 3) and accept the quantization waste.")
-_HALF_MPS = ("Close: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50 caps the client's SMs and a pinned-memory "
-             "limit caps its memory, but the two halves share one fault domain and the memory "
-             "bandwidth and L2, so the half is a limit, not a partition.")
-_HALF_TS = ("No: time-slicing with replicas=2 gives each pod the whole GPU for half the time at best, "
-            "with no memory limit; a neighbour can take all the memory or all the time.")
-_HALF_EXCL = ("Not on this GPU: without MIG there is no isolated half. Give a whole GPU, or move the "
-              "workload to a smaller GPU model or to a MIG-capable node pool.")
+def half_gpu_mig(gpu_model: str) -> str:
+    """The honest "half a GPU?" answer for MIG on ``gpu_model``, from its SM counts.
+
+    On an H100 80GB: 3g.40gb has 60 of 132 SMs (45 %), 4g.40gb 64 (48 %), so no profile
+    below 7g.80gb reaches half.
+    """
+    key = canonical_model(gpu_model)
+    if key is None:
+        return ("No MIG profile is exactly half: MIG cuts a GPU into fixed profiles with fixed "
+                "SM counts (NVIDIA MIG User Guide); ask for the smallest profile whose memory "
+                "fits and accept the quantization waste.")
+    table = profiles(key)
+    total = gpu_multiprocessors(key)
+    q3 = next(p for p in table.values() if p.compute_slices == 3)
+    q4 = next(p for p in table.values() if p.compute_slices == 4)
+    reach = [p.name for p in table.values() if p.compute_slices < 7 and p.sm_share >= 0.5]
+    verdict = (f"{reach[0]} is the smallest with half the SMs" if reach else
+               "no profile below 7g reaches half the SMs")
+    return (f"No MIG profile is exactly half. On {key}, {q3.name} has {q3.multiprocessors} of "
+            f"{total} SMs ({q3.sm_share:.0%}) and {q4.name} {q4.multiprocessors} "
+            f"({q4.sm_share:.0%}), each with half the memory: {verdict}. A GPU holds two "
+            f"{q3.name} or one {q4.name} plus one {q3.name}. Offer the isolated "
+            f"{q3.name} and say it is {q3.sm_share:.0%} of the SMs.")
+
+
+_HALF_MPS = ("Close, but a limit, not a partition: with sharing.mps replicas: 2 NVIDIA's plugin "
+             "caps each client at 50 % of the threads and half the memory, but the two halves "
+             "share one fault domain, the memory bandwidth and the L2.")
+_HALF_TS = ("No: time-slicing with replicas: 2 gives each pod the whole GPU for half the time at "
+            "best, with no memory limit; a neighbour can take all the memory or all the time.")
+_HALF_EXCL = ("Not on this GPU: without MIG there is no isolated half. Give a whole GPU, or move "
+              "the workload to a smaller GPU model or to a MIG-capable node pool.")
 
 
 def _mig_profile(req: Requirements) -> tuple[str, float, str | None] | None:
@@ -171,7 +354,7 @@ def _mig_profile(req: Requirements) -> tuple[str, float, str | None] | None:
     except InputError:
         with_sms = None
     bigger = with_sms if with_sms != by_memory.profile.name else None
-    return by_memory.profile.name, float(by_memory.profile.compute_fraction), bigger
+    return by_memory.profile.name, by_memory.profile.sm_share, bigger
 
 
 def decide(req: Requirements) -> Decision:
@@ -183,18 +366,23 @@ def decide(req: Requirements) -> Decision:
     mig = MIG_CAPABLE[req.gpu_model.lower()]
     if req.gpus >= 1:
         whole = math.ceil(req.gpus - 1e-9)
-        note = "" if float(req.gpus).is_integer() else f" ({req.gpus} rounded up: extended resources are integers)"
-        return Decision("exclusive", f"The pod needs at least one whole GPU{note}; sharing would only "
-                        "slow it down.", "Not asked: the pod uses whole GPUs.",
-                        f"nvidia.com/gpu: {whole}", ISOLATION["exclusive"])
+        note = "" if float(req.gpus).is_integer() else f" ({req.gpus:g} rounded up: extended resources are integers)"
+        reason = f"The pod needs at least one whole GPU{note}; sharing would only slow it down."
+        if req.latency_guarantee:
+            reason = (f"A strict latency SLO in production: a dedicated GPU{note} has no neighbour "
+                      "to slow it down (a MIG instance is the alternative on A100/H100 when the "
+                      "model fits its SMs and memory).")
+        return Decision("exclusive", reason, "Not asked: the pod uses whole GPUs.",
+                        f"nvidia.com/gpu: {whole}", _levels("exclusive"))
     if req.dra_available and req.varying_sizes and not req.needs_isolation:
-        return Decision("DRA", "Pods ask for different sizes over time and the cluster has DRA: claim a "
-                        "device by attributes and let the scheduler choose at allocation time, rather "
-                        "than fixing replicas or MIG layouts per node.",
-                        "A claim can ask for a share or a MIG device by its attributes; what it gets "
-                        "is still one of the mechanisms below, with their isolation.",
-                        "resourceClaims: a ResourceClaimTemplate for the GPU device class",
-                        ISOLATION["DRA"])
+        return Decision("DRA", "Watch this, not yet a default: pods ask for different sizes over "
+                        "time, and DRA lets a claim pick a device by attributes at allocation "
+                        "time instead of fixing replicas or MIG layouts per node. "
+                        + FEATURE_STATE["DRA"],
+                        "A claim can ask for a shared GPU or a MIG device by its attributes; what "
+                        "it gets is still exclusive, MIG, MPS or time-slicing, with their "
+                        "isolation.",
+                        "resourceClaims: a ResourceClaimTemplate for the GPU device class", {})
     if req.needs_isolation:
         needs = [name for name, flag in (("another tenant shares the GPU", req.other_tenants),
                                          ("memory isolation", req.memory_isolation),
@@ -209,38 +397,312 @@ def decide(req: Requirements) -> Decision:
             if found is not None:
                 profile, sm_share, bigger = found
                 request = f"{mixed_resource_name(profile)}: 1 (mixed strategy)"
-                reason += (f" The smallest profile whose memory covers {req.memory_gb:g} GB is {profile} "
-                           f"({sm_share:.0%} of the SMs).")
+                reason += (f" The smallest profile whose memory covers {req.memory_gb:g} GB is "
+                           f"{profile} ({sm_share:.0%} of the SMs).")
                 if bigger is not None:
-                    reason += (f" That is less than the {req.gpus:.0%} of the SMs asked; {bigger} covers "
-                               "both if the compute share matters more than the waste.")
-            return Decision("MIG", reason, _HALF_MIG, request, ISOLATION["MIG"])
-        return Decision("exclusive", f"Hard isolation is needed ({why}) but {req.gpu_model} has no MIG; "
-                        "MPS and time-slicing do not isolate faults, so only a whole GPU does.",
-                        _HALF_EXCL, "nvidia.com/gpu: 1", ISOLATION["exclusive"])
+                    prof = get_profile(req.gpu_model, bigger)
+                    reason += (f" That is less than the {req.gpus:.0%} of the SMs asked; the "
+                               f"smallest profile with both is {bigger} ({prof.sm_share:.0%}).")
+            return Decision("MIG", reason, half_gpu_mig(req.gpu_model), request, _levels("MIG"))
+        return Decision("exclusive", f"Hard isolation is needed ({why}) but {req.gpu_model} has no "
+                        "MIG; MPS and time-slicing do not isolate faults, so only a whole GPU does.",
+                        _HALF_EXCL, "nvidia.com/gpu: 1", _levels("exclusive"))
     if req.workload in ("inference", "batch"):
-        pct = math.ceil(req.gpus * 100 - 1e-9)
+        replicas = max(2, math.floor(1 / req.gpus + 1e-9))
         return Decision("MPS", "Trusted co-tenants running many small kernels: MPS runs them "
-                        f"concurrently in one context; set CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={pct} and a "
-                        "pinned-memory limit per client.", _HALF_MPS,
-                        "nvidia.com/gpu: 1 from an MPS-shared resource (sharing.mps.resources[].replicas)",
-                        ISOLATION["MPS"])
+                        f"concurrently. Configure sharing.mps with replicas: {replicas}; NVIDIA's "
+                        f"plugin then caps each client at {100 // replicas} % of the threads and "
+                        f"1/{replicas} of the memory (a pod's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
+                        "can only lower that). " + FEATURE_STATE["MPS"], _HALF_MPS,
+                        f"nvidia.com/gpu: 1 from sharing.mps (replicas: {replicas})", _levels("MPS"))
     return Decision("time-slicing", "Bursty or interactive work by one team that can tolerate a "
-                    "neighbour: time-slicing packs idle notebooks onto one card at no isolation.",
+                    "neighbour: time-slicing packs mostly idle notebooks onto one card, and a "
+                    "busy one gets the whole GPU while the others are idle.",
                     _HALF_TS, "nvidia.com/gpu.shared: 1 (time-slicing with renameByDefault)",
-                    ISOLATION["time-slicing"])
+                    _levels("time-slicing"))
 
 
 def decision_table() -> list[tuple[str, Requirements, Decision]]:
     """The chapter's worked cases: a label, the requirements and the decision, in order."""
     cases = [
         ("8-GPU training job", Requirements(gpus=8, workload="training")),
-        ("regulated tenant, half a GPU, H100", Requirements(gpus=0.5, gpu_model="h100-80gb",
-                                                             other_tenants=True, memory_gb=30)),
-        ("regulated tenant, half a GPU, L40S", Requirements(gpus=0.5, gpu_model="l40s",
-                                                             other_tenants=True)),
+        ("regulated tenant, half an H100", Requirements(gpus=0.5, gpu_model="h100-80gb",
+                                                        other_tenants=True, memory_gb=30)),
+        ("regulated tenant, half an L40S", Requirements(gpus=0.5, gpu_model="l40s",
+                                                        other_tenants=True)),
         ("team's inference replicas, A100", Requirements(gpus=0.25, workload="inference")),
         ("data-science notebooks", Requirements(gpus=0.25, workload="interactive")),
-        ("varying sizes with DRA", Requirements(gpus=0.5, dra_available=True, varying_sizes=True)),
+        ("varying sizes with DRA (watch this)", Requirements(gpus=0.5, dra_available=True,
+                                                             varying_sizes=True)),
+        ("strict latency SLO, production serving", Requirements(gpus=1, gpu_model="h100-80gb",
+                                                                latency_guarantee=True)),
     ]
     return [(label, req, decide(req)) for label, req in cases]
+
+
+# --------------------------------------------------------------------------- worked case
+
+#: Hours in an average month (8760 / 12).
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class WorkedCase:
+    """Chapter 5's worked decision case: one 8 x H100 node and one tenant mix.
+
+    Every number is an input (illustrative, stated on the page), not a measurement.
+
+    Attributes:
+        price_per_gpu_hour: dollars per H100-hour.
+        inference_replicas: replicas of the team's inference service.
+        inference_memory_gb: GPU memory one replica needs (a 7B model in FP16, about 14 GB
+            of weights, plus KV cache).
+        inference_request_ms: GPU time of one request alone on a whole H100.
+        inference_p99_slo_ms: the service's p99 latency objective.
+        inference_memory_bound: memory-bound share of its kernels (MPS interference).
+        notebooks: data-science notebooks.
+        notebook_duty_cycle: share of time a notebook runs GPU work.
+        notebook_memory_gb: GPU memory a notebook holds.
+        notebook_cell_ms: GPU time of one notebook cell alone on a whole H100.
+        notebooks_per_gpu: time-slicing replicas for notebooks.
+        regulated_memory_gb: what the regulated tenant needs ("half an H100").
+        reconfigure_minutes: drain, re-create instances and restart the plugin on one GPU.
+        reboot_minutes: a node reboot, when enabling MIG mode needs one (cloud VMs).
+    """
+
+    price_per_gpu_hour: float = 4.00
+    inference_replicas: int = 3
+    inference_memory_gb: float = 24.0
+    inference_request_ms: float = 8.0
+    inference_p99_slo_ms: float = 50.0
+    inference_memory_bound: float = 0.3
+    notebooks: int = 10
+    notebook_duty_cycle: float = 0.10
+    notebook_memory_gb: float = 12.0
+    notebook_cell_ms: float = 200.0
+    notebooks_per_gpu: int = 5
+    regulated_memory_gb: float = 30.0
+    reconfigure_minutes: float = 10.0
+    reboot_minutes: float = 15.0
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to serve one tenant group in :func:`worked_case`.
+
+    Attributes:
+        tenant: "inference", "regulated" or "notebooks".
+        mechanism: how it is served, e.g. "MIG 3g.40gb".
+        gpu_share: share of one GPU each tenant (pod) occupies.
+        cost_per_month: dollars per tenant per month, ``gpu_share x price x 730``.
+        sm_share: share of an H100's SMs a busy tenant gets (mean for time-slicing).
+        p99_ms: p99 latency of one request (inference) or cell (notebooks); None where not
+            modelled (the regulated tenant's workload is not given).
+        memory_headroom_gb: memory the tenant may use beyond its need: its instance or
+            limit minus the need; for time-slicing the GPU's memory minus the sum of all
+            tenants' needs, shared.
+        blast_app, blast_device: other tenants' pods reached by an application fault in
+            one pod / by a GPU-wide fault (Xid 79, reset) on its GPU.
+        reconfig_gpu_hours: capacity lost to change this tenant's layout once.
+        meets: whether it meets the tenant's requirements.
+        why: the requirement that decided ``meets``.
+    """
+
+    tenant: str
+    mechanism: str
+    gpu_share: float
+    cost_per_month: float
+    sm_share: float
+    p99_ms: float | None
+    memory_headroom_gb: float
+    blast_app: int
+    blast_device: int
+    reconfig_gpu_hours: float
+    meets: bool
+    why: str
+
+
+def _h100(name: str):
+    return get_profile("H100-80GB", name)
+
+
+def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
+    """Every candidate mechanism for each tenant group of ``case``, with the numbers the
+    labs' models compute: MPS timeline (:func:`kernel_timeline`), MIG SM counts
+    (:mod:`lab02_device_plugin.mig`), time-slicing with duty cycles
+    (:func:`bursty_time_slicing`). Latency under MIG scales the whole-GPU time by
+    ``132 / SMs`` (compute-bound requests).
+
+    Raises:
+        InputError: a field of ``case`` out of range.
+    """
+    for name in ("price_per_gpu_hour", "inference_memory_gb", "inference_request_ms",
+                 "inference_p99_slo_ms", "notebook_memory_gb", "notebook_cell_ms",
+                 "regulated_memory_gb", "reconfigure_minutes", "reboot_minutes"):
+        value = getattr(case, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value <= 0:
+            raise InputError(f"WorkedCase.{name}: expected a number > 0, got {value!r}")
+    for name in ("inference_replicas", "notebooks", "notebooks_per_gpu"):
+        value = getattr(case, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+            raise InputError(f"WorkedCase.{name}: expected a whole number in 1..64, got {value!r}")
+    month = case.price_per_gpu_hour * HOURS_PER_MONTH
+    gpu_gb = 80.0
+    reconfig = case.reconfigure_minutes / 60.0
+    opts: list[Option] = []
+    n_inf = case.inference_replicas
+    slo = case.inference_p99_slo_ms
+    w = case.inference_request_ms
+    # inference ------------------------------------------------------------------
+    opts.append(Option("inference", "exclusive GPU", 1.0, month, 1.0, w,
+                       gpu_gb - case.inference_memory_gb, 0, 0, 0.0, w <= slo,
+                       f"p99 {w:g} ms within the {slo:g} ms SLO"))
+    q3 = _h100("3g.40gb")
+    p99 = w / q3.sm_share
+    opts.append(Option("inference", "MIG 3g.40gb", 0.5, 0.5 * month, q3.sm_share, p99,
+                       40.0 - case.inference_memory_gb, 0, 1, reconfig, p99 <= slo,
+                       f"p99 {p99:.1f} ms within the {slo:g} ms SLO, isolated"))
+    cap = 100.0 / n_inf
+    t = kernel_timeline([[Kernel(w, 1.0)] for _ in range(n_inf)], mps=True,
+                        active_thread_percentage=cap, memory_bound=case.inference_memory_bound)
+    p99 = t.makespan_ms  # all replicas busy at once: the worst case of the model
+    opts.append(Option("inference", f"MPS, replicas {n_inf}", 1.0 / n_inf, month / n_inf,
+                       1.0 / n_inf, p99, gpu_gb / n_inf - case.inference_memory_gb, n_inf - 1,
+                       n_inf - 1, 0.0, p99 <= slo,
+                       f"p99 {p99:.1f} ms within the SLO, but experimental and node-wide"
+                       if p99 <= slo else f"p99 {p99:.1f} ms misses the {slo:g} ms SLO"))
+    per_gpu = case.notebooks_per_gpu + 1
+    p99 = bursty_latency_quantile(per_gpu, case.notebook_duty_cycle, w, 0.99)
+    shared_left = gpu_gb - case.inference_memory_gb - case.notebooks_per_gpu * case.notebook_memory_gb
+    opts.append(Option("inference", "time-sliced with notebooks", 1.0 / per_gpu, month / per_gpu,
+                       bursty_time_slicing(per_gpu, case.notebook_duty_cycle, w).mean_throughput_share,
+                       p99, shared_left, per_gpu - 1, per_gpu - 1, 0.0, False,
+                       (f"memory does not fit ({shared_left:g} GB); " if shared_left < 0 else "")
+                       + f"p99 {p99:.1f} ms only while notebooks stay at "
+                       f"{case.notebook_duty_cycle:.0%}; no isolation promised"))
+    # regulated tenant -------------------------------------------------------------
+    need = case.regulated_memory_gb
+    opts.append(Option("regulated", "exclusive GPU", 1.0, month, 1.0, None, gpu_gb - need, 0, 0,
+                       0.0, True, "isolated, and all the SMs"))
+    for name in ("3g.40gb", "4g.40gb"):
+        prof = _h100(name)
+        opts.append(Option("regulated", f"MIG {name}", 0.5, 0.5 * month, prof.sm_share, None,
+                           40.0 - need, 0, 1, reconfig, 40.0 >= need,
+                           f"isolated; {prof.multiprocessors} of 132 SMs ({prof.sm_share:.0%}), "
+                           "not half"))
+    opts.append(Option("regulated", "MPS or time-slicing", 0.5, 0.5 * month, 0.5, None,
+                       gpu_gb / 2 - need, 1, 1, 0.0, False, "no fault isolation: fails the contract"))
+    # notebooks ------------------------------------------------------------------------
+    cell = case.notebook_cell_ms
+    opts.append(Option("notebooks", "exclusive GPU", 1.0, month, 1.0, cell,
+                       gpu_gb - case.notebook_memory_gb, 0, 0, 0.0, True,
+                       f"idle {1 - case.notebook_duty_cycle:.0%} of the time"))
+    k = case.notebooks_per_gpu
+    ts = bursty_time_slicing(k, case.notebook_duty_cycle, cell)
+    headroom = gpu_gb - k * case.notebook_memory_gb
+    opts.append(Option("notebooks", f"time-slicing, replicas {k}", 1.0 / k, month / k,
+                       ts.mean_throughput_share, ts.p99_latency_ms, headroom, k - 1, k - 1, 0.0,
+                       headroom >= 0, f"alone {ts.p_alone:.0%} of the time; memory sum fits"
+                       if headroom >= 0 else "the notebooks' memory does not fit"))
+    waste = quantization_waste("H100-80GB", case.notebook_memory_gb, 0.0)
+    fit = waste.profile
+    per = fit.max_instances
+    opts.append(Option("notebooks", f"MIG {fit.name}", 1.0 / per, month / per, fit.sm_share,
+                       cell / fit.sm_share, waste.wasted_memory_gb,
+                       0, per - 1, reconfig, True,
+                       f"isolated, but a cell always runs on {fit.sm_share:.0%} of the SMs"))
+    return opts
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The defended layout of :func:`defended_plan` on one 8 x H100 node.
+
+    Attributes:
+        gpus: per GPU index, what it holds.
+        gpus_used: GPUs the three tenant groups occupy.
+        dedicated_gpus: GPUs the same tenants would need with one GPU each.
+        monthly_cost, dedicated_monthly_cost: dollars per month for those GPUs.
+        plugin_config: the NVIDIA device plugin config for the node (YAML text).
+        mig_config: the custom mig-parted config the node's ``nvidia.com/mig.config``
+            label names (YAML text).
+        reboot_gpu_hours: capacity lost if enabling MIG mode needs a node reboot.
+    """
+
+    gpus: tuple[str, ...]
+    gpus_used: int
+    dedicated_gpus: int
+    monthly_cost: float
+    dedicated_monthly_cost: float
+    plugin_config: str
+    mig_config: str
+    reboot_gpu_hours: float
+
+
+def defended_plan(case: WorkedCase = WorkedCase()) -> Plan:
+    """The layout chapter 5 defends for ``case`` on one 8 x H100 node (mixed MIG strategy):
+    inference replicas on 3g.40gb instances, the regulated tenant on a 4g.40gb next to the
+    third replica, notebooks time-sliced on 7g.80gb instances (the plugin time-slices
+    mixed-strategy MIG resources, so whole-GPU resources on the node stay unshared).
+
+    Raises:
+        InputError: a field of ``case`` out of range, or a tenant mix that does not fit one
+            node this way.
+    """
+    worked_case(case)  # validates
+    n_inf = case.inference_replicas
+    nb_gpus = math.ceil(case.notebooks / case.notebooks_per_gpu)
+    slots = ["3g.40gb"] * n_inf + ["4g.40gb"]
+    gpus: list[list[str]] = []
+    for name in slots:  # pair a 4g with a 3g, two 3g per GPU
+        for g in gpus:
+            if len(g) == 1 and (name == "3g.40gb" or g[0] == "3g.40gb"):
+                g.append(name)
+                break
+        else:
+            gpus.append([name])
+    layout = [" + ".join(sorted(g, reverse=True)) for g in gpus]
+    layout += [f"7g.80gb time-sliced x{case.notebooks_per_gpu}"] * nb_gpus
+    if len(layout) > 8:
+        raise InputError(f"the tenant mix needs {len(layout)} GPUs this way; the node has 8")
+    used = len(layout)
+    layout += ["free"] * (8 - used)
+    dedicated = n_inf + 1 + case.notebooks
+    month = case.price_per_gpu_hour * HOURS_PER_MONTH
+    plugin = ("version: v1\n"
+              "flags:\n"
+              "  migStrategy: mixed\n"
+              "sharing:\n"
+              "  timeSlicing:\n"
+              "    renameByDefault: true\n"
+              "    failRequestsGreaterThanOne: true\n"
+              "    resources:\n"
+              "      - name: nvidia.com/mig-7g.80gb\n"
+              f"        replicas: {case.notebooks_per_gpu}\n")
+    lines = ["version: v1", "mig-configs:", "  tenants-mixed:"]
+    for i, g in enumerate(layout):
+        if g == "free":
+            continue
+        lines += [f"    - devices: [{i}]", "      mig-enabled: true", "      mig-devices:"]
+        counts: dict[str, int] = {}
+        for part in g.split(" + "):
+            name = part.split(" ")[0]
+            counts[name] = counts.get(name, 0) + 1
+        lines += [f'        "{name}": {n}' for name, n in counts.items()]
+    free = [i for i, g in enumerate(layout) if g == "free"]
+    if free:
+        lines += [f"    - devices: [{', '.join(map(str, free))}]", "      mig-enabled: false"]
+    return Plan(tuple(layout), used, dedicated, used * month, dedicated * month, plugin,
+                "\n".join(lines) + "\n", 8 * case.reboot_minutes / 60.0)
+
+
+def option_rows(options: Sequence[Option]) -> list[list[str]]:
+    """:func:`worked_case` options as table rows of labelled strings (no float noise)."""
+    rows = []
+    for o in options:
+        rows.append([o.tenant, o.mechanism, f"${o.cost_per_month:,.0f}", f"{o.sm_share:.0%}",
+                     "-" if o.p99_ms is None else f"{o.p99_ms:,.1f} ms",
+                     f"{o.memory_headroom_gb:.1f} GB", f"{o.blast_app} / {o.blast_device}",
+                     f"{o.reconfig_gpu_hours:.2f} GPU-h", "yes" if o.meets else "no", o.why])
+    return rows

@@ -1,9 +1,14 @@
 """MIG profile tables, GPU-instance placement, quantization waste and resource names.
 
-A MIG-capable GPU is cut into GPU instances (GIs). Each GI profile takes a number of the
-GPU's 8 *memory slices* and of its 7 *compute slices*; a GI of ``s`` memory slices may only
-start at certain slots (``nvidia-smi mig -lgipp``) and GIs never overlap. This module holds
-the tables for four GPUs and answers the questions the book's partition explorer asks:
+A MIG-capable GPU is cut into GPU instances (GIs). On the A100, H100 and H200 each GI
+profile takes a number of the GPU's 8 *memory slices* and of its 7 *compute slices* (the
+A30 has 4 of each, the RTX PRO 6000 Blackwell 4 instances at most: :data:`MIG_GPUS`); a GI
+of ``s`` memory slices may only start at certain slots (``nvidia-smi mig -lgipp``) and GIs
+never overlap. A compute slice is not a seventh of the SMs: each profile has a fixed SM
+count (``nvidia-smi mig -lgip``), for example 60 of the H100 SXM5's 132 SMs for
+``3g.40gb`` and 64 for ``4g.40gb``, so no profile below ``7g`` gets half of an H100. This
+module holds the tables for four GPUs and answers the questions the book's partition
+explorer asks:
 
 >>> layout = plan_layout("H100-80GB", ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])
 >>> [(p.profile.name, p.start) for p in layout.placements]
@@ -11,11 +16,15 @@ the tables for four GPUs and answers the questions the book's partition explorer
 
 (The 3g cannot stay at slot 0: the second 1g.10gb would need slot 7, where no 1g may start.)
 
-Sources: memory/SM fractions and maximum counts
-from the NVIDIA MIG User Guide "Supported MIG Profiles" [DOC], cross-checked against
-NVIDIA mig-parted's config-default.yaml [SRC]; placements from the guide's ``-lgipp``
-example for A100, identical on H100/H200 [3P]; GiB/SM figures from ``nvidia-smi mig -lgip``
-transcripts (A100-40GB [DOC], others [3P]; ``None`` where not captured).
+Sources: memory/SM fractions and maximum counts from the NVIDIA MIG User Guide
+"Supported MIG Profiles" (driver branch r590 edition) [DOC], cross-checked against NVIDIA
+mig-parted's config-default.yaml [SRC]; placements from the guide's ``-lgipp`` example for
+A100, identical on H100/H200 [3P]; usable GiB and SM counts from ``nvidia-smi`` output, one
+source per table, named with its driver in :data:`LGIP_SOURCES` (SM counts are fixed by the
+hardware; usable GiB move by a fraction of a GiB between drivers). Whole-GPU SM counts: A100
+108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper), H100 SXM5 and H200 132 (NVIDIA
+H100 datasheet; ``7g`` instances report all 132). The H100 PCIe card has 114 SMs and smaller
+per-profile counts; this table is the SXM5 part's.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ class MigProfile:
         placements: valid start slots on the 8-slice memory axis.
         memory_gib: usable memory reported by ``-lgip`` (GiB), or None when not captured.
         multiprocessors: SMs reported by ``-lgip``, or None when not captured.
+        gpu_sms: SMs of the whole GPU without MIG (108 on A100, 132 on H100 SXM5/H200).
     """
 
     name: str
@@ -59,6 +69,16 @@ class MigProfile:
     placements: tuple[int, ...]
     memory_gib: float | None = None
     multiprocessors: int | None = None
+    gpu_sms: int | None = None
+
+    @property
+    def sm_share(self) -> float:
+        """Share of the whole GPU's SMs this instance gets, ``multiprocessors / gpu_sms``
+        (0.4545 for an H100 ``3g.40gb``: 60 of 132); the nominal ``compute_slices / 7``
+        when the SM counts are unknown."""
+        if self.multiprocessors is None or not self.gpu_sms:
+            return float(self.compute_fraction)
+        return self.multiprocessors / self.gpu_sms
 
     @property
     def memory_fraction(self) -> Fraction:
@@ -67,7 +87,8 @@ class MigProfile:
 
     @property
     def compute_fraction(self) -> Fraction:
-        """Share of the GPU's SMs, ``compute_slices / 7``."""
+        """Nominal share of compute, ``compute_slices / 7``; the real SM share is
+        :attr:`sm_share`."""
         return Fraction(self.compute_slices, COMPUTE_SLICES)
 
     @property
@@ -87,32 +108,90 @@ _SHAPES = (
     ("7g.F", 0, 7, 8, 1, (0,)),
 )
 
-# model -> (nominal GB, names for S/D/Q/F memory sizes, -lgip (GiB, SMs) per shape)
+# model -> (nominal GB, whole-GPU SMs, names for S/D/Q/F memory sizes,
+#           -lgip (GiB, SMs) per shape in _SHAPES order; sources in LGIP_SOURCES)
 _MODELS: MappingProxyType = MappingProxyType({
-    "A100-40GB": (40, {"S": "5gb", "D": "10gb", "Q": "20gb", "F": "40gb"},
+    "A100-40GB": (40, 108, {"S": "5gb", "D": "10gb", "Q": "20gb", "F": "40gb"},
                   ((4.75, 14), (4.75, 14), (9.62, 14), (9.62, 28), (19.50, 42), (19.50, 56),
                    (39.25, 98))),
-    "A100-80GB": (80, {"S": "10gb", "D": "20gb", "Q": "40gb", "F": "80gb"},
+    "A100-80GB": (80, 108, {"S": "10gb", "D": "20gb", "Q": "40gb", "F": "80gb"},
                   ((9.75, 14), (9.75, 14), (19.50, 14), (19.50, 28), (39.25, 42), (39.25, 56),
                    (78.5, 98))),
-    "H100-80GB": (80, {"S": "10gb", "D": "20gb", "Q": "40gb", "F": "80gb"},
+    "H100-80GB": (80, 132, {"S": "10gb", "D": "20gb", "Q": "40gb", "F": "80gb"},
                   ((9.75, 16), (9.75, 16), (19.62, 26), (19.62, 32), (39.50, 60), (39.50, 64),
-                   (None, None))),
-    "H200-141GB": (141, {"S": "18gb", "D": "35gb", "Q": "71gb", "F": "141gb"},
-                   ((16.00, 16), (16.00, 16), (None, None), (32.50, 32), (None, None),
-                    (None, None), (140.00, 132))),
+                   (79.25, 132))),
+    "H200-141GB": (141, 132, {"S": "18gb", "D": "35gb", "Q": "71gb", "F": "141gb"},
+                   ((16.00, 16), (16.00, 16), (32.25, 26), (32.25, 32), (69.50, 60),
+                    (69.50, 64), (139.75, 132))),
+})
+
+#: Where each table's usable GiB and SM counts come from, with the driver where the source
+#: names it (the NVIDIA MIG User Guide gives fractions, not these numbers).
+LGIP_SOURCES: MappingProxyType = MappingProxyType({
+    "A100-40GB": "the nvidia-smi mig -lgip example in the NVIDIA MIG User Guide",
+    "A100-80GB": ("1g.20gb: nvidia-smi -q -x, driver 535.54.03 (telegraf test data); the "
+                  "rest: public nvidia-smi mig -lgip transcripts, driver not recorded "
+                  "(7g.80gb reads 78.50 to 79.00 GiB with different drivers)"),
+    "H100-80GB": ("1g.10gb, 2g.20gb, 3g.40gb: nvidia-smi -q of an H100 80GB HBM3, driver "
+                  "590.48.01 (nvidia_gpu_exporter captures); the rest: public nvidia-smi "
+                  "mig -lgip transcripts, driver not recorded"),
+    "H200-141GB": "nvidia-smi mig -lgip in NVIDIA/mig-parted issue #120, driver not recorded",
+})
+
+
+@dataclass(frozen=True)
+class MigGpu:
+    """A MIG-capable GPU as NVIDIA's MIG User Guide lists it.
+
+    Attributes:
+        name: product name as in the guide's "Supported GPUs" table.
+        max_instances: most GPU instances on one GPU.
+        memory_slices, compute_slices: the slice geometry, where the guide's profile table
+            gives it (None otherwise).
+        min_driver: the first driver branch with MIG on it ("Deployment Considerations").
+        table: the key of :data:`PROFILE_TABLES` when this module plans layouts for it.
+    """
+
+    name: str
+    max_instances: int
+    memory_slices: int | None
+    compute_slices: int | None
+    min_driver: str
+    table: str | None = None
+
+
+#: MIG-capable GPUs (NVIDIA MIG User Guide, "Supported GPUs" and "Deployment
+#: Considerations", r620 edition). Keys are lower-case short names. The B300 appears only
+#: in the guide's driver table; its 7 instances are those of the GPU Operator's MIG
+#: configurations for it (seven 1g.34gb), a secondary source.
+MIG_GPUS: MappingProxyType = MappingProxyType({
+    "a30": MigGpu("A30", 4, 4, 4, "R460"),
+    "a100-40gb": MigGpu("A100 40GB", 7, 8, 7, "R450", "A100-40GB"),
+    "a100-80gb": MigGpu("A100 80GB", 7, 8, 7, "R450", "A100-80GB"),
+    "h100-80gb": MigGpu("H100 80GB (SXM5, PCIe)", 7, 8, 7, "R525", "H100-80GB"),
+    "h100-94gb": MigGpu("H100 94GB (SXM5, NVL)", 7, 8, 7, "R525"),
+    "gh200": MigGpu("H100 on GH200 (96GB)", 7, 8, 7, "R525"),
+    "h20": MigGpu("H20", 7, 8, 7, "R535"),
+    "h200-141gb": MigGpu("H200 (SXM5, NVL)", 7, 8, 7, "R550", "H200-141GB"),
+    "b200": MigGpu("B200", 7, 8, 7, "R570"),
+    "gb200": MigGpu("GB200", 7, 8, 7, "R570"),
+    "b300": MigGpu("B300", 7, None, None, "R580"),
+    "rtx-pro-6000-blackwell": MigGpu("RTX PRO 6000 Blackwell (Server, Workstation, Max-Q)",
+                                     4, None, None, "R575"),
+    "rtx-pro-5000-blackwell": MigGpu("RTX PRO 5000 Blackwell", 2, None, None, "R575"),
+    "rtx-pro-4500-blackwell": MigGpu("RTX PRO 4500 Blackwell", 2, None, None, "R575"),
 })
 
 
 def _build_tables() -> MappingProxyType:
     tables = {}
-    for model, (_gb, sizes, lgip) in _MODELS.items():
+    for model, (_gb, gpu_sms, sizes, lgip) in _MODELS.items():
         profiles = {}
         for (shape, gi, c, m, mx, pl), (gib, sms) in zip(_SHAPES, lgip):
             g, rest = shape.split(".")
             size_key, _, me = rest.partition("+")
             name = f"{g}.{sizes[size_key]}" + ("+me" if me else "")
-            profiles[name] = MigProfile(name, model, gi, c, m, mx, pl, gib, sms)
+            profiles[name] = MigProfile(name, model, gi, c, m, mx, pl, gib, sms, gpu_sms)
         tables[model] = MappingProxyType(profiles)
     return MappingProxyType(tables)
 
@@ -173,6 +252,17 @@ def nominal_memory_gb(gpu_model: str) -> int:
     return _MODELS[key][0]
 
 
+def gpu_multiprocessors(gpu_model: str) -> int:
+    """SMs of the whole GPU without MIG: 108 (A100), 132 (H100 SXM5, H200).
+
+    Raises:
+        InputError: the model has no MIG table here.
+    """
+    key = canonical_model(gpu_model)
+    profiles(gpu_model)  # raises for unknown models
+    return _MODELS[key][1]
+
+
 def mixed_resource_name(profile_name: str) -> str:
     """Extended resource name of a MIG profile under ``migStrategy: mixed``.
 
@@ -222,6 +312,12 @@ class Layout:
         """Compute slices taken, of 7."""
         return sum(p.profile.compute_slices for p in self.placements)
 
+    @property
+    def multiprocessors_used(self) -> int | None:
+        """SMs held by the instances (None when a profile's SM count is unknown)."""
+        counts = [p.profile.multiprocessors for p in self.placements]
+        return None if any(c is None for c in counts) else sum(counts)
+
     def slot_owners(self) -> list[int | None]:
         """For each of the 8 memory slots, the index of the placement using it, or None."""
         owners: list[int | None] = [None] * MEMORY_SLICES
@@ -231,11 +327,12 @@ class Layout:
         return owners
 
     def addable_profiles(self) -> list[str]:
-        """Profiles that could still be added to this layout (at some free start slot)."""
+        """Profiles that fit *this* layout as it stands: a free start slot, every instance
+        left where it is. :func:`addable_profiles` also lets the instances move."""
         out = []
         for name in profiles(self.gpu_model):
             try:
-                plan_layout(self.gpu_model, [name], existing=self.placements)
+                _valid_layouts(self.gpu_model, [name], self.placements, limit=1)
             except NoLayoutError:
                 continue
             out.append(name)
@@ -258,8 +355,12 @@ def plan_layout(gpu_model: str, requested: Sequence[str],
                 existing: Iterable[Placement] = ()) -> Layout:
     """Place GPU instances of the ``requested`` profiles on one GPU.
 
-    Largest instances are placed first, each at the lowest valid free start slot, with
-    backtracking, so the search is exhaustive and the answer deterministic.
+    Every valid placement is considered (largest instances first, each at its valid start
+    slots, identical profiles in increasing slot order); of those, the layout that leaves
+    the most profiles addable in place wins, ties going to the first found (lowest slots for
+    the largest instances). So ``3g.71gb + 2g.35gb + 1g.18gb`` on an H200 puts the 3g at
+    slot 4, which leaves slot 3 for another 1g, rather than at slot 0, which leaves only
+    slot 7, where no 1g may start. The search is exhaustive and deterministic.
 
     Args:
         gpu_model: table key or nvidia-smi product name.
@@ -275,6 +376,17 @@ def plan_layout(gpu_model: str, requested: Sequence[str],
             or no non-overlapping placement).
         InputError: an unknown profile name (the message lists the valid ones).
     """
+    layouts = _valid_layouts(gpu_model, requested, existing)
+    if len(layouts) == 1:
+        return layouts[0]
+    return max(layouts, key=lambda lay: len(lay.addable_profiles()))  # max keeps the first of ties
+
+
+def _valid_layouts(gpu_model: str, requested: Sequence[str],
+                   existing: Iterable[Placement], limit: int | None = None) -> list[Layout]:
+    """Every valid layout of ``requested`` next to ``existing``, in search order (at most
+    ``limit``, default :data:`_MAX_LAYOUTS`); raises NoLayoutError when there is none."""
+    limit = _MAX_LAYOUTS if limit is None else limit
     table = profiles(gpu_model)
     model = canonical_model(gpu_model)
     existing = tuple(existing)
@@ -309,32 +421,63 @@ def plan_layout(gpu_model: str, requested: Sequence[str],
                 raise NoLayoutError(f"existing instances overlap at memory slot {s}")
             used[s] = True
     order = sorted(range(len(wanted)), key=lambda i: (-wanted[i].memory_slices,
-                                                      -wanted[i].compute_slices, i))
+                                                      -wanted[i].compute_slices, wanted[i].name, i))
     starts: dict[int, int] = {}
+    found: list[Layout] = []
 
-    def search(k: int) -> bool:
+    def search(k: int) -> None:
+        if len(found) >= limit:
+            return
         if k == len(order):
-            return True
+            new = tuple(Placement(wanted[i], starts[i]) for i in range(len(wanted)))
+            found.append(Layout(model, existing + new))
+            return
         i = order[k]
         p = wanted[i]
+        # identical profiles in increasing slot order: each set of slots is tried once
+        floor = starts[order[k - 1]] + 1 if k and wanted[order[k - 1]].name == p.name else 0
         for start in p.placements:
-            if _fits(p, start, used):
+            if start >= floor and _fits(p, start, used):
                 for s in range(start, start + p.memory_slices):
                     used[s] = True
                 starts[i] = start
-                if search(k + 1):
-                    return True
+                search(k + 1)
                 for s in range(start, start + p.memory_slices):
                     used[s] = False
-        return False
 
-    if not search(0):
+    search(0)
+    if not found:
         raise NoLayoutError(
             f"no non-overlapping placement of {' + '.join(p.name for p in everything)} on "
             f"{model}: the slices add up, but the valid start slots collide (e.g. a 2g may "
             "only start at slot 0, 2 or 4, and 1g profiles never at slot 7)")
-    new = tuple(Placement(wanted[i], starts[i]) for i in range(len(wanted)))
-    return Layout(model, existing + new)
+    return found
+
+
+#: Most layouts :func:`plan_layout` compares (far above the few hundred a full request has).
+_MAX_LAYOUTS = 10_000
+
+
+def addable_profiles(gpu_model: str, requested: Sequence[str]) -> dict[str, Layout]:
+    """Profiles that could still join ``requested`` on one GPU if the whole request were
+    re-planned (instances may move; on a running GPU moving one means destroying and
+    re-creating it), each with the layout that makes room for it.
+
+    ``addable_profiles("H200-141GB", ["3g.71gb", "2g.35gb", "1g.18gb"])`` holds
+    ``1g.18gb`` and ``1g.18gb+me``: with the 3g at slot 4, slot 3 is free.
+
+    Raises:
+        NoLayoutError: ``requested`` itself has no valid layout.
+        InputError: an unknown profile name.
+    """
+    plan_layout(gpu_model, requested)  # the request itself must fit
+    out: dict[str, Layout] = {}
+    for name in profiles(gpu_model):
+        try:
+            out[name] = plan_layout(gpu_model, [*requested, name])
+        except NoLayoutError:
+            continue
+    return out
 
 
 # --------------------------------------------------------------------------- waste
@@ -343,8 +486,9 @@ def plan_layout(gpu_model: str, requested: Sequence[str],
 class Waste:
     """What a MIG instance grants beyond what was asked (quantization waste).
 
-    Memory in GB as in the profile names (slices x nominal GB / 8); compute as a fraction
-    of the GPU's SMs (compute slices / 7).
+    Memory in GB as in the profile names (slices x nominal GB / 8); compute as a share of
+    the whole GPU's SMs, from the profile's SM count (:attr:`MigProfile.sm_share`: 60/132 =
+    0.4545 for an H100 ``3g.40gb``, not 3/7).
     """
 
     profile: MigProfile
@@ -370,7 +514,9 @@ def quantization_waste(gpu_model: str, memory_gb: float, compute: float = 0.0) -
     Args:
         gpu_model: table key or product name.
         memory_gb: memory the workload needs (GB, > 0).
-        compute: fraction of the GPU's SMs it needs (0..1).
+        compute: share of the whole GPU's SMs it needs (0..1); compared with each
+            profile's real SM share, so 0.5 on an H100 needs ``7g.80gb`` (``4g.40gb`` has
+            64 of 132 SMs, 48 %).
 
     Returns:
         :class:`Waste` for the profile with the fewest memory slices, then compute slices,
@@ -382,9 +528,9 @@ def quantization_waste(gpu_model: str, memory_gb: float, compute: float = 0.0) -
     """
     model = canonical_model(gpu_model)
     table = profiles(gpu_model)
-    if not memory_gb > 0:
+    if isinstance(memory_gb, bool) or not isinstance(memory_gb, (int, float)) or not memory_gb > 0:
         raise InputError(f"memory_gb: expected a positive number of GB, got {memory_gb!r}")
-    if not 0 <= compute <= 1:
+    if isinstance(compute, bool) or not isinstance(compute, (int, float)) or not 0 <= compute <= 1:
         raise InputError(f"compute: expected a fraction of the GPU in [0, 1], got {compute!r}")
     gb = _MODELS[model][0]
     best = None
@@ -392,21 +538,23 @@ def quantization_waste(gpu_model: str, memory_gb: float, compute: float = 0.0) -
         if p.media_extensions:
             continue
         granted_mem = gb * p.memory_slices / MEMORY_SLICES
-        if granted_mem + 1e-9 >= memory_gb and float(p.compute_fraction) + 1e-9 >= compute:
+        if granted_mem + 1e-9 >= memory_gb and p.sm_share + 1e-9 >= compute:
             best = p
             break
     if best is None:
-        raise NoLayoutError(f"{memory_gb} GB and {compute:.2f} of the SMs exceed a whole {model}")
+        raise NoLayoutError(f"{memory_gb:g} GB and {compute:.0%} of the SMs exceed the largest "
+                            f"instance of a {model}")
     return Waste(best, float(memory_gb), gb * best.memory_slices / MEMORY_SLICES,
-                 float(compute), float(best.compute_fraction))
+                 float(compute), best.sm_share)
 
 
 # --------------------------------------------------------------------------- drawing
 
-def draw_layout(layout: Layout, ax: Any = None) -> Any:
+def draw_layout(layout: Layout, ax: Any = None, overflow: Sequence[MigProfile] = ()) -> Any:
     """Draw the 8 memory slices of a layout with matplotlib; returns the Axes.
 
     Each GPU instance is a labelled box over the slots it occupies; free slots are grey.
+    ``overflow`` (instances that did not fit) are drawn hatched to the right of the GPU.
     """
     import matplotlib.pyplot as plt
 
@@ -420,12 +568,44 @@ def draw_layout(layout: Layout, ax: Any = None) -> Any:
                                    facecolor=colors(i % 10), edgecolor="black", alpha=0.85))
         ax.text(p.start + p.profile.memory_slices / 2, 0.5, p.profile.name, ha="center",
                 va="center", fontsize=9)
-    ax.set_xlim(0, MEMORY_SLICES)
+    x = MEMORY_SLICES + 0.3
+    for prof in overflow:
+        ax.add_patch(plt.Rectangle((x + 0.04, 0.06), prof.memory_slices - 0.08, 0.88,
+                                   facecolor="white", edgecolor="#c44e52", hatch="///"))
+        ax.text(x + prof.memory_slices / 2, 0.5, prof.name, ha="center", va="center",
+                fontsize=9, color="#c44e52")
+        x += prof.memory_slices
+    ax.set_xlim(0, max(MEMORY_SLICES, x))
     ax.set_ylim(0, 1)
     ax.set_xticks([s + 0.5 for s in range(MEMORY_SLICES)])
     ax.set_xticklabels([str(s) for s in range(MEMORY_SLICES)])
     ax.set_yticks([])
-    ax.set_xlabel("memory slice")
+    ax.set_xlabel("memory slice" + ("   (hatched: does not fit)" if overflow else ""))
+    sms = layout.multiprocessors_used
+    sm_text = f" ({sms} of {layout.placements[0].profile.gpu_sms} SMs)" \
+        if sms is not None and layout.placements else ""
     ax.set_title(f"{layout.gpu_model}: {layout.memory_slices_used}/8 memory slices, "
-                 f"{layout.compute_slices_used}/7 compute slices used")
+                 f"{layout.compute_slices_used}/7 compute slices{sm_text}")
     return ax
+
+
+def largest_fitting_prefix(gpu_model: str, requested: Sequence[str]) -> tuple[Layout, list[MigProfile]]:
+    """For a request with no valid layout: plan its instances largest first and stop at
+    the first that no longer fits. Returns that partial layout and the instances left over
+    (for :func:`draw_layout`'s ``overflow``); for a valid request, its layout and ``[]``.
+
+    Raises:
+        InputError: an unknown profile name.
+    """
+    model = canonical_model(gpu_model)
+    wanted = sorted((get_profile(gpu_model, n) for n in requested),
+                    key=lambda p: (-p.memory_slices, -p.compute_slices, p.name))
+    placed: list[str] = []
+    layout = Layout(model, ())
+    for i, prof in enumerate(wanted):
+        try:
+            layout = plan_layout(gpu_model, [*placed, prof.name])
+        except NoLayoutError:
+            return layout, wanted[i:]
+        placed.append(prof.name)
+    return layout, []

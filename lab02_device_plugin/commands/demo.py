@@ -15,6 +15,7 @@ import signal
 import stat
 import sys
 import tempfile
+import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -184,51 +185,77 @@ def _wait_until_advertised(kubelet: MockKubelet, manager: PluginManager, replica
     return kubelet.node_status()
 
 
+#: Width of the summary's lines: it is printed in terminals and on the book's pages.
+SUMMARY_WIDTH = 79
+
+
+def _wrapped(text: str, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, SUMMARY_WIDTH, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
 def summary(result: DemoResult) -> list[str]:
-    """The table of pods and the caveat, as lines."""
-    out = ["", f"{'pod':<7} {'phase':<8} {'device ID (kubelet)':<46} NVIDIA_VISIBLE_DEVICES (container)"]
+    """The table of pods and the caveat, as lines of at most 79 characters (a device ID or
+    UUID is never broken).
+
+    The fault caveat follows NVIDIA: time-sliced replicas get no fault isolation (GPU
+    Operator, "Time-Slicing GPUs in Kubernetes"); application Xids (13, 31, 43, 45, 68, 109,
+    the ones NVIDIA's plugin ignores in internal/rm/health.go) usually end only the faulting
+    process, while device faults and resets (Xid 79, uncontained ECC errors) reach every
+    pod on the card; on A100/H100-class GPUs most uncorrectable ECC errors are contained to
+    the applications that hit them (NVIDIA GPU memory error management, "Error Containment").
+    """
+    out = ["", f"{'pod':<7} {'phase':<8} device ID from the kubelet, and what the container sees"]
     for r in result.results:
         if r.admitted:
             device = r.devices["cuda"][RESOURCE][0]
             visible = r.containers["cuda"].envs.get("NVIDIA_VISIBLE_DEVICES", "-")
-            out.append(f"{r.pod:<7} {r.phase:<8} {device:<46} {visible}")
+            out.append(f"{r.pod:<7} {r.phase:<8} {device}")
+            out.append(f"{'':<16} visible: {visible}")
         else:
-            out.append(f"{r.pod:<7} {r.phase:<8} {'-':<46} -")
+            out.append(f"{r.pod:<7} {r.phase:<8} -")
     pending = [r for r in result.results if not r.admitted]
     for r in pending:
         if r.reason == "FailedScheduling":
-            out.append(f"{r.pod} is {r.phase}: no unit of {RESOURCE} left, so the scheduler never "
-                       "binds it to the node (the kubelet never sees it). Event FailedScheduling:")
-            out.append(f"  {r.message}")
+            out.append(f"{r.pod} is {r.phase}: no unit of {RESOURCE} is left, so the")
+            out.append("scheduler never binds it to the node and the kubelet never sees it.")
+            out.append("Event FailedScheduling:")
         else:
             out.append(f"{r.pod} is {r.phase} ({r.reason}): the kubelet rejected it at admission:")
-            out.append(f"  {r.message}")
+        out += _wrapped(r.message)
     if any(r.reason == "FailedScheduling" for r in pending):
-        out.append(f"(A pod bound to the node by hand, with spec.nodeName, skips the scheduler; the "
-                   "kubelet then rejects it at admission and it ends Failed "
-                   "(UnexpectedAdmissionError).)")
+        out += ["(A pod bound to the node by hand, with spec.nodeName, skips the scheduler;",
+                "the kubelet then rejects it at admission and it ends",
+                "Failed (UnexpectedAdmissionError).)"]
     running = [r for r in result.results if r.admitted]
     uuids = {r.containers["cuda"].envs.get("NVIDIA_VISIBLE_DEVICES") for r in running}
     out.append("")
     if len(running) > 1 and uuids == {result.gpu_uuid}:
         gib = result.memory_mib / 1024
         out += [
-            f"Allocation is not isolation. The {len(running)} running pods got different device IDs,",
-            f"but every one of them sees the same GPU, {result.gpu_uuid}.",
-            f"  * They share its memory: {gib:.0f} GiB in all, with no per-pod limit; one pod can use it",
-            "    all and the others fail with out-of-memory errors.",
-            "  * They share its faults: an Xid error or a reset on the card hits every pod on it.",
-            "  * They share its time: time-slicing runs one pod's kernels at a time, so each gets",
-            f"    about 1/{len(running)} of the card when all are busy, and latency varies with the others.",
-            "  * Per-pod GPU metrics are lost: utilisation and memory are reported for the card, not",
-            "    for the replica a pod was given.",
-            f"The kubelet counted {result.capacity} units and never gave one out twice; nothing on the GPU",
-            "enforces those units. For limits use MPS (memory and thread-percentage caps) or MIG",
-            "(hardware partitions with their own memory and faults).",
+            f"Allocation is not isolation. The {len(running)} running pods got different device",
+            "IDs, but every one of them sees the same GPU:",
+            f"  {result.gpu_uuid}",
+            f"  * They share its memory: {gib:.0f} GiB in all, with no per-pod limit; one",
+            "    pod can use it all and the others fail with out-of-memory errors.",
+            "  * They share its faults: NVIDIA promises no fault isolation between",
+            "    replicas. An application fault (Xid 13, 31, 43, 45, 68, 109: the ones",
+            "    NVIDIA's plugin treats as the application's) usually ends only the",
+            "    faulting process; a device fault or a reset (Xid 79, an uncontained",
+            "    ECC error) reaches every pod on the card.",
+            "  * They share its time: time-slicing runs one pod's kernels at a time, so",
+            f"    each gets about 1/{len(running)} of the card when all are busy, and latency",
+            "    varies with the others.",
+            "  * Per-pod GPU metrics are lost: utilisation and memory are reported for",
+            "    the card, not for the replica a pod was given.",
+            f"The kubelet counted {result.capacity} units and never gave one out twice;",
+            "nothing on the GPU enforces those units. For limits use MPS (memory and",
+            "thread-percentage caps) or MIG (hardware partitions with their own",
+            "memory and SMs).",
         ]
     else:
-        out.append(f"{len(running)} pod(s) running; with --replicas above 1 and as many pods, they "
-                   "would all share one card: allocation is not isolation.")
+        out += [f"{len(running)} pod(s) running; with --replicas above 1 and as many pods, they",
+                "would all share one card: allocation is not isolation."]
     return out
 
 

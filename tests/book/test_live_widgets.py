@@ -44,7 +44,8 @@ assert view.stack.selected_index == 2
 def test_ch05_decision_widget_answers_for_ticked_requirements():
     # The form starts at the slider's default case: another tenant, half an H100, 30 GB ->
     # MIG, 3g.40gb (the smallest profile whose 40 GB cover 30 GB). On an L40S (no MIG): a
-    # whole GPU. Trusted (no other tenant) inference on an A100: MPS with 50 %.
+    # whole GPU. Trusted (no other tenant) inference on an A100: MPS, configured as
+    # sharing.mps with replicas: 2 (floor(1 / 0.5)), which the plugin turns into 50 %.
     _run_chapter_with("ch05_choosing.md", """
 assert answer.value.startswith("<b>MIG</b>"), answer.value
 assert "mig-3g.40gb" in answer.value, answer.value
@@ -53,7 +54,7 @@ assert answer.value.startswith("<b>exclusive</b>"), answer.value
 flags["other_tenants"].value = False
 model.value = "a100-80gb"
 assert answer.value.startswith("<b>MPS</b>"), answer.value
-assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50" in answer.value
+assert "replicas: 2" in answer.value and "50 % of the threads" in answer.value
 """)
 
 

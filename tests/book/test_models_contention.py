@@ -2,8 +2,9 @@
 
 import pytest
 
-from lab02_device_plugin.contention import (Kernel, inference_processes, kernel_timeline,
-                                            latency_quantile, time_slicing)
+from lab02_device_plugin.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
+                                            inference_processes, kernel_timeline, latency_quantile,
+                                            max_tenants_within, mps_gain, time_slicing)
 from lab02_device_plugin.errors import InputError
 
 
@@ -65,3 +66,93 @@ def test_bad_input():
         kernel_timeline([[Kernel(1.0, 0.5)]], mps=True, active_thread_percentage=0)
     with pytest.raises(InputError, match="processes"):
         kernel_timeline([], mps=False)
+
+
+def test_mps_is_work_conserving_six_clients():
+    # 6 clients x 4 kernels of 2 ms at a quarter of the SMs = 24 kernels x 0.5 SM-ms = 12 SM-ms
+    # of work: a work-conserving schedule runs 4 at a time, 6 rounds of 2 ms = 12 ms at 100 %.
+    # (The old index-ordered model left clients 5 and 6 idle for 8 ms: 16 ms at 75 %.)
+    procs = inference_processes(6, 4, duration_ms=2.0, sm_fraction=0.25)
+    t = kernel_timeline(procs, mps=True)
+    assert t.makespan_ms == pytest.approx(12.0)
+    assert t.sm_busy_fraction == pytest.approx(1.0)
+    # readiness order: at t=2 clients 5 and 6 (ready since 0) start before clients 1 and 2
+    # (ready at 2); so every client has run a kernel by t=4
+    first_start = {p: min(r.start_ms for r in t.runs if r.process == p) for p in range(6)}
+    assert first_start == {0: 0.0, 1: 0.0, 2: 0.0, 3: 0.0, 4: 2.0, 5: 2.0}
+    # without MPS: 24 kernels x 2 ms = 48 ms + 23 switches x 0.1 ms = 50.3 ms -> 4.19x
+    g = mps_gain(6)
+    assert g.without_ms == pytest.approx(50.3)
+    assert g.speedup == pytest.approx(50.3 / 12.0)
+
+
+def test_mps_gain_saturates_near_one_over_sm_share():
+    # 4, 6 and 8 clients of width 1/4: the gain stops growing once 4 fill the GPU.
+    # n clients: without = 8n ms of kernels + (4n - 1) x 0.1 ms; with = 2 ms x ceil(4n / 4) = 2n ms
+    gains = [mps_gain(n).speedup for n in (4, 6, 8)]
+    assert gains == pytest.approx([33.5 / 8, 50.3 / 12, 67.1 / 16])  # 4.19 each
+    assert all(abs(x - 4.0) < 0.2 for x in gains)                   # ~ 1 / 0.25
+    assert mps_gain(4).bound == pytest.approx(4.0)
+
+
+def test_mps_memory_bound_interference():
+    # m = 0.2: four co-running kernels each progress at 1 / (0.8 + 0.2 x 4) = 1/1.6 of solo
+    # speed: a 2 ms kernel takes 3.2 ms; 6 rounds -> 19.2 ms. Bound 1 / (0.25 x 0.8 + 0.2) = 2.5.
+    g = mps_gain(6, memory_bound=0.2)
+    assert g.with_ms == pytest.approx(19.2)
+    assert g.bound == pytest.approx(2.5)
+    assert g.speedup == pytest.approx(50.3 / 19.2)  # 2.62: below 1/sm_share = 4
+    # alone, a kernel is not slowed: 1 client x 4 kernels x 2 ms = 8 ms
+    assert kernel_timeline(inference_processes(1, 4), mps=True, memory_bound=0.9).makespan_ms \
+        == pytest.approx(8.0)
+
+
+def test_wide_kernel_does_not_block_narrow_ones():
+    # client 0 holds 60 % for 4 ms; client 1 wants 60 % (does not fit), client 2 wants 20 %
+    # (fits): work-conserving, client 2 starts at 0 and client 1 at 4.
+    procs = [[Kernel(4.0, 0.6)], [Kernel(2.0, 0.6)], [Kernel(2.0, 0.2)]]
+    t = kernel_timeline(procs, mps=True)
+    assert {r.process: r.start_ms for r in t.runs} == {0: 0.0, 1: 4.0, 2: 0.0}
+    assert t.makespan_ms == pytest.approx(6.0)
+
+
+def test_bursty_time_slicing_hand_computed():
+    # n=4 tenants busy 10 % of the time; a busy tenant sees K ~ Bin(3, 0.1) others:
+    # P(K=0..3) = 0.729, 0.243, 0.027, 0.001. s=2, c=0.1: share(1)=1, share(2)=2/4.2,
+    # share(3)=2/6.3, share(4)=2/8.4 -> E = 0.729 + 0.243x0.47619 + 0.027x0.31746
+    # + 0.001x0.238095 = 0.853524
+    r = bursty_time_slicing(4, 0.1, work_ms=1.0)
+    assert r.p_alone == pytest.approx(0.729)
+    assert r.mean_busy_tenants == pytest.approx(1.3)          # 1 + 3 x 0.1
+    assert r.mean_throughput_share == pytest.approx(0.853524, abs=1e-6)
+    assert r.gpu_busy_fraction == pytest.approx(1 - 0.9 ** 4)  # 0.3439
+    # w = 1 ms (one slice): latency = 1 + U, U ~ U[0, K x 2.1]. CDF(1) = 0.729 -> p50 = 1.
+    # p99: on [3.1, 5.2] CDF = 0.972 + (x-1)(0.027/4.2 + 0.001/6.3) = 0.99 -> x = 3.7325
+    assert r.p50_latency_ms == pytest.approx(1.0)
+    assert r.p99_latency_ms == pytest.approx(1 + 0.018 / (0.027 / 4.2 + 0.001 / 6.3), abs=1e-6)
+    # all busy the p99 would be 0.99 x 3 x 2.1 + 1 = 7.237 ms
+    assert bursty_time_slicing(4, 1.0, 1.0).p99_latency_ms == pytest.approx(7.237)
+
+
+def test_bursty_p99_five_ms_and_replicas_within_budget():
+    # w = 5 ms, n = 4, p = 0.1: K=1 part on [9.4, 11.5] (CDF 0.972 at its end); K=2 part
+    # 13.6 + U[0, 4.2]: 0.972 + 0.027 (x - 13.6)/4.2 = 0.99 -> x = 16.4 ms
+    assert bursty_latency_quantile(4, 0.1, 5.0, 0.99) == pytest.approx(16.4, abs=1e-6)
+    # one tenant alone: p99 = w; a budget below w admits no tenant
+    assert max_tenants_within(4.0, 0.1, 5.0) == 0
+    assert max_tenants_within(5.0, 0.1, 5.0) == 1
+    n = max_tenants_within(50.0, 0.1, 5.0)
+    assert bursty_latency_quantile(n, 0.1, 5.0, 0.99) <= 50.0 < bursty_latency_quantile(n + 1, 0.1, 5.0, 0.99)
+
+
+def test_bad_bursty_input():
+    with pytest.raises(InputError, match="duty_cycle"):
+        bursty_time_slicing(4, 0.0, 1.0)
+    with pytest.raises(InputError, match="duty_cycle"):
+        bursty_time_slicing(4, 1.5, 1.0)
+    with pytest.raises(InputError, match="tenants"):
+        bursty_time_slicing(5000, 0.5, 1.0)
+    with pytest.raises(InputError, match="memory_bound"):
+        kernel_timeline([[Kernel(1.0, 0.5)]], mps=True, memory_bound=1.5)
+    with pytest.raises(InputError, match="clients"):
+        inference_processes(0)

@@ -2,7 +2,10 @@
 
 import pytest
 
-from lab02_device_plugin.decision import ISOLATION, Requirements, decide, decision_table
+from lab02_device_plugin.decision import (ISOLATION, MIG_CAPABLE, SHARED_RESOURCES, SHARING,
+                                          WorkedCase, decide, decision_table, defended_plan,
+                                          draw_sharing_matrix, half_gpu_mig, isolation_rows,
+                                          option_rows, worked_case, Requirements)
 from lab02_device_plugin.errors import InputError
 
 
@@ -19,11 +22,18 @@ def test_isolation_on_mig_gpu_gives_mig_and_on_l40s_a_whole_gpu():
     assert "no MIG" in d.reason
 
 
-def test_trusted_inference_gets_mps_with_thread_percentage():
+def test_trusted_inference_gets_mps_with_replicas():
+    # 0.3 of a GPU: floor(1/0.3) = 3 replicas; NVIDIA's plugin sets 100 // 3 = 33 % of the
+    # threads and a third of the memory per client (daemon.go), a pod's env var only lowers it
     d = decide(Requirements(gpus=0.3, workload="inference"))
     assert d.mechanism == "MPS"
-    assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30" in d.reason  # ceil(0.3*100)
-    assert d.isolates == {"memory": True, "fault": False, "performance": False}
+    assert "replicas: 3" in d.reason and "33 % of the threads" in d.reason
+    assert "experimental since v0.15.0" in d.reason
+    assert d.request == "nvidia.com/gpu: 1 from sharing.mps (replicas: 3)"
+    assert d.isolates == {"memory": "partial", "fault": "no", "performance": "partial"}
+    # case 4 of the table: a quarter of an A100 -> replicas 4, 25 %
+    label, _, d = decision_table()[3]
+    assert "replicas: 4" in d.reason and "25 % of the threads" in d.reason
 
 
 def test_interactive_gets_time_slicing_and_dra_when_sizes_vary():
@@ -37,12 +47,54 @@ def test_interactive_gets_time_slicing_and_dra_when_sizes_vary():
 def test_half_gpu_answers_are_honest():
     assert "No MIG profile is exactly half" in decide(
         Requirements(gpus=0.5, other_tenants=True)).half_gpu
+    assert "No MIG profile is exactly half" in decide(
+        Requirements(gpus=0.5, gpu_model="a30", other_tenants=True)).half_gpu
     assert decide(Requirements(gpus=0.5, workload="interactive")).half_gpu.startswith("No")
 
 
 def test_table_and_isolation_cover_all_mechanisms():
     mechs = {d.mechanism for _, _, d in decision_table()}
-    assert mechs == set(ISOLATION)
+    assert mechs == set(ISOLATION) | {"DRA"}
+    assert len(decision_table()) == 7
+    label, req, d = decision_table()[6]
+    assert label == "strict latency SLO, production serving" and d.mechanism == "exclusive"
+    assert "strict latency SLO" in d.reason and "MIG" in d.reason
+    # DRA is a row to watch, with its feature state and versions
+    label, _, d = decision_table()[5]
+    assert "watch this" in label and d.reason.startswith("Watch this")
+    assert "beta since v1.36" in d.reason and "Technology Preview" in d.reason
+
+
+def test_isolation_scores_shared_by_chapters_1_and_5():
+    # MIG: partial on faults (GPU-wide events reach every instance); time-slicing: none
+    # promised by NVIDIA; totals 3, 2.5, 1, 0 for exclusive, MIG, MPS, time-slicing
+    totals = {m: sum(v.score for v in dims.values()) for m, dims in ISOLATION.items()}
+    assert totals == {"exclusive": 3.0, "MIG": 2.5, "MPS": 1.0, "time-slicing": 0.0}
+    assert "Xid 79" in ISOLATION["MIG"]["fault"].note
+    rows = isolation_rows()
+    assert [r[0] for r in rows] == ["MPS", "MIG", "time-slicing"]
+    assert rows[1][3].startswith("partial: yes for application faults")
+
+
+def test_sharing_matrix_and_its_drawing():
+    assert set(SHARING) == {"exclusive", "MIG", "MPS", "time-slicing"}
+    for mech, cells in SHARING.items():
+        assert tuple(cells) == SHARED_RESOURCES, mech
+    assert SHARING["MIG"]["SMs"] == "space" and SHARING["time-slicing"]["SMs"] == "time"
+    assert SHARING["MPS"]["SMs"] == "capped" and SHARING["MPS"]["fault domain"] == "shared"
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ax = draw_sharing_matrix()
+    assert len(ax.patches) == 4 * 8  # one cell per mechanism and resource
+    plt.close(ax.figure)
+
+
+def test_mig_capable_follows_the_guide():
+    for gpu in ("a30", "h20", "gh200", "b300", "rtx-pro-6000-blackwell", "rtx-pro-5000-blackwell"):
+        assert MIG_CAPABLE[gpu] is True
+    for gpu in ("l4", "l40s", "a10g", "t4"):
+        assert MIG_CAPABLE[gpu] is False
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -57,12 +109,17 @@ def test_bad_requirements(kwargs, name):
 
 def test_mig_answer_names_the_smallest_profile_whose_memory_fits():
     # H100-80GB, 30 GB: 2g.20gb is too small (20 GB); 3g.40gb has 40 GB -> 3g.40gb, as the
-    # answer's own rule says ("the smallest profile whose memory fits"). It has 3/7 = 43 % of
-    # the SMs < the 50 % asked, so the reason names 4g.40gb (4/7 = 57 %) as the alternative.
+    # answer's own rule says ("the smallest profile whose memory fits"). It has 60 of 132 SMs
+    # = 45 % < the 50 % asked; 4g.40gb has 64/132 = 48 %, so only 7g.80gb has both.
     d = decide(Requirements(gpus=0.5, gpu_model="h100-80gb", other_tenants=True, memory_gb=30))
     assert d.request == "nvidia.com/mig-3g.40gb: 1 (mixed strategy)"
-    assert "is 3g.40gb (43% of the SMs)" in d.reason
-    assert "4g.40gb covers both" in d.reason
+    assert "is 3g.40gb (45% of the SMs)" in d.reason
+    assert "the smallest profile with both is 7g.80gb (100%)" in d.reason
+    half = half_gpu_mig("h100-80gb")
+    assert "60 of 132 SMs (45%)" in half and "4g.40gb 64 (48%)" in half
+    assert "no profile below 7g reaches half" in half
+    # A100: 4g.20gb has 56 of 108 SMs = 52 %: there a 4g does reach half
+    assert "4g.20gb is the smallest with half the SMs" in half_gpu_mig("a100-40gb")
 
 
 def test_half_mig_answer_allows_two_3g_instances():
@@ -70,19 +127,21 @@ def test_half_mig_answer_allows_two_3g_instances():
     # so the answer must not say "one 4g plus one 3g at most".
     text = decide(Requirements(gpus=0.5, gpu_model="a100-40gb", other_tenants=True)).half_gpu
     assert "at most" not in text
-    assert "two 3g" in text
+    assert "holds two 3g.20gb" in text
 
 
 def test_mig_answer_by_memory_with_compute_alternative():
     # 0.25 of the SMs and 15 GB on an A100-80GB: 1g.10gb has 10 GB (< 15); 1g.20gb has 20 GB
-    # -> 1g.20gb by memory; it has 1/7 = 14 % of the SMs < 25 %, and 2g.20gb (2/7 = 29 %) covers both.
+    # -> 1g.20gb by memory; it has 14/108 = 13 % of the SMs < 25 %, and 2g.20gb (28/108 =
+    # 26 %) has both.
     d = decide(Requirements(gpus=0.25, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
     assert d.request == "nvidia.com/mig-1g.20gb: 1 (mixed strategy)"
-    assert "2g.20gb covers both" in d.reason
-    # 0.1 of the SMs and 15 GB: 1g.20gb covers both (14 % >= 10 %), so no alternative is named
+    assert "is 1g.20gb (13% of the SMs)" in d.reason
+    assert "the smallest profile with both is 2g.20gb (26%)" in d.reason
+    # 0.1 of the SMs and 15 GB: 1g.20gb covers both (13 % >= 10 %), so no alternative is named
     d = decide(Requirements(gpus=0.1, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
     assert d.request == "nvidia.com/mig-1g.20gb: 1 (mixed strategy)"
-    assert "covers both" not in d.reason
+    assert "with both" not in d.reason
     # no table for B200 here: the generic answer
     d = decide(Requirements(gpus=0.5, gpu_model="b200", other_tenants=True, memory_gb=30))
     assert d.mechanism == "MIG" and "<profile>" in d.request
@@ -91,3 +150,56 @@ def test_mig_answer_by_memory_with_compute_alternative():
 def test_bad_memory():
     with pytest.raises(InputError, match="memory_gb"):
         Requirements(gpus=0.5, memory_gb=0)
+
+
+def test_worked_case_numbers():
+    opts = {(o.tenant, o.mechanism): o for o in worked_case()}
+    month = 4.00 * 730  # $2,920 per H100-month
+    # inference, 8 ms per request on a whole H100, 24 GB per replica, SLO 50 ms
+    assert opts[("inference", "exclusive GPU")].cost_per_month == pytest.approx(month)
+    mig = opts[("inference", "MIG 3g.40gb")]
+    assert mig.p99_ms == pytest.approx(8 * 132 / 60)            # 17.6 ms on 60 of 132 SMs
+    assert mig.cost_per_month == pytest.approx(month / 2) and mig.meets
+    mps = opts[("inference", "MPS, replicas 3")]
+    # 3 replicas at 33 % each: 8 ms x 3 = 24 ms solo, slowed by 1/(0.7 + 0.3 x 3) -> 38.4 ms
+    assert mps.p99_ms == pytest.approx(38.4)
+    assert mps.memory_headroom_gb == pytest.approx(80 / 3 - 24)  # 2.7 GB under the MPS limit
+    ts = opts[("inference", "time-sliced with notebooks")]
+    assert ts.memory_headroom_gb == pytest.approx(80 - 24 - 5 * 12) and not ts.meets  # -4 GB
+    # regulated: 3g.40gb 45 %, 4g.40gb 48 % of the SMs, both isolated, neither half
+    assert opts[("regulated", "MIG 4g.40gb")].sm_share == pytest.approx(64 / 132)
+    assert not opts[("regulated", "MPS or time-slicing")].meets
+    # notebooks: 5 per GPU at 10 % duty -> $584 each; alone (0.9^4 = 66 %) they get the whole
+    # GPU. MIG 1g.20gb (12 GB needs 2 memory slices): 26 of 132 SMs -> a 200 ms cell takes
+    # 200 x 132 / 26 = 1015.4 ms, every time.
+    nb = opts[("notebooks", "time-slicing, replicas 5")]
+    assert nb.cost_per_month == pytest.approx(month / 5) and nb.memory_headroom_gb == 20
+    assert opts[("notebooks", "MIG 1g.20gb")].p99_ms == pytest.approx(200 * 132 / 26)
+    assert nb.p99_ms < opts[("notebooks", "MIG 1g.20gb")].p99_ms
+    assert all(len(r) == 10 for r in option_rows(worked_case()))
+
+
+def test_defended_plan_fits_one_node():
+    plan = defended_plan()
+    # 3 inference 3g + regulated 4g: 2 GPUs (3g+3g, 4g+3g); 10 notebooks / 5 per GPU: 2 GPUs
+    assert plan.gpus[:4] == ("3g.40gb + 3g.40gb", "4g.40gb + 3g.40gb",
+                             "7g.80gb time-sliced x5", "7g.80gb time-sliced x5")
+    assert plan.gpus_used == 4 and plan.dedicated_gpus == 14
+    assert plan.monthly_cost == pytest.approx(4 * 2920) and plan.dedicated_monthly_cost == pytest.approx(14 * 2920)
+    assert plan.reboot_gpu_hours == pytest.approx(8 * 15 / 60)
+    # the plugin config parses with Lab 02's parser (the NVIDIA format)
+    import yaml
+    from lab02_device_plugin.config import parse_config
+    cfg = parse_config(yaml.safe_load(plan.plugin_config), "<plan>")
+    assert cfg is not None
+    mig_cfg = yaml.safe_load(plan.mig_config)
+    assert mig_cfg["mig-configs"]["tenants-mixed"][1]["mig-devices"] == {"4g.40gb": 1, "3g.40gb": 1}
+
+
+def test_bad_worked_case():
+    with pytest.raises(InputError, match="WorkedCase.notebooks"):
+        worked_case(WorkedCase(notebooks=0))
+    with pytest.raises(InputError, match="WorkedCase.price_per_gpu_hour"):
+        worked_case(WorkedCase(price_per_gpu_hour=float("nan")))
+    with pytest.raises(InputError, match="needs 9 GPUs"):
+        defended_plan(WorkedCase(notebooks=35, notebooks_per_gpu=5))  # 2 + 7 GPUs

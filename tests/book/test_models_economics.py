@@ -4,8 +4,9 @@ import math
 
 import pytest
 
-from lab01_cluster_sim.economics import (HOURS_PER_YEAR, gpus_needed, idle_capacity,
-                                         idle_cost_grid, sharing_savings)
+from lab01_cluster_sim.economics import (HOURS_PER_YEAR, fleet_for_work, fractional_requests,
+                                         gpus_needed, idle_capacity, idle_cost_grid,
+                                         sharing_savings, utilisation_steps)
 from lab01_cluster_sim.errors import InputError
 
 
@@ -62,3 +63,50 @@ def test_bad_input_names_the_argument(args, name):
 def test_bad_target():
     with pytest.raises(InputError, match="target_utilisation"):
         gpus_needed(10, 0.5, 0.0)
+
+
+def test_first_points_of_utilisation_are_worth_the_most():
+    # 40 GPU-equivalents of work at $4/GPU-h (review part 1, ch01 #1):
+    # 20 % -> 200 GPUs; 30 % -> ceil(133.33) = 134: 66 freed x 8760 x 4 = $2,312,640/yr
+    # 80 % -> 50; 90 % -> ceil(44.44) = 45: 5 freed x 8760 x 4 = $175,200/yr
+    rows = {round(r.utilisation, 2): r for r in utilisation_steps(4.0, 40, [0.1, 0.2, 0.3, 0.8, 0.9])}
+    assert (rows[0.2].gpus, rows[0.3].gpus, rows[0.3].gpus_freed) == (200, 134, 66)
+    assert rows[0.3].saved_per_year == pytest.approx(2_312_640)
+    assert (rows[0.8].gpus, rows[0.9].gpus, rows[0.9].gpus_freed) == (50, 45, 5)
+    assert rows[0.9].saved_per_year == pytest.approx(175_200)
+    # a useful GPU-hour: price / u = $40 at 10 %, $20 at 20 %, $5.00 at 80 %, $4.44 at 90 %
+    assert [rows[u].cost_per_useful_gpu_hour for u in (0.1, 0.2, 0.8, 0.9)] == \
+        pytest.approx([40.0, 20.0, 5.0, 4.0 / 0.9])
+    assert rows[0.1].gpus_freed == 0 and rows[0.1].gpus == 400
+    assert rows[0.2].paid_per_year == pytest.approx(200 * 8760 * 4)
+
+
+def test_fleet_for_work_and_bad_input():
+    assert fleet_for_work(12.8, 0.6) == 22      # ceil(21.33)
+    assert fleet_for_work(3, 0.6) == 5          # exactly 5, no float round-up
+    with pytest.raises(InputError, match="utilisation"):
+        fleet_for_work(10, 0)
+    with pytest.raises(InputError, match="work_gpus"):
+        fleet_for_work(-1, 0.5)
+    with pytest.raises(InputError, match="increasing"):
+        utilisation_steps(4.0, 40, [0.5, 0.3])
+    with pytest.raises(InputError, match="price_per_gpu_hour"):
+        utilisation_steps(-4.0, 40, [0.5])
+
+
+def test_fractional_requests_hand_counted():
+    from lab01_cluster_sim.model import Job
+    # 5 pods: one CPU-only, one whole GPU, one 2-GPU, three fractional (250, 500, 750 milli)
+    jobs = [Job("cpu", 0, 1, gpus_per_worker=0, gpu_milli=0),
+            Job("whole", 0, 1, gpus_per_worker=1, gpu_milli=1000),
+            Job("two", 0, 1, gpus_per_worker=2, gpu_milli=1000),
+            Job("a", 0, 1, gpus_per_worker=1, gpu_milli=250),
+            Job("b", 0, 1, gpus_per_worker=1, gpu_milli=500),
+            Job("c", 0, 1, gpus_per_worker=1, gpu_milli=750)]
+    r = fractional_requests(jobs)
+    assert (r.gpu_pods, r.cpu_pods, r.fractional_pods) == (5, 1, 3)
+    assert r.fractional_share == pytest.approx(3 / 5)
+    # sorted 250, 500, 750: median 500; p25 at position 0.5 -> 375; p75 at 1.5 -> 625
+    assert (r.median_milli, r.p25_milli, r.p75_milli) == (500, 375, 625)
+    with pytest.raises(InputError, match="at least one pod asking for a GPU"):
+        fractional_requests(jobs[:1])

@@ -41,11 +41,19 @@ def test_four_pods_share_one_gpu_and_the_fifth_is_pending():
 
 
 def test_caveat_is_printed_plainly():
-    text = "\n".join(summary(run_demo(say=lambda line: None)))
+    lines = summary(run_demo(say=lambda line: None))
+    text = "\n".join(lines)
     assert "Allocation is not isolation" in text
     for shared in ("share its memory", "share its faults", "share its time",
                    "Per-pod GPU metrics are lost"):
         assert shared in text
+    # application Xids (those NVIDIA's plugin ignores: 13, 31, 43, 45, 68, 109) end only the
+    # faulting process; device faults and resets (Xid 79, uncontained ECC) reach every pod
+    assert "Xid 13, 31, 43, 45, 68, 109" in text and "Xid 79, an uncontained" in text
+    assert "no fault isolation" in text
+    assert "an Xid error or a reset on the card hits every pod" not in text
+    # every line fits a 79-character terminal and the book's code column
+    assert max(len(line) for line in lines) <= 79
 
 
 def test_demo_cleans_up_its_directory(tmp_path):

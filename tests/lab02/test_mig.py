@@ -8,7 +8,8 @@ import pytest
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.mig import (
-    GPU_MODELS, NoLayoutError, canonical_model, draw_layout, get_profile, mixed_resource_name,
+    GPU_MODELS, LGIP_SOURCES, MIG_GPUS, NoLayoutError, addable_profiles, canonical_model,
+    draw_layout, get_profile, gpu_multiprocessors, largest_fitting_prefix, mixed_resource_name,
     plan_layout, profiles, quantization_waste,
 )
 
@@ -38,7 +39,48 @@ def test_profile_rows(model, name, mem, sm, mx, placements):
 def test_lgip_figures_where_captured():
     assert get_profile("A100-80GB", "1g.20gb").memory_gib == 19.50
     assert get_profile("A100-80GB", "1g.20gb").multiprocessors == 14
-    assert get_profile("H100-80GB", "7g.80gb").memory_gib is None
+    # every table is complete now, each with a named source
+    for model in GPU_MODELS:
+        assert all(p.memory_gib and p.multiprocessors for p in profiles(model).values()), model
+        assert LGIP_SOURCES[model]
+    assert get_profile("H100-80GB", "7g.80gb").memory_gib == 79.25
+
+
+@pytest.mark.parametrize("model, sms", [
+    # H100 SXM5 (capture, driver 590.48.01: 1g.10gb 16, 2g.20gb 32, 3g.40gb 60) and -lgip
+    ("H100-80GB", {"1g.10gb": 16, "1g.20gb": 26, "2g.20gb": 32, "3g.40gb": 60, "4g.40gb": 64,
+                   "7g.80gb": 132}),
+    ("A100-40GB", {"1g.5gb": 14, "2g.10gb": 28, "3g.20gb": 42, "4g.20gb": 56, "7g.40gb": 98}),
+    ("H200-141GB", {"1g.18gb": 16, "1g.35gb": 26, "2g.35gb": 32, "3g.71gb": 60, "4g.71gb": 64,
+                    "7g.141gb": 132}),
+])
+def test_sm_counts_are_not_sevenths(model, sms):
+    for name, count in sms.items():
+        assert get_profile(model, name).multiprocessors == count
+    total = gpu_multiprocessors(model)
+    # H100/H200: 3g gets 60/132 = 45.5 %, 4g 64/132 = 48.5 %: no profile below 7g reaches
+    # half. A100: 4g has 56/108 = 51.9 %, 3g 42/108 = 38.9 %.
+    below_7g = [p.sm_share for p in profiles(model).values() if p.compute_slices < 7]
+    assert max(below_7g) == pytest.approx(64 / 132 if total == 132 else 56 / 108)
+    assert get_profile(model, [n for n in sms if n.startswith("7g")][0]).sm_share == \
+        pytest.approx(sms[[n for n in sms if n.startswith("7g")][0]] / total)
+
+
+def test_a100_mig_gives_up_sms_even_at_7g():
+    # A100: 98 of 108 SMs in a 7g instance = 90.7 %; a request for all SMs fits no instance
+    assert get_profile("A100-80GB", "7g.80gb").sm_share == pytest.approx(98 / 108)
+    with pytest.raises(NoLayoutError, match="exceed the largest instance of a A100-80GB"):
+        quantization_waste("A100-80GB", 10, 1.0)
+
+
+def test_mig_gpus_from_the_guide():
+    # MIG User Guide "Supported GPUs": A30 up to 4 instances with 4 memory and 4 compute
+    # slices (its profiles are 1/4, 2/4, 4/4); RTX PRO 6000 Blackwell 4; RTX PRO 5000 2
+    assert (MIG_GPUS["a30"].max_instances, MIG_GPUS["a30"].memory_slices,
+            MIG_GPUS["a30"].compute_slices) == (4, 4, 4)
+    assert MIG_GPUS["rtx-pro-6000-blackwell"].max_instances == 4
+    assert MIG_GPUS["rtx-pro-5000-blackwell"].max_instances == 2
+    assert {g.table for g in MIG_GPUS.values() if g.table} == set(GPU_MODELS)
 
 
 @pytest.mark.parametrize("product, key", [
@@ -75,8 +117,9 @@ def test_plan_layout_seven_1g_and_what_remains():
     assert [p.start for p in layout.placements] == [0, 1, 2, 3, 4, 5, 6]
     # After one 3g at slot 4, facts sec. 5: only 1g at 0-3, 1g 2-slice at 0/2, 2g at 0/2,
     # 3g/4g at 0 remain (7g does not).
+    # (A lone 3g goes to slot 4: slots 0-3 then still take a 4g, which may only start at 0.)
     base = plan_layout("A100-80GB", ["3g.40gb"], existing=())
-    assert base.placements[0].start == 0
+    assert base.placements[0].start == 4
     from lab02_device_plugin.mig import Placement
     at4 = (Placement(get_profile("A100-80GB", "3g.40gb"), 4),)
     layout = plan_layout("A100-80GB", [], existing=at4)
@@ -108,17 +151,22 @@ def test_plan_layout_is_an_input_error_for_unknown_profiles():
 
 def test_quantization_waste():
     # 6 GB on an A100-40GB: 1g.5gb (5 GB) is too small; next by memory slices is the
-    # 2-slice 1g.10gb: 10 GB granted, 4 GB wasted; 1/7 of the SMs granted, none asked.
+    # 2-slice 1g.10gb: 10 GB granted, 4 GB wasted; 14 of 108 SMs granted, none asked.
     w = quantization_waste("A100-40GB", 6)
     assert w.profile.name == "1g.10gb"
     assert (w.granted_memory_gb, w.wasted_memory_gb) == (10.0, 4.0)
-    assert w.granted_compute == pytest.approx(1 / 7)
-    # 20 GB and 40 % of the SMs on an H100: 3g.40gb (40 GB, 3/7 = 42.9 %).
+    assert w.granted_compute == pytest.approx(14 / 108)
+    # 20 GB and 40 % of the SMs on an H100: 2g.20gb has the memory but 32/132 = 24 % of
+    # the SMs; 3g.40gb has 60/132 = 45.5 % -> 3g.40gb, 20 GB and 5.5 points of SMs wasted.
     w = quantization_waste("H100-80GB", 20, 0.4)
     assert w.profile.name == "3g.40gb"
     assert w.wasted_memory_gb == 20.0
-    assert w.wasted_compute == pytest.approx(3 / 7 - 0.4)
-    with pytest.raises(NoLayoutError, match="exceed a whole H100-80GB"):
+    assert w.granted_compute == pytest.approx(60 / 132)
+    assert w.wasted_compute == pytest.approx(60 / 132 - 0.4)
+    # half an H100 with 30 GB: 3g.40gb covers the memory (45 %), 4g.40gb has 48 % of the
+    # SMs, so only 7g.80gb grants both
+    assert quantization_waste("H100-80GB", 30, 0.5).profile.name == "7g.80gb"
+    with pytest.raises(NoLayoutError, match="exceed the largest instance of a H100-80GB"):
         quantization_waste("H100-80GB", 90)
 
 
@@ -153,3 +201,39 @@ def test_plan_layout_slot_7_is_never_a_1g_start():
         plan_layout("H100-80GB", ["1g.10gb"] * 4, existing=at0)
     assert [p.start for p in plan_layout("H100-80GB", ["1g.10gb"] * 3, existing=at0).placements] \
         == [0, 4, 5, 6]
+
+
+def test_planner_prefers_the_layout_that_leaves_room():
+    # H200 3g + 2g + 1g: with the 3g at slot 0 the 2g takes 4-5 and the 1g slot 6, leaving
+    # only slot 7, where no 1g may start. With the 3g at 4, the 2g at 0 and the 1g at 2,
+    # slot 3 stays free for another 1g.18gb (review part 1, ch03 #1).
+    layout = plan_layout("H200-141GB", ["3g.71gb", "2g.35gb", "1g.18gb"])
+    assert [(p.profile.name, p.start) for p in layout.placements] == \
+        [("3g.71gb", 4), ("2g.35gb", 0), ("1g.18gb", 2)]
+    assert layout.addable_profiles() == ["1g.18gb", "1g.18gb+me"]
+    # re-planning request + candidate says the same, with the layout that makes room
+    more = addable_profiles("H200-141GB", ["3g.71gb", "2g.35gb", "1g.18gb"])
+    assert list(more) == ["1g.18gb", "1g.18gb+me"]
+    assert [(p.profile.name, p.start) for p in more["1g.18gb"].placements][-1] == ("1g.18gb", 3)
+    # the in-place answer for the worse layout is "nothing": that is why the planner avoids it
+    from lab02_device_plugin.mig import Layout, Placement
+    worse = Layout("H200-141GB", (Placement(get_profile("H200-141GB", "3g.71gb"), 0),
+                                  Placement(get_profile("H200-141GB", "2g.35gb"), 4),
+                                  Placement(get_profile("H200-141GB", "1g.18gb"), 6)))
+    assert worse.addable_profiles() == []
+
+
+def test_three_1g_keep_the_4g_slot_free():
+    # 3 x 1g.5gb on an A100-40GB: at slots 0-2 a 4g (slot 0 only) no longer fits; at 4-6
+    # slots 0-3 stay free for a 4g, 3g, 2g or 1g: more profiles addable -> slots 4, 5, 6.
+    layout = plan_layout("A100-40GB", ["1g.5gb"] * 3)
+    assert [p.start for p in layout.placements] == [4, 5, 6]
+    assert "4g.20gb" in layout.addable_profiles()
+
+
+def test_largest_fitting_prefix_for_invalid_requests():
+    # 4g + 3g + 1g on an H100: 8 compute slices. 4g@0 and 3g@4 fit, the 1g is left over.
+    layout, left = largest_fitting_prefix("H100-80GB", ["1g.10gb", "3g.40gb", "4g.40gb"])
+    assert [(p.profile.name, p.start) for p in layout.placements] == [("4g.40gb", 0), ("3g.40gb", 4)]
+    assert [p.name for p in left] == ["1g.10gb"]
+    assert largest_fitting_prefix("H100-80GB", ["1g.10gb"])[1] == []

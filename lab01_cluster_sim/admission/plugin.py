@@ -1,0 +1,204 @@
+"""The admission stage as a plugin of the one engine (engine-design.md, section 5).
+
+:class:`KueueAdmissionPlugin` adapts :class:`~.controller.AdmissionController` to the engine's
+Admission extension point. The engine calls, per scheduling cycle and before the placement
+pass, ``admission_cycle(ctx)`` with an ``AdmissionContext``:
+
+- ``ctx.now``; ``ctx.waiting``: job records not admitted, in arrival order;
+- ``ctx.admit(record)``: the workload enters placement's queue;
+- ``ctx.hold(record, reason)``: it stays waiting, with Kueue's message as its reason;
+- ``ctx.evict(record, reason)``: preempt an admitted workload (running or queued for placement);
+- ``ctx.reject(record, reason)`` (optional): reject a workload that can never be admitted;
+  without it the workload is held with the reason, as Kueue itself keeps it pending.
+
+and the observer hooks ``on_finish(record)`` / ``on_evict(record, lost_work)`` /
+``on_reject(record)``, through which the plugin releases quota. It also defines ``filter``:
+an admitted pod may only go to nodes carrying its flavor's ``nodeLabels`` (Kueue injects
+them into the pods' nodeSelector at admission), the only place where a flavor meets nodes;
+the controller itself never looks at nodes.
+
+A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
+``job.workers`` pods (requests per pod: ``cpu`` milli-cores, ``memory`` bytes from MiB,
+``nvidia.com/gpu`` devices), unless ``job.extras["pod_sets"]`` gives the pod sets
+(multi-role gangs); LocalQueue, namespace, minCount, nodeSelector and tolerations come from
+``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``, ``node_selector``,
+``tolerations``), as the scenario reader fills them from a Job's
+``kueue.x-k8s.io/queue-name`` label and ``kueue.x-k8s.io/job-min-parallelism`` annotation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
+
+import numpy as np
+
+from lab01_cluster_sim.admission.api import PodSet, Workload
+from lab01_cluster_sim.admission.controller import AdmissionController, Outcome, State
+from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
+from lab01_cluster_sim.model import Job, JobRecord
+
+QUEUE_KEY = "kueue.x-k8s.io/queue-name"
+"""``Job.extras`` key (and Job/Pod label) naming the LocalQueue."""
+MIB = 2**20
+
+
+def workload_of(job: Job, default_queue: str = "") -> Workload:
+    """The Kueue workload of ``job`` (module docstring)."""
+    extras: Mapping[str, Any] = job.extras
+    pod_sets = extras.get("pod_sets")
+    if pod_sets is None:
+        requests = {CPU: job.cpu_milli, MEMORY: job.memory_mib * MIB}
+        if job.gpus_per_worker:
+            requests[GPU] = job.gpus_per_worker
+        pod_sets = (PodSet("main", job.workers, {r: v for r, v in requests.items() if v},
+                           extras.get("min_count"), dict(extras.get("node_selector", {})),
+                           tuple(extras.get("tolerations", ()))),)
+    return Workload(job.job_id, extras.get(QUEUE_KEY, default_queue), tuple(pod_sets),
+                    extras.get("namespace", "default"), job.priority, job.submit_time)
+
+
+class AdmissionContext(Protocol):
+    """What the engine hands to ``admission_cycle`` (engine-design.md section 5)."""
+
+    now: float
+    waiting: Iterable[JobRecord]
+
+    def admit(self, record: JobRecord) -> None: ...
+    def hold(self, record: JobRecord, reason: str) -> None: ...
+    def evict(self, record: JobRecord, reason: str) -> None: ...
+
+
+class KueueAdmissionPlugin:
+    """Kueue-style admission at the engine's Admission point (module docstring).
+
+    Args:
+        controller: the admission controller (ClusterQueues, LocalQueues, flavors).
+        default_queue: LocalQueue of jobs that name none.
+
+    Attributes:
+        decisions: every :class:`~.controller.Decision`, in order (for reports).
+    """
+
+    name = "kueue"
+
+    def __init__(self, controller: AdmissionController, default_queue: str = "") -> None:
+        self.controller = controller
+        self.default_queue = default_queue
+        self.decisions: list = []
+        self._records: dict[str, JobRecord] = {}
+        self._jobs: dict[str, Job] = {}
+        self._flavor_masks: dict[str, np.ndarray] = {}
+        self._all_nodes: np.ndarray | None = None
+        self._sim = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def attach(self, sim) -> None:
+        """Remember the simulation (for ``now`` in observer hooks) and precompute, per flavor,
+        the mask of nodes carrying all its ``nodeLabels``."""
+        self._sim = sim
+        nodes = sim.state.nodes
+        self._all_nodes = np.ones(len(nodes), dtype=bool)
+        for name, rf in self.controller.flavors.items():
+            self._flavor_masks[name] = np.array(
+                [all(node.labels.get(k) == v for k, v in rf.node_labels.items()) for node in nodes], dtype=bool)
+
+    def _now(self) -> float:
+        return float(self._sim.engine.now) if self._sim is not None else 0.0
+
+    # -- admission point --------------------------------------------------------------------
+    def admission_cycle(self, ctx: AdmissionContext) -> None:
+        """Submit new waiting jobs, run admission cycles until nothing changes, and tell the
+        engine what was decided."""
+        now = float(ctx.now)
+        for record in ctx.waiting:
+            name = record.job_id
+            if name in self._records:
+                continue
+            self._records[name] = record
+            self._jobs[name] = record.job
+            decision = self.controller.submit(workload_of(record.job, self.default_queue), now)
+            if decision is not None:
+                self.decisions.append(decision)
+                reject = getattr(ctx, "reject", None)
+                if reject is not None:
+                    reject(record, decision.reason)
+                else:
+                    ctx.hold(record, decision.reason)
+        decisions = self.controller.schedule(now)
+        self.decisions.extend(decisions)
+        for d in decisions:
+            record = self._records[d.workload]
+            if d.outcome is Outcome.ADMITTED:
+                job = self._jobs[d.workload]
+                if "pod_sets" not in job.extras and d.counts.get("main", job.workers) != job.workers:
+                    # partial admission: the Job runs with the admitted count (Kueue sets its
+                    # parallelism); the full count is kept for a later readmission
+                    job = replace(job, workers=d.counts["main"])
+                record.job = job
+                ctx.admit(record)
+            elif d.outcome is Outcome.EVICTED:
+                ctx.evict(record, d.reason)
+            elif d.outcome in (Outcome.PENDING, Outcome.PREEMPTING):
+                ctx.hold(record, d.reason)
+
+    # -- placement filter ----------------------------------------------------------------------
+    def filter(self, request, record: JobRecord) -> np.ndarray:
+        """bool (N,): the nodes that carry the ``nodeLabels`` of every flavor the record was
+        admitted to (every node for a record the stage did not admit)."""
+        status = self.controller.workloads.get(record.job_id)
+        mask = self._all_nodes
+        if status is None or status.decision is None:
+            return mask
+        for flavors in status.decision.flavors.values():
+            for flavor in set(flavors.values()):
+                m = self._flavor_masks.get(flavor)
+                if m is not None:
+                    mask = m if mask is None else mask & m
+        return mask
+
+    # -- reports ------------------------------------------------------------------------------
+    def queue_summary(self) -> list[dict]:
+        """One row per ClusterQueue: workloads submitted, admitted (ever), finished, still
+        pending, rejected, evictions, and the mean and largest admission wait (first quota
+        reservation minus submission, s) of those admitted."""
+        return queue_summary(self.controller)
+
+    # -- observer hooks: quota is released here ------------------------------------------------
+    def on_finish(self, record: JobRecord) -> None:
+        if record.job_id in self.controller.workloads:
+            self.controller.finish(record.job_id, self._now())
+
+    def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
+        """A preempted workload is gone: release its quota and queue it again. (An eviction
+        the stage did not ask for, such as a node drain, also gives the quota back.)"""
+        status = self.controller.workloads.get(record.job_id)
+        if status is None or status.state not in (State.ADMITTED, State.EVICTING):
+            return
+        self.controller.evicted(record.job_id, self._now())
+        if self._sim is not None and hasattr(self._sim, "request_pass"):
+            self._sim.request_pass()
+
+
+def queue_summary(controller: AdmissionController) -> list[dict]:
+    """Per-ClusterQueue admission figures (see :meth:`KueueAdmissionPlugin.queue_summary`)."""
+    rows = []
+    for name in sorted(controller.cluster_queues):
+        sts = [s for s in controller.workloads.values() if s.cluster_queue == name]
+        waits = [s.first_admitted_at - s.submitted_at for s in sts if s.first_admitted_at is not None]
+        rows.append({
+            "cluster_queue": name,
+            "submitted": len(sts),
+            "admitted": len(waits),
+            "finished": sum(s.state is State.FINISHED for s in sts),
+            "pending": sum(s.state in (State.PENDING, State.INADMISSIBLE) for s in sts),
+            "rejected": sum(s.state is State.REJECTED for s in sts),
+            "evictions": sum(s.evictions for s in sts),
+            "mean_admission_wait_s": sum(waits) / len(waits) if waits else None,
+            "max_admission_wait_s": max(waits) if waits else None,
+        })
+    return rows
+
+
+__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "queue_summary", "workload_of"]

@@ -1,0 +1,102 @@
+"""``python -m lab01_cluster_sim run SCENARIO``: run a scenario written as Kubernetes objects."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+NAME = "run"
+HELP = "run a scenario: a YAML file (or folder) of Nodes, Pods/Jobs, Kueue, Karpenter and scheduler objects"
+DESCRIPTION = """\
+A scenario is the objects a platform team already writes, in one YAML file or a folder of
+them: Nodes (or a node-list CSV), Pods and Jobs with their resource requests, PodGroups
+(coscheduling), PriorityClasses, Kueue ClusterQueues / LocalQueues / ResourceFlavors /
+Cohorts / WorkloadPriorityClasses, a KubeSchedulerConfiguration (NodeResourcesFit scoring
+strategy and resource weights), Karpenter NodePools, and one Scenario object
+(apiVersion lab01.course/v1alpha1) for what Kubernetes objects do not say: the workload
+(a trace folder or a seeded generator) and the simulation settings.
+
+Every object is checked first: Kubernetes objects against the official schemas of
+Kubernetes 1.33 (kubernetes-validate, strict), the others against the fields the simulator
+models (those of the Kueue v1beta2 and Karpenter v1 CRDs). A misspelt or unknown field is
+one line naming file:line:column, the object and the field path.
+
+Pods and Jobs carry their run time in the annotation lab01.course/duration (seconds, or
+inf) and their arrival in lab01.course/submit-time (seconds, default 0).
+
+The run writes scenario.json, summary.json / summary.csv (one row per run), per-job or
+per-node CSVs and a figure into --output, and prints where. Objects the current simulator
+cannot execute yet (Kueue admission until the one-engine refactor lands, elastic or
+multi-role gangs, ...) are named in one line and nothing is run; --check validates only.
+
+examples:
+  python -m lab01_cluster_sim run scenarios/gang-vs-naive.yaml
+  python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml --output out/policies
+  python -m lab01_cluster_sim run scenarios/kueue-borrowing --check
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario YAML file, or a folder of them")
+    parser.add_argument("--output", metavar="DIR", default=None,
+                        help="folder for the metrics and figures (default: ./lab01-run-<scenario name>)")
+    parser.add_argument("--check", action="store_true",
+                        help="validate the scenario and say what would run, without running it")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lab01_cluster_sim.scenario import blockers, kind_of, load_scenario, run_scenario
+    from lab01_cluster_sim.scenario.validate import KUBERNETES_VERSION
+
+    sc = load_scenario(args.scenario)
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(sc.objects.items()))
+    print(f"scenario {sc.name}: {counts} (valid; Kubernetes {KUBERNETES_VERSION} schemas, Kueue v1beta2, "
+          f"Karpenter v1)")
+    if args.check:
+        items = blockers(sc)
+        if items:
+            print(f"would not run yet ({len(items)}):")
+            for item in items:
+                print(f"  {item}")
+        else:
+            print(f"would run: {kind_of(sc)} mode")
+        return 0
+    out = Path(args.output) if args.output else Path(f"lab01-run-{re.sub(r'[^A-Za-z0-9_.-]', '_', sc.name)}")
+    result = run_scenario(sc, out, progress=not args.quiet)
+    for row in result.rows:
+        _print_row(result.kind, row)
+    print(f"wrote {out}/: {', '.join(result.files)}")
+    sys.stdout.flush()
+    return 0
+
+
+def _print_row(kind: str, row: dict) -> None:
+    if kind == "timed":
+        w, j = row["wait_s"], row["jct_s"]
+        states = ", ".join(f"{k} {v}" for k, v in row["states"].items())
+        alloc = row["mean_allocation_ratio"]
+        print(f"  {row['policy']}: {states}; wait mean {_s(w['mean'])}, p99 {_s(w['p99'])}; JCT mean {_s(j['mean'])}; "
+              f"makespan {_s(row['makespan_s'])}; allocation {'n/a' if alloc is None else f'{100 * alloc:.1f} %'}")
+        if row["stop_reason"] not in ("empty", "until"):
+            print(f"    stopped at t={row['end_time_s']:,.0f} s: {row['stop_reason']}")
+        for line in row.get("deadlock") or []:
+            print(f"    {line}")
+    elif kind == "topology":
+        wait = "never span" if row["max_wait_s"] is None else f"max wait {row['max_wait_s']:g} s"
+        print(f"  {wait}: mean wait {_s(row['mean_wait_s'])}, mean slowdown {row['mean_slowdown']:.3f}, "
+              f"mean JCT {_s(row['mean_jct_s'])}, {row['spanning_jobs']} of {row['multi_gpu_jobs']} multi-GPU jobs "
+              "spanned islands")
+    elif kind == "replay":
+        print(f"  {row['policy']}: allocation at 100 % arrived {row['alloc_100']:.2f} %, at {row['x_end']} % "
+              f"{row['alloc_end']:.2f} %; fragmentation {row['frag_pct']:.2f} %")
+    else:
+        print(f"  cost ${row['cost_dollars']:.2f}, {row['nodes_launched']} nodes launched, "
+              f"{row['pods_finished']} pods finished, mean pending {_s(row['mean_pending_s'])}, "
+              f"{row['disruptions']} disruptions")
+
+
+def _s(x) -> str:
+    return "n/a" if x is None else f"{x:,.1f} s"

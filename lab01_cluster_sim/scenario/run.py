@@ -1,0 +1,396 @@
+"""Running a scenario through the simulator's current entry points, writing metrics and figures.
+
+Which entry point (phase 1 of issue 12; phase 2 puts everything on the one engine):
+
+- **timed** (default): :func:`lab01_cluster_sim.simulate.simulate` on the scenario's nodes and
+  jobs (or the trace / generator of ``spec.workload``), with ``spec.simulation`` (mode,
+  discipline, seed, until) and the placement policy: ``spec.simulation.policy``, or the
+  KubeSchedulerConfiguration's NodeResourcesFit scorer, or best-fit. ``comparePolicies``
+  runs one simulation per policy.
+- **replay**: ``spec.workload.trace.method: replay``: the fragmentation paper's replay
+  (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
+- **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
+  run-slower-across-islands comparison (:func:`lab01_cluster_sim.topology.compare_wait_vs_slowdown`,
+  still on the extensions' runner until the one engine) for each ``maxWaitSeconds``.
+- **autoscaler**: when the scenario has Karpenter NodePools:
+  :func:`lab01_cluster_sim.autoscaler.sim.simulate_autoscaler` (its pods, the NodePools,
+  the Node objects as static nodes).
+
+What the current simulator cannot execute is never run with a part left out: :func:`blockers`
+lists it and ``run`` refuses in one line; ``--check`` validates any scenario without running
+it. Kueue admission runs as a stage of the one engine: a
+:class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
+(engine-design.md section 5), passed as ``simulate(..., plugins=[...])``. Until the engine
+takes plugins (:func:`engine_has_plugins`), a scenario with Kueue objects is checked and
+refused; afterwards the same code runs it and also writes ``admission.csv`` (every admission
+decision with Kueue's message) and per-ClusterQueue figures in ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.scenario.load import Scenario
+from lab01_cluster_sim.scenario.yamlio import ScenarioError
+
+MAX_LISTED = 6
+"""Blockers named in the one-line refusal (the rest are counted)."""
+
+
+@dataclass
+class RunResult:
+    """What a run produced.
+
+    Attributes:
+        kind: ``"timed"``, ``"replay"`` or ``"autoscaler"``.
+        rows: one summary row per run (policy), JSON-ready.
+        files: the files written, relative to the output folder.
+        output: the output folder.
+    """
+
+    kind: str
+    rows: list[dict[str, Any]]
+    output: Path
+    files: list[str] = field(default_factory=list)
+
+
+def kind_of(sc: Scenario) -> str:
+    """Which entry point runs ``sc`` (module docstring)."""
+    if sc.node_pools:
+        return "autoscaler"
+    if "topology" in sc.spec.get("simulation", {}):
+        return "topology"
+    trace = sc.spec.get("workload", {}).get("trace")
+    if trace and trace.get("method", "timed") == "replay":
+        return "replay"
+    return "timed"
+
+
+def blockers(sc: Scenario) -> list[str]:
+    """Everything in ``sc`` the current simulator cannot execute (empty: it can run)."""
+    out: list[str] = []
+    if sc.kueue and not engine_has_plugins():
+        names = [f"ClusterQueue/{c.name}" for c in sc.kueue.cluster_queues]
+        names += [f"LocalQueue/{q.namespace}/{q.name}" for q in sc.kueue.local_queues]
+        names += [f"ResourceFlavor/{f.name}" for f in sc.kueue.flavors] + [f"Cohort/{c.name}" for c in sc.kueue.cohorts]
+        out.append(f"Kueue admission ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) runs as a stage "
+                   "of the one engine (issue 11), not merged yet")
+    out.extend(sc.unsupported)
+    kind = kind_of(sc)
+    if sc.kueue and kind != "timed":
+        out.append(f"{sc.path}: Kueue admission with the {kind} mode: admission is a stage of the timed engine only")
+    queued = [j.job_id for j in sc.jobs if j.extras.get("kueue.x-k8s.io/queue-name") or j.extras.get("min_count")]
+    if queued and not sc.kueue:
+        out.append(f"{sc.sources[queued[0]]}: kueue.x-k8s.io labels/annotations without Kueue objects "
+                   "(ClusterQueue, LocalQueue, ResourceFlavor)")
+    if kind == "autoscaler":
+        if sc.scoring is not None:
+            out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "
+                       "fullest node and does not take a scoring strategy yet")
+        gangs = [j.job_id for j in sc.jobs if j.workers > 1]
+        if gangs:
+            out.append(f"{sc.sources[gangs[0]]}: gangs ({len(gangs)}) with NodePools: the autoscaler's loop places "
+                       "single pods only (until the one engine)")
+        if _workload(sc) is not None:
+            out.append(f"{sc.path}: spec.workload with NodePools: the autoscaler runs the scenario's Pods/Jobs only")
+        if not sc.jobs:
+            out.append(f"{sc.path}: NodePools but no Pods or Jobs to run")
+    else:
+        if kind == "topology" and (sc.scoring is not None or "policy" in sc.spec.get("simulation", {})):
+            out.append(f"{sc.path}: the topology comparison places with its own island-aware policy; drop "
+                       "simulation.policy / the KubeSchedulerConfiguration")
+        if kind == "replay" and sc.jobs:
+            out.append(f"{sc.path}: the paper's replay runs the trace's pods only; remove the Pods/Jobs or use "
+                       "method: timed")
+        if not sc.jobs and _workload(sc) is None:
+            out.append(f"{sc.path}: no workload: give Pods/Jobs or spec.workload (trace or generator)")
+        if not sc.nodes and not _workload(sc):
+            out.append(f"{sc.path}: no nodes: give Node objects, spec.nodes.csv or a trace/generator")
+    return out
+
+
+def engine_has_plugins() -> bool:
+    """True once :func:`lab01_cluster_sim.simulate.simulate` takes ``plugins=`` (the one engine,
+    engine-design.md): then Kueue admission runs as its Admission-point plugin."""
+    import inspect
+
+    from lab01_cluster_sim.simulate import simulate
+
+    return "plugins" in inspect.signature(simulate).parameters
+
+
+def _workload(sc: Scenario) -> dict | None:
+    w = sc.spec.get("workload", {})
+    return w.get("trace") or w.get("generator")
+
+
+def refusal(sc: Scenario, items: list[str]) -> str:
+    """The one-line refusal naming what cannot be executed yet."""
+    shown = "; ".join(items[:MAX_LISTED])
+    more = f"; and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
+    return f"{sc.path}: cannot execute yet ({len(items)}): {shown}{more} (use --check to validate only)"
+
+
+def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
+    nodes, jobs = list(sc.nodes), list(sc.jobs)
+    w = sc.spec.get("workload", {})
+    if "trace" in w:
+        from lab01_cluster_sim.commands.simulate import trace_jobs
+        from lab01_cluster_sim.workloads.openb import load_trace
+
+        folder = str((sc.base_dir / w["trace"]["path"]) if not Path(w["trace"]["path"]).is_absolute()
+                     else w["trace"]["path"])
+        pod_list = w["trace"].get("podList", "default")
+        if w["trace"].get("method", "timed") == "replay":
+            trace_nodes, pods = load_trace(folder, pod_list)
+            jobs = list(pods.jobs)
+        else:
+            trace_nodes, jobs = trace_jobs(folder, pod_list)
+        nodes = nodes or trace_nodes
+    elif "generator" in w:
+        from lab01_cluster_sim.commands.simulate import DEFAULT_LOAD, DEFAULT_NODES, synthetic_jobs
+
+        g = w["generator"]
+        seed = g.get("seed", sc.spec.get("simulation", {}).get("seed", 0))
+        gen_nodes, jobs = synthetic_jobs(g.get("jobs", 200), g.get("nodes", DEFAULT_NODES), seed, None,
+                                         g.get("gangShare", 0.0), g.get("load", DEFAULT_LOAD))
+        nodes = nodes or gen_nodes
+    return nodes, jobs
+
+
+def nodes_to_score(sc: Scenario, num_nodes: int) -> int | None:
+    """kube-scheduler's ``percentageOfNodesToScore`` as a node count: 0 or unset = the
+    adaptive default; else ``max(100, N x p / 100)`` nodes (kube-scheduler scores at least
+    100 nodes, ``minFeasibleNodesToFind``), at most N (None = all)."""
+    from lab01_cluster_sim.scheduler import adaptive_nodes_to_score
+
+    p = sc.percentage_of_nodes_to_score
+    if p is None:
+        return None
+    if p == 0:
+        return adaptive_nodes_to_score(num_nodes)
+    k = max(100, num_nodes * p // 100)
+    return None if k >= num_nodes else k
+
+
+def _policies(sc: Scenario) -> list[Any]:
+    sim = sc.spec.get("simulation", {})
+    if sim.get("comparePolicies"):
+        if sc.scoring is not None or "policy" in sim:
+            raise ScenarioError(f"{sc.sources.get('Scenario', sc.path)}: spec.simulation: comparePolicies runs its own "
+                                "policies; drop policy / the KubeSchedulerConfiguration")
+        return list(sim["comparePolicies"])
+    if "policy" in sim and sc.scoring is not None:
+        raise ScenarioError(f"{sc.sources.get('Scenario', sc.path)}: spec.simulation.policy and a "
+                            "KubeSchedulerConfiguration both choose the placement; keep one")
+    if sc.scoring is not None:
+        return [sc.scoring]
+    return [sim.get("policy", "best-fit")]
+
+
+def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> RunResult:
+    """Run ``sc`` and write its metrics and figures under ``output`` (created).
+
+    Raises:
+        ScenarioError: something in the scenario cannot be executed yet (one line, see
+            :func:`blockers`), or conflicting settings.
+        InputError: the output folder cannot be written; a trace file is bad.
+    """
+    items = blockers(sc)
+    if items:
+        raise ScenarioError(refusal(sc, items))
+    out = Path(output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--output {out}: cannot create the folder: {exc.strerror or exc}") from None
+    kind = kind_of(sc)
+    if kind == "autoscaler":
+        result = _run_autoscaler(sc, out)
+    elif kind == "replay":
+        result = _run_replay(sc, out)
+    elif kind == "topology":
+        result = _run_topology(sc, out)
+    else:
+        result = _run_timed(sc, out, progress)
+    _write_json(out / "scenario.json", {
+        "scenario": sc.name, "description": sc.description, "path": str(sc.path), "kind": kind,
+        "objects": sc.objects, "runs": result.rows})
+    result.files.insert(0, "scenario.json")
+    return result
+
+
+def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
+    from lab01_cluster_sim.commands.simulate import summary_dict
+    from lab01_cluster_sim.plots.timeline import plot_timeline
+    from lab01_cluster_sim.simulate import simulate
+
+    nodes, jobs = _nodes_jobs(sc)
+    sim = sc.spec.get("simulation", {})
+    rows, timelines, job_rows, decision_rows = [], {}, [], []
+    for policy in _policies(sc):
+        label = policy if isinstance(policy, str) else policy.describe()
+        extra: dict[str, Any] = {}
+        plugin = None
+        if sc.kueue:   # only reached once the engine takes plugins (see blockers)
+            from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
+
+            plugin = KueueAdmissionPlugin(sc.kueue.controller())
+            extra["plugins"] = [plugin]
+        result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
+                          discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),
+                          until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress,
+                          **extra)
+        d = summary_dict(result)
+        d["policy"] = label
+        if plugin is not None:
+            d["cluster_queues"] = plugin.queue_summary()
+            decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
+                                  "cluster_queue": x.cluster_queue, "reason": x.reason} for x in plugin.decisions)
+        rows.append(d)
+        timelines[label] = result.timeline
+        for row in result.jobs_table():
+            job_rows.append({"policy": label, **row, "placements": " ".join(row["placements"])})
+    files = ["summary.json", "summary.csv", "jobs.csv", "timeline.png"]
+    if decision_rows:
+        _write_csv(out / "admission.csv", decision_rows)
+        files.append("admission.csv")
+    _write_json(out / "summary.json", rows)
+    _write_csv(out / "summary.csv", [_flat(r) for r in rows])
+    _write_csv(out / "jobs.csv", job_rows)
+    end = max((float(tl.time[-1]) for tl in timelines.values() if len(tl.time)), default=0.0)
+    unit = "s" if end <= 600 else "min" if end <= 3 * 3600 else "h"   # readable ticks for short and long runs
+    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} jobs on {len(nodes)} nodes", time_unit=unit)
+    _save(fig, out / "timeline.png")
+    return RunResult("timed", rows, out, files)
+
+
+def _run_replay(sc: Scenario, out: Path) -> RunResult:
+    from lab01_cluster_sim.plots.replay import plot_alloc_vs_arrived
+    from lab01_cluster_sim.replay import compare, summarise
+
+    nodes, jobs = _nodes_jobs(sc)
+    sim = sc.spec.get("simulation", {})
+    policies = [p for p in _policies(sc) if isinstance(p, str)]
+    if len(policies) != len(_policies(sc)):
+        raise ScenarioError(f"{sc.path}: the paper's replay takes named policies, not a KubeSchedulerConfiguration")
+    results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),))
+    rows = [_plain(summarise(p, runs).__dict__) for p, runs in results.items()]
+    _write_json(out / "summary.json", rows)
+    _write_csv(out / "summary.csv", rows)
+    _save(plot_alloc_vs_arrived(results, title=sc.name), out / "allocation.png")
+    return RunResult("replay", rows, out, ["summary.json", "summary.csv", "allocation.png"])
+
+
+def _run_topology(sc: Scenario, out: Path) -> RunResult:
+    from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
+    from lab01_cluster_sim.topology import compare_wait_vs_slowdown
+
+    nodes, jobs = _nodes_jobs(sc)
+    sim = sc.spec["simulation"]
+    topo = sim["topology"]
+    rows = compare_wait_vs_slowdown(nodes, jobs, [float(w) for w in topo["maxWaitSeconds"]],
+                                    discipline=sim.get("discipline", "fifo-skip"),
+                                    default_comm_fraction=topo.get("commFraction", 0.2))
+    plain = [_plain(r.__dict__) for r in rows]
+    _write_json(out / "summary.json", plain)
+    _write_csv(out / "summary.csv", plain)
+    _save(wait_vs_slowdown_figure(rows), out / "topology.png")
+    return RunResult("topology", plain, out, ["summary.json", "summary.csv", "topology.png"])
+
+
+def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
+    from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+    from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
+
+    pods = []
+    for j in sc.jobs:
+        image, gib, workload = sc.pod_images[j.job_id]
+        pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
+                        image or "image", gib))
+    static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
+    seed = sc.spec.get("simulation", {}).get("seed", 0)
+    until = sc.spec.get("simulation", {}).get("until")
+    kwargs = {} if until is None else {"until_s": float(until)}
+    res = simulate_autoscaler(pods, sc.node_pools, static, rng=np.random.default_rng(seed), **kwargs)
+    summary = {"scenario": sc.name, **res.summary()}
+    node_rows = [{"node": n.name, "type": n.instance_type, "pool": n.pool.name if n.pool else "", "capacity":
+                  n.capacity_type, "launched_s": n.launched_s, "ready_s": n.ready_s, "terminated_s": n.terminated_s,
+                  "why": n.termination_reason, "dollars": round(n.hours(res.end_s) * n.price_per_hour, 4)}
+                 for n in res.nodes]
+    pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "started_s": r.started_s, "finished_s": r.finished_s,
+                 "disruptions": r.disruptions} for r in res.pods.values()]
+    _write_json(out / "summary.json", [summary])
+    _write_csv(out / "summary.csv", [summary])
+    _write_csv(out / "nodes.csv", node_rows)
+    _write_csv(out / "pods.csv", pod_rows)
+    _save(autoscaler_figure(res), out / "autoscaler.png")
+    return RunResult("autoscaler", [summary], out, ["summary.json", "summary.csv", "nodes.csv", "pods.csv",
+                                                     "autoscaler.png"])
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def _plain(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return None if math.isnan(x) or math.isinf(x) else round(x, 4)
+    return x
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "."))
+        elif isinstance(v, list):
+            out[key] = " | ".join(map(str, v))
+        else:
+            out[key] = v
+    return out
+
+
+def _write_json(path: Path, data: Any) -> None:
+    try:
+        path.write_text(json.dumps(_plain(data), indent=2) + "\n")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    keys: list[str] = []
+    for r in rows:
+        keys.extend(k for k in r if k not in keys)
+    try:
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys or ["empty"])
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: ("" if v is None else _plain(v)) for k, v in r.items()})
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _save(fig, path: Path) -> None:
+    try:
+        fig.savefig(path, dpi=110)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot save the figure: {exc}") from None
+
+
+__all__ = ["RunResult", "blockers", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]

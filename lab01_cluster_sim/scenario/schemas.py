@@ -1,0 +1,280 @@
+"""The fields the scenario reader accepts, as JSON Schemas (one per kind it models).
+
+Kubernetes core objects (Node, Pod, Job, PriorityClass) are checked against the official
+schemas with ``kubernetes-validate`` (:mod:`.validate`); the kinds below have no schema in
+that package, so the reader keeps its own **typed subset**: every field listed here is
+understood by the simulator, every other field is an error naming the field path
+(``additionalProperties: false`` everywhere). Field names, types, enum values and
+defaults of the Kueue and Karpenter kinds are those of the real CRDs (Kueue v1beta2, commit
+ff69552e, v0.20.0-devel; Karpenter v1, commit 2266468); a test walks every field here and
+checks it against ``../shared/data/kueue`` and ``../shared/data/karpenter``
+(tests/lab01/scenario/test_crd_fields.py). Enums may be narrower than the CRD's (a value
+the simulator does not model is refused), never wider.
+
+Sources of the other kinds:
+
+- ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``): Kubernetes docs,
+  "Scheduler Configuration" and "Resource Bin Packing"
+  (https://kubernetes.io/docs/reference/scheduling/config/,
+  https://kubernetes.io/docs/concepts/scheduling-eviction/resource-bin-packing/), the
+  ``NodeResourcesFitArgs`` type of ``k8s.io/kube-scheduler/config/v1``.
+- ``PodGroup`` (``scheduling.x-k8s.io/v1alpha1``): the coscheduling plugin of
+  kubernetes-sigs/scheduler-plugins (``apis/scheduling/v1alpha1/types.go``).
+- ``Configuration`` (``config.kueue.x-k8s.io/v1beta2``): Kueue's configuration file, only
+  ``fairSharing.preemptionStrategies`` (Preemption page, "Fair Sharing").
+- ``Scenario`` (``lab01.course/v1alpha1``): this course's own kind (module :mod:`.kinds`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUANTITY_PATTERN = (r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+"
+                    r"(\.[0-9]*)?)|(\.[0-9]+))))?$")
+"""Kubernetes' quantity pattern, as in the CRDs."""
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""DNS subdomain names (object names, flavor references), as in the CRDs."""
+DURATION_PATTERN = r"^(([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
+"""A Go duration such as ``30s``, ``1h30m``, ``720h``."""
+
+
+def obj(properties: dict[str, Any], required: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+    """A closed object: only ``properties`` are allowed."""
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    schema.update(extra)
+    return schema
+
+
+def string(enum: tuple[str, ...] | None = None, default: str | None = None, **extra: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", **extra}
+    if enum is not None:
+        schema["enum"] = list(enum)
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def integer(**extra: Any) -> dict[str, Any]:
+    return {"type": "integer", **extra}
+
+
+def number(**extra: Any) -> dict[str, Any]:
+    return {"type": "number", **extra}
+
+
+def boolean(**extra: Any) -> dict[str, Any]:
+    return {"type": "boolean", **extra}
+
+
+def quantity(**extra: Any) -> dict[str, Any]:
+    """An int-or-string Kubernetes quantity."""
+    return {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": QUANTITY_PATTERN}],
+            "x-kubernetes-int-or-string": True, **extra}
+
+
+def array(items: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "array", "items": items, **extra}
+
+
+def map_of(values: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": values, **extra}
+
+
+def metadata(namespaced: bool = False) -> dict[str, Any]:
+    """``metadata``: name (required), labels, annotations, and namespace for namespaced kinds."""
+    props: dict[str, Any] = {
+        "name": string(pattern=NAME_PATTERN, maxLength=253),
+        "labels": map_of(string()),
+        "annotations": map_of(string()),
+    }
+    if namespaced:
+        props["namespace"] = string(pattern=NAME_PATTERN, maxLength=63)
+    return obj(props, ("name",))
+
+
+def top(api_version: str, kind: str, body: dict[str, Any], required: tuple[str, ...] = (),
+        namespaced: bool = False, with_metadata: bool = True) -> dict[str, Any]:
+    props = {"apiVersion": string(enum=(api_version,)), "kind": string(enum=(kind,)), **body}
+    req = ("apiVersion", "kind") + (("metadata",) if with_metadata else ()) + required
+    if with_metadata:
+        props["metadata"] = metadata(namespaced)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **obj(props, req)}
+
+
+# -- Kueue kueue.x-k8s.io/v1beta2 ------------------------------------------------------------
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+_resource_quota = obj({
+    "name": string(),
+    "nominalQuota": quantity(),
+    "borrowingLimit": quantity(),
+    "lendingLimit": quantity(),
+}, ("name", "nominalQuota"))
+_resource_groups = array(obj({
+    "coveredResources": array(string(), maxItems=64),
+    "flavors": array(obj({
+        "name": string(pattern=NAME_PATTERN, maxLength=253),
+        "resources": array(_resource_quota, maxItems=64),
+    }, ("name", "resources")), maxItems=64),
+}, ("coveredResources", "flavors")), maxItems=16)
+_fair_sharing = obj({"weight": {**quantity(), "default": 1}})
+_taint = obj({"key": string(), "value": string(), "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute"))},
+             ("key", "effect"))
+_toleration = obj({"key": string(), "operator": string(enum=("Equal", "Exists")), "value": string(),
+                   "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute"))})
+
+RESOURCE_FLAVOR = top(KUEUE, "ResourceFlavor", {"spec": obj({
+    "nodeLabels": map_of(string()),
+    "nodeTaints": array(_taint, maxItems=8),
+    "tolerations": array(_toleration, maxItems=8),
+})})
+
+CLUSTER_QUEUE = top(KUEUE, "ClusterQueue", {"spec": obj({
+    "cohortName": string(pattern=NAME_PATTERN, maxLength=253),
+    "namespaceSelector": obj({}),   # only {} (every namespace): namespaces are not modelled
+    "resourceGroups": _resource_groups,
+    "queueingStrategy": string(enum=("StrictFIFO", "BestEffortFIFO"), default="BestEffortFIFO"),
+    "preemption": obj({
+        "withinClusterQueue": string(enum=("Never", "LowerPriority", "LowerOrNewerEqualPriority"), default="Never"),
+        "reclaimWithinCohort": string(enum=("Never", "LowerPriority", "Any"), default="Never"),
+        "borrowWithinCohort": obj({
+            "policy": string(enum=("Never", "LowerPriority"), default="Never"),
+            "maxPriorityThreshold": integer(),
+        }, default={}),
+    }, default={}),
+    "flavorFungibility": obj({
+        "whenCanBorrow": string(enum=("MayStopSearch", "TryNextFlavor"), default="MayStopSearch"),
+        "whenCanPreempt": string(enum=("MayStopSearch", "TryNextFlavor"), default="TryNextFlavor"),
+    }, default={}),
+    "fairSharing": _fair_sharing,
+})}, ("spec",))
+
+COHORT = top(KUEUE, "Cohort", {"spec": obj({
+    "parentName": string(maxLength=253),
+    "resourceGroups": _resource_groups,
+    "fairSharing": _fair_sharing,
+})})
+
+LOCAL_QUEUE = top(KUEUE, "LocalQueue", {"spec": obj({"clusterQueue": string(maxLength=253)}, ("clusterQueue",))},
+                  ("spec",), namespaced=True)
+
+WORKLOAD_PRIORITY_CLASS = top(KUEUE, "WorkloadPriorityClass", {"value": integer(), "description": string()},
+                              ("value",))
+
+KUEUE_CONFIGURATION = top("config.kueue.x-k8s.io/v1beta2", "Configuration", {"fairSharing": obj({
+    "preemptionStrategies": array(string(enum=("LessThanOrEqualToFinalShare", "LessThanInitialShare")),
+                                  minItems=1, maxItems=2),
+})}, with_metadata=False)
+
+# -- Karpenter karpenter.sh/v1 ---------------------------------------------------------------
+NODE_POOL = top("karpenter.sh/v1", "NodePool", {"spec": obj({
+    "template": obj({"spec": obj({
+        "requirements": array(obj({
+            "key": string(enum=("node.kubernetes.io/instance-type", "karpenter.sh/capacity-type")),
+            "operator": string(enum=("In",)),
+            "values": array(string(), minItems=1),
+        }, ("key", "operator")), maxItems=100),
+        "nodeClassRef": obj({"group": string(), "kind": string(), "name": string()}, ("group", "kind", "name")),
+        "expireAfter": string(default="720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$"),
+    }, ("nodeClassRef", "requirements"))}, ("spec",)),
+    "disruption": obj({
+        "consolidationPolicy": string(enum=("WhenEmpty", "WhenEmptyOrUnderutilized"), default="WhenEmptyOrUnderutilized"),
+        "consolidateAfter": string(default="0s", pattern=r"^(([0-9]+(s|m|h))+|Never)$"),
+    }, default={"consolidateAfter": "0s"}),
+    "limits": map_of(quantity()),
+}, ("template",))}, ("spec",))
+
+# -- kube-scheduler -------------------------------------------------------------------------
+SCORING_TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+KUBE_SCHEDULER_CONFIGURATION = top("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration", {
+    "percentageOfNodesToScore": integer(minimum=0, maximum=100),
+    "profiles": array(obj({
+        "schedulerName": string(default="default-scheduler"),
+        "pluginConfig": array(obj({
+            "name": string(enum=("NodeResourcesFit",)),
+            "args": obj({
+                "apiVersion": string(enum=("kubescheduler.config.k8s.io/v1",)),
+                "kind": string(enum=("NodeResourcesFitArgs",)),
+                "scoringStrategy": obj({
+                    "type": string(enum=SCORING_TYPES, default="LeastAllocated"),
+                    "resources": array(obj({"name": string(), "weight": integer(minimum=1, maximum=100)},
+                                           ("name", "weight")), minItems=1),
+                    "requestedToCapacityRatio": obj({"shape": array(obj({
+                        "utilization": integer(minimum=0, maximum=100),
+                        "score": integer(minimum=0, maximum=10),
+                    }, ("utilization", "score")), minItems=1)}, ("shape",)),
+                }),
+            }),
+        }, ("name",))),
+    }), minItems=1, maxItems=1),
+}, with_metadata=False)
+
+# -- coscheduling PodGroup ----------------------------------------------------------------------
+POD_GROUP = top("scheduling.x-k8s.io/v1alpha1", "PodGroup", {"spec": obj({
+    "minMember": integer(minimum=1),
+    "minResources": map_of(quantity()),
+    "scheduleTimeoutSeconds": integer(minimum=1),
+}, ("minMember",))}, ("spec",), namespaced=True)
+
+# -- this course's Scenario kind -----------------------------------------------------------------
+SCENARIO_API = "lab01.course/v1alpha1"
+DISCIPLINES = ("fifo", "fifo-skip", "priority", "drf", "backfill")
+SCENARIO = top(SCENARIO_API, "Scenario", {"spec": obj({
+    "description": string(maxLength=2000),
+    "nodes": obj({"csv": string(minLength=1)}, ("csv",)),
+    "workload": obj({
+        "trace": obj({
+            "path": string(minLength=1),
+            "podList": string(default="default"),
+            "method": string(enum=("timed", "replay"), default="timed"),
+        }, ("path",)),
+        "generator": obj({
+            "name": string(enum=("synthetic",)),
+            "seed": integer(minimum=0),
+            "jobs": integer(minimum=1, maximum=1_000_000),
+            "nodes": integer(minimum=1, maximum=100_000),
+            "load": number(exclusiveMinimum=0, maximum=10),
+            "gangShare": number(minimum=0, maximum=1),
+        }, ("name",)),
+    }),
+    "simulation": obj({
+        "mode": string(enum=("gang", "naive"), default="gang"),
+        "discipline": string(enum=DISCIPLINES, default="fifo-skip"),
+        "policy": string(),
+        "comparePolicies": array(string(), minItems=1, maxItems=16),
+        "seed": integer(minimum=0, default=0),
+        "until": number(exclusiveMinimum=0),
+        "topology": obj({
+            "maxWaitSeconds": array(number(minimum=0), minItems=1, maxItems=16),
+            "commFraction": number(minimum=0, maximum=1, default=0.2),
+        }, ("maxWaitSeconds",)),
+    }),
+})}, ("spec",))
+
+SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    (KUEUE, "ResourceFlavor"): RESOURCE_FLAVOR,
+    (KUEUE, "ClusterQueue"): CLUSTER_QUEUE,
+    (KUEUE, "Cohort"): COHORT,
+    (KUEUE, "LocalQueue"): LOCAL_QUEUE,
+    (KUEUE, "WorkloadPriorityClass"): WORKLOAD_PRIORITY_CLASS,
+    ("config.kueue.x-k8s.io/v1beta2", "Configuration"): KUEUE_CONFIGURATION,
+    ("karpenter.sh/v1", "NodePool"): NODE_POOL,
+    ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"): KUBE_SCHEDULER_CONFIGURATION,
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): POD_GROUP,
+    (SCENARIO_API, "Scenario"): SCENARIO,
+}
+"""``(apiVersion, kind)`` -> JSON Schema of the fields the simulator models."""
+
+CRD_KINDS: dict[tuple[str, str], tuple[str, str, str]] = {
+    (KUEUE, "ResourceFlavor"): ("kueue", "kueue.x-k8s.io_resourceflavors.yaml", "v1beta2"),
+    (KUEUE, "ClusterQueue"): ("kueue", "kueue.x-k8s.io_clusterqueues.yaml", "v1beta2"),
+    (KUEUE, "Cohort"): ("kueue", "kueue.x-k8s.io_cohorts.yaml", "v1beta2"),
+    (KUEUE, "LocalQueue"): ("kueue", "kueue.x-k8s.io_localqueues.yaml", "v1beta2"),
+    (KUEUE, "WorkloadPriorityClass"): ("kueue", "kueue.x-k8s.io_workloadpriorityclasses.yaml", "v1beta2"),
+    ("karpenter.sh/v1", "NodePool"): ("karpenter", "karpenter.sh_nodepools.yaml", "v1"),
+}
+"""Kinds that have a real CRD in ``../shared/data``: ``(folder, file, version)``."""
+
+__all__ = ["CRD_KINDS", "SCHEMAS"]

@@ -1,0 +1,146 @@
+"""kube-scheduler's NodeResourcesFit score, with per-resource weights, as a placement policy.
+
+A ``KubeSchedulerConfiguration`` chooses how NodeResourcesFit scores nodes
+(https://kubernetes.io/docs/concepts/scheduling-eviction/resource-bin-packing/; code in
+``pkg/scheduler/framework/plugins/noderesources/``): ``scoringStrategy.type`` and, per
+resource, a ``weight``. With ``requested`` = what the node's pods already request plus the
+incoming pod, and ``capacity`` = the node's allocatable, each resource scores (0..100,
+integer arithmetic as in Go):
+
+- ``LeastAllocated`` (spread): ``(capacity - requested) * 100 / capacity`` (0 if over);
+- ``MostAllocated`` (pack): ``min(requested, capacity) * 100 / capacity``;
+- ``RequestedToCapacityRatio``: a broken-line function of the utilization
+  ``requested * 100 / capacity`` through the ``shape`` points (scores 0..10 scaled by 10).
+
+The node's score is the weighted mean over the resources the node has (``capacity > 0``):
+``sum(score * weight) / sum(weight)``, integer division (RequestedToCapacityRatio: rounded,
+and only resources with a score above 0 count). So ``MostAllocated`` with
+``nvidia.com/gpu: 5, cpu: 1`` packs GPUs while hardly caring for CPU, and a profile can pack
+GPUs and spread CPU only by choosing weights; the GPU picked inside a node is the tightest
+fit (:func:`~lab01_cluster_sim.policies.base.pick_best_gpus`).
+
+Units: CPU milli-cores, memory MiB, GPUs in milli-GPU (``capacity = GPUs x 1000``), so a
+shared GPU counts by its share, as the simulator's state keeps it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU
+from lab01_cluster_sim.policies.base import MAX_NODE_SCORE, pick_best_gpus
+
+TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+MAX_CUSTOM_SCORE = 10
+"""Largest ``score`` of a RequestedToCapacityRatio shape point (scaled to 100)."""
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Go's integer division (truncates toward zero)."""
+    q = np.abs(a) // np.maximum(np.abs(b), 1)
+    return np.where((a < 0) ^ (b < 0), -q, q)
+
+
+def broken_linear(shape: tuple[tuple[int, int], ...], p: np.ndarray) -> np.ndarray:
+    """kube-scheduler's ``BuildBrokenLinearFunction`` over utilizations ``p`` (0..100),
+    with ``shape`` = ((utilization, score x 10), ...) sorted by utilization."""
+    out = np.full(p.shape, shape[-1][1], dtype=np.int64)
+    done = np.zeros(p.shape, dtype=bool)
+    for i, (u, s) in enumerate(shape):
+        hit = ~done & (p <= u)
+        if i == 0:
+            out[hit] = s
+        else:
+            u0, s0 = shape[i - 1]
+            out[hit] = s0 + _trunc_div((s - s0) * (p[hit] - u0), np.full(hit.sum(), u - u0))
+        done |= hit
+    return out
+
+
+class NodeResourcesFit:
+    """A placement policy scoring nodes like NodeResourcesFit (module docstring).
+
+    Args:
+        kind: ``LeastAllocated``, ``MostAllocated`` or ``RequestedToCapacityRatio``.
+        resources: ``(resource name, weight)`` pairs; names among ``cpu``, ``memory``,
+            ``nvidia.com/gpu`` (default cpu 1, memory 1, as kube-scheduler).
+        shape: RequestedToCapacityRatio points ``(utilization 0..100, score 0..10)``.
+
+    Raises:
+        InputError: unknown type or resource, weight outside 1..100, bad shape.
+    """
+
+    name: ClassVar[str] = "node-resources-fit"
+
+    def __init__(self, kind: str = "LeastAllocated", resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1)),
+                 shape: tuple[tuple[int, int], ...] = ()) -> None:
+        if kind not in TYPES:
+            raise InputError(f"scoringStrategy.type: expected one of {', '.join(TYPES)}, got {kind!r}")
+        for res, weight in resources:
+            if res not in ("cpu", "memory", "nvidia.com/gpu"):
+                raise InputError(f"scoringStrategy.resources: {res!r} is not modelled; expected cpu, memory or nvidia.com/gpu")
+            if not 1 <= weight <= 100:
+                raise InputError(f"scoringStrategy.resources: weight of {res} must be in 1..100, got {weight}")
+        if kind == "RequestedToCapacityRatio":
+            if not shape:
+                raise InputError("requestedToCapacityRatio.shape: needs at least one point")
+            utils = [u for u, _ in shape]
+            if utils != sorted(set(utils)) or not all(0 <= u <= 100 and 0 <= s <= MAX_CUSTOM_SCORE for u, s in shape):
+                raise InputError("requestedToCapacityRatio.shape: utilizations must increase within 0..100 and scores "
+                                 "lie in 0..10")
+        self.kind = kind
+        self.resources = tuple(resources)
+        self.shape = tuple((u, s * (MAX_NODE_SCORE // MAX_CUSTOM_SCORE)) for u, s in shape)
+
+    def describe(self) -> str:
+        weights = ", ".join(f"{r}={w}" for r, w in self.resources)
+        return f"NodeResourcesFit {self.kind} ({weights})"
+
+    def _requested_capacity(self, state: ClusterState, request: Request, candidates: np.ndarray, res: str):
+        if res == "cpu":
+            cap = state.cpu_capacity[candidates]
+            return cap - state.cpu_free[candidates] + request.cpu_milli, cap
+        if res == "memory":
+            cap = state.mem_capacity[candidates]
+            return cap - state.mem_free[candidates] + request.memory_mib, cap
+        cap = state.gpu_count[candidates] * MILLI_PER_GPU
+        return cap - state.gpu_idle[candidates] + request.num_gpus * request.gpu_milli, cap
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        candidates = np.asarray(candidates, dtype=np.int64)
+        total = np.zeros(len(candidates), dtype=np.int64)
+        weights = np.zeros(len(candidates), dtype=np.int64)
+        for res, w in self.resources:
+            requested, cap = self._requested_capacity(state, request, candidates, res)
+            has = cap > 0
+            safe = np.where(has, cap, 1)
+            if self.kind == "LeastAllocated":
+                s = np.where(requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe)
+                counted = has
+            elif self.kind == "MostAllocated":
+                s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe
+                counted = has
+            else:
+                util = np.where(requested > cap, 100, requested * 100 // safe)
+                s = broken_linear(self.shape, util)
+                counted = has & (s > 0)
+            total += np.where(counted, s * w, 0)
+            weights += np.where(counted, w, 0)
+        safe_w = np.maximum(weights, 1)
+        if self.kind == "RequestedToCapacityRatio":
+            out = np.floor(total / safe_w + 0.5).astype(np.int64)   # math.Round for non-negative values
+        else:
+            out = total // safe_w
+        return np.where(weights > 0, out, 0).astype(np.int64)
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]:
+        return pick_best_gpus(state, request, node)
+
+
+__all__ = ["NodeResourcesFit", "broken_linear"]

@@ -1,0 +1,258 @@
+"""Reading scenario YAML safely, keeping where every value came from.
+
+- Safe: PyYAML's safe loader (no Python objects), and no aliases (``*ref``) or merge keys
+  (``<<``): Kubernetes manifests do not need them, and aliases are how a small file expands
+  into a huge one ("billion laughs").
+- Bounded: file size (:data:`MAX_BYTES`), nesting depth (:data:`MAX_DEPTH`), YAML nodes
+  (:data:`MAX_NODES`) and documents (:data:`MAX_DOCUMENTS`), checked on the event stream
+  before anything is built (the event parser is not recursive; the composer is).
+- Positions: every value's ``line:column`` (1-based) by its path in the document, so an
+  error can name ``file:line:column``. Duplicate keys are errors (Kubernetes' strict
+  decoding refuses them too).
+
+Errors are :class:`ScenarioError` (an :class:`~lab01_cluster_sim.errors.InputError`): one
+line, starting with ``file:line:column``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lab01_cluster_sim.errors import InputError
+
+MAX_BYTES = 16 * 2**20
+"""Largest scenario file read, bytes (16 MiB)."""
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and sequences."""
+MAX_NODES = 2_000_000
+"""Most YAML nodes (scalars, mappings, sequences) in one file."""
+MAX_DOCUMENTS = 100_000
+"""Most documents (``---``-separated objects) in one file."""
+
+Path_ = tuple[Any, ...]
+"""A path inside a document: keys (str) and list indices (int)."""
+
+
+class ScenarioError(InputError):
+    """Bad scenario input, as one line: ``file:line:column: Kind/name: field.path: what``."""
+
+
+def where(file: str | Path, pos: tuple[int, int] | None) -> str:
+    """``file:line:column`` (or ``file`` when the position is unknown)."""
+    return f"{file}:{pos[0]}:{pos[1]}" if pos else str(file)
+
+
+def format_path(path: Path_) -> str:
+    """``("spec", "containers", 0, "resources")`` -> ``spec.containers[0].resources``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(document)"
+
+
+@dataclass
+class Document:
+    """One YAML document.
+
+    Attributes:
+        data: its content as plain Python (dicts, lists, str, int, float, bool, None).
+        file: the file it came from. index: its position in the file (0-based).
+        positions: path -> (line, column), 1-based, of every value (and of keys, under the
+            path of their value).
+    """
+
+    data: Any
+    file: str
+    index: int
+    positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    key_positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+
+    def key_pos(self, path: Path_) -> tuple[int, int] | None:
+        """Position of the key of ``path`` (where a misspelt field name starts), else :meth:`pos`."""
+        return self.key_positions.get(tuple(path)) or self.pos(path)
+
+    def pos(self, path: Path_) -> tuple[int, int] | None:
+        """Position of ``path``, or of its nearest ancestor that has one."""
+        path = tuple(path)
+        while path:
+            if path in self.positions:
+                return self.positions[path]
+            path = path[:-1]
+        return self.positions.get(())
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader whose composer refuses aliases."""
+
+    def compose_node(self, parent, index):  # noqa: D401 - PyYAML hook
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise ScenarioError(f"{self.name}:{event.start_mark.line + 1}:{event.start_mark.column + 1}: "
+                                "YAML aliases (*name) are not accepted in scenarios; write the value out")
+        return super().compose_node(parent, index)
+
+
+def read_text(path: Path) -> str:
+    """The file as text, refusing files above :data:`MAX_BYTES` and bytes that are not UTF-8.
+
+    Raises:
+        ScenarioError: missing, unreadable, too large, or not UTF-8.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ScenarioError(f"{path}: larger than {MAX_BYTES // 2**20} MiB; split the scenario into a folder of files")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ScenarioError(f"{path}:{line}:{col}: not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+
+
+def _check_events(text: str, name: str) -> None:
+    depth = nodes = docs = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.DocumentStartEvent):
+                docs += 1
+                if docs > MAX_DOCUMENTS:
+                    raise _bounded(name, event, f"more than {MAX_DOCUMENTS:,} documents")
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                nodes += 1
+                if depth > MAX_DEPTH:
+                    raise _bounded(name, event, f"nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent):
+                nodes += 1
+            elif isinstance(event, yaml.AliasEvent):
+                m = event.start_mark
+                raise ScenarioError(f"{name}:{m.line + 1}:{m.column + 1}: YAML aliases (*name) are not accepted "
+                                    "in scenarios; write the value out")
+            if nodes > MAX_NODES:
+                raise _bounded(name, event, f"more than {MAX_NODES:,} values")
+    except yaml.YAMLError as exc:
+        raise _yaml_error(name, exc) from None
+
+
+def _bounded(name: str, event, what: str) -> ScenarioError:
+    m = event.start_mark
+    return ScenarioError(f"{name}:{m.line + 1}:{m.column + 1}: scenario file is too big: {what}")
+
+
+def _yaml_error(name: str, exc: yaml.YAMLError) -> ScenarioError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return ScenarioError(f"{name}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {problem}")
+    return ScenarioError(f"{name}: invalid YAML: {problem}")
+
+
+def load_documents(path: str | Path, text: str | None = None) -> list[Document]:
+    """Every non-empty document of a YAML file, with positions (module docstring).
+
+    Args:
+        path: the file (read unless ``text`` is given; then only used in messages).
+        text: the file's content, if already read.
+
+    Raises:
+        ScenarioError: unreadable, too big, not UTF-8, invalid YAML, aliases, merge keys,
+            duplicate or non-scalar keys.
+    """
+    path = Path(path)
+    name = str(path)
+    if text is None:
+        text = read_text(path)
+    _check_events(text, name)
+    loader = _Loader(text)
+    loader.name = name
+    docs: list[Document] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            doc = Document(None, name, len(docs))
+            doc.data = _build(loader, node, (), doc)
+            if doc.data is not None:
+                docs.append(doc)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(name, exc) from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _build(loader: _Loader, node: yaml.Node, path: Path_, doc: Document) -> Any:
+    # Iterative walk (the depth is already bounded, but avoid deep recursion anyway).
+    root_holder: list[Any] = [None]
+    stack: list[tuple[yaml.Node, Path_, Any, Any]] = [(node, path, root_holder, 0)]
+    while stack:
+        n, p, parent, key = stack.pop()
+        doc.positions[p] = (n.start_mark.line + 1, n.start_mark.column + 1)
+        if isinstance(n, yaml.ScalarNode):
+            value = _scalar(loader, n)
+        elif isinstance(n, yaml.SequenceNode):
+            value = [None] * len(n.value)
+            for i, child in enumerate(n.value):
+                stack.append((child, p + (i,), value, i))
+        else:
+            value = {}
+            for knode, vnode in n.value:
+                if not isinstance(knode, yaml.ScalarNode):
+                    raise ScenarioError(f"{where(doc.file, (knode.start_mark.line + 1, knode.start_mark.column + 1))}: "
+                                        f"{format_path(p)}: mapping keys must be plain strings")
+                k = knode.value
+                kpos = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+                if k == "<<" and knode.tag == "tag:yaml.org,2002:merge":
+                    raise ScenarioError(f"{where(doc.file, kpos)}: {format_path(p)}: YAML merge keys (<<) are not "
+                                        "accepted in scenarios; write the fields out")
+                if k in value:
+                    raise ScenarioError(f"{where(doc.file, kpos)}: {format_path(p + (k,))}: duplicate key {k!r}")
+                value[k] = None
+                doc.key_positions[p + (k,)] = kpos
+                stack.append((vnode, p + (k,), value, k))
+        parent[key] = value
+    return root_holder[0]
+
+
+def _scalar(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    if node.tag == "tag:yaml.org,2002:timestamp" or node.tag == "tag:yaml.org,2002:binary":
+        return node.value  # Kubernetes reads these as strings (JSON has no timestamp type)
+    return loader.construct_object(node, deep=True)
+
+
+def iter_files(path: str | Path) -> Iterator[Path]:
+    """The scenario files: ``path`` itself, or the ``*.yaml`` / ``*.yml`` files of a folder
+    (sorted, not recursive).
+
+    Raises:
+        ScenarioError: the path does not exist, or a folder holds no YAML file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        if not files:
+            raise ScenarioError(f"{path}: folder holds no .yaml or .yml file")
+        yield from files
+    elif path.is_file():
+        yield path
+    else:
+        raise ScenarioError(f"{path}: no such file or folder")
+
+
+__all__ = ["Document", "MAX_BYTES", "MAX_DEPTH", "MAX_DOCUMENTS", "MAX_NODES", "ScenarioError", "format_path",
+           "iter_files", "load_documents", "read_text", "where"]

@@ -1,0 +1,143 @@
+"""Flavor assignment: quota per flavor, flavors tried in order, fungibility, node labels
+and taints, and Kueue's messages (Cluster Queue page; flavorassigner.go)."""
+
+from __future__ import annotations
+
+from lab01_cluster_sim.admission import (
+    AdmissionController,
+    ClusterQueue,
+    FlavorFungibility,
+    FlavorQuotas,
+    FungibilityPolicy,
+    LocalQueue,
+    Outcome,
+    PodSet,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceQuota,
+    Taint,
+    Toleration,
+    Workload,
+)
+
+from .helpers import CPU, GPU, controller, gpu_cq, outcomes, wl
+
+
+def test_flavors_are_tried_in_order_and_quota_is_per_flavor():
+    # a100: 4 GPUs, t4: 8 GPUs, in that order.
+    ctl = controller([gpu_cq("q", ("a100", 4), ("t4", 8), cohort=None)], flavors=("a100", "t4"))
+    for name, gpus, t in (("w1", 2, 0), ("w2", 4, 1), ("w3", 2, 2)):
+        ctl.submit(wl(name, "q", gpus, t), t)
+    ds = ctl.settle(2)
+    flavors = {d.workload: d.flavors["main"][GPU] for d in ds if d.outcome is Outcome.ADMITTED}
+    # w1: 2 <= 4 free in a100. w2: 4 > 2 left in a100 -> t4. w3: 2 left in a100 -> a100.
+    assert flavors == {"w1": "a100", "w2": "t4", "w3": "a100"}
+    assert ctl.usage("q") == {("a100", GPU): 4, ("t4", GPU): 4}
+
+
+def test_over_quota_workload_stays_pending_with_kueue_message():
+    ctl = controller([gpu_cq("q", ("a100", 4), ("t4", 8), cohort=None)], flavors=("a100", "t4"))
+    ctl.submit(wl("w1", "q", 2), 0)
+    ctl.submit(wl("w2", "q", 4), 0)
+    ctl.settle(0)                     # w1 -> a100 (2 left), w2 -> t4 (4 left)
+    assert ctl.submit(wl("big", "q", 6, t=1), 1) is None   # could fit an empty queue: not rejected
+    (d,) = ctl.settle(1)
+    assert d.outcome is Outcome.PENDING
+    # a100 can never hold 6 (its whole quota is 4); t4: 6 - 4 free = 2 more needed. Since t4
+    # could hold it once w2 finishes, the workload waits (reasons sorted, as Kueue prints them).
+    assert d.reason == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+                        "a100, request > maximum capacity (6 > 4), insufficient unused quota for nvidia.com/gpu in "
+                        "flavor t4, 2 more needed")
+    ctl.finish("w2", 5)
+    (d,) = ctl.settle(5)
+    assert (d.workload, d.outcome, d.flavors["main"][GPU]) == ("big", Outcome.ADMITTED, "t4")
+
+
+def test_workload_above_maximum_capacity_is_rejected_on_submit():
+    ctl = controller([gpu_cq("q", ("a100", 4), ("t4", 8), cohort=None)], flavors=("a100", "t4"))
+    d = ctl.submit(wl("huge", "q", 9), 0)
+    assert d.outcome is Outcome.REJECTED
+    assert d.reason == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+                        "a100, request > maximum capacity (9 > 4), insufficient quota for nvidia.com/gpu in flavor "
+                        "t4, request > maximum capacity (9 > 8)")
+
+
+def test_resource_not_covered_is_rejected():
+    ctl = controller([gpu_cq("q", ("a100", 4), cohort=None)])
+    d = ctl.submit(Workload("w", "lq-q", (PodSet("main", 1, {GPU: 1, "example.com/fpga": 1}),), "ns"), 0)
+    assert d.outcome is Outcome.REJECTED
+    assert d.reason == "couldn't assign flavors to pod set main: resource example.com/fpga unavailable in ClusterQueue"
+
+
+def test_unknown_local_queue_is_rejected():
+    ctl = controller([gpu_cq("q", ("a100", 4), cohort=None)])
+    d = ctl.submit(Workload("w", "nope", (PodSet("main", 1, {GPU: 1}),), "ns"), 0)
+    assert (d.outcome, d.reason) == (Outcome.REJECTED, "LocalQueue nope doesn't exist in namespace ns")
+
+
+def _two_flavor_cohort(fungibility: FlavorFungibility):
+    # q owns 2 GPUs of "reserved" and 4 of "spot"; its cohort peer p owns 4 of "reserved".
+    q = ClusterQueue("q", (ResourceGroup((GPU,), (FlavorQuotas("reserved", {GPU: ResourceQuota(2)}),
+                                                  FlavorQuotas("spot", {GPU: ResourceQuota(4)}))),),
+                     "pool", flavor_fungibility=fungibility)
+    p = gpu_cq("p", ("reserved", 4), ("spot", 0))
+    return AdmissionController([q, p], [LocalQueue("lq-q", "ns", "q"), LocalQueue("lq-p", "ns", "p")],
+                               [ResourceFlavor("reserved"), ResourceFlavor("spot")])
+
+
+def test_default_fungibility_borrows_in_the_first_flavor():
+    # whenCanBorrow: MayStopSearch (default): 3 GPUs fit "reserved" by borrowing 1 from p.
+    ctl = _two_flavor_cohort(FlavorFungibility())
+    ctl.submit(wl("w", "q", 3), 0)
+    (d,) = ctl.settle(0)
+    assert (d.flavors["main"][GPU], d.borrowing) == ("reserved", True)
+
+
+def test_try_next_flavor_prefers_a_flavor_without_borrowing():
+    ctl = _two_flavor_cohort(FlavorFungibility(when_can_borrow=FungibilityPolicy.TRY_NEXT_FLAVOR))
+    ctl.submit(wl("w", "q", 3), 0)
+    (d,) = ctl.settle(0)
+    assert (d.flavors["main"][GPU], d.borrowing) == ("spot", False)
+
+
+def test_resource_group_assigns_one_flavor_to_cpu_and_gpu_together():
+    group = ResourceGroup((CPU, GPU), (
+        FlavorQuotas("a100", {CPU: ResourceQuota(16000), GPU: ResourceQuota(2)}),
+        FlavorQuotas("h100", {CPU: ResourceQuota(64000), GPU: ResourceQuota(8)})))
+    ctl = AdmissionController([ClusterQueue("q", (group,))], [LocalQueue("lq-q", "ns", "q")],
+                              [ResourceFlavor("a100"), ResourceFlavor("h100")])
+    # 1 GPU fits a100, but 20 CPUs do not (16): the whole group moves to h100.
+    ctl.submit(Workload("w", "lq-q", (PodSet("main", 1, {CPU: 20000, GPU: 1}),), "ns"), 0)
+    (d,) = ctl.settle(0)
+    assert d.flavors == {"main": {CPU: "h100", GPU: "h100"}}
+
+
+def test_node_selector_and_taints_pick_the_flavor():
+    flavors = [ResourceFlavor("a100", {"gpu": "a100"}, (Taint("dedicated", "ml", "NoSchedule"),)),
+               ResourceFlavor("t4", {"gpu": "t4"})]
+    cq = gpu_cq("q", ("a100", 8), ("t4", 8), cohort=None)
+    ctl = AdmissionController([cq], [LocalQueue("lq-q", "ns", "q")], flavors)
+    # untolerated taint: a100 skipped
+    ctl.submit(wl("plain", "q", 1), 0)
+    # tolerates the taint and asks for a100
+    ctl.submit(wl("tolerant", "q", 1, node_selector={"gpu": "a100"},
+                  tolerations=(Toleration("dedicated", "Equal", "ml", "NoSchedule"),)), 0)
+    ds = ctl.settle(0)
+    assert {d.workload: d.flavors["main"][GPU] for d in ds} == {"plain": "t4", "tolerant": "a100"}
+    # asks for t4 but both flavors are excluded: never admissible
+    d = ctl.submit(wl("nomatch", "q", 1, node_selector={"gpu": "v100"}), 1)
+    assert d.outcome is Outcome.REJECTED
+    assert d.reason == ("couldn't assign flavors to pod set main: flavor t4 doesn't match node affinity, "
+                        "untolerated taint {dedicated=ml: NoSchedule} in flavor a100")
+
+
+def test_pods_quota_counts_pods():
+    # "pods" in coveredResources: Kueue counts the pods of each pod set itself.
+    group = ResourceGroup((GPU, "pods"), (FlavorQuotas("a100", {GPU: ResourceQuota(8), "pods": ResourceQuota(3)}),))
+    ctl = AdmissionController([ClusterQueue("q", (group,))], [LocalQueue("lq-q", "ns", "q")], [ResourceFlavor("a100")])
+    d = ctl.submit(wl("four-pods", "q", 1, count=4), 0)
+    assert d.outcome is Outcome.REJECTED
+    assert d.reason.endswith("insufficient quota for pods in flavor a100, request > maximum capacity (4 > 3)")
+    ctl.submit(wl("two-pods", "q", 1, count=2), 0)
+    (a,) = ctl.settle(0)
+    assert a.outcome is Outcome.ADMITTED and ctl.usage("q") == {("a100", GPU): 2, ("a100", "pods"): 2}

@@ -2,7 +2,8 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: help quickstart setup run test book bench grade grade-lab01 grade-lab02 student-edition clean
+.PHONY: help quickstart setup run test book bench check grade grade-lab01 grade-lab02 student-edition autograder \
+	grade-submissions submission clean
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -24,6 +25,11 @@ book:  ## build the course book (HTML) into book/_build/html
 bench:  ## run the speed benchmarks (figures go to benchmarks/README.md by hand)
 	$(PYTHON) benchmarks/run_all.py
 
+PART ?= 1A
+check:  ## run one part's graded tests, as a notebook's check cell does: make check PART=1A
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PYTHON) -m pytest -p pytest_timeout --grade --grade-part=$(PART) \
+		--grade-no-hidden --grade-json=test-artifacts/check-$(PART).json -q || [ $$? -eq 1 ]
+
 grade:  ## grade both labs: points table per part and results.json (Gradescope format)
 	$(PYTHON) -m pytest --grade
 
@@ -36,5 +42,16 @@ grade-lab02:  ## grade Lab 02 only (test-artifacts/results-lab02.json)
 student-edition:  ## write the student edition (solutions removed, hidden tests left out) to student-edition/
 	rm -rf student-edition && $(PYTHON) tools/make_student_edition.py student-edition
 
+AUTOGRADER ?= dist/autograder.zip
+autograder:  ## build the Gradescope autograder dist/autograder.zip (student edition + hidden tests, no solutions)
+	$(PYTHON) tools/make_autograder.py $(AUTOGRADER)
+
+SUBMISSIONS ?= submissions
+grade-submissions:  ## grade every .zip/folder in $(SUBMISSIONS)/ with the autograder into gradebook.csv
+	$(PYTHON) tools/grade_submissions.py $(SUBMISSIONS) --out gradebook.csv
+
+submission:  ## pack what a learner uploads: submission.zip (lab files + written_answers.html)
+	$(PYTHON) tools/make_submission.py
+
 clean:  ## remove build outputs
-	rm -rf book/_build build dist *.egg-info test-artifacts
+	rm -rf book/_build build dist *.egg-info test-artifacts submission.zip written_answers.html

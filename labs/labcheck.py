@@ -90,12 +90,15 @@ def run_part(part: str, timeout: float = CHECK_TIMEOUT_S) -> tuple[dict | None, 
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests"),
                                          env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("PYTEST_ADDOPTS", None)
+    # only the plugins a graded run needs: loading every installed one (nbval, hypothesis...)
+    # would cost seconds per check
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with tempfile.TemporaryDirectory(prefix="labcheck-") as tmp:
         out = Path(tmp) / "results.json"
         # "--opt=value": pytest reads its rootdir from the command line before the grading
         # plugin is loaded, and would take a separate existing path for a test path
-        cmd = [sys.executable, "-m", "pytest", "--grade", f"--grade-part={part}", "--grade-no-hidden",
-               "--grade-no-restore", f"--grade-json={out}", "-q", "-p", "no:cacheprovider"]
+        cmd = [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "--grade", f"--grade-part={part}",
+               "--grade-no-hidden", "--grade-no-restore", f"--grade-json={out}", "-q", "-p", "no:cacheprovider"]
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from grading.toolbox import load_tool
+
 pytest_plugins = ["grading.plugin"]  # points marker, pytest --grade (tests/grading/plugin.py)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -48,3 +50,12 @@ def nvidia_smi_dir(shared_data: Path) -> Path:
     if not path.is_dir():
         pytest.skip(f"nvidia-smi samples not found at {path}")
     return path
+
+
+@pytest.fixture(scope="session")
+def student_edition(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
+    """(folder, solution regions replaced) of the student edition of this checkout, built
+    once per session; tests that change files in it work on a copy."""
+    out = tmp_path_factory.mktemp("student-edition") / "student"
+    regions = load_tool("make_student_edition").build(out, root=REPO_ROOT)
+    return out, regions

@@ -10,17 +10,20 @@ so grading's file restore never touches this checkout), and graded with
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import jsonschema
 import nbformat
 import pytest
+
+from grading.toolbox import load_tool
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())
@@ -28,29 +31,21 @@ LAB_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
 GRADE_TIMEOUT_S = 900  # a safety net for a hung subprocess, not a speed goal
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("make_student_edition",
-                                                  REPO_ROOT / "tools" / "make_student_edition.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load_tool()
+tool = load_tool("make_student_edition")
 
 
 def _env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "tests")])
     env.pop("PYTEST_ADDOPTS", None)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # a graded run needs pytest-timeout only (-p below)
     return env
 
 
 def _grade(root: Path, out: Path) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--grade", f"--grade-json={out}", "-q",
-         "-p", "no:cacheprovider", "-p", "no:randomly"],
+        [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "--grade", f"--grade-json={out}", "-q",
+         "-p", "no:cacheprovider"],
         cwd=root, env=_env(root), capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
     assert out.is_file(), f"no results written:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     doc = json.loads(out.read_text())
@@ -60,11 +55,10 @@ def _grade(root: Path, out: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def editions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("editions")
-    student, instructor = base / "student", base / "instructor"
-    regions = tool.build(student)
+def editions(tmp_path_factory: pytest.TempPathFactory, student_edition) -> dict[str, Path]:
+    instructor = tmp_path_factory.mktemp("editions") / "instructor"
     tool.build(instructor, instructor=True)
+    student, regions = student_edition
     return {"student": student, "instructor": instructor, "regions": regions}
 
 
@@ -164,8 +158,8 @@ def test_each_graded_part_has_learner_code(editions, graded) -> None:
     assert graded_parts and graded_parts <= region_parts, sorted(graded_parts - region_parts)
 
 
-CROSS_PART = {"1B.3": {"1A"}}
-"""Graded tests that also need another part's code (1B.3 compares first-fit with best-fit)."""
+CROSS_PART: dict[str, set[str]] = {}
+"""Graded tests that also need another part's code: none (1B.3 uses first-fit only)."""
 
 
 def test_student_failures_come_from_the_parts_own_code(graded) -> None:
@@ -263,3 +257,90 @@ def test_check_cell_in_the_student_edition_says_what_to_do(editions) -> None:
     assert "Part 2C (MIG profiles as resource names): 0 of 2 graded tests pass, 0 of 5 points." in out
     assert "NotImplementedError: your code here (2C)" in out
     assert "Look at: lab02_device_plugin/mig.py: mixed_resource_name" in out
+
+
+# -- the learner's own commands, in a copy of the student edition ------------------------------
+@pytest.fixture(scope="module")
+def learner_checkout(student_edition, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the student edition, as a learner's checkout (commands write into it)."""
+    copy = tmp_path_factory.mktemp("learner") / "checkout"
+    shutil.copytree(student_edition[0], copy)
+    return copy
+
+
+def _make(root: Path, *args: str, dry: bool = False) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in _env(root).items() if k not in ("MAKEFLAGS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    return subprocess.run(["make", "-s", *(["-n"] if dry else []), *args, f"PYTHON={sys.executable}"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+
+
+def test_student_readme_and_makefile_commands_work(learner_checkout: Path) -> None:
+    """Every command of the student edition's README runs there (setup and lab as dry runs:
+    they would install packages and open a browser), and does what the README says."""
+    root = learner_checkout
+    readme = (root / "README.md").read_text()
+    assert "make quickstart" not in readme and "BEGIN SOLUTION" not in readme
+    commands = [ln.split("#")[0].strip() for block in re.findall(r"```bash\n(.*?)```", readme, re.S)
+                for ln in block.splitlines() if ln.split("#")[0].strip()]
+    assert commands == ["make setup", "make lab", "make check PART=1A", "make grade", "make submission"]
+    out = {}
+    for command in commands:
+        args = command.split()[1:]
+        proc = _make(root, *args, dry=args[0] in ("setup", "lab"))
+        assert proc.returncode == 0, (command, proc.stdout[-2000:], proc.stderr[-2000:])
+        out[args[0]] = proc.stdout
+    assert "pip install -e" in out["setup"] and "jupyter lab labs/" in out["lab"]
+    assert re.search(r"^1A\s+4\s+0\s+0 / 6", out["check"], re.M), out["check"]   # 4 tests, 6 points, none yet
+    assert re.search(r"^total\s+30\s+0\s+0 / 56", out["grade"], re.M), out["grade"]
+    with zipfile.ZipFile(root / "submission.zip") as zf:
+        names = set(zf.namelist())
+    spec = json.loads((root / "tests" / "grading" / "submission.json").read_text())
+    assert set(spec["files"]) | {"written_answers.html", *spec["notebooks"]} == names
+    assert "part(s) 1A still say 'your code here'" in out["submission"]
+    assert "written answers not given yet: 1A-written, 1C-written, 1D-written, 2A-written, 2C-written" in out["submission"]
+    html = (root / "written_answers.html").read_text()
+    assert "GRADING GUIDE" not in html and "Grading guide" not in html and html.count("YOUR ANSWER HERE") == 5
+    assert "check PART=" in _make(root, "help").stdout
+    # batch grading works from the student edition too (its autograder has no hidden tests)
+    (root / "subs").mkdir()
+    shutil.copy2(root / "submission.zip", root / "subs" / "learner.zip")
+    proc = subprocess.run([sys.executable, "tools/grade_submissions.py", "subs", "--out", "book.csv", "--jobs", "1"],
+                          cwd=root, env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))},
+                          capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "grading without hidden tests" in proc.stderr
+    row = (root / "book.csv").read_text().splitlines()[1].split(",")
+    assert row[:3] == ["learner.zip", "0", "56"]  # the student edition's stubs: 0 of the 56 visible points
+
+
+def test_student_edition_drops_grading_guides_and_the_instructors_readme(student_edition) -> None:
+    student, _ = student_edition
+    readme = (student / "labs" / "README.md").read_text()
+    assert "## For learners" in readme and "For instructors" not in readme and "manifest.py write" not in readme
+    for path in (student / "labs").glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        answers = [c for c in nb.cells if "written-answer" in c.metadata.get("tags", [])]
+        assert answers and all(c.source.rstrip().endswith("YOUR ANSWER HERE") for c in answers)
+        assert not [c for c in answers if "GRADING GUIDE" in c.source or "Grading guide" in c.source]
+
+
+def test_edited_plugin_and_root_conftest_refuse_local_grading(learner_checkout: Path) -> None:
+    """An edited grading plugin (full marks from its results writer) and a root conftest.py
+    (every test passes) are caught by `make grade`: that run is refused with score 0, the
+    files are put back / moved aside, and the next run grades the learner's code (0 of 56)."""
+    root = learner_checkout
+    plugin = root / "tests" / "grading" / "plugin.py"
+    original = plugin.read_text()
+    plugin.write_text(original + '\nGrader.results_json = lambda self: {"score": 56.0, "tests": []}\n')
+    (root / "conftest.py").write_text(
+        "import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    report = yield\n    report.outcome = 'passed'\n    return report\n")
+    proc = _make(root, "grade")
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "grading refused" in text, text[-2000:]
+    assert "conftest.py" in text and "tests/grading/plugin.py" in text and "manifest.py write" not in text
+    doc = json.loads((root / "test-artifacts" / "results.json").read_text())
+    assert doc["score"] == 0 and "grading refused" in doc["output"]
+    assert plugin.read_text() == original and not (root / "conftest.py").exists()
+    proc = _make(root, "grade")
+    assert proc.returncode == 0 and re.search(r"^total\s+30\s+0\s+0 / 56", proc.stdout, re.M), proc.stdout[-2000:]

@@ -17,6 +17,10 @@ that git does not ignore) in which:
   run them yet);
 - ``tests/hidden/`` is left out and the grading manifest is regenerated without it, so
   no hidden test text travels in ``tests/grading/pristine.json``;
+- the written-answer cells of the notebooks lose their grading guide (the lines from
+  ``<!-- BEGIN GRADING GUIDE -->`` to ``<!-- END GRADING GUIDE -->``), labs/README.md its
+  instructors' part (``<!-- BEGIN INSTRUCTORS -->`` ... ``<!-- END INSTRUCTORS -->``), and
+  README.md and Makefile are the learner's (tools/student_edition/);
 - everything else (the book, the simulator engine, the mock kubelet, the graded tests)
   is copied whole, so the student edition installs, imports and runs.
 
@@ -27,6 +31,7 @@ marker (named by file:line); a region whose part is unknown.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import shutil
@@ -42,6 +47,13 @@ LAB_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
 NOTEBOOK_DIR = "labs"
 HIDDEN_DIR = "tests/hidden"
 CLEARED_TAGS = {"exercise", "check"}
+WRITTEN_TAG = "written-answer"
+GUIDE_BEGIN, GUIDE_END = "<!-- BEGIN GRADING GUIDE -->", "<!-- END GRADING GUIDE -->"
+"""The grading guide of a written-answer cell (instructor edition only)."""
+INSTRUCTOR_BEGIN, INSTRUCTOR_END = "<!-- BEGIN INSTRUCTORS -->", "<!-- END INSTRUCTORS -->"
+"""The instructors' part of labs/README.md (left out of the student edition)."""
+STUDENT_FILES = {"README.md": "tools/student_edition/README.md", "Makefile": "tools/student_edition/Makefile"}
+"""Files of the student edition that replace the repository's (the learner's README and Makefile)."""
 _BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?:[ \t]+(?P<part>[0-9]+[A-Z][A-Za-z0-9]*))?[ \t]*$")
 _END = re.compile(r"^[ \t]*### END SOLUTION[ \t]*$")
 _DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?def[ \t]+(?P<name>\w+)")
@@ -144,6 +156,36 @@ def strip_solutions(text: str, path: str, part_of: Mapping[str, str] = PART_OF) 
     return "".join(out), regions
 
 
+def strip_between(text: str, begin: str, end: str, path: str) -> str:
+    """``text`` without the lines from one standing alone as ``begin`` to the next ``end``
+    (both included), and without one blank line that follows such a block.
+
+    Raises:
+        EditionError: an unbalanced or nested marker (named by file:line).
+    """
+    out: list[str] = []
+    lines = text.splitlines(keepends=True)
+    inside: int | None = None
+    skip_blank = False
+    for i, line in enumerate(lines):
+        marker = line.strip()
+        if marker == begin:
+            if inside is not None:
+                raise EditionError(f"{path}:{i + 1}: {begin} inside the block opened at line {inside + 1}")
+            inside = i
+        elif marker == end:
+            if inside is None:
+                raise EditionError(f"{path}:{i + 1}: {end} without {begin}")
+            inside, skip_blank = None, True
+        elif inside is None:
+            if not (skip_blank and not marker):
+                out.append(line)
+            skip_blank = False
+    if inside is not None:
+        raise EditionError(f"{path}:{inside + 1}: {begin} without {end}")
+    return "".join(out)
+
+
 def strip_notebook(raw: str, path: str) -> tuple[str, list[Region]]:
     """A notebook (JSON text) with solution regions stripped and exercise/check outputs cleared."""
     nb = json.loads(raw)
@@ -151,6 +193,8 @@ def strip_notebook(raw: str, path: str) -> tuple[str, list[Region]]:
     for index, cell in enumerate(nb.get("cells", [])):
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else source
+        if cell.get("cell_type") == "markdown" and WRITTEN_TAG in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = strip_between(text, GUIDE_BEGIN, GUIDE_END, f"{path}#cell{index}").splitlines(keepends=True)
         if cell.get("cell_type") != "code":
             continue
         new, found = strip_solutions(text, f"{path}#cell{index}")
@@ -205,6 +249,11 @@ def build(outdir: Path, root: Path = REPO_ROOT, instructor: bool = False) -> lis
                 new, found = strip_solutions((root / rel).read_text(encoding="utf-8"), rel)
             elif rel.startswith(NOTEBOOK_DIR + "/") and rel.endswith(".ipynb"):
                 new, found = strip_notebook((root / rel).read_text(encoding="utf-8"), rel)
+            elif rel == f"{NOTEBOOK_DIR}/README.md":
+                new, found = strip_between((root / rel).read_text(encoding="utf-8"), INSTRUCTOR_BEGIN,
+                                           INSTRUCTOR_END, rel), []
+            elif rel in STUDENT_FILES and (root / STUDENT_FILES[rel]).is_file():
+                new, found = (root / STUDENT_FILES[rel]).read_text(encoding="utf-8"), []
             else:
                 continue
             texts[rel] = new
@@ -218,12 +267,16 @@ def build(outdir: Path, root: Path = REPO_ROOT, instructor: bool = False) -> lis
         else:
             shutil.copy2(root / rel, dest)
     if not instructor and (outdir / "tests" / "grading" / "manifest.py").is_file():
-        sys.path.insert(0, str(outdir / "tests"))
+        # the copy's own manifest module, loaded by path: a `grading` package imported from the
+        # copy would stay in sys.modules after the copy is gone
+        spec = importlib.util.spec_from_file_location("_edition_manifest", outdir / "tests" / "grading" / "manifest.py")
+        manifest = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = manifest  # dataclasses look their module up there
         try:
-            from grading import manifest  # the copy's own manifest module
+            spec.loader.exec_module(manifest)
             manifest.write(outdir, exclude_hidden=True)
         finally:
-            sys.path.remove(str(outdir / "tests"))
+            del sys.modules[spec.name]
     return regions
 
 

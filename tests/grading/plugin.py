@@ -52,6 +52,8 @@ from __future__ import annotations
 
 import ast
 import json
+import math
+import os
 import random
 import re
 import time
@@ -61,6 +63,7 @@ from pathlib import Path
 import pytest
 
 from grading import manifest as manifest_mod
+from grading.catalog import declared_tests
 
 DEFAULT_TIMEOUT_S = 60.0
 """Per-test timeout (s) applied to graded tests without a ``timeout`` marker."""
@@ -198,6 +201,11 @@ def _failure_message(report: pytest.TestReport) -> str:
     return message.strip()
 
 
+def _has_timeout(config: pytest.Config) -> bool:
+    """pytest-timeout is loaded (as "timeout" from its entry point, or by -p pytest_timeout)."""
+    return config.pluginmanager.hasplugin("timeout") or config.pluginmanager.hasplugin("pytest_timeout")
+
+
 def _lab(part: str) -> str:
     """The lab number of a part id: ``"1A"`` -> ``"1"``."""
     return re.match(r"[0-9]+", part).group(0)
@@ -209,58 +217,6 @@ def _wants_part(part: str, prefixes: list[str]) -> bool:
 
 def _number_key(number: str) -> tuple:
     return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.]", number))
-
-
-@dataclass(frozen=True)
-class DeclaredTest:
-    """A graded test as written in its file (read with ``ast``, without importing it)."""
-
-    nodeid: str
-    points: float
-    part: str
-    number: str | None
-    hidden: bool
-
-
-def declared_tests(paths: list[Path], rootpath: Path) -> list[DeclaredTest]:
-    """Graded tests declared in the ``test_*.py`` files under ``paths``.
-
-    Used to count a test that never ran because its file failed to import (a syntax error
-    in learner code, say): it still appears in the results, with 0 of its points. Only
-    literal markers are seen (``@pytest.mark.points(2, part="1A", ...)`` on a function or a
-    method of a class).
-    """
-    files: set[Path] = set()
-    for path in paths:
-        if path.is_dir():
-            files.update(path.rglob("test_*.py"))
-        elif path.is_file() and path.name.startswith("test_") and path.suffix == ".py":
-            files.add(path)
-    out = []
-    for file in sorted(files):
-        try:
-            tree = ast.parse(file.read_text(encoding="utf-8"))
-            rel = file.resolve().relative_to(rootpath.resolve()).as_posix()
-        except (SyntaxError, ValueError, OSError):
-            continue
-        scopes = [(node, "") for node in tree.body]
-        scopes += [(n, f"{c.name}::") for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body]
-        for node, prefix in scopes:
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for dec in node.decorator_list:
-                if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)
-                        and dec.func.attr == "points" and dec.args):
-                    continue
-                try:
-                    kwargs = {k.arg: ast.literal_eval(k.value) for k in dec.keywords}
-                    points = float(ast.literal_eval(dec.args[0]))
-                except ValueError:
-                    continue
-                if isinstance(kwargs.get("part"), str):
-                    out.append(DeclaredTest(f"{rel}::{prefix}{node.name}", points, kwargs["part"],
-                                            kwargs.get("number"), rel.startswith(HIDDEN_DIR + "/")))
-    return out
 
 
 # -- hooks ---------------------------------------------------------------------------------
@@ -280,6 +236,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --grade: only report changed test files, do not restore them")
     group.addoption("--grade-no-hidden", action="store_true",
                     help="with --grade: leave out tests/hidden/ (what a learner's check does)")
+    group.addoption("--grade-guard", action="store_true",
+                    help="used by the grader's child runs (grading/runner.py): stop the run without a "
+                         "report if pytest's reporting is changed during it (see Guard)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -288,27 +247,170 @@ def pytest_configure(config: pytest.Config) -> None:
         "points(value, *, part, number=None, visibility='visible'): a graded test worth "
         "`value` points in lab part `part` (e.g. '1A'); see tests/grading/plugin.py",
     )
+    try:  # imported now, so that seeding it before each graded test costs nothing
+        import numpy  # noqa: F401
+    except ImportError:  # numpy is a dependency of the labs, not of this plugin
+        pass
+    if config.getoption("grade_guard", default=False):
+        install_guard(config)
     if not config.getoption("grade", default=False):
         return
     # a graded file that fails to import (learner code with a syntax error) must cost its
     # own tests only: run the others, and count its tests as 0 (Grader.add_tests_that_did_not_run)
     config.option.continue_on_collection_errors = True
-    if not config.pluginmanager.hasplugin("timeout"):
+    if not _has_timeout(config):
         config.issue_config_time_warning(pytest.PytestConfigWarning(
             "pytest-timeout is not installed: graded tests run without a timeout "
             "(pip install pytest-timeout)"), stacklevel=2)
     grader = Grader(config)
     config.pluginmanager.register(grader, "grading-grader")
     grader.restore_test_files()
+    if grader.refused:
+        grader.write_refusal()
+        pytest.exit("grading refused: " + "; ".join(grader.refused), returncode=pytest.ExitCode.USAGE_ERROR)
     grader.choose_paths()
 
 
 @pytest.fixture
 def partial_credit(request: pytest.FixtureRequest) -> PartialCredit:
-    """Call with the fraction (0..1) of this graded test's points earned so far."""
+    """Call with the fraction (0..1) of this graded test's points earned so far.
+
+    The last fraction is also recorded as the test's ``partial_credit`` property, which
+    pytest writes into its JUnit XML report (what grading/runner.py scores from).
+    """
     credit = PartialCredit()
     request.node.stash[CREDIT_KEY] = credit
-    return credit
+    yield credit
+    if credit.fraction is not None:
+        request.node.user_properties.append(("partial_credit", repr(credit.fraction)))
+
+
+# -- the child runs' guard ------------------------------------------------------------------
+_GUARDED_MODULES = ("_pytest", "pytest", "pluggy", "grading", "pytest_timeout")
+_LEARNER_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
+_GUARDED_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call",
+                  "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport",
+                  "pytest_pyfunc_call", "pytest_report_teststatus", "pytest_sessionfinish",
+                  "pytest_runtestloop", "pytest_exception_interact")
+_GUARDED_ATTRS = (
+    ("_pytest.runner", ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
+                        "pytest_runtest_makereport", "CallInfo.from_call")),
+    ("_pytest.reports", ("TestReport.from_item_and_call", "TestReport.__init__", "BaseReport.passed",
+                         "BaseReport.failed", "BaseReport.skipped")),
+    ("_pytest.junitxml", ("LogXML.pytest_runtest_logreport", "LogXML.pytest_sessionfinish", "LogXML.finalize",
+                          "LogXML.node_reporter", "_NodeReporter.append_pass", "_NodeReporter.append_failure",
+                          "_NodeReporter.append_error", "_NodeReporter.append_skipped", "_NodeReporter.to_xml",
+                          "_NodeReporter.add_property", "mangle_test_address", "bin_xml_escape")),
+    ("_pytest.python", ("pytest_pyfunc_call", "Function.runtest")),
+    ("pluggy._callers", ("_multicall",)),
+    ("pluggy._hooks", ("HookCaller.__call__",)),
+    ("pluggy._manager", ("PluginManager._hookexec", "PluginManager.register")),
+)
+"""What decides how a test's outcome gets into pytest's JUnit report: checked during the run."""
+
+
+def _resolve(module: str, dotted: str):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for name in dotted.split("."):
+        obj = inspect_getattr(obj, name)
+    return obj
+
+
+def inspect_getattr(obj, name: str):
+    """``obj.name`` without running descriptors (a property stays the property object)."""
+    import inspect
+
+    return inspect.getattr_static(obj, name)
+
+
+class Guard:
+    """The grader's child runs (``--grade-guard``): stop the run, before pytest writes its
+    report, if anything changed how outcomes are reported once collection began (learner
+    modules are imported during collection).
+
+    At the start of the session it records the hook implementations of
+    :data:`_GUARDED_HOOKS` and the objects of :data:`_GUARDED_ATTRS`; before each test's
+    report is logged and before the session's end it compares. A difference writes one line
+    ``grading guard: ...`` and ends the process at once (exit status 70) without a report,
+    which the grader scores as 0 for that run. An audit hook also refuses, while code of the
+    lab packages is on the stack, to replace the code of a function or the special
+    attributes of a class of pytest, pluggy or the grader (``f.__code__ = ...``), which
+    would keep the objects above the same.
+
+    Limit: code in the same process can defeat any check made in that process; this one
+    catches the usual patches (a registered hook wrapper, a replaced pytest function), not a
+    learner who studies and disables the guard first.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.snapshot: tuple | None = None
+
+    def _take(self) -> tuple:
+        hooks = tuple((name, tuple(id(i.function) for i in getattr(self.config.hook, name).get_hookimpls()))
+                      for name in _GUARDED_HOOKS)
+        attrs = []
+        for module, names in _GUARDED_ATTRS:
+            for name in names:
+                try:
+                    attrs.append((module, name, id(_resolve(module, name))))
+                except (ImportError, AttributeError):
+                    attrs.append((module, name, None))
+        return hooks, tuple(attrs)
+
+    def check(self, where: str) -> None:
+        """Compare with the snapshot; on a difference, say what and end the process."""
+        if self.snapshot is None:
+            return
+        now = self._take()
+        if now == self.snapshot:
+            return
+        hooks = [h[0] for h, k in zip(now[0], self.snapshot[0]) if h != k]
+        attrs = [f"{a[0]}.{a[1]}" for a, b in zip(now[1], self.snapshot[1]) if a != b]
+        import sys
+
+        sys.stderr.write(f"grading guard: {', '.join(hooks + attrs)} changed during the run ({where}); "
+                         "stopping without a report\n")
+        sys.stderr.flush()
+        os._exit(70)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.snapshot = self._take()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.check(f"{report.nodeid} {report.when}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.check("end of the session")
+
+
+def install_guard(config: pytest.Config) -> None:
+    """Register the :class:`Guard` and its audit hook (the grader's child runs)."""
+    import sys
+
+    roots = tuple(str((config.rootpath / p).resolve()) + "/" for p in _LEARNER_PACKAGES)
+
+    def audit(event: str, args: tuple) -> None:
+        if event not in ("object.__setattr__", "object.__delattr__"):
+            return
+        target = args[0]
+        module = getattr(target, "__module__", "") or ""
+        if not isinstance(module, str) or module.split(".")[0] not in _GUARDED_MODULES:
+            return
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(roots):
+                raise RuntimeError(f"grading: code in {frame.f_code.co_filename} may not change "
+                                   f"{module}.{getattr(target, '__qualname__', '?')}.{args[1]} while it is graded")
+            frame = frame.f_back
+
+    sys.addaudithook(audit)
+    config.pluginmanager.register(Guard(config), "grading-guard")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
@@ -317,7 +419,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     per_part: dict[str, int] = {}
     seen: dict[str, str] = {}
     timeout = config.getoption("grade_timeout", default=DEFAULT_TIMEOUT_S)
-    has_timeout = config.pluginmanager.hasplugin("timeout")
+    has_timeout = _has_timeout(config)
     params: dict[str, int] = {}
     graded = [(item, info) for item in items if (info := grade_info(item, config.rootpath))]
     explicit = {info.number for _, info in graded if info.number}
@@ -366,7 +468,7 @@ class Grader:
                                  for p in arg.split(",") if p.strip()]
         self.results: dict[str, TestResult] = {}
         self.restore_lines: list[str] = []
-        self.start = time.monotonic()
+        self.refused: list[str] = []
         self.hidden_follow_labs = False
         self.collect_errors: dict[str, str] = {}
         self.json_path = Path(config.getoption("grade_json"))
@@ -375,14 +477,34 @@ class Grader:
 
     # -- before collection -------------------------------------------------------------
     def restore_test_files(self) -> None:
-        """Restore (or with --grade-no-restore, check) the course's test files."""
+        """Restore (or with --grade-no-restore, check) the course's test files.
+
+        Sets :attr:`refused` when this run cannot be trusted: a file that was loaded
+        before this check (a conftest.py, the grading package, pytest's configuration) was
+        changed, or the course's manifest is missing or damaged. The files are put back
+        first, so the next run is clean.
+        """
         apply = not self.config.getoption("grade_no_restore")
         try:
             report = manifest_mod.restore(self.root, apply=apply)
         except manifest_mod.ManifestError as exc:
-            self.restore_lines = [f"warning: test files not checked: {exc}"]
+            if (self.root / manifest_mod.GRADING_DIR).is_dir():  # a course checkout: refuse
+                self.refused = [f"the course's test files cannot be checked: {exc}"]
+            else:  # a project that only uses the plugin (no tests/grading folder)
+                self.restore_lines = [f"warning: test files not checked: {exc}"]
             return
         self.restore_lines = report.lines()
+        if report.refuse:
+            again = "put back; run the same command again" if apply else "run without --grade-no-restore to put them back"
+            self.refused = [f"{', '.join(report.refuse)} changed ({again})"]
+
+    def write_refusal(self) -> None:
+        """results.json of a refused run: score 0 and why."""
+        doc = {"score": 0.0, "execution_time": _elapsed(), "output": "\n".join(
+                   ["grading refused: " + r for r in self.refused] + self.restore_lines),
+               "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        self.json_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
     def choose_paths(self) -> None:
         """Collect the graded folders unless the command line named paths."""
@@ -458,10 +580,11 @@ class Grader:
     def ordered(self) -> list[TestResult]:
         return sorted(self.results.values(), key=lambda r: (_number_key(r.part), _number_key(r.number)))
 
-    def table(self) -> list[str]:
-        """The points table: one row per part, then the total."""
+    def table(self, results: list[TestResult] | None = None) -> list[str]:
+        """The points table of ``results`` (default: all): one row per part, then the total."""
+        results = self.ordered() if results is None else results
         rows: dict[str, list[float]] = {}
-        for r in self.ordered():
+        for r in results:
             row = rows.setdefault(r.part, [0, 0, 0.0, 0.0])
             row[0] += 1
             row[1] += r.status == "passed"
@@ -470,20 +593,29 @@ class Grader:
         lines = [f"{'part':<6}{'tests':>7}{'passed':>8}{'points':>12}"]
         for part, (n, ok, score, top) in rows.items():
             lines.append(f"{part:<6}{n:>7}{ok:>8}{_pts(score):>9} / {_pts(top):<5}")
-        total = sum(r.score for r in self.results.values())
-        top = sum(r.max_score for r in self.results.values())
-        n = len(self.results)
-        ok = sum(r.status == "passed" for r in self.results.values())
+        total = sum(r.score for r in results)
+        top = sum(r.max_score for r in results)
+        n = len(results)
+        ok = sum(r.status == "passed" for r in results)
         lines.append(f"{'total':<6}{n:>7}{ok:>8}{_pts(total):>9} / {_pts(top):<5}")
         return lines
 
     def results_json(self) -> dict:
-        """The Gradescope results document."""
+        """The Gradescope results document.
+
+        The top-level output counts the visible tests only; hidden tests keep their own
+        visibility (``after_published``) and are only announced by their number.
+        """
         total = sum(r.score for r in self.results.values())
-        output = "\n".join(self.table() + self.restore_lines)
+        visible = [r for r in self.ordered() if not r.hidden]
+        hidden = len(self.results) - len(visible)
+        lines = self.table(visible)
+        if hidden:
+            lines.append(f"hidden tests: {hidden}; their results and points appear when grades are published")
+        output = "\n".join(lines + self.restore_lines)
         return {
             "score": round(total, 4),
-            "execution_time": int(round(time.monotonic() - self.start)),
+            "execution_time": _elapsed(),
             "output": output,
             "output_format": "text",
             "visibility": "visible",
@@ -513,9 +645,8 @@ class Grader:
             if error is None:
                 continue
             self.results[t.nodeid] = TestResult(
-                nodeid=t.nodeid, name=t.nodeid.split("::")[-1], number=t.number or f"{t.part}.{t.nodeid.split('::')[-1]}",
-                part=t.part, max_score=t.points,
-                visibility="after_published" if t.hidden else "visible", hidden=t.hidden,
+                nodeid=t.nodeid, name=t.title, number=t.number,
+                part=t.part, max_score=t.points, visibility=t.visibility, hidden=t.hidden,
                 status="failed", message=f"did not run: {file} failed to import: {error}")
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -533,6 +664,20 @@ class Grader:
         for line in self.table():
             tr.write_line(line)
         tr.write_line(f"results written to {self.json_path}")
+
+
+def _elapsed() -> int:
+    """Whole seconds (rounded up) since this process started: execution_time counts the
+    interpreter's start-up and pytest's collection too, not only the tests."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return math.ceil(max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK")))
+    except (OSError, ValueError, IndexError):
+        return math.ceil(time.monotonic() - _IMPORTED_AT)
+
+
+_IMPORTED_AT = time.monotonic()
 
 
 def _pts(x: float) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import jsonschema
@@ -43,6 +44,13 @@ def test_partial(partial_credit):
 def test_not_graded():
     assert True
 """
+
+
+@pytest.fixture(autouse=True)
+def no_plugin_autoload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner runs load only the plugins they name (-p): re-importing every installed plugin
+    (nbval, hypothesis...) in each in-process run would cost seconds per test."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
 
 
 @pytest.fixture
@@ -109,7 +117,8 @@ def test_endless_loop_costs_only_that_test(course: pytest.Pytester,
         "    while True:\n"
         "        pass\n")
     monkeypatch.setenv("PYTHONPATH", TESTS_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = course.runpytest_subprocess("-p", "grading.plugin", "--grade", "--grade-timeout", "0.5",
+    result = course.runpytest_subprocess("-p", "pytest_timeout", "-p", "grading.plugin", "--grade",
+                                         "--grade-timeout", "0.5",
                                          timeout=120)
     result.assert_outcomes(passed=1, failed=3, deselected=1)
     doc = read_results(course)
@@ -132,6 +141,10 @@ def test_hidden_tests_run_when_present(course: pytest.Pytester) -> None:
     secret = next(t for t in doc["tests"] if t["number"] == "1A.9")
     assert secret["visibility"] == "after_published" and secret["score"] == 1.0
     assert doc["score"] == 6.0  # 5 + 1
+    # the top-level output (visible before grades are published) counts the visible tests only
+    assert "1A.9" not in doc["output"] and "test_secret" not in doc["output"]
+    assert re.search(r"^total\s+3\s+1\s+5 / 9", doc["output"], re.M), doc["output"]
+    assert "hidden tests: 1;" in doc["output"]
     # a learner's check leaves them out
     result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-no-hidden")
     assert [t["number"] for t in read_results(course)["tests"]] == ["1A.1", "1A.2", "1B.1"]
@@ -188,22 +201,65 @@ def test_grading_restores_changed_test_files(course: pytest.Pytester) -> None:
     assert written == ["tests/lab01/graded/test_lab01_example.py"]
     graded = root / "tests" / "lab01" / "graded"
     original = (graded / "test_lab01_example.py").read_text()
-    # the learner "fixes" the failing test and adds a conftest that could rig results
+    # the learner "fixes" the failing test: a graded file is collected after the check,
+    # so it is put back and grading goes on
     (graded / "test_lab01_example.py").write_text(original.replace("2 + 2 == 5", "2 + 2 == 4"))
-    (graded / "conftest.py").write_text("# rigged\n")
     result = course.runpytest("-p", "grading.plugin", "--grade")
     result.stdout.fnmatch_lines([
-        "test file changed: tests/lab01/graded/test_lab01_example.py (restored)",
-        "unexpected file in a test folder: tests/lab01/graded/conftest.py (moved aside)",
+        "test file changed: tests/lab01/graded/test_lab01_example.py (restored; your version is in "
+        "test-artifacts/grading-backup/)",
     ])
     assert (graded / "test_lab01_example.py").read_text() == original
-    assert not (graded / "conftest.py").exists()
     backup = root / manifest.BACKUP_DIR / "tests" / "lab01" / "graded"
     assert "2 + 2 == 4" in (backup / "test_lab01_example.py").read_text()
-    assert (backup / "conftest.py").read_text() == "# rigged\n"
     doc = read_results(course)
     assert doc["score"] == 5.0  # the restored test fails again: same as the untouched run
     assert "test file changed: tests/lab01/graded/test_lab01_example.py" in doc["output"]
+    assert "manifest.py write" not in result.stdout.str() + doc["output"]
+
+
+RIGGED_CONFTEST = """
+import pytest
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    report.outcome = "passed"   # every test "passes"
+    return report
+"""
+
+
+@pytest.mark.parametrize("tamper, finding", [
+    (lambda root: (root / "conftest.py").write_text(RIGGED_CONFTEST), "conftest.py"),
+    (lambda root: (root / "tests" / "conftest.py").write_text(RIGGED_CONFTEST), "tests/conftest.py"),
+    (lambda root: (root / "tests" / "lab01" / "graded" / "conftest.py").write_text(RIGGED_CONFTEST),
+     "tests/lab01/graded/conftest.py"),
+    (lambda root: (root / "tests" / "pytest.ini").write_text("[pytest]\naddopts = -p no:grading\n"),
+     "tests/pytest.ini"),
+    (lambda root: (root / "sitecustomize.py").write_text("# runs at start-up\n"), "sitecustomize.py"),
+    (lambda root: (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-x'\n"),
+     "pyproject.toml#tool.pytest"),
+])
+def test_files_loaded_before_the_check_refuse_the_run(course: pytest.Pytester, tamper, finding: str) -> None:
+    """A conftest.py (root, tests/, a graded folder), a pytest ini file, a start-up hook or a
+    changed [tool.pytest] table is put back or moved aside, and that run is refused (score
+    0, exit status 4): the next run grades the course's tests as before (5 of 9)."""
+    root = course.path
+    (root / "tests" / "grading").mkdir()
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = ''\n")
+    manifest.write(root)
+    tamper(root)
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert "grading refused" in text and finding in text
+    assert "manifest.py write" not in text
+    doc = read_results(course)
+    assert doc["score"] == 0 and "grading refused" in doc["output"]
+    if finding.endswith(".py") or finding.endswith(".ini"):
+        assert not (root / finding).exists() or finding == "tests/conftest.py"
+        result = course.runpytest("-p", "grading.plugin", "--grade")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        assert read_results(course)["score"] == 5.0  # not 9: the rig is gone
 
 
 def test_no_restore_only_reports(course: pytest.Pytester) -> None:
@@ -215,10 +271,27 @@ def test_no_restore_only_reports(course: pytest.Pytester) -> None:
     assert path.read_text().endswith("# edited\n")
 
 
-def test_missing_manifest_is_a_warning_not_a_crash(course: pytest.Pytester) -> None:
+def test_missing_or_damaged_manifest_refuses_in_a_course_checkout(course: pytest.Pytester) -> None:
+    """Without tests/grading/ (a project that only uses the plugin) a missing manifest is a
+    warning; in a course checkout a missing or hand-edited manifest refuses grading, and
+    the message says to get the course's copy back, never how to approve edits."""
     result = course.runpytest("-p", "grading.plugin", "--grade")
     result.stdout.fnmatch_lines(["warning: test files not checked: *manifest.json: not found*"])
     assert read_results(course)["score"] == 5.0
+    manifest.write(course.path)
+    path = course.path / "tests" / "grading" / "manifest.json"
+    doc = json.loads(path.read_text())
+    doc["files"]["tests/lab01/graded/test_lab01_example.py"] = "0" * 64  # "approve" an edit by hand
+    path.write_text(json.dumps(doc))
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = result.stdout.str() + result.stderr.str()
+    assert "manifest.json: damaged" in text and "git checkout -- tests/grading" in text
+    assert "manifest.py write" not in text
+    path.unlink()
+    result = course.runpytest("-p", "grading.plugin", "--grade")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "manifest.json: not found" in result.stdout.str() + result.stderr.str()
 
 
 def test_a_file_that_fails_to_import_still_counts_its_points(course: pytest.Pytester) -> None:

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Grade a folder of submissions into a CSV gradebook, each through the Gradescope autograder.
+
+    python tools/grade_submissions.py SUBMISSIONS [--out gradebook.csv] [--jobs N]
+        [--autograder dist/autograder.zip] [--results-dir DIR] [--run-as auto|none|USER]
+
+``SUBMISSIONS`` holds one entry per learner: a ``.zip`` (what ``make submission`` writes)
+or a folder (e.g. Gradescope's "Export Submissions" layout, or a learner's checkout). Each
+is graded exactly as on Gradescope: in its own temporary folder standing for
+``/autograder`` (the autograder zip unpacked in ``source/``, the submission in
+``submission/``), by the autograder's own ``run_autograder`` (grading/runner.py: the
+learner's code runs only in child processes). Up to ``--jobs`` submissions are graded in
+parallel, each in its own processes.
+
+The gradebook has one row per submission, sorted by name: the total (visible and hidden
+tests), the points per part, empty columns for the written answers (graded by hand, with
+their points in the header), and the problems the autograder reported. Each submission's
+``results.json`` is kept in ``--results-dir`` (default: beside the gradebook, in
+``gradebook-results/``).
+
+Without ``--autograder``, the autograder is built first from this repository
+(tools/make_autograder.py: the student edition plus the hidden tests; in a student edition,
+which has none, without hidden tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 3600.0
+"""Upper bound on one submission's grading (the grader bounds each test run itself)."""
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _layout():
+    """grading.layout from this repository (safe unpacking of submissions)."""
+    tests = str(REPO_ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from grading import layout
+    return layout
+
+
+@dataclass
+class Row:
+    """One submission's line of the gradebook."""
+
+    name: str
+    score: float | None = None
+    max_score: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def submissions(folder: Path) -> list[Path]:
+    """The entries of ``folder`` to grade: ``.zip`` files and folders, by name."""
+    return sorted(p for p in folder.iterdir()
+                  if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() == ".zip"))
+
+
+def grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, run_as: str,
+              timeout: float = TIMEOUT_S) -> Row:
+    """Grade one submission in its own temporary /autograder folder."""
+    start = time.monotonic()
+    row = Row(entry.name)
+    with tempfile.TemporaryDirectory(prefix="autograder-root-") as tmp:
+        root = Path(tmp)
+        with zipfile.ZipFile(autograder) as zf:
+            zf.extractall(root / "source")
+        for name in ("run_autograder", "setup.sh"):
+            os.chmod(root / "source" / name, 0o755)
+        shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+        try:
+            _layout().unpack(entry, root / "submission")
+        except _layout().SubmissionError as exc:
+            row.problems.append(f"could not unpack: {exc}")
+            (root / "submission").mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+        env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python, AUTOGRADER_RUN_AS=run_as)
+        try:
+            proc = subprocess.run(["bash", str(root / "run_autograder")], cwd=root, env=env,
+                                  capture_output=True, text=True, timeout=timeout)
+            log = proc.stdout[-4000:] + proc.stderr[-4000:]
+        except subprocess.TimeoutExpired:
+            log = f"stopped after {timeout:g} s"
+            row.problems.append(log)
+        results = root / "results" / "results.json"
+        if results.is_file():
+            doc = json.loads(results.read_text(encoding="utf-8"))
+            results_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(results, results_dir / f"{entry.name}.json")
+            row.score = float(doc.get("score", 0.0))
+            for t in doc.get("tests", []):
+                if not t.get("tags"):  # the grader's notes
+                    continue
+                part = t["tags"][0]
+                row.parts[part] = row.parts.get(part, 0.0) + float(t.get("score", 0.0))
+                row.max_score += float(t.get("max_score", 0.0))
+            output = doc.get("output", "")
+            if "Problems with the submitted files:" in output:
+                row.problems += [ln.strip() for ln in output.split("Problems with the submitted files:", 1)[1]
+                                 .splitlines() if ln.strip()]
+        else:
+            row.problems.append(f"no results.json ({log.strip().splitlines()[-1] if log.strip() else 'no output'})")
+    row.seconds = time.monotonic() - start
+    return row
+
+
+def written_columns(autograder: Path) -> list[tuple[str, float]]:
+    """(grade id, points) of each written question, from the notebooks in the autograder."""
+    out = []
+    with zipfile.ZipFile(autograder) as zf:
+        for name in sorted(n for n in zf.namelist() if re.fullmatch(r"course/labs/[^/]+\.ipynb", n)):
+            nb = json.loads(zf.read(name))
+            for cell in nb.get("cells", []):
+                meta = cell.get("metadata", {})
+                if "written-answer" in meta.get("tags", []):
+                    out.append((meta["nbgrader"]["grade_id"], float(meta["nbgrader"]["points"])))
+    return out
+
+
+def write_gradebook(rows: list[Row], out: Path, written: list[tuple[str, float]]) -> None:
+    """The CSV gradebook (see the module docstring)."""
+    parts = sorted({p for r in rows for p in r.parts}, key=lambda p: (int(re.match(r"\d+", p).group()), p))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "autograded score", "autograded max", *parts,
+                         *[f"{gid} (by hand, /{pts:g})" for gid, pts in written], "problems"])
+        for r in sorted(rows, key=lambda r: r.name):
+            writer.writerow([r.name, "" if r.score is None else f"{r.score:g}", f"{r.max_score:g}",
+                             *[f"{r.parts.get(p, 0.0):g}" for p in parts], *["" for _ in written],
+                             " | ".join(r.problems)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python tools/grade_submissions.py",
+        description="Grade every submission (.zip or folder) in a folder with the Gradescope autograder, "
+                    "in parallel, each in its own temporary folder, into a CSV gradebook.")
+    parser.add_argument("folder", type=Path, metavar="SUBMISSIONS", help="folder of submissions")
+    parser.add_argument("--out", type=Path, default=Path("gradebook.csv"), help="the CSV gradebook to write")
+    parser.add_argument("--autograder", type=Path,
+                        help="autograder zip (default: build one from this repository)")
+    parser.add_argument("--results-dir", type=Path, help="where each results.json goes "
+                                                         "(default: <out without .csv>-results/)")
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                        help="submissions graded at once (default: min(4, CPUs))")
+    parser.add_argument("--run-as", default="auto", metavar="auto|none|USER",
+                        help="user the learner's code runs as (default auto: an unprivileged user when root)")
+    parser.add_argument("--python", default=sys.executable, help="interpreter for the grader")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        print(f"error: {args.folder}: not a folder of submissions", file=sys.stderr)
+        return 1
+    if args.jobs < 1:
+        print(f"error: --jobs {args.jobs}: expected 1 or more", file=sys.stderr)
+        return 1
+    entries = submissions(args.folder)
+    if not entries:
+        print(f"error: {args.folder}: no .zip files or folders to grade", file=sys.stderr)
+        return 1
+    results_dir = args.results_dir or args.out.with_name(args.out.stem + "-results")
+    with tempfile.TemporaryDirectory(prefix="autograder-build-") as tmp:
+        autograder = args.autograder
+        if autograder is None:
+            autograder = Path(tmp) / "autograder.zip"
+            tool = _load("make_autograder")
+            hidden = (REPO_ROOT / "tests" / "hidden").is_dir()
+            if not hidden:
+                print("note: this checkout has no tests/hidden/ (a student edition): grading without hidden "
+                      "tests; pass --autograder ZIP to use the course's autograder", file=sys.stderr)
+            try:
+                tool.build(autograder, hidden=hidden)
+            except tool.AutograderError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+        elif not zipfile.is_zipfile(autograder):
+            print(f"error: --autograder {autograder}: not a zip file", file=sys.stderr)
+            return 1
+        rows: list[Row] = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {pool.submit(grade_one, e, autograder, results_dir, args.python, args.run_as): e
+                       for e in entries}
+            for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+                row = future.result()
+                rows.append(row)
+                score = "no score" if row.score is None else f"{row.score:g}/{row.max_score:g}"
+                print(f"[{done}/{len(entries)}] {row.name}: {score} ({row.seconds:.0f} s)"
+                      + (f"; {len(row.problems)} problem(s)" if row.problems else ""), file=sys.stderr)
+        write_gradebook(rows, args.out, written_columns(autograder))
+    print(f"wrote {args.out} ({len(rows)} submissions) and {results_dir}/ (one results.json each)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

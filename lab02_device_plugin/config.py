@@ -41,9 +41,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.limits import (
+    MAX_CONFIG_BYTES, MAX_REPLICAS, read_text_bounded, safe_load_bounded, short_repr, shorten,
+)
 
 #: The only config version (NVIDIA ``api/config/v1``: an empty version means v1).
 VERSION = "v1"
@@ -216,7 +217,7 @@ class _Ctx:
     def error(self, path: str, expected: str, got: Any = ...) -> InputError:
         msg = f"{self.source}: {path}: expected {expected}"
         if got is not ...:
-            msg += f", got {got!r}"
+            msg += f", got {short_repr(got)}"
         return InputError(msg)
 
     def warn(self, path: str, why: str) -> None:
@@ -238,8 +239,8 @@ def _check_keys(ctx: _Ctx, data: Mapping, path: str, known: tuple[str, ...]) -> 
     for key in data:
         if key not in known:
             where = f"{path}.{key}" if path else key
-            raise InputError(f"{ctx.source}: {where}: unknown key; expected one of "
-                             f"{', '.join(known)}")
+            raise InputError(f"{ctx.source}: {shorten(where, 120)}: unknown key; expected one "
+                             f"of {', '.join(known)}")
 
 
 def _bool(ctx: _Ctx, value: Any, path: str) -> bool:
@@ -376,6 +377,10 @@ def _parse_sharing_strategy(ctx: _Ctx, data: Mapping, path: str, strategy: str) 
         replicas = entry["replicas"]
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
             raise ctx.error(f"{rpath}.replicas", "an integer >= 2", replicas)
+        if replicas > MAX_REPLICAS:
+            raise ctx.error(f"{rpath}.replicas", f"at most {MAX_REPLICAS} (the kubelet gets every "
+                            "replica ID of a resource in one ListAndWatch message, limited to "
+                            "4 MiB: see lab02_device_plugin.limits)", replicas)
         rename = entry.get("rename")
         if rename is not None:
             rename = _string(ctx, rename, f"{rpath}.rename")
@@ -456,24 +461,23 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
 def load_config(path: str | Path | None) -> Config:
     """Read and validate a config file; ``None`` gives :class:`Config()` (upstream defaults).
 
+    The file is bounded (:data:`~.limits.MAX_CONFIG_BYTES`, YAML nesting and alias
+    expansion: see :mod:`.limits`), so a hostile file is one error line, quickly.
+
     Raises:
-        InputError: unreadable file, YAML syntax error (with line:column) or invalid content.
+        InputError: unreadable or oversized file, YAML syntax error (with line:column), too
+            deep or alias-expanded YAML, or invalid content.
     """
     if path is None:
         return Config()
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: byte {exc.start} is not UTF-8; expected a YAML config "
-                         "file (text)") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(f"{where}: {problem}; expected a YAML config file") from None
+    text = read_text_bounded(path, MAX_CONFIG_BYTES, "config file")
+    if "\ufffd" in text:
+        raw = path.read_bytes()[:MAX_CONFIG_BYTES]
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: byte {exc.start} is not UTF-8; expected a YAML config "
+                             "file (text)") from None
+    data = safe_load_bounded(text, str(path), "a YAML config file")
     return parse_config(data, str(path))

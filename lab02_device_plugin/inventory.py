@@ -23,10 +23,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from lab02_device_plugin import mig as migmod
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.limits import (
+    MAX_GPUS, MAX_INVENTORY_BYTES, MAX_YAML_BYTES, read_text_bounded, safe_load_bounded, short_repr,
+    shorten,
+)
+
+#: MIG devices one GPU can have: 7 compute slices, at most one MIG device each (NVIDIA MIG
+#: User Guide: "up to seven instances"); A30 has 4.
+MAX_MIG_DEVICES_PER_GPU = 7
 
 
 @dataclass(frozen=True)
@@ -151,12 +157,12 @@ def _memory(el: ET.Element, path: str, where: str) -> int:
     value = _mib(text)
     if value is None:
         element = "".join(f"<{part}>" for part in path.split("/"))
-        raise InputError(f"{where}: {element} is {text!r}; expected '<number> MiB'")
+        raise InputError(f"{where}: {element} is {short_repr(text)}; expected '<number> MiB'")
     return value
 
 
 def _int(value: str | None) -> int | None:
-    if value is None or not re.fullmatch(r"-?\d+", value):
+    if value is None or not re.fullmatch(r"-?\d{1,18}", value):
         return None
     return int(value)
 
@@ -205,10 +211,7 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
     """
     src = str(source)
     if text is None:
-        try:
-            text = Path(source).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise InputError(f"{src}: cannot read inventory: {exc.strerror or exc}") from None
+        text = read_text_bounded(source, MAX_INVENTORY_BYTES, "inventory")
     if not text.strip():
         raise InputError(f"{src}: empty file; expected `nvidia-smi -q -x` output (XML)")
     # The DTD line points at a file that is not there; ElementTree ignores DOCTYPE anyway.
@@ -216,14 +219,19 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         root = ET.fromstring(text)
     except ET.ParseError as exc:
         line, col = exc.position
-        raise InputError(f"{src}:{line}:{col + 1}: malformed XML; expected `nvidia-smi -q -x` "
-                         "output") from None
+        reason = str(exc).rsplit(": line ", 1)[0]  # expat's words, e.g. an entity bomb refused
+        raise InputError(f"{src}:{line}:{col + 1}: malformed XML ({shorten(reason, 100)}); "
+                         "expected `nvidia-smi -q -x` output") from None
     if root.tag != "nvidia_smi_log":
-        raise InputError(f"{src}: root element <{root.tag}>; expected <nvidia_smi_log> "
+        raise InputError(f"{src}: root element <{shorten(root.tag)}>; expected <nvidia_smi_log> "
                          "(`nvidia-smi -q -x` output)")
+    gpu_elements = root.findall("gpu")
+    if len(gpu_elements) > MAX_GPUS:
+        raise InputError(f"{src}: {len(gpu_elements)} <gpu> elements; expected at most {MAX_GPUS} "
+                         "GPUs on one node (see lab02_device_plugin.limits)")
     warnings: list[str] = []
     raw = []
-    for n, g in enumerate(root.findall("gpu")):
+    for n, g in enumerate(gpu_elements):
         where = f"{src}: <gpu> #{n}"
         uuid = _text(g, "uuid")
         model = _text(g, "product_name")
@@ -234,7 +242,11 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         mig_current = _text(g, "mig_mode/current_mig")
         mig_enabled = None if mig_current in (None, "N/A") else mig_current == "Enabled"
         devices = []
-        for m in g.findall("mig_devices/mig_device"):
+        mig_elements = g.findall("mig_devices/mig_device")
+        if len(mig_elements) > MAX_MIG_DEVICES_PER_GPU:
+            raise InputError(f"{where}: {len(mig_elements)} <mig_device> elements; expected at "
+                             f"most {MAX_MIG_DEVICES_PER_GPU} (a GPU has 7 compute slices)")
+        for m in mig_elements:
             gi = _int(_text(m, "gpu_instance_id"))
             ci = _int(_text(m, "compute_instance_id"))
             idx = _int(_text(m, "index"))
@@ -285,11 +297,11 @@ def check_device_ids(gpus, source: str) -> None:
                 for m in g.mig_devices]
         for who, uid, pattern, prefix in ids:
             if not pattern.match(uid):
-                raise InputError(f"{source}: {who}: UUID {uid!r}; expected {prefix} followed by "
+                raise InputError(f"{source}: {who}: UUID {short_repr(uid)}; expected {prefix} followed by "
                                  "letters, digits and dashes (e.g. "
                                  f"{prefix}0c6e1ed6-bd4e-24e7-1b3c-4f4f4fe1c0a5)")
             if len(uid) > MAX_DEVICE_ID:
-                raise InputError(f"{source}: {who}: UUID {uid!r} is {len(uid)} characters; "
+                raise InputError(f"{source}: {who}: UUID {short_repr(uid, 80)} is {len(uid)} characters; "
                                  f"expected at most {MAX_DEVICE_ID} (Device.ID in the device "
                                  "plugin API)")
             if uid in seen:
@@ -300,8 +312,8 @@ def check_device_ids(gpus, source: str) -> None:
 
 # --------------------------------------------------------------------------- nvidia-smi -L
 
-_L_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[^)\s]+)\)\s*$")
-_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)\s*$")
+_L_GPU = re.compile(r"^GPU (\d{1,9}): (.+?) \(UUID: (GPU-[^)\s]+)\)\s*$")
+_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d{1,9}): \(UUID: (MIG-[^)\s]+)\)\s*$")
 
 #: Full-GPU memory (MiB) of the MIG-capable models, for listings that do not state it.
 _MIG_MODEL_MEMORY = MappingProxyType({"A100-40GB": 40960, "A100-80GB": 81920,
@@ -327,6 +339,9 @@ def from_nvidia_smi_list(text: str, source: str = "<nvidia-smi -L>") -> Inventor
     for n, line in enumerate(text.splitlines(), start=1):
         m = _L_GPU.match(line)
         if m:
+            if len(gpus) >= MAX_GPUS:
+                raise InputError(f"{source}:{n}: more than {MAX_GPUS} GPU lines; expected at most "
+                                 f"{MAX_GPUS} GPUs on one node (see lab02_device_plugin.limits)")
             if any(g["index"] == int(m.group(1)) for g in gpus):
                 raise InputError(f"{source}:{n}: GPU {m.group(1)} listed twice; expected one "
                                  "`nvidia-smi -L` listing")
@@ -337,6 +352,10 @@ def from_nvidia_smi_list(text: str, source: str = "<nvidia-smi -L>") -> Inventor
             if not gpus:
                 raise InputError(f"{source}:{n}: MIG device line before any GPU line; expected "
                                  "`nvidia-smi -L` output")
+            if len(gpus[-1]["migs"]) >= MAX_MIG_DEVICES_PER_GPU:
+                raise InputError(f"{source}:{n}: more than {MAX_MIG_DEVICES_PER_GPU} MIG devices on "
+                                 f"GPU {gpus[-1]['index']}; expected at most "
+                                 f"{MAX_MIG_DEVICES_PER_GPU} (a GPU has 7 compute slices)")
             gpus[-1]["migs"].append((m.group(1), int(m.group(2)), m.group(3)))
     if not gpus:
         raise InputError(f"{source}: no 'GPU <n>: <name> (UUID: GPU-...)' line; expected "
@@ -444,71 +463,78 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
         raise InputError(f"{source}: expected a mapping with a `gpus:` list, got {type(spec).__name__}")
     unknown = [k for k in spec if k not in ("gpus", "nvlink_islands", "node")]
     if unknown:
-        raise InputError(f"{source}: {unknown[0]}: unknown key; expected one of gpus, "
+        raise InputError(f"{source}: {shorten(str(unknown[0]))}: unknown key; expected one of gpus, "
                          "nvlink_islands, node")
     node = str(spec.get("node", "sim-node"))
     entries = spec.get("gpus")
     if not isinstance(entries, list) or not entries:
-        raise InputError(f"{source}: gpus: expected a non-empty list of GPU entries, got {entries!r}")
+        raise InputError(f"{source}: gpus: expected a non-empty list of GPU entries, got {short_repr(entries)}")
     gpus: list[Gpu] = []
     for e, entry in enumerate(entries):
         path = f"{source}: gpus[{e}]"
         if not isinstance(entry, Mapping):
-            raise InputError(f"{path}: expected a mapping with at least `model`, got {entry!r}")
+            raise InputError(f"{path}: expected a mapping with at least `model`, got {short_repr(entry)}")
         for k in entry:
             if k not in _SPEC_GPU_KEYS:
-                raise InputError(f"{path}.{k}: unknown key; expected one of {', '.join(_SPEC_GPU_KEYS)}")
+                raise InputError(f"{path}.{shorten(str(k))}: unknown key; expected one of {', '.join(_SPEC_GPU_KEYS)}")
         model = entry.get("model")
         if not isinstance(model, str) or not model:
             raise InputError(f"{path}.model: expected a GPU model such as H100-80GB "
-                             f"({', '.join(KNOWN_MODELS)}) or a product name, got {model!r}")
+                             f"({', '.join(KNOWN_MODELS)}) or a product name, got {short_repr(model)}")
         product, default_mem = KNOWN_MODELS.get(model, (model, None))
         if default_mem is None and entry.get("memory_mib") is None:
-            raise InputError(f"{path}.model: unknown model {model!r}; expected one of "
+            raise InputError(f"{path}.model: unknown model {short_repr(model)}; expected one of "
                              f"{', '.join(KNOWN_MODELS)}, or give memory_mib for another "
                              "product name")
         count = entry.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise InputError(f"{path}.count: expected a positive integer, got {count!r}")
+            raise InputError(f"{path}.count: expected a positive integer, got {short_repr(count)}")
+        if len(gpus) + count > MAX_GPUS:
+            raise InputError(f"{path}.count: {count} GPUs" + (f" after {len(gpus)}" if gpus else "")
+                             + f"; expected at most {MAX_GPUS} GPUs on one node (the largest "
+                             "single-host systems have 16; see lab02_device_plugin.limits)")
         memory = entry.get("memory_mib", default_mem)
         if isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0:
             raise InputError(f"{path}.memory_mib: expected a positive integer (MiB)"
-                             + ("" if default_mem else f"; required for model {model!r}")
-                             + f", got {memory!r}")
+                             + ("" if default_mem else f"; required for model {short_repr(model)}")
+                             + f", got {short_repr(memory)}")
         numa = entry.get("numa_node")
         numas = numa if isinstance(numa, list) else [numa] * count
         if len(numas) != count or not all(n is None or (isinstance(n, int) and not isinstance(n, bool)
                                                         and n >= 0) for n in numas):
             raise InputError(f"{path}.numa_node: expected a NUMA node >= 0 or a list of {count}, "
-                             f"got {numa!r}")
+                             f"got {short_repr(numa)}")
         uuids = entry.get("uuids")
         if uuids is not None and (not isinstance(uuids, list) or len(uuids) != count or not all(
                 isinstance(u, str) and u.startswith("GPU-") for u in uuids)):
-            raise InputError(f"{path}.uuids: expected a list of {count} `GPU-...` UUIDs, got {uuids!r}")
+            raise InputError(f"{path}.uuids: expected a list of {count} `GPU-...` UUIDs, got {short_repr(uuids)}")
         mig_spec = entry.get("mig")
         mig_enabled: bool | None = None
         instances: list[str] = []
         if mig_spec is not None:
             if not isinstance(mig_spec, Mapping) or any(k not in ("enabled", "instances") for k in mig_spec):
                 raise InputError(f"{path}.mig: expected a mapping with `enabled` and `instances`, "
-                                 f"got {mig_spec!r}")
+                                 f"got {short_repr(mig_spec)}")
             mig_enabled = mig_spec.get("enabled", True)
             if not isinstance(mig_enabled, bool):
-                raise InputError(f"{path}.mig.enabled: expected true or false, got {mig_enabled!r}")
+                raise InputError(f"{path}.mig.enabled: expected true or false, got {short_repr(mig_enabled)}")
             instances = mig_spec.get("instances") or []
             if not isinstance(instances, list):
                 raise InputError(f"{path}.mig.instances: expected a list of MIG profile names, "
-                                 f"got {instances!r}")
+                                 f"got {short_repr(instances)}")
+            if len(instances) > MAX_MIG_DEVICES_PER_GPU:
+                raise InputError(f"{path}.mig.instances: {len(instances)} instances; expected at "
+                                 f"most {MAX_MIG_DEVICES_PER_GPU} (a GPU has 7 compute slices)")
             if instances and not mig_enabled:
                 raise InputError(f"{path}.mig.instances: MIG instances need mig.enabled: true")
             if mig_enabled and migmod.canonical_model(product) is None:
-                raise InputError(f"{path}.mig.enabled: {model!r} has no MIG profile table; expected "
+                raise InputError(f"{path}.mig.enabled: {short_repr(model)} has no MIG profile table; expected "
                                  f"one of {', '.join(migmod.GPU_MODELS)}")
             for i, name in enumerate(instances):
                 if not isinstance(name, str) or name not in migmod.profiles(product):
                     raise InputError(f"{path}.mig.instances[{i}]: expected a profile of "
                                      f"{migmod.canonical_model(product)} "
-                                     f"({', '.join(migmod.profiles(product))}), got {name!r}")
+                                     f"({', '.join(migmod.profiles(product))}), got {short_repr(name)}")
         layout = None
         if instances:
             try:
@@ -533,13 +559,13 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
     if islands is not None:
         if not isinstance(islands, list) or not all(isinstance(i, list) for i in islands):
             raise InputError(f"{source}: nvlink_islands: expected a list of lists of GPU indices, "
-                             f"got {islands!r}")
+                             f"got {short_repr(islands)}")
         island_of: dict[int, int] = {}
         for i, members in enumerate(islands):
             for j, idx in enumerate(members):
                 if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(gpus):
                     raise InputError(f"{source}: nvlink_islands[{i}][{j}]: expected a GPU index "
-                                     f"0..{len(gpus) - 1}, got {idx!r}")
+                                     f"0..{len(gpus) - 1}, got {short_repr(idx)}")
                 if idx in island_of:
                     raise InputError(f"{source}: nvlink_islands[{i}][{j}]: GPU {idx} is already "
                                      f"in island {island_of[idx]}; expected each GPU once")
@@ -640,23 +666,22 @@ def load_inventory(path: str | Path) -> Inventory:
     (a ``.xml`` name or content starting with ``<`` is read as XML; otherwise chosen by
     content).
 
+    Bounded (:mod:`.limits`): at most :data:`~.limits.MAX_INVENTORY_BYTES` (a YAML spec
+    :data:`~.limits.MAX_YAML_BYTES`), :data:`~.limits.MAX_GPUS` GPUs, 7 MIG devices a GPU,
+    YAML nesting and alias expansion.
+
     Raises:
-        InputError: unreadable file, or content that is neither (message says which).
+        InputError: unreadable or oversized file, or content that is neither (message says
+            which).
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read inventory: {exc.strerror or exc}") from None
+    text = read_text_bounded(p, MAX_INVENTORY_BYTES, "inventory")
     if p.suffix.lower() == ".xml" or text.lstrip().startswith("<"):
         return from_nvidia_smi_xml(p, text)
     if re.search(r"^GPU \d+: .+\(UUID: GPU-", text, re.MULTILINE):
         return from_nvidia_smi_list(text, str(p))
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        raise InputError(f"{where}: invalid YAML; expected an nvidia-smi XML dump or a YAML "
-                         "GPU spec") from None
+    if len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
+        raise InputError(f"{p}: a YAML GPU spec of {len(text.encode('utf-8', errors='replace'))} "
+                         f"bytes; expected at most {MAX_YAML_BYTES} (or an nvidia-smi XML dump)")
+    data = safe_load_bounded(text, str(p), "an nvidia-smi XML dump or a YAML GPU spec")
     return from_yaml_spec(data, str(p))

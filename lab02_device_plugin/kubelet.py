@@ -85,6 +85,7 @@ import grpc
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, shorten
 
 # Constants of k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (constants.go) and the device
 # manager (types.go, endpoint.go) in the Kubernetes source.
@@ -100,6 +101,8 @@ PRE_START_CONTAINER_TIMEOUT_S = 30.0
 ENDPOINT_STOP_GRACE_PERIOD_S = 300.0
 #: Devices with no NUMA topology are checkpointed under this node (pod_devices.go).
 NODE_WITHOUT_TOPOLOGY = -1
+#: Longest narration line (characters): 64 allocated GPU UUIDs (41 characters each) fit.
+MAX_NARRATION_CHARS = 4000
 #: Longest path a unix socket address can hold on Linux (sun_path is 108 bytes, NUL included).
 MAX_UNIX_SOCKET_PATH = 107
 
@@ -156,14 +159,14 @@ def register_error(request: pb.RegisterRequest) -> str | None:
     """
     if request.version not in SUPPORTED_VERSIONS:
         supported = "[" + " ".join(SUPPORTED_VERSIONS) + "]"
-        return (f'requested API version "{request.version}" is not supported by kubelet. '
+        return (f'requested API version "{shorten(request.version)}" is not supported by kubelet. '
                 f'Supported version is "{supported}"')
     if not is_extended_resource_name(request.resource_name):
-        return f'the ResourceName "{request.resource_name}" is invalid'
+        return f'the ResourceName "{shorten(request.resource_name)}" is invalid'
     endpoint = request.endpoint
-    if not endpoint or "/" in endpoint or endpoint in (".", ".."):
-        return (f'invalid endpoint "{endpoint}": expected the file name of the plugin\'s socket '
-                f"in the device plugin directory (e.g. nvidia-gpu.sock), not a path")
+    if not endpoint or "/" in endpoint or endpoint in (".", "..") or len(endpoint) > 255:
+        return (f'invalid endpoint "{shorten(endpoint)}": expected the file name of the plugin\'s '
+                f"socket in the device plugin directory (e.g. nvidia-gpu.sock), not a path")
     return None
 
 
@@ -277,6 +280,43 @@ class AdmissionResult:
     containers: dict[str, RunContainerOptions] = field(default_factory=dict)
 
 
+#: Pod phases (``PodStatus.phase`` in the Kubernetes API).
+PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
+TERMINAL_PHASES = (SUCCEEDED, FAILED)
+#: Reason of a pod whose admission failed in the restart window and will be retried (only
+#: with the retry option; not a Kubernetes reason: today's kubelet fails the pod instead).
+ADMISSION_RETRY = "AdmissionRetry"
+
+
+@dataclass
+class PodStatus:
+    """What the API server would show for a pod handed to this node.
+
+    Attributes:
+        pod: the pod.
+        phase: Pending, Running, Succeeded or Failed.
+        reason: FailedScheduling (Pending, never bound), UnexpectedAdmissionError /
+            OutOf<resource> / CreateContainerError (Failed at admission), Completed
+            (Succeeded), Error (Failed with a non-zero exit code), or AdmissionRetry
+            (Pending, waiting for the retry option's next attempt).
+        message: the kubelet's or scheduler's message.
+        bound: True once the pod is bound to the node (spec.nodeName set).
+        retries_left: admission retries still allowed (retry option only).
+    """
+
+    pod: Pod
+    phase: str
+    reason: str = ""
+    message: str = ""
+    bound: bool = False
+    retries_left: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        """True for Succeeded and Failed: the kubelet never admits the pod again."""
+        return self.phase in TERMINAL_PHASES
+
+
 @dataclass
 class NodeStatus:
     """The node's extended resources as the kubelet reports them: ``capacity`` (all devices)
@@ -331,7 +371,7 @@ class _RegistrationServicer(pb_grpc.RegistrationServicer):
         error = self._kubelet._register(request)
         if error is not None:
             # The kubelet returns a plain Go error, which gRPC sends as status UNKNOWN.
-            context.abort(grpc.StatusCode.UNKNOWN, error)
+            context.abort(grpc.StatusCode.UNKNOWN, shorten(error, MAX_MESSAGE_CHARS))
         return pb.Empty()
 
 
@@ -345,6 +385,14 @@ class MockKubelet:
         stop_grace_period: seconds a resource whose stream ended stays in the node status
             (kubelet: 300).
         clock: monotonic clock in seconds, injectable for tests of the grace period.
+        retry_admission_after: off (None) by default, as in the kubelet. When set, a bound
+            pod whose admission fails because its device plugin is not registered (``cannot
+            allocate unregistered device``, ``no healthy devices present``: the window after
+            a kubelet restart or node reboot) stays Pending (reason AdmissionRetry) and is
+            admitted again after this many seconds, as the fix proposed in
+            kubernetes/kubernetes#128043 for #125579 and #133382 describes.
+        retry_admission_attempts: how many such retries (the proposal: 1); after the last
+            one fails, the pod is Failed as without the option.
 
     Use as a context manager (``start`` on enter, ``stop`` on exit). Thread-safe: streams run
     on their own threads, admissions are serialised as in the kubelet's sync loop.
@@ -359,7 +407,9 @@ class MockKubelet:
     def __init__(self, plugin_dir: str | os.PathLike, *, on_event: Callable[[str], None] | None = None,
                  dial_timeout: float = DIAL_TIMEOUT_S,
                  stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 retry_admission_after: float | None = None,
+                 retry_admission_attempts: int = 1) -> None:
         self.plugin_dir = Path(plugin_dir)
         self.socket_path = self.plugin_dir / KUBELET_SOCKET_NAME
         self.checkpoint_path = self.plugin_dir / CHECKPOINT_NAME
@@ -377,7 +427,17 @@ class MockKubelet:
         self._narration: list[str] = []
         self._endpoints: dict[str, _Endpoint] = {}
         self._allocations: list[_Allocation] = []
-        self._pods: dict[str, Pod] = {}
+        self._pods: dict[str, PodStatus] = {}  # UID -> status; survives restarts (API server)
+        self._sources_ready = True
+        self._timers: list[threading.Timer] = []
+        if retry_admission_after is not None and not (0 < retry_admission_after <= 3600):
+            raise InputError(f"retry_admission_after: expected seconds above 0 and at most "
+                             f"3600, got {retry_admission_after!r}")
+        if not (isinstance(retry_admission_attempts, int) and 1 <= retry_admission_attempts <= 100):
+            raise InputError(f"retry_admission_attempts: expected 1 to 100, got "
+                             f"{retry_admission_attempts!r}")
+        self.retry_admission_after = retry_admission_after
+        self.retry_admission_attempts = retry_admission_attempts
         self._server: grpc.Server | None = None
         self._threads: list[threading.Thread] = []
         self._accepting = False
@@ -396,8 +456,23 @@ class MockKubelet:
     def running(self) -> bool:
         return self._server is not None
 
-    def start(self) -> None:
-        """Create the directory, remove stale sockets, restore the checkpoint, serve kubelet.sock.
+    def start(self, *, reboot: bool = False) -> None:
+        """Create the directory, remove stale sockets, restore the checkpoint, re-admit the
+        pods bound to this node, then serve kubelet.sock.
+
+        Re-admission (what a kubelet does with the pods the API server lists for its node)
+        runs before any plugin can register, so it shows the restart window:
+
+        * Succeeded and Failed pods are not admitted again (kubernetes PR #126343; before it,
+          a completed pod turned into UnexpectedAdmissionError: kubernetes#117955);
+        * a Running pod whose containers still run (a kubelet restart) keeps its checkpointed
+          devices without an Allocate call: while the kubelet is starting ("sources not
+          ready") the device manager skips containers it finds running (the fix of
+          kubernetes#118559);
+        * after a node reboot (``reboot=True``) no container runs, so every pod goes through
+          the device manager's checks, and with no plugin registered yet it ends Failed
+          (UnexpectedAdmissionError), not retried (kubernetes#125579) unless the retry
+          option is on.
 
         Raises RuntimeError when already running and InputError when the directory cannot be
         created or the socket cannot be bound.
@@ -422,8 +497,9 @@ class MockKubelet:
         probe_path.unlink(missing_ok=True)
         removed = self._cleanup_plugin_directory()
         self._narrate(f"kubelet: device plugin directory {self.plugin_dir}: removed "
-                      f"{len(removed)} socket(s)" + (f" ({', '.join(removed)})" if removed else ""))
+                      f"{_count(len(removed), 'socket')}" + (f" ({', '.join(removed)})" if removed else ""))
         self._read_checkpoint()
+        self._readmit(reboot)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="kubelet"))
         pb_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self), server)
         try:
@@ -440,9 +516,14 @@ class MockKubelet:
 
     def stop(self, grace: float | None = 0.5) -> None:
         """Stop serving, close every plugin connection and join the stream threads. The
-        checkpoint stays on disk; kubelet.sock is removed. Safe to call twice."""
+        checkpoint stays on disk; kubelet.sock is removed; the pods bound to the node stay
+        known (they live in the API server) and are re-admitted by :meth:`start`. Pending
+        admission retries are cancelled. Safe to call twice."""
         with self._lock:
             self._accepting = False
+            timers, self._timers = self._timers, []
+        for timer in timers:
+            timer.cancel()
         server, self._server = self._server, None
         if server is not None:
             server.stop(grace).wait(timeout=5)
@@ -450,7 +531,6 @@ class MockKubelet:
             endpoints = list(self._endpoints.values())
             self._endpoints.clear()
             self._allocations.clear()
-            self._pods.clear()
         for endpoint in endpoints:
             self._close_endpoint(endpoint)
         for thread in self._threads:
@@ -464,13 +544,19 @@ class MockKubelet:
         if server is not None:
             self._narrate("kubelet: stopped")
 
-    def restart(self) -> None:
+    def restart(self, *, reboot: bool = False) -> None:
         """Restart as a kubelet does: stop, remove every socket in the directory, read the
         checkpoint (allocations survive; every resource it names has capacity 0 until its
-        plugin registers again) and serve a new kubelet.sock."""
-        self._narrate("kubelet: restarting")
+        plugin registers again), re-admit the pods bound to the node (see :meth:`start`) and
+        serve a new kubelet.sock.
+
+        Args:
+            reboot: a node reboot rather than a kubelet restart: no container survives, so
+                Running pods are admitted again through the device manager's checks.
+        """
+        self._narrate("kubelet: node rebooting" if reboot else "kubelet: restarting")
         self.stop()
-        self.start()
+        self.start(reboot=reboot)
 
     def _cleanup_plugin_directory(self) -> list[str]:
         """``CleanupPluginDirectory``: delete every socket except the checkpoint."""
@@ -495,6 +581,7 @@ class MockKubelet:
             return list(self._narration)
 
     def _narrate(self, line: str) -> None:
+        line = shorten(line, MAX_NARRATION_CHARS)  # a plugin's 1 MB device ID stays one short line
         with self._lock:
             self._narration.append(line)
         if self.on_event is not None:
@@ -503,12 +590,18 @@ class MockKubelet:
     # ---- registration and ListAndWatch ----------------------------------------------------
 
     def _register(self, request: pb.RegisterRequest) -> str | None:
-        who = f"Register {request.resource_name or '<no resource name>'} from {request.endpoint or '<no endpoint>'}"
+        who = (f"Register {shorten(request.resource_name) or '<no resource name>'} from "
+               f"{shorten(request.endpoint) or '<no endpoint>'}")
         error = register_error(request)
         if error is None:
             socket_path = str(self.plugin_dir / request.endpoint)
-            channel = grpc.insecure_channel(f"unix://{socket_path}",
-                                            options=[("grpc.default_authority", "localhost")])
+            # A fresh connection for every registration: gRPC Python shares subchannels
+            # between channels of the same target and options, so a new channel to the same
+            # socket path would reuse the connection to a previous plugin process that still
+            # holds it, and lose the node's devices when that process exits
+            # (kubernetes/kubernetes#121994). A per-channel subchannel pool prevents it.
+            channel = grpc.insecure_channel(f"unix://{socket_path}", options=[
+                ("grpc.default_authority", "localhost"), ("grpc.use_local_subchannel_pool", 1)])
             stub = pb_grpc.DevicePluginStub(channel)
             # Dial (blocking, dial_timeout) and GetDevicePluginOptions in one call: with
             # wait_for_ready the RPC waits for the connection. (grpc.channel_ready_future would
@@ -556,7 +649,7 @@ class MockKubelet:
             endpoint.channel.close()
 
     def _list_and_watch(self, endpoint: _Endpoint) -> None:
-        reason = "stream ended"
+        reason = "the plugin closed it"
         try:
             stream = endpoint.stub.ListAndWatch(pb.Empty())
             endpoint.stream = stream
@@ -566,9 +659,9 @@ class MockKubelet:
             for response in stream:
                 self._on_snapshot(endpoint, response)
         except grpc.RpcError as exc:
-            reason = f"stream ended: {_rpc_text(exc)}"
+            reason = _stream_end_reason(exc)
         except ValueError:  # channel closed under us
-            reason = "stream ended: connection closed"
+            reason = "connection closed"
         with self._lock:
             current = self._endpoints.get(endpoint.resource) is endpoint
             if current:
@@ -579,8 +672,14 @@ class MockKubelet:
                 self._write_checkpoint()
                 self._changed.notify_all()
         if current:
-            self._narrate(f"ListAndWatch {endpoint.resource}: {reason}; all "
-                          f"{len(endpoint.devices)} devices marked unhealthy")
+            grace = _duration(self.stop_grace_period)
+            n = len(endpoint.devices)
+            self._narrate(
+                f"ListAndWatch {endpoint.resource}: stream ended ({reason}). As the kubelet does "
+                f"when a plugin goes away, it marks {'its' if n == 1 else 'all'} "
+                f"{_count(n, 'device')} unhealthy (allocatable 0) until the plugin registers "
+                f"again, and drops the resource after {grace} without it. Normal when a plugin "
+                "stops or restarts")
 
     def _on_snapshot(self, endpoint: _Endpoint, response: pb.ListAndWatchResponse) -> None:
         devices = {}
@@ -593,17 +692,29 @@ class MockKubelet:
             if self._endpoints.get(endpoint.resource) is not endpoint:
                 return
             before = len(endpoint.healthy), len(endpoint.devices)
+            was_unhealthy = {d for d, h in endpoint.devices.items() if h != HEALTHY}
             endpoint.devices = devices
             endpoint.numa = numa
             endpoint.snapshots += 1
             self._write_checkpoint()
             self._changed.notify_all()
             healthy = len(endpoint.healthy)
+            newly_bad = {d for d, h in devices.items() if h != HEALTHY} - was_unhealthy
+            hit = sorted({a.pod_name for a in self._allocations
+                          if a.resource == endpoint.resource and newly_bad & set(a.device_ids)})
         change = ""
         if endpoint.snapshots > 1:
-            change = f" (was {before[1]} devices, {before[0]} healthy)"
-        self._narrate(f"ListAndWatch {endpoint.resource}: {len(devices)} devices, "
+            change = f" (was {_count(before[1], 'device')}, {before[0]} healthy)"
+        self._narrate(f"ListAndWatch {endpoint.resource}: {_count(len(devices), 'device')}, "
                       f"{healthy} healthy{change}")
+        if hit and endpoint.snapshots > 1:
+            self._narrate(
+                f"ListAndWatch {endpoint.resource}: {', '.join(sorted(newly_bad)[:4])}"
+                f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under "
+                f"{_count(len(hit), 'running pod')} ({', '.join(hit)}): the kubelet does not "
+                f"stop {'it' if len(hit) == 1 else 'them'}; the device leaves allocatable, and "
+                "the pod's status shows it only with "
+                "the ResourceHealthStatus feature gate (KEP-4680: alpha in 1.31, beta in 1.36)")
 
     # ---- node status and waits ------------------------------------------------------------
 
@@ -683,8 +794,15 @@ class MockKubelet:
 
         With ``bound=False`` (a pod from the scheduler) a pod that does not fit the node's
         allocatable stays Pending (FailedScheduling, see the module docstring) and no plugin
-        is called. With ``bound=True`` (``spec.nodeName`` set, no scheduler) it goes straight
-        to the kubelet's admission, which fails it (phase Failed) when devices are short.
+        is called. With ``bound=True`` (``spec.nodeName`` set, no scheduler; or a pod bound
+        before the node status showed the restart) it goes straight to the kubelet's
+        admission, which fails it (phase Failed) when devices are short.
+
+        A pod already Running is admitted again through the device manager's checks (its
+        devices are reused without an Allocate call if they are still healthy and their
+        plugin is registered, else it fails: ``previously allocated devices are no longer
+        healthy``); a Succeeded or Failed pod is never admitted again (its result is
+        returned unchanged).
 
         Returns an :class:`AdmissionResult`. Raises InputError for a pod the API server would
         refuse (fractional quantity, requests different from limits, duplicate names). A pod
@@ -713,34 +831,58 @@ class MockKubelet:
                 short.append(f"1 Insufficient {resource}")
         return f"0/1 nodes are available: {', '.join(short)}." if short else None
 
-    def _admit(self, pod: Pod, bound: bool = False) -> AdmissionResult:
+    def _admit(self, pod: Pod, bound: bool = False, *, running: bool = False,
+               retry: bool = False) -> AdmissionResult:
+        """Admission of one pod (caller holds the admission lock).
+
+        ``running``: its containers still run (re-admission after a kubelet restart);
+        ``retry``: an attempt of the retry option.
+        """
         with self._lock:
-            existing = self._pods.get(pod.uid)
+            record = self._pods.get(pod.uid)
             now = self._clock()
             # Resources the device manager knows: registered (and not dropped after the stop
             # grace period) or still holding allocations.
             known = {name for name, e in self._endpoints.items()
                      if e.stopped_at is None or now - e.stopped_at <= self.stop_grace_period}
             known |= {a.resource for a in self._allocations}
-        if existing is not None and existing.name != pod.name:
-            raise InputError(f"pod {pod.name}: UID {pod.uid} already belongs to pod {existing.name}")
-        if not bound and existing is None:
+        if record is not None and record.pod.name != pod.name:
+            raise InputError(f"pod {pod.name}: UID {pod.uid} already belongs to pod {record.pod.name}")
+        if record is not None and record.terminal:
+            self._narrate(f"Admit {pod.name}: not admitted again: the pod is {record.phase}"
+                          + (f" ({record.reason})" if record.reason else ""))
+            return AdmissionResult(pod.name, False, record.phase, record.reason, record.message)
+        if record is not None and record.phase == PENDING and record.reason == ADMISSION_RETRY \
+                and not retry:
+            return AdmissionResult(pod.name, False, PENDING, ADMISSION_RETRY, record.message)
+        already_bound = record is not None and record.bound
+        if not bound and not already_bound:
             message = self._unschedulable(pod)
             if message is not None:
                 self._narrate(f"Schedule {pod.name}: not bound, Pending (FailedScheduling): {message}")
-                return AdmissionResult(pod.name, False, "Pending", "FailedScheduling", message)
+                with self._lock:
+                    self._pods[pod.uid] = PodStatus(pod, PENDING, "FailedScheduling", message)
+                return AdmissionResult(pod.name, False, PENDING, "FailedScheduling", message)
+        with self._lock:
+            if record is None or record.phase != RUNNING:
+                retries = (record.retries_left if record is not None and record.reason == ADMISSION_RETRY
+                           else self.retry_admission_attempts)
+                record = PodStatus(pod, PENDING, "", "", True, retries)
+                self._pods[pod.uid] = record
         self._narrate(f"Admit {pod.name}: " + ", ".join(
-            f"{c.name} {_limits_text(c)}" for c in pod.init_containers + pod.containers))
+            f"{c.name} {_limits_text(c)}" for c in pod.init_containers + pod.containers)
+            + (" (containers still running)" if running else "")
+            + (" (retry)" if retry else ""))
         # Resources no device plugin ever registered fail the node's predicate check.
         for container in pod.init_containers + pod.containers:
             for resource, quantity in _extended_limits(container).items():
                 if resource not in known and quantity > 0:
                     message = (f"Node didn't have enough resource: {resource}, requested: "
                                f"{quantity}, used: 0, capacity: 0")
-                    return self._reject(pod, f"OutOf{resource}", message, "Failed")
+                    return self._reject(pod, f"OutOf{resource}", message, FAILED)
         new: list[_Allocation] = []
         reusable: dict[str, list[str]] = {}
-        result = AdmissionResult(pod.name, True, "Running")
+        result = AdmissionResult(pod.name, True, RUNNING)
         try:
             for index, container in enumerate(pod.init_containers + pod.containers):
                 is_init = index < len(pod.init_containers)
@@ -748,7 +890,8 @@ class MockKubelet:
                     if needed == 0:
                         continue
                     allocation = self._allocate_container(pod, container, resource, needed,
-                                                          reusable.get(resource, []), new)
+                                                          reusable.get(resource, []), new,
+                                                          running=running)
                     devs = allocation.device_ids
                     result.devices.setdefault(container.name, {})[resource] = list(devs)
                     if is_init:
@@ -757,52 +900,146 @@ class MockKubelet:
                         pool.extend(d for d in devs if d not in pool)
                     else:
                         reusable[resource] = [d for d in reusable.get(resource, []) if d not in devs]
-            for container in pod.init_containers + pod.containers:
-                self._pre_start(pod, container, result.devices.get(container.name, {}))
+            if not running:
+                for container in pod.init_containers + pod.containers:
+                    self._pre_start(pod, container, result.devices.get(container.name, {}))
         except _AdmissionFailure as failure:
             with self._lock:
                 for allocation in new:
                     if allocation in self._allocations:
                         self._allocations.remove(allocation)
                 self._write_checkpoint()
-            return self._reject(pod, failure.reason, failure.message, failure.phase)
+            return self._reject(pod, failure.reason, failure.message, failure.phase,
+                                retryable=failure.retryable)
         with self._lock:
-            self._pods[pod.uid] = pod
+            self._pods[pod.uid] = PodStatus(pod, RUNNING, "", "", True, record.retries_left)
             self._write_checkpoint()
             for container in pod.init_containers + pod.containers:
                 result.containers[container.name] = self._run_options(pod.uid, container.name)
-        self._narrate(f"Admit {pod.name}: admitted")
+        self._narrate(f"Admit {pod.name}: admitted, Running")
         return result
 
-    def _reject(self, pod: Pod, reason: str, message: str, phase: str) -> AdmissionResult:
-        self._narrate(f"Admit {pod.name}: not admitted, {phase} ({reason}): {message}")
+    def _reject(self, pod: Pod, reason: str, message: str, phase: str,
+                retryable: bool = False) -> AdmissionResult:
+        """Fail the pod's admission, or, with the retry option and a plugin not (yet)
+        registered, keep it Pending and admit it again later."""
+        with self._lock:
+            record = self._pods.get(pod.uid)
+            retries = record.retries_left if record is not None else 0
+            retry = retryable and self.retry_admission_after is not None and retries > 0 \
+                and self._accepting_or_starting()
+            if retry:
+                self._pods[pod.uid] = PodStatus(pod, PENDING, ADMISSION_RETRY, message, True,
+                                                retries - 1)
+                timer = threading.Timer(self.retry_admission_after, self._retry_admission,
+                                        args=(pod.uid,))
+                timer.daemon = True
+                self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+            else:
+                self._pods[pod.uid] = PodStatus(pod, phase, reason, message, True, 0)
+                # A rejected pod is terminated: devices it held before (a checkpointed pod
+                # after a reboot) are freed too (the kubelet frees them at its next admission).
+                held = [a for a in self._allocations if a.pod_uid == pod.uid]
+                if held:
+                    self._allocations = [a for a in self._allocations if a.pod_uid != pod.uid]
+                    self._write_checkpoint()
+        if retry:
+            self._narrate(f"Admit {pod.name}: not admitted yet, Pending: {message}; retrying in "
+                          f"{_duration(self.retry_admission_after)} (the retry option, as "
+                          "proposed in kubernetes#128043; today's kubelet fails the pod here)")
+            timer.start()
+            return AdmissionResult(pod.name, False, PENDING, ADMISSION_RETRY, message)
+        note = ""
+        if retryable:
+            note = ("; the kubelet never retries it (kubernetes#125579, #133382): its "
+                    "controller must create a new pod")
+        self._narrate(f"Admit {pod.name}: not admitted, {phase} ({reason}): {message}{note}")
         return AdmissionResult(pod.name, False, phase, reason, message)
 
+    def _accepting_or_starting(self) -> bool:
+        return self._accepting or not self._sources_ready
+
+    def _retry_admission(self, uid: str) -> None:
+        """The retry option's timer: admit a pod left Pending (AdmissionRetry) again."""
+        with self._lock:
+            record = self._pods.get(uid)
+            if (record is None or record.phase != PENDING or record.reason != ADMISSION_RETRY
+                    or not self._accepting):
+                return
+        with self._admit_lock:
+            self._admit(record.pod, True, retry=True)
+
+    def _readmit(self, reboot: bool) -> None:
+        """Admit again every pod bound to this node, as a starting kubelet does (see
+        :meth:`start`); runs before kubelet.sock is served, so no plugin has registered."""
+        with self._lock:
+            records = [r for r in self._pods.values() if r.bound]
+        if not records:
+            return
+        self._sources_ready = False
+        try:
+            self._narrate(f"kubelet: admitting again the {_count(len(records), 'pod')} bound to "
+                          "this node, before any device plugin has registered again"
+                          + (" (after a node reboot no container is running)" if reboot else ""))
+            with self._admit_lock:
+                for record in records:
+                    if record.terminal:
+                        self._narrate(
+                            f"Admit {record.pod.name}: {record.phase}, not admitted again "
+                            "(terminal pods are skipped since kubernetes PR #126343; older "
+                            "kubelets failed them with UnexpectedAdmissionError, "
+                            "kubernetes#117955)")
+                        continue
+                    running = record.phase == RUNNING and not reboot
+                    self._admit(record.pod, True, running=running)
+        finally:
+            self._sources_ready = True
+
     def _allocate_container(self, pod: Pod, container: Container, resource: str, needed: int,
-                            reusable: list[str], new: list[_Allocation]) -> _Allocation:
-        """``devicesToAllocate`` followed by the Allocate RPC for one container and resource."""
+                            reusable: list[str], new: list[_Allocation], *,
+                            running: bool = False) -> _Allocation:
+        """``devicesToAllocate`` followed by the Allocate RPC for one container and resource.
+
+        The device manager's order (manager.go ``devicesToAllocate``): devices the container
+        already has (a count change is an error); while the kubelet starts, a container found
+        running keeps them without any check; then the resource must be registered, have a
+        healthy device, and every device the container already has must still be healthy;
+        only then are they reused (no RPC) or new ones picked.
+        """
         who = f"{pod.name}/{container.name}"
         with self._lock:
-            for allocation in self._allocations:
-                if (allocation.pod_uid, allocation.container, allocation.resource) == (
-                        pod.uid, container.name, resource):
-                    if len(allocation.device_ids) != needed:
-                        raise _AdmissionFailure(
-                            "UnexpectedAdmissionError",
-                            _unexpected(f"pod {pod.uid} container {container.name} changed request "
-                                        f"for resource {resource} from {len(allocation.device_ids)} "
-                                        f"to {needed}"))
-                    self._narrate(f"Allocate {who} {resource}: reusing "
-                                  f"{', '.join(allocation.device_ids)} (already allocated; no RPC)")
-                    return allocation
+            existing = next((a for a in self._allocations
+                             if (a.pod_uid, a.container, a.resource) == (pod.uid, container.name, resource)),
+                            None)
+            if existing is not None and len(existing.device_ids) != needed:
+                raise _AdmissionFailure(
+                    "UnexpectedAdmissionError",
+                    _unexpected(f"pod {pod.uid} container {container.name} changed request "
+                                f"for resource {resource} from {len(existing.device_ids)} "
+                                f"to {needed}"))
+            if existing is not None and running and not self._sources_ready:
+                self._narrate(f"Allocate {who} {resource}: container running, kubelet starting: "
+                              f"keeps {', '.join(existing.device_ids)} (no check, no RPC)")
+                return existing
             endpoint = self._endpoints.get(resource)
-            if endpoint is None:
+            expired = (endpoint is not None and endpoint.stopped_at is not None
+                       and self._clock() - endpoint.stopped_at > self.stop_grace_period)
+            if endpoint is None or expired:
                 raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
-                    f"cannot allocate unregistered device {resource}"))
+                    f"cannot allocate unregistered device {resource}"), retryable=True)
             healthy = endpoint.healthy
             if not healthy:
                 raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
-                    f"no healthy devices present; cannot allocate unhealthy devices {resource}"))
+                    f"no healthy devices present; cannot allocate unhealthy devices {resource}"),
+                    retryable=True)
+            if existing is not None and not set(existing.device_ids) <= set(healthy):
+                raise _AdmissionFailure("UnexpectedAdmissionError", _unexpected(
+                    f"previously allocated devices are no longer healthy; cannot allocate "
+                    f"unhealthy devices {resource}"))
+            if existing is not None:
+                self._narrate(f"Allocate {who} {resource}: reusing "
+                              f"{', '.join(existing.device_ids)} (already allocated; no RPC)")
+                return existing
             picked: list[str] = []
             for device_id in reusable:
                 if len(picked) < needed:
@@ -909,24 +1146,71 @@ class MockKubelet:
                     options.cdi_devices.append(device.name)
         return options
 
+    def _find_uid(self, name: str, namespace: str) -> str | None:
+        """UID of the pod called ``namespace/name`` (caller holds the lock)."""
+        uid = next((u for u, r in self._pods.items()
+                    if r.pod.name == name and r.pod.namespace == namespace), None)
+        if uid is None:
+            uid = next((a.pod_uid for a in self._allocations if a.pod_name == name), None)
+        return uid
+
     def delete_pod(self, name: str, namespace: str = "default") -> list[str]:
         """Delete a pod and free its devices. Returns the freed device IDs (sorted).
 
-        Raises InputError when no admitted pod has that name.
+        Raises InputError when no pod has that name on this node.
         """
         with self._admit_lock, self._lock:
-            uid = next((u for u, p in self._pods.items()
-                        if p.name == name and p.namespace == namespace), None)
+            uid = self._find_uid(name, namespace)
             if uid is None:
-                uid = next((a.pod_uid for a in self._allocations if a.pod_name == name), None)
-            if uid is None:
-                raise InputError(f"pod {namespace}/{name}: no such pod on this node")
+                raise InputError(f"pod {namespace}/{shorten(name)}: no such pod on this node")
             freed = sorted({d for a in self._allocations if a.pod_uid == uid for d in a.device_ids})
             self._allocations = [a for a in self._allocations if a.pod_uid != uid]
             self._pods.pop(uid, None)
             self._write_checkpoint()
         self._narrate(f"Delete {name}: freed {', '.join(freed) or 'no devices'}")
         return freed
+
+    def complete_pod(self, name: str, exit_code: int = 0, namespace: str = "default") -> PodStatus:
+        """The containers of a Running pod exit: Succeeded (reason Completed) for exit code 0,
+        else Failed (reason Error). Its devices are freed (the kubelet frees them at the
+        next admission; here at once) and the pod is never admitted again, also after a
+        restart.
+
+        Raises InputError when the pod is unknown or not Running.
+        """
+        with self._admit_lock, self._lock:
+            uid = self._find_uid(name, namespace)
+            record = self._pods.get(uid) if uid is not None else None
+            if record is None or record.phase != RUNNING:
+                phase = record.phase if record is not None else "unknown"
+                raise InputError(f"pod {namespace}/{shorten(name)}: expected a Running pod, got "
+                                 f"{phase}")
+            freed = sorted({d for a in self._allocations if a.pod_uid == uid for d in a.device_ids})
+            self._allocations = [a for a in self._allocations if a.pod_uid != uid]
+            if exit_code == 0:
+                done = PodStatus(record.pod, SUCCEEDED, "Completed", "", True)
+            else:
+                done = PodStatus(record.pod, FAILED, "Error", f"exit code {exit_code}", True)
+            self._pods[uid] = done
+            self._write_checkpoint()
+        self._narrate(f"Pod {name}: {done.phase} ({done.reason}); freed "
+                      f"{', '.join(freed) or 'no devices'}")
+        return done
+
+    def pod_status(self, name: str, namespace: str = "default") -> PodStatus:
+        """The status of a pod handed to this node (a copy). Raises InputError if unknown."""
+        with self._lock:
+            uid = next((u for u, r in self._pods.items()
+                        if r.pod.name == name and r.pod.namespace == namespace), None)
+            if uid is None:
+                raise InputError(f"pod {namespace}/{shorten(name)}: no such pod on this node")
+            r = self._pods[uid]
+            return PodStatus(r.pod, r.phase, r.reason, r.message, r.bound, r.retries_left)
+
+    def pods(self) -> dict[str, tuple[str, str]]:
+        """Every pod handed to this node: name -> (phase, reason), in the order they came."""
+        with self._lock:
+            return {r.pod.name: (r.phase, r.reason) for r in self._pods.values()}
 
     def allocations(self) -> dict[str, dict[str, dict[str, list[str]]]]:
         """Current allocations: pod name -> container -> resource -> device IDs (restored from
@@ -987,6 +1271,8 @@ class MockKubelet:
         if not self.checkpoint_path.exists():
             return
         try:
+            if self.checkpoint_path.stat().st_size > MAX_INVENTORY_BYTES:
+                raise ValueError(f"larger than {MAX_INVENTORY_BYTES} bytes")
             document = json.loads(self.checkpoint_path.read_text())
             data = document["Data"]
             if document.get("Checksum") != _checksum(data):
@@ -1004,8 +1290,9 @@ class MockKubelet:
                                                entry["ContainerName"], entry["ResourceName"], ids,
                                                response, numa))
             registered = list((data.get("RegisteredDevices") or {}).keys())
-        except (OSError, ValueError, KeyError, TypeError, binascii.Error) as exc:
-            self._narrate(f"kubelet: checkpoint {self.checkpoint_path} is corrupt ({exc}); "
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError,
+                binascii.Error) as exc:
+            self._narrate(f"kubelet: checkpoint {self.checkpoint_path} is corrupt ({shorten(str(exc))}); "
                           f"starting with no allocations")
             return
         now = self._clock()
@@ -1015,15 +1302,20 @@ class MockKubelet:
                 self._endpoints[resource] = _Endpoint(resource, "", None, None,
                                                       pb.DevicePluginOptions(), stopped_at=now)
         pods = sorted({a.pod_name for a in allocations})
-        self._narrate(f"kubelet: checkpoint restored: {len(allocations)} allocation(s)"
+        self._narrate(f"kubelet: checkpoint restored: {_count(len(allocations), 'allocation')}"
                       + (f" of {', '.join(pods)}" if pods else "")
                       + (f"; {', '.join(registered)} at 0 until re-registered" if registered else ""))
 
 
 class _AdmissionFailure(Exception):
-    def __init__(self, reason: str, message: str, phase: str = "Failed") -> None:
+    """An admission error; ``retryable`` when it means "the plugin is not registered (yet)",
+    the case the retry option retries."""
+
+    def __init__(self, reason: str, message: str, phase: str = "Failed",
+                 retryable: bool = False) -> None:
         super().__init__(message)
         self.reason, self.message, self.phase = reason, message, phase
+        self.retryable = retryable
 
 
 def _unexpected(error: str) -> str:
@@ -1031,10 +1323,32 @@ def _unexpected(error: str) -> str:
     return f"Allocate failed due to {error}, which is unexpected"
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 device"``, ``"2 devices"``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _duration(seconds: float) -> str:
+    """``300`` -> ``"5 min"``, ``2.5`` -> ``"2.5 s"``."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+def _stream_end_reason(exc: grpc.RpcError) -> str:
+    """Why a ListAndWatch stream ended, in words (the gRPC code kept for the curious)."""
+    code = exc.code() if hasattr(exc, "code") else None
+    if code == grpc.StatusCode.CANCELLED:
+        return "cancelled"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return "the plugin's socket closed: UNAVAILABLE"
+    return _rpc_text(exc)
+
+
 def _rpc_text(exc: grpc.RpcError) -> str:
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
-    return f"{code.name if code else 'UNKNOWN'}: {details}"
+    return f"{code.name if code else 'UNKNOWN'}: {shorten(details or '', MAX_MESSAGE_CHARS)}"
 
 
 def _rpc_error_go(exc: grpc.RpcError) -> str:
@@ -1042,7 +1356,7 @@ def _rpc_error_go(exc: grpc.RpcError) -> str:
     code = exc.code() if hasattr(exc, "code") else None
     name = "".join(p.capitalize() for p in code.name.split("_")) if code else "Unknown"
     details = exc.details() if hasattr(exc, "details") else str(exc)
-    return f"rpc error: code = {name} desc = {details}"
+    return f"rpc error: code = {name} desc = {shorten(details or '', MAX_MESSAGE_CHARS)}"
 
 
 def _checksum(data: dict) -> int:

@@ -1,41 +1,65 @@
 """Run one :class:`~.server.DevicePluginServer` per advertised resource, and keep them registered.
 
-:class:`PluginManager` is NVIDIA's ``main.go`` loop as an object:
+:class:`PluginManager` is NVIDIA's ``cmd/nvidia-device-plugin/main.go`` loop as an object:
 
 * :meth:`~PluginManager.start` computes the resources (:func:`~.sharing.advertise`), starts
   the health source, then serves and registers every plugin;
-* a watcher thread polls the kubelet socket every ``watch_interval`` seconds (inode and
-  mtime); when ``kubelet.sock`` is re-created (a kubelet restart, which also deletes every
-  plugin socket), or when one of its own sockets has vanished while kubelet.sock exists,
-  it stops and restarts all plugins, which registers them again. Until the
-  kubelet answers, registration is retried every ``retry_interval`` seconds;
+* **restarts, as upstream.** NVIDIA's loop re-reads its config and re-enumerates the devices
+  on every restart of its plugins (``startPlugins`` loads the config each time), and it
+  restarts them on SIGHUP and when ``kubelet.sock`` is created (a kubelet restart, which
+  also deletes every plugin socket). :meth:`~PluginManager.reload` does the same: it calls
+  the ``loader`` (config + inventory from their files, or NVML), stops every plugin (the
+  servers of resources that no longer exist stay stopped), starts one per resource of the
+  new plan and registers them again;
+* **watching.** A watcher thread polls every ``watch_interval`` seconds: the kubelet socket
+  (inode and mtime: re-created means a kubelet restart), this process's own sockets (a
+  vanished one while kubelet.sock exists also means a kubelet restart), and each file of
+  ``watch_files`` (stat, then a content hash, so a ``touch`` or a ConfigMap update with the
+  same bytes does nothing): a changed file reloads, as the config-manager sidecar of
+  NVIDIA's Helm chart achieves by writing the file and signalling the plugin;
+* **a bad reload keeps what serves.** A config or inventory that fails validation is
+  reported in one line and the previous plugins keep serving (upstream exits instead, and
+  its DaemonSet restarts it, again and again);
+* **a kubelet that is not there yet** is one line, then the plugins keep serving and
+  register when ``kubelet.sock`` appears (no raw gRPC error);
 * :meth:`~PluginManager.stop` stops the watcher, the plugins (sockets deleted) and the
   health source.
 
-Health state (:class:`~.health.DeviceHealth`) survives plugin restarts; upstream rebuilds
-it (and so forgets unhealthy devices) when it restarts its plugins.
+Health state (:class:`~.health.DeviceHealth`) survives restarts; upstream rebuilds it (and
+so forgets unhealthy devices) when it restarts its plugins.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lab02_device_plugin.config import Config
+from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import DeviceHealth, HealthPolicy, HealthSource
 from lab02_device_plugin.inventory import Inventory
+from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, shorten
 from lab02_device_plugin.server import (
-    DEVICE_PLUGIN_PATH, KUBELET_SOCKET, DevicePluginServer, RegistrationError, check_advertisable,
+    DEVICE_PLUGIN_PATH, KUBELET_SOCKET, DevicePluginServer, KubeletUnavailable, RegistrationError,
+    check_advertisable,
 )
-from lab02_device_plugin.sharing import ResourcePlan, advertise
+from lab02_device_plugin.sharing import AdvertisedResource, ResourcePlan, advertise
+
+#: ``loader() -> (inventory, config)``: what a reload reads (files, NVML); raises InputError.
+Loader = Callable[[], tuple[Inventory, Config]]
 
 
-def _devices(res) -> str:
-    n = len(res.devices)
-    return f"{n} device" + ("" if n == 1 else "s")
+def count(n: int, noun: str) -> str:
+    """``"1 device"``, ``"2 devices"``, ``"0 devices"`` (English plural by ``s``)."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _devices(res: AdvertisedResource) -> str:
+    return count(len(res.devices), "device")
 
 
 def _checked_plan(inventory: Inventory, config: Config) -> ResourcePlan:
@@ -43,6 +67,27 @@ def _checked_plan(inventory: Inventory, config: Config) -> ResourcePlan:
     for res in plan.resources:
         check_advertisable(res)
     return plan
+
+
+def plan_changes(old: ResourcePlan, new: ResourcePlan) -> list[str]:
+    """What a reload changes, one phrase per resource, sorted by name: ``nvidia.com/gpu 4 ->
+    8 devices``, ``nvidia.com/mig-1g.10gb removed (7 devices)``, ``nvidia.com/mig-3g.40gb
+    added (2 devices)``. Resources whose devices are identical are not listed."""
+    before = {r.name: r for r in old.resources}
+    after = {r.name: r for r in new.resources}
+    out = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None:
+            out.append(f"{name} added ({_devices(b)})")
+        elif b is None:
+            out.append(f"{name} removed ({_devices(a)})")
+        elif a.devices != b.devices:
+            if len(a.devices) == len(b.devices):
+                out.append(f"{name}: {_devices(b)}, other IDs")
+            else:
+                out.append(f"{name} {len(a.devices)} -> {_devices(b)}")
+    return out
 
 
 def _socket_identity(path: str | None) -> tuple[int, int] | None:
@@ -53,6 +98,22 @@ def _socket_identity(path: str | None) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns)
+
+
+def _file_signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            return hashlib.sha256(fh.read(MAX_INVENTORY_BYTES + 1)).hexdigest()
+    except OSError:
+        return None
 
 
 class PluginManager:
@@ -68,15 +129,22 @@ class PluginManager:
             :class:`~.health.SimulatedHealthSource`); None: no events.
         health_policy: Xid policy and recovery (default from the environment, no recovery).
         pre_start_required: advertise ``pre_start_required``.
-        watch_interval: seconds between looks at the kubelet socket.
-        retry_interval: seconds between registration retries while the kubelet is away.
+        watch_interval: seconds between looks at the kubelet socket and the watched files.
+        retry_interval: seconds between registration retries while the kubelet refuses or
+            its socket does not answer.
         log: called with one line per lifecycle step (default: silent).
+        loader: ``() -> (inventory, config)``, called by :meth:`reload` (SIGHUP, a kubelet
+            restart, a changed watched file) to re-read both, as upstream does on every
+            restart; None: reloads restart the plugins with what they have.
+        watch_files: files whose change triggers :meth:`reload` (the config, the inventory).
+        health_source_factory: ``inventory -> HealthSource`` for sources tied to the devices
+            (NVML); called at each reload that changes the inventory. Without it the same
+            ``health_source`` is restarted.
 
     Raises:
         InputError: the inventory and config do not fit (e.g. single-strategy rules), or a
-            resource could not reach a kubelet (a device ID over 63 characters, a
-            ListAndWatch snapshot over gRPC's 4 MiB limit: see
-            :func:`~.server.check_advertisable`).
+            resource could not reach a kubelet (a device ID over 63 characters, more device
+            IDs than one ListAndWatch message holds: see :mod:`.limits`).
     """
 
     def __init__(self, inventory: Inventory, config: Config | None = None,
@@ -85,7 +153,9 @@ class PluginManager:
                  health_source: HealthSource | None = None,
                  health_policy: HealthPolicy | None = None,
                  pre_start_required: bool = False, watch_interval: float = 0.05,
-                 retry_interval: float = 5.0, log: Callable[[str], None] | None = None) -> None:
+                 retry_interval: float = 5.0, log: Callable[[str], None] | None = None,
+                 loader: Loader | None = None, watch_files: Sequence[str | os.PathLike] = (),
+                 health_source_factory: Callable[[Inventory], HealthSource] | None = None) -> None:
         self.inventory = inventory
         self.config = config or Config()
         self.socket_dir = Path(socket_dir)
@@ -94,20 +164,27 @@ class PluginManager:
                               else KUBELET_SOCKET)
         self.kubelet_socket = str(kubelet_socket) if kubelet_socket else None
         self.health_source = health_source
+        self.health_source_factory = health_source_factory
         self.health = DeviceHealth.for_inventory(inventory, health_policy or HealthPolicy.from_env())
         self.pre_start_required = pre_start_required
         self.watch_interval = watch_interval
         self.retry_interval = retry_interval
+        self.loader = loader
+        self.watch_files = [Path(f) for f in watch_files]
         self._log = log or (lambda line: None)
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._last_identity: tuple[int, int] | None = None
         self._last_attempt = 0.0
+        self._files: dict[Path, tuple[tuple[int, int, int] | None, str | None]] = {}
+        self._kubelet_absent_said = False
         self.plan: ResourcePlan = _checked_plan(inventory, self.config)
         self.servers: dict[str, DevicePluginServer] = {}
         self.registrations = 0
         self.restarts = 0
+        self.reloads = 0
+        self.failed_reloads = 0
         self.last_error: str | None = None
 
     # ------------------------------------------------------------------ queries
@@ -139,18 +216,20 @@ class PluginManager:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Start health, serve and register all plugins, then watch the kubelet socket.
+        """Start health, serve and register all plugins, then watch the kubelet socket and
+        the watched files.
 
-        A kubelet that is not there yet is not an error: the plugins are retried when its
-        socket appears (or every ``retry_interval``).
+        A kubelet that is not there yet is not an error: one line says so, the plugins keep
+        serving and register when its socket appears.
         """
         with self._lock:
             self._stop.clear()
             if self.health_source is not None:
                 self.health_source.start(self.health.apply)
             self._last_identity = _socket_identity(self.kubelet_socket)
+            self._remember_files()
             try:
-                self._start_plugins()
+                self._start_plugins(initial=True)
             except BaseException:  # e.g. a socket that cannot be bound: undo what began
                 self._stop_plugins()
                 if self.health_source is not None:
@@ -159,34 +238,56 @@ class PluginManager:
             self._watcher = threading.Thread(target=self._watch, name="kubelet-watch", daemon=True)
             self._watcher.start()
 
-    def _start_plugins(self) -> None:
+    def _start_plugins(self, initial: bool = False) -> None:
         self._last_attempt = time.monotonic()
         self.servers = {}
+        absent: list[AdvertisedResource] = []
         for res in self.plan.resources:
             srv = DevicePluginServer(res, self.socket_dir, self.kubelet_socket, self.config,
                                      self.health, self.pre_start_required)
             self.servers[res.name] = srv
             try:
-                srv.start()
+                srv.serve()
+            except (InputError, RuntimeError) as exc:
+                if initial:
+                    raise
+                # A restart racing a kubelet's start (which deletes every socket): try again
+                # after retry_interval rather than lose the watcher.
+                self.last_error = str(exc)
+                self._log(f"{res.name}: {shorten(str(exc), 300)}; retrying in "
+                          f"{self.retry_interval:g} s")
+                continue
+            try:
+                srv.register()
+            except KubeletUnavailable:
+                absent.append(res)
+                continue
             except RegistrationError as exc:
                 self.last_error = str(exc)
-                self._log(f"{res.name}: {exc}; retrying when {self.kubelet_socket} is re-created "
-                          f"or in {self.retry_interval:g} s")
+                self._log(f"{res.name}: {shorten(str(exc), 300)}; retrying in "
+                          f"{self.retry_interval:g} s or when {self.kubelet_socket} is re-created")
                 continue
             if srv.registered:
                 self.registrations += 1
+                self._kubelet_absent_said = False
                 self._log(f"{res.name}: serving {_devices(res)} on {srv.socket_path}, "
                           f"registered with {self.kubelet_socket}")
             else:
                 self._log(f"{res.name}: serving {_devices(res)} on {srv.socket_path}"
                           + ("" if self.kubelet_socket is None else " (not registered)"))
+        if absent and not self._kubelet_absent_said:
+            self._kubelet_absent_said = True
+            self.last_error = f"no kubelet listening on {self.kubelet_socket}"
+            served = ", ".join(f"{r.name} ({_devices(r)})" for r in absent)
+            self._log(f"kubelet not running yet (nothing listens on {self.kubelet_socket}); "
+                      f"serving {served}; registering when the kubelet starts")
 
     def _stop_plugins(self) -> None:
         for srv in self.servers.values():
             srv.stop()
 
     def restart(self, reason: str = "restart requested") -> None:
-        """Stop and start every plugin (re-serve, re-register), as upstream on SIGHUP."""
+        """Stop and start every plugin (re-serve, re-register) with the current plan."""
         with self._lock:
             if self._stop.is_set():
                 return
@@ -195,23 +296,91 @@ class PluginManager:
             self._stop_plugins()
             self._start_plugins()
 
+    def reload(self, reason: str = "reload requested", *, restart_anyway: bool = True) -> bool:
+        """Re-read config and inventory (the ``loader``), then restart every plugin with them.
+
+        As NVIDIA's plugin on SIGHUP or a kubelet restart: the servers of resources that no
+        longer exist stop (the kubelet then marks their devices unhealthy, and drops them
+        after its 5-minute grace period), the new resources get servers, and all register.
+        One line says what changed (``nvidia.com/gpu 4 -> 8 devices; ...``).
+
+        Args:
+            reason: what triggered it, for the narration ("SIGHUP").
+            restart_anyway: when the loader fails, still restart with the previous plan
+                (a kubelet restart needs it: the sockets are gone); False (a changed file)
+                leaves the plugins untouched.
+
+        Returns:
+            True when the new config and inventory were applied; False when they failed
+            validation (the previous ones keep serving; :attr:`last_error` says why).
+        """
+        with self._lock:
+            if self._stop.is_set():
+                return False
+            self._remember_files()
+            if self.loader is None:
+                self.restart(reason)
+                return True
+            try:
+                inventory, config = self.loader()
+                plan = _checked_plan(inventory, config)
+            except InputError as exc:
+                self.failed_reloads += 1
+                self.last_error = str(exc)
+                self._log(f"reload ({reason}) refused: {shorten(str(exc), 300)}; still serving "
+                          f"the previous config ({', '.join(self.plan.names()) or 'nothing'})")
+                if restart_anyway:
+                    self.restart(reason)
+                return False
+            changes = plan_changes(self.plan, plan)
+            self._apply(inventory, config, plan)
+            self.reloads += 1
+            self._log(f"reload ({reason}): " + ("; ".join(changes) if changes else
+                                                "config and inventory unchanged"))
+            self.restart(reason)
+            return True
+
+    def _apply(self, inventory: Inventory, config: Config, plan: ResourcePlan) -> None:
+        """Adopt a new inventory/config (caller holds the lock; plugins restart after)."""
+        inventory_changed = inventory != self.inventory
+        self.inventory, self.config, self.plan = inventory, config, plan
+        if not inventory_changed:
+            return
+        old = self.health
+        self.health = DeviceHealth.for_inventory(inventory, old.policy)
+        self.health.inherit(old)  # what is still known to be broken stays broken
+        if self.health_source is not None:
+            self.health_source.stop()
+        if self.health_source_factory is not None:
+            self.health_source = self.health_source_factory(inventory)
+        if self.health_source is not None:
+            self.health_source.start(self.health.apply)
+
     def set_inventory(self, inventory: Inventory) -> None:
         """Replace the inventory (a GPU appeared or was lost) and restart the plugins.
 
         Raises:
             InputError: the new inventory does not fit the config; the old plugins keep running.
         """
-        plan = _checked_plan(inventory, self.config)
+        self.set_node(inventory=inventory, reason="inventory changed")
+
+    def set_node(self, inventory: Inventory | None = None, config: Config | None = None,
+                 reason: str = "node changed") -> None:
+        """Replace the inventory and/or the config (None keeps it) and restart the plugins,
+        as a reload with the loader's answer given directly (notebooks, tests).
+
+        Raises:
+            InputError: the pair does not fit; the old plugins keep running untouched.
+        """
+        inventory = self.inventory if inventory is None else inventory
+        config = self.config if config is None else config
+        plan = _checked_plan(inventory, config)
         with self._lock:
-            self.inventory = inventory
-            self.plan = plan
-            old = self.health
-            self.health = DeviceHealth.for_inventory(inventory, old.policy)
-            self.health.inherit(old)  # what is still known to be broken stays broken
-            if self.health_source is not None:
-                self.health_source.stop()
-                self.health_source.start(self.health.apply)
-        self.restart("inventory changed")
+            changes = plan_changes(self.plan, plan)
+            self._apply(inventory, config, plan)
+            self._log(f"reload ({reason}): " + ("; ".join(changes) if changes else
+                                                "config and inventory unchanged"))
+        self.restart(reason)
 
     def stop(self) -> None:
         """Stop watching, stop every plugin (sockets deleted) and the health source."""
@@ -224,25 +393,83 @@ class PluginManager:
             if self.health_source is not None:
                 self.health_source.stop()
 
+    # ------------------------------------------------------------------ watching
+
+    def _remember_files(self) -> None:
+        self._files = {p: (_file_signature(p), _file_digest(p)) for p in self.watch_files}
+
+    def _changed_file(self) -> Path | None:
+        """The first watched file whose bytes changed since the last reload, or None."""
+        for p in self.watch_files:
+            sig = _file_signature(p)
+            old_sig, old_digest = self._files.get(p, (None, None))
+            if sig == old_sig or sig is None:  # unchanged, or missing (mid-update): wait
+                continue
+            digest = _file_digest(p)
+            self._files[p] = (sig, old_digest)
+            if digest != old_digest:
+                return p
+        return None
+
     def _own_socket_removed(self) -> bool:
         with self._lock:
             return any(s.running and not s.socket_path.exists() for s in self.servers.values())
 
     def _watch(self) -> None:
         while not self._stop.wait(self.watch_interval):
-            ident = _socket_identity(self.kubelet_socket)
-            changed = ident is not None and ident != self._last_identity
-            self._last_identity = ident
-            if changed:
-                self.restart(f"{self.kubelet_socket} was re-created")
-            elif ident is not None and self._own_socket_removed():
-                # A kubelet restart removes every socket in the directory. Polling can miss
-                # the new kubelet.sock when the file system reuses the inode within one
-                # timestamp tick, so a vanished plugin socket is the second sign.
-                self.restart("a plugin socket was removed (kubelet restart)")
-            elif (ident is not None and not self.registered and self.kubelet_socket
-                  and time.monotonic() - self._last_attempt >= self.retry_interval):
-                self.restart("registration retry")
+            try:
+                self._watch_once()
+            except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failure
+                self.last_error = str(exc)
+                self._log(f"watcher: {type(exc).__name__}: {shorten(str(exc), 300)}; still "
+                          "watching")
+
+    def _watch_once(self) -> None:
+        ident = _socket_identity(self.kubelet_socket)
+        changed = ident is not None and ident != self._last_identity
+        self._last_identity = ident
+        if changed:
+            self.reload(f"{self.kubelet_socket} was re-created (kubelet restart)")
+            return
+        if ident is not None and self._own_socket_removed():
+            # A kubelet restart removes every socket in the directory. Polling can miss
+            # the new kubelet.sock when the file system reuses the inode within one
+            # timestamp tick, so a vanished plugin socket is the second sign.
+            self.reload("a plugin socket was removed (kubelet restart)")
+            return
+        path = self._changed_file()
+        if path is not None:
+            self.reload(f"{path} changed", restart_anyway=False)
+            return
+        if (ident is not None and not self.registered and self.kubelet_socket
+                and time.monotonic() - self._last_attempt >= self.retry_interval):
+            self._retry_registration()
+
+    def _retry_registration(self) -> None:
+        """Register the plugins that are not registered yet (servers keep serving)."""
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._last_attempt = time.monotonic()
+            for name, srv in self.servers.items():
+                if not srv.running:
+                    self.restart("registration retry")
+                    return
+                if srv.registered:
+                    continue
+                try:
+                    srv.register()
+                except KubeletUnavailable:
+                    continue
+                except RegistrationError as exc:
+                    if str(exc) != self.last_error:
+                        self._log(f"{name}: {shorten(str(exc), 300)}; retrying in "
+                                  f"{self.retry_interval:g} s")
+                    self.last_error = str(exc)
+                    continue
+                self.registrations += 1
+                self._kubelet_absent_said = False
+                self._log(f"{name}: registered with {self.kubelet_socket}")
 
     def __enter__(self) -> PluginManager:
         self.start()

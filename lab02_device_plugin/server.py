@@ -45,6 +45,7 @@ from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.config import Config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import DeviceHealth, HealthChange
+from lab02_device_plugin.limits import MAX_MESSAGE_CHARS, short_repr, shorten
 from lab02_device_plugin.sharing import AdvertisedResource, AllocationError
 
 #: The kubelet API version (``v1beta1.Version``); the only one a kubelet accepts.
@@ -62,6 +63,10 @@ MAX_DEVICE_ID = 63
 
 class RegistrationError(RuntimeError):
     """The kubelet refused the registration, or could not be reached."""
+
+
+class KubeletUnavailable(RegistrationError):
+    """Nothing answers on the kubelet's socket (not started yet, or restarting)."""
 
 
 def snapshot_message(resource: AdvertisedResource,
@@ -89,7 +94,7 @@ def check_advertisable(resource: AdvertisedResource) -> None:
     """
     for d in resource.devices:
         if len(d.id) > MAX_DEVICE_ID:
-            raise InputError(f"{resource.name}: device ID {d.id!r} is {len(d.id)} characters; "
+            raise InputError(f"{resource.name}: device ID {short_repr(d.id, 80)} is {len(d.id)} characters; "
                              f"expected at most {MAX_DEVICE_ID} (Device.ID in the device plugin API)")
     size = snapshot_message(resource).ByteSize()
     if size > MAX_MESSAGE_BYTES:
@@ -153,6 +158,23 @@ def _remove_socket(path: Path, inode: int | None = None) -> None:
         pass
 
 
+def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+    """``context.abort`` with the details shortened to :data:`~.limits.MAX_MESSAGE_CHARS`
+    (with the original length): a status echoing a 1 MB device ID would exceed the 8 KiB of
+    metadata a gRPC client accepts, and the caller would see a transport error instead."""
+    context.abort(code, shorten(message, MAX_MESSAGE_CHARS))
+
+
+def check_request_ids(resource: AdvertisedResource, ids, what: str) -> str | None:
+    """The error for the first device ID in a request longer than :data:`MAX_DEVICE_ID`
+    characters (none can be ours), or None. Checked before any lookup or allocation."""
+    for did in ids:
+        if len(did) > MAX_DEVICE_ID:
+            return (f"{what} for {resource.name}: device ID {short_repr(did, 40)} is longer than "
+                    f"{MAX_DEVICE_ID} characters (Device.ID in the device plugin API)")
+    return None
+
+
 class _Servicer(pb_grpc.DevicePluginServicer):
     """The gRPC methods; all state lives in the owning :class:`DevicePluginServer`."""
 
@@ -187,12 +209,17 @@ class _Servicer(pb_grpc.DevicePluginServicer):
         resource = p.resource
         policy = p.config.flags.plugin.shared_devices_allocation_policy
         for creq in request.container_requests:
+            error = (check_request_ids(resource, creq.available_deviceIDs, "GetPreferredAllocation")
+                     or check_request_ids(resource, creq.must_include_deviceIDs,
+                                          "GetPreferredAllocation"))
+            if error:
+                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, error)
             try:
                 ids = sharing.preferred_allocation(resource, list(creq.available_deviceIDs),
                                                    list(creq.must_include_deviceIDs),
                                                    creq.allocation_size, policy)
             except AllocationError as exc:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             out.container_responses.add(deviceIDs=ids)
         return out
 
@@ -200,10 +227,13 @@ class _Servicer(pb_grpc.DevicePluginServicer):
         p = self._p
         out = pb.AllocateResponse()
         for creq in request.container_requests:
+            error = check_request_ids(p.resource, creq.devices_ids, "Allocate")
+            if error:
+                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, error)
             try:
                 alloc = sharing.allocate(p.resource, list(creq.devices_ids), p.config)
             except AllocationError as exc:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             out.container_responses.append(to_proto(alloc))
         with p._cond:
             p.allocate_calls += 1
@@ -211,10 +241,13 @@ class _Servicer(pb_grpc.DevicePluginServicer):
 
     def PreStartContainer(self, request, context):
         p = self._p
+        error = check_request_ids(p.resource, request.devices_ids, "PreStartContainer")
+        if error:
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, error)
         for did in request.devices_ids:
             if p.resource.device(did) is None:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                              f"PreStartContainer for {p.resource.name}: unknown device {did!r}")
+                _abort(context, grpc.StatusCode.INVALID_ARGUMENT,
+                       f"PreStartContainer for {p.resource.name}: unknown device {short_repr(did)}")
         with p._cond:
             p.prestart_calls += 1
         return pb.PreStartContainerResponse()
@@ -369,7 +402,8 @@ class DevicePluginServer:
         """Register with the kubelet (no-op when ``kubelet_socket`` is None).
 
         Raises:
-            RegistrationError: the kubelet is unreachable or refused (its message included).
+            KubeletUnavailable: nothing answers on the kubelet socket.
+            RegistrationError: the kubelet refused (its message included, shortened).
         """
         if not self.kubelet_socket:
             return
@@ -380,9 +414,11 @@ class DevicePluginServer:
             try:
                 stub.Register(request, timeout=self.register_timeout, wait_for_ready=False)
             except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                    raise KubeletUnavailable(f"no kubelet listening on {self.kubelet_socket}") from None
                 raise RegistrationError(
                     f"registering {self.resource.name} with {self.kubelet_socket} failed: "
-                    f"{exc.code().name}: {exc.details()}") from None
+                    f"{exc.code().name}: {shorten(exc.details() or '', MAX_MESSAGE_CHARS)}") from None
         self.registered = True
 
     def start(self) -> None:

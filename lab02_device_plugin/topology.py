@@ -27,9 +27,10 @@ from pathlib import Path
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.inventory import Inventory
+from lab02_device_plugin.limits import MAX_GPUS, MAX_INVENTORY_BYTES, read_text_bounded, short_repr, shorten
 
 _DEVICE_COL = re.compile(r"^(GPU\d+|NIC\d+|mlx\S+)$")
-_LINK = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|PSB|NV\d+|N/A)$")
+_LINK = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|PSB|NV\d{1,3}|N/A)$")
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,9 @@ def parse_topology(text: str, source: str = "<topo>") -> Topology:
                          "output")
     columns = [t for t in lines[header_at].split() if _DEVICE_COL.match(t)]
     gpus = tuple(c for c in columns if c.startswith("GPU"))
+    if len(gpus) > MAX_GPUS:
+        raise InputError(f"{source}:{header_at + 1}: {len(gpus)} GPU columns; expected at most "
+                         f"{MAX_GPUS} GPUs on one node (see lab02_device_plugin.limits)")
     links: list[tuple[str, ...]] = []
     numa: list[int | None] = []
     for n, line in enumerate(lines[header_at + 1:], start=header_at + 2):
@@ -109,17 +113,17 @@ def parse_topology(text: str, source: str = "<topo>") -> Topology:
             continue
         cells = tokens[1:1 + len(columns)]
         if len(cells) != len(columns):
-            raise InputError(f"{source}:{n}: {tokens[0]} has {len(cells)} link cells; expected "
+            raise InputError(f"{source}:{n}: {shorten(tokens[0])} has {len(cells)} link cells; expected "
                              f"{len(columns)} ({' '.join(columns)})")
         for k, cell in enumerate(cells):
             if not _LINK.match(cell):
                 raise InputError(f"{source}:{n}: {tokens[0]} / {columns[k]}: unknown link "
-                                 f"{cell!r}; expected X, SYS, NODE, PHB, PXB, PIX or NV<n>")
+                                 f"{short_repr(cell)}; expected X, SYS, NODE, PHB, PXB, PIX or NV<n>")
         links.append(tuple(c for c, col in zip(cells, columns) if col.startswith("GPU")))
         rest = tokens[1 + len(columns):]
         # rest: CPU affinity, NUMA affinity, [GPU NUMA ID]
         value = rest[1] if len(rest) >= 2 else None
-        numa.append(int(value) if value is not None and value.isdigit() else None)
+        numa.append(int(value) if value is not None and value.isdigit() and len(value) < 10 else None)
     if len(links) != len(gpus):
         raise InputError(f"{source}: {len(links)} GPU rows for {len(gpus)} GPU columns; "
                          "expected a square GPU matrix")
@@ -129,10 +133,7 @@ def parse_topology(text: str, source: str = "<topo>") -> Topology:
 def load_topology(path: str | Path) -> Topology:
     """Read a ``topo -m`` file. Raises InputError for an unreadable or malformed file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read topology: {exc.strerror or exc}") from None
+    text = read_text_bounded(p, MAX_INVENTORY_BYTES, "topology (nvidia-smi topo -m)")
     return parse_topology(text, str(p))
 
 

@@ -13,18 +13,18 @@ import signal
 import threading
 from pathlib import Path
 
-import yaml
-
 from lab02_device_plugin.commands._args import seconds
 from lab02_device_plugin.commands._output import print_line
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
+from lab02_device_plugin.limits import MAX_YAML_BYTES, read_text_bounded, safe_load_all_bounded
 
 #: Upper bounds of the time options (seconds): an hour to wait for a plugin, a week to run,
 #: five minutes to dial a plugin socket (the kubelet uses 10 s).
 MAX_WAIT_S = 3600.0
 MAX_DURATION_S = 7 * 24 * 3600.0
 MAX_DIAL_TIMEOUT_S = 300.0
+MAX_RETRY_S = 3600.0
 
 NAME = "kubelet"
 HELP = "run the mock kubelet: serve kubelet.sock, narrate each device plugin call, admit pods"
@@ -41,6 +41,11 @@ node (spec.nodeName set, no scheduler): one that does not fit is rejected at adm
 ends Failed (UnexpectedAdmissionError), where a scheduler would have left it Pending. Every
 pod (from --admit and --pods) is checked before the first is admitted. Stop with Ctrl-C or
 SIGTERM (exit status 0).
+
+A pod admitted while its device plugin is not registered (the window after a kubelet
+restart) ends Failed and is never retried, as in today's kubelet; --retry-admission SECONDS
+keeps it Pending and admits it once more after that delay, as the fix proposed in
+kubernetes#128043 would.
 
 examples:
   python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --admit pod-1=nvidia.com/gpu:1
@@ -69,25 +74,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="how long Register waits for the plugin's socket (above 0, at most "
                              f"{MAX_DIAL_TIMEOUT_S:g}; default: %(default)s, the kubelet's)")
+    parser.add_argument("--retry-admission", type=seconds(MAX_RETRY_S), default=None,
+                        metavar="SECONDS",
+                        help="retry once, after SECONDS, the admission of a pod whose device "
+                             "plugin is not registered (default: off, as the kubelet: the pod "
+                             "ends Failed)")
 
 
 def _load_pods(path: Path) -> list[Pod]:
     """Every pod of the file, each validated (see :func:`pods_from_manifests`) before any is
-    admitted, so a bad pod late in the file does not leave the earlier ones half-applied."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--pods {path}: cannot read it ({exc.strerror})") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"--pods {path}: byte {exc.start} is not UTF-8; expected a YAML file "
-                         "of Pod manifests") from None
-    try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "syntax error"
-        raise InputError(f"{where}: not valid YAML ({problem}); expected Pod manifests") from None
+    admitted, so a bad pod late in the file does not leave the earlier ones half-applied.
+    The file is bounded as every input (:mod:`~lab02_device_plugin.limits`)."""
+    text = read_text_bounded(path, MAX_YAML_BYTES, "Pod manifests file")
+    if "\ufffd" in text:
+        try:
+            path.read_bytes()[:MAX_YAML_BYTES].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"--pods {path}: byte {exc.start} is not UTF-8; expected a YAML file "
+                             "of Pod manifests") from None
+    documents = safe_load_all_bounded(text, str(path), "a YAML file of Pod manifests")
     return pods_from_manifests(documents, str(path))
 
 
@@ -105,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    kubelet = MockKubelet(args.plugin_dir, on_event=_say, dial_timeout=args.dial_timeout)
+    kubelet = MockKubelet(args.plugin_dir, on_event=_say, dial_timeout=args.dial_timeout,
+                          retry_admission_after=args.retry_admission)
     try:
         kubelet.start()
         for pod in pods:

@@ -18,13 +18,14 @@ import threading
 from pathlib import Path
 
 from lab02_device_plugin.commands._output import print_line
-from lab02_device_plugin.config import MIG_STRATEGIES, load_config
+from lab02_device_plugin.config import MIG_STRATEGIES, Config, load_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
 from lab02_device_plugin.inventory import (
     Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.limits import MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, shorten
+from lab02_device_plugin.manager import PluginManager, count
 from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
 from lab02_device_plugin.sharing import mps_daemon_commands
 from lab02_device_plugin.topology import apply_topology, load_topology
@@ -39,9 +40,16 @@ or a YAML spec of simulated GPUs; see lab02_device_plugin/examples/) or, without
 NVML (needs nvidia-ml-py and a GPU).
 
 Each resource gets its own socket (nvidia-gpu.sock, nvidia-mig-1g.10gb.sock, ...) and is
-registered with the kubelet at --kubelet-socket; when that socket is re-created (a kubelet
-restart) every plugin restarts and registers again. SIGTERM or Ctrl-C removes the sockets
-and exits 0; SIGHUP restarts the plugins.
+registered with the kubelet at --kubelet-socket. If the kubelet is not running yet, one line
+says so and the plugins register when it starts.
+
+Restarts, as NVIDIA's plugin: on SIGHUP, when the kubelet socket is re-created (a kubelet
+restart) and when the --config or --inventory file changes (polled; e.g. a ConfigMap
+update), the plugin re-reads config and inventory (or NVML), stops the servers of resources
+that no longer exist, starts the new ones and registers them all again: a MIG repartition
+or a new replica count is advertised within a second. A config or inventory that fails
+validation is reported in one line and the previous one keeps serving. SIGTERM or Ctrl-C
+removes the sockets and exits 0.
 
 Simulated Xids (labs): with --xid-fifo PATH, write lines to the FIFO:
   echo "xid 0 94"   > PATH   # Xid 94 on GPU index 0 (or a GPU-/MIG- UUID)
@@ -59,6 +67,7 @@ examples:
   python -m lab02_device_plugin serve --dry-run \\
       --inventory lab02_device_plugin/examples/inventory-h100-mig.yaml \\
       --config lab02_device_plugin/examples/mig-mixed.yaml      # what would be advertised
+  kill -HUP <pid>     # re-read config and inventory now (as the config-manager sidecar does)
 """
 
 
@@ -95,22 +104,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="print the resources and device IDs that would be advertised, "
                              "then exit (no sockets)")
+    parser.add_argument("--no-watch", action="store_true",
+                        help="do not poll --config and --inventory for changes (SIGHUP and a "
+                             "kubelet restart still reload them)")
     parser.add_argument("--quiet", action="store_true", help="print errors only")
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    return read_text_bounded(path, MAX_INVENTORY_BYTES, "listing (nvidia-smi -L)")
 
 
 def _resolve_device(inventory: Inventory, token: str) -> str:
-    if token.isdigit():
+    if token.isdigit() and len(token) <= 9:
         return inventory.gpu(int(token)).uuid
     known = {g.uuid for g in inventory.gpus} | {m.uuid for g in inventory.gpus for m in g.mig_devices}
     if token not in known:
-        raise InputError(f"xid-fifo: unknown device {token!r}; expected a GPU index or a "
+        raise InputError(f"xid-fifo: unknown device {shorten(repr(token))}; expected a GPU index or a "
                          "GPU-/MIG- UUID of the inventory")
     return token
 
@@ -127,7 +136,7 @@ def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSou
     if not parts:
         return ""
     verb = parts[0].lower()
-    if verb == "xid" and len(parts) == 3 and parts[2].isdigit():
+    if verb == "xid" and len(parts) == 3 and parts[2].isdigit() and len(parts[2]) <= 9:
         dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
         source.inject_xid(dev, int(parts[2]))
         return f"injected Xid {parts[2]} on {dev or 'every device'}"
@@ -135,7 +144,7 @@ def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSou
         dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
         source.recover(dev)
         return f"recovery on {dev or 'every device'}"
-    raise InputError(f"xid-fifo: {line!r}: expected 'xid <gpu index|uuid|all> <xid>' or "
+    raise InputError(f"xid-fifo: {shorten(repr(line))}: expected 'xid <gpu index|uuid|all> <xid>' or "
                      "'recover <gpu index|uuid|all>'")
 
 
@@ -154,6 +163,11 @@ def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
             except BlockingIOError:
                 continue
             buf += chunk
+            if b"\n" not in buf and len(buf) > MAX_FIFO_LINE:
+                print(f"warning: xid-fifo: a line longer than {MAX_FIFO_LINE} bytes; dropped "
+                      "(expected 'xid <gpu> <xid>' or 'recover <gpu>')", file=sys.stderr, flush=True)
+                buf = b""
+                continue
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)
                 try:
@@ -170,10 +184,10 @@ def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
 def print_plan(plan, inventory: Inventory, out=None) -> None:
     """Print what would be advertised: one block per resource, one line per device."""
     out = out or sys.stdout
-    print(f"{len(inventory.gpus)} GPU(s) from {inventory.source}", file=out)
+    print(f"{count(len(inventory.gpus), 'GPU')} from {inventory.source}", file=out)
     for r in plan.resources:
         shared = f", {r.sharing} x{r.replicas}" if r.is_shared else ""
-        print(f"{r.name} ({len(r.devices)} devices{shared}) on {r.socket_name}", file=out)
+        print(f"{r.name} ({count(len(r.devices), 'device')}{shared}) on {r.socket_name}", file=out)
         for line in mps_daemon_commands(r, inventory):
             print(f"  MPS control daemon: {line}", file=out)
         for d in r.devices:
@@ -183,16 +197,20 @@ def print_plan(plan, inventory: Inventory, out=None) -> None:
             print(f"  {d.id}  ({where}{extra})", file=out)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
-    say = (lambda line: None) if args.quiet else print_line
+def load_node(args: argparse.Namespace) -> tuple[Inventory, Config]:
+    """Read config and inventory as the options say (called at start and at every reload).
+
+    Precedence of the MIG strategy, as upstream: ``--mig-strategy`` (or ``$MIG_STRATEGY``)
+    over the file. Config and inventory warnings are printed to stderr.
+
+    Raises:
+        InputError: any of the files is unreadable, oversized or invalid.
+    """
     if args.listing is not None and args.inventory is None:
         raise InputError("--listing: needs --inventory (it completes an nvidia-smi XML dump)")
     config = load_config(args.config)
     if args.mig_strategy:
         config = config.with_mig_strategy(args.mig_strategy, "--mig-strategy (or $MIG_STRATEGY)")
-    for w in config.warnings:
-        print(f"warning: {w}", file=sys.stderr, flush=True)
     if args.inventory is not None:
         inventory = load_inventory(args.inventory)
     else:
@@ -201,21 +219,33 @@ def run(args: argparse.Namespace) -> int:
         inventory = with_mig_uuids(inventory, from_nvidia_smi_list(_read(args.listing), str(args.listing)))
     if args.topology is not None:
         inventory = apply_topology(inventory, load_topology(args.topology))
-    for w in inventory.warnings:
+    for w in config.warnings + inventory.warnings:
         print(f"warning: {w}", file=sys.stderr, flush=True)
+    return inventory, config
+
+
+def _nvml_source(inventory: Inventory) -> NvmlHealthSource:
+    mig_ids = {(g.uuid, m.gpu_instance_id, m.compute_instance_id): m.uuid
+               for g in inventory.gpus for m in g.mig_devices}
+    return NvmlHealthSource([g.uuid for g in inventory.gpus], mig_ids=mig_ids)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
+    say = (lambda line: None) if args.quiet else print_line
+    inventory, config = load_node(args)
     policy = HealthPolicy.from_env(recovery=args.health_recovery)
-    if args.inventory is None:
-        mig_ids = {(g.uuid, m.gpu_instance_id, m.compute_instance_id): m.uuid
-                   for g in inventory.gpus for m in g.mig_devices}
-        source = NvmlHealthSource([g.uuid for g in inventory.gpus], mig_ids=mig_ids)
-    else:
-        source = SimulatedHealthSource()
+    source = _nvml_source(inventory) if args.inventory is None else SimulatedHealthSource()
     kubelet_socket = args.kubelet_socket
     if kubelet_socket is None:
         kubelet_socket = str(args.socket_dir / "kubelet.sock")
+    watched = [] if args.no_watch else [p for p in (args.config, args.inventory, args.listing,
+                                                    args.topology) if p is not None]
     manager = PluginManager(inventory, config, args.socket_dir, kubelet_socket or None,
                             health_source=source, health_policy=policy,
-                            pre_start_required=args.pre_start_required, log=say)
+                            pre_start_required=args.pre_start_required, log=say,
+                            loader=lambda: load_node(args), watch_files=watched,
+                            health_source_factory=_nvml_source if args.inventory is None else None)
     for w in manager.plan.warnings:
         print(f"warning: {w}", file=sys.stderr, flush=True)
     if not manager.plan.resources:
@@ -264,11 +294,13 @@ def run(args: argparse.Namespace) -> int:
                 name="xid-fifo", daemon=True)
             fifo_thread.start()
             say(f"reading simulated health events from {args.xid_fifo}")
-        say(f"device plugin running ({', '.join(manager.plan.names())}); SIGTERM or Ctrl-C stops it")
-        while not stop.wait(0.2):
+        watching = f"; watching {', '.join(map(str, watched))}" if watched else ""
+        say(f"device plugin running ({', '.join(manager.plan.names())}){watching}; "
+            "SIGHUP reloads, SIGTERM or Ctrl-C stops it")
+        while not stop.wait(0.05):
             if hup.is_set():
                 hup.clear()
-                manager.restart("SIGHUP")
+                manager.reload("SIGHUP")
     finally:
         stop.set()
         manager.stop()

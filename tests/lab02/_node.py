@@ -41,17 +41,20 @@ def gpus(model: str = "H100-80GB", count: int = 1, **extra) -> dict:
 
 @contextmanager
 def node(spec: dict | Inventory, config: dict | None = None, *, recovery: bool = True,
-         watch_interval: float = 0.05, wait: bool = True) -> Iterator[Node]:
+         watch_interval: float = 0.05, wait: bool = True, kubelet_options: dict | None = None,
+         manager_options: dict | None = None) -> Iterator[Node]:
     """Start the kubelet, then the plugins; wait until every advertised resource is in the
-    kubelet's node status (unless ``wait`` is False). Stops both and removes the directory."""
+    kubelet's node status (unless ``wait`` is False). Stops both and removes the directory.
+    ``kubelet_options`` / ``manager_options`` go to MockKubelet / PluginManager."""
     inventory = spec if isinstance(spec, Inventory) else from_yaml_spec(spec, "<test spec>")
     cfg = parse_config(config or {"version": "v1"}, "<test config>")
     plugin_dir = Path(tempfile.mkdtemp(prefix="e2e-"))
     source = SimulatedHealthSource()
-    kubelet = MockKubelet(plugin_dir)
+    kubelet = MockKubelet(plugin_dir, **(kubelet_options or {}))
     manager = PluginManager(inventory, cfg, plugin_dir, health_source=source,
                             health_policy=HealthPolicy(recovery=recovery),
-                            watch_interval=watch_interval, retry_interval=0.5)
+                            watch_interval=watch_interval, retry_interval=0.5,
+                            **(manager_options or {}))
     try:
         kubelet.start()
         manager.start()

@@ -4,15 +4,32 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def socket_dir():
+    """A short temporary directory for unix sockets (their paths are limited to 107 bytes,
+    pytest's tmp_path can be longer); removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="sp-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def serve(plugin_dir: Path, *extra: str) -> Process:
+    """``python -m lab02_device_plugin serve`` on ``plugin_dir`` (kubelet.sock in it)."""
+    return Process(["serve", "--socket-dir", str(plugin_dir),
+                    "--kubelet-socket", str(plugin_dir / "kubelet.sock"), *extra])
 
 
 class Process:

@@ -74,20 +74,25 @@ def test_serve_socket_dir_without_write_access_is_one_line(tmp_path):
 
 # ----------------------------------------------------------------------- finding 2
 
-def test_serve_refuses_a_snapshot_over_the_grpc_message_limit(tmp_path):
+def test_serve_refuses_more_replicas_than_one_listandwatch_message_holds(tmp_path):
+    # 100000 replicas of one GPU would be a ListAndWatch message of about 5.8 MB (> 4 MiB);
+    # the config bound (512) refuses it before any ID is built.
     config = tmp_path / "big.yaml"
     config.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
                       "    - {name: nvidia.com/gpu, replicas: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
-    assert "nvidia.com/gpu: 100000 devices make a ListAndWatch message of" in line
-    assert "expected at most 4194304 (gRPC's default 4 MiB limit" in line
+    assert line == (f"error: {config}: sharing.timeSlicing.resources[0].replicas: expected at most "
+                    "512 (the kubelet gets every replica ID of a resource in one ListAndWatch "
+                    "message, limited to 4 MiB: see lab02_device_plugin.limits), got 100000")
 
 
-def test_serve_refuses_an_inventory_too_big_for_one_message(tmp_path):
+def test_serve_refuses_an_inventory_of_more_gpus_than_a_node_has(tmp_path):
     inventory = tmp_path / "many.yaml"
     inventory.write_text("gpus:\n- {model: T4, count: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--inventory", str(inventory)))
-    assert "nvidia.com/gpu: 100000 devices make a ListAndWatch message" in line
+    assert line == (f"error: {inventory}: gpus[0].count: 100000 GPUs; expected at most 64 GPUs "
+                    "on one node (the largest single-host systems have 16; see "
+                    "lab02_device_plugin.limits)")
 
 
 # ----------------------------------------------------------------------- finding 3

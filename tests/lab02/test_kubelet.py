@@ -115,7 +115,7 @@ def test_start_removes_every_socket_but_keeps_checkpoint_and_files(plugin_dir):
         assert not stale.exists()
         assert (plugin_dir / "notes.txt").exists()
         assert (plugin_dir / "kubelet.sock").is_socket()
-        assert "removed 1 socket(s) (old-plugin.sock)" in k.narration[0]
+        assert "removed 1 socket (old-plugin.sock)" in k.narration[0]
         # The "{}" checkpoint has no Data: it is reported as corrupt and ignored.
         assert any("corrupt" in line for line in k.narration)
     assert not (plugin_dir / "kubelet.sock").exists()
@@ -274,7 +274,10 @@ def test_never_overcommitted_and_exact_unavailable_message(kubelet, plugin_dir, 
                               f"for {RES}. Requested: 2, Available: 1, which is unexpected")
     assert len(plugin.calls.allocate) == 1  # no Allocate for either rejected attempt
     assert kubelet.delete_pod("a") == ["GPU-1", "GPU-2", "GPU-3"]
-    assert kubelet.admit_pod(pod("b", 2)).admitted
+    # A Failed pod is never admitted again, even with room now; a new pod is.
+    again = kubelet.admit_pod(pod("b", 2))
+    assert (again.admitted, again.phase, again.reason) == (False, "Failed", "UnexpectedAdmissionError")
+    assert kubelet.admit_pod(pod("b2", 2)).admitted
 
 
 def test_unhealthy_devices_are_not_allocated(kubelet, plugin_dir, plugins):

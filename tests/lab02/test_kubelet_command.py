@@ -52,7 +52,7 @@ def test_kubelet_command_bad_pods_file_is_one_line_error(tmp_path, capsys):
     pods.write_text("kind: Pod\nmetadata: {name: x\n")
     assert main(["kubelet", "--plugin-dir", str(tmp_path / "d"), "--pods", str(pods)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {pods}:") and "not valid YAML" in err
+    assert err.startswith(f"error: {pods}:") and "invalid YAML" in err
     assert err.count("\n") == 1
 
 

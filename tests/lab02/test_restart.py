@@ -20,7 +20,7 @@ def test_restart_removes_plugin_socket_and_plugin_serves_a_new_one():
         # (inode numbers are reused by the file system, so compare the serving objects)
         new = n.manager.server("nvidia.com/gpu")
         assert new is not old and not old.running and new.socket_path.is_socket()
-        assert any("removed 1 socket(s) (nvidia-gpu.sock)" in line for line in n.kubelet.narration)
+        assert any("removed 1 socket (nvidia-gpu.sock)" in line for line in n.kubelet.narration)
 
 
 def test_checkpoint_survives_and_readmission_sends_no_allocate():

@@ -218,7 +218,7 @@ def test_dry_run_prints_the_plan(capsys, tmp_path):
                "--config", str(example_path("time-slicing.yaml"))])
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
-    assert out == [f"1 GPU(s) from {example_path('inventory-1gpu.yaml')}",
+    assert out == [f"1 GPU from {example_path('inventory-1gpu.yaml')}",
                    "nvidia.com/gpu (4 devices, time-slicing x4) on nvidia-gpu.sock"] + \
         [f"  {uuid}::{n}  (GPU 0)" for n in range(4)]
     assert list(tmp_path.iterdir()) == []  # no sockets

@@ -4,30 +4,19 @@ kubelet in this process "exactly as it would against a kubelet"."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from _process import Process
+from _process import Process, serve, socket_dir  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(120)
 EXAMPLES = Path(__file__).resolve().parents[2] / "lab02_device_plugin" / "examples"
 
 
-@pytest.fixture
-def plugin_dir():
-    path = Path(tempfile.mkdtemp(prefix="sp-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def serve(plugin_dir: Path, *extra: str) -> Process:
-    return Process(["serve", "--socket-dir", str(plugin_dir),
-                    "--kubelet-socket", str(plugin_dir / "kubelet.sock"), *extra])
+plugin_dir = socket_dir  # the fixture, under this module's name
 
 
 def test_serve_registers_allocates_and_exits_cleanly_on_sigterm(plugin_dir):

@@ -1,0 +1,264 @@
+"""Bounds on every input of Lab 02, and the helpers that enforce them.
+
+A device plugin runs as root on every GPU node; the files it reads (a ConfigMap, an
+inventory) and the gRPC requests it answers must never hang it, exhaust its memory or make
+it print a traceback. Each bound below says what it protects and why its value is safe for
+every real input:
+
+* :data:`MAX_CONFIG_BYTES` (64 KiB): an NVIDIA device plugin config is a few hundred bytes
+  (``examples/*.yaml`` are 150 to 400); a mixed-MIG node sharing all seven profiles of a GPU
+  is under 2 KB. 64 KiB is 30x that and well under the 1 MiB a ConfigMap can hold.
+* :data:`MAX_INVENTORY_BYTES` (8 MiB): ``nvidia-smi -q -x`` is 14 KB per GPU (the 4x K80
+  dump in ``shared/data/nvidia-smi`` is 56 KB) and about 22 KB for an A100 with MIG, so
+  :data:`MAX_GPUS` GPUs take under 2 MB.
+* :data:`MAX_YAML_BYTES` (1 MiB): YAML files parsed in Python (GPU specs, pod manifests) are
+  hand-written and small; 1 MiB parses in well under a second.
+* :data:`MAX_YAML_DEPTH` (64): the deepest key of a config is 5 levels
+  (``sharing.timeSlicing.resources[0].devices[0]``), of a Pod manifest about 12
+  (``spec.affinity...matchExpressions[0].values[0]``). PyYAML composes nodes recursively,
+  so a 20,000-level file would otherwise end in a RecursionError.
+* :data:`MAX_YAML_NODES` (100,000): the number of nodes a document has once every alias
+  (``*name``) and merge key (``<<``) is expanded. A "billion laughs" document is a few
+  hundred bytes whose aliases expand to 10^9 nodes; any code that walks it (validation,
+  an error message that prints it) would run for hours.
+* :data:`MAX_GPUS` (64 per node): the largest single-host systems have 16 GPUs (DGX-2,
+  HGX-2); 4x headroom.
+* :data:`MAX_REPLICAS` (512 per device) and :data:`MAX_DEVICES_PER_RESOURCE` (32,768): the
+  kubelet receives every device ID of a resource in one ListAndWatch message, limited to
+  gRPC's default 4 MiB (the kubelet does not raise it). A device takes at most 82 bytes
+  there (a 63-character ID, the health string, a NUMA node, framing), so 32,768 devices make
+  2.7 MB. 64 GPUs x 512 replicas = 32,768. Checking the counts *before* the replica IDs are
+  built keeps ``replicas: 1000000000`` from allocating gigabytes first.
+* :data:`MAX_MESSAGE_CHARS` (200) and :data:`MAX_VALUE_CHARS` (60): error lines and gRPC
+  error details quote the input, shortened by :func:`shorten` (an ellipsis and the original
+  length), so a 10 MB value never becomes a 10 MB error line and a gRPC status stays far
+  below the 8 KiB of metadata a client accepts.
+
+Everything here is pure: no sockets, no threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lab02_device_plugin.errors import InputError
+
+MAX_CONFIG_BYTES = 64 * 1024
+MAX_INVENTORY_BYTES = 8 * 1024 * 1024
+MAX_YAML_BYTES = 1024 * 1024
+MAX_YAML_DEPTH = 64
+MAX_YAML_NODES = 100_000
+MAX_GPUS = 64
+MAX_REPLICAS = 512
+MAX_DEVICES_PER_RESOURCE = 32_768
+MAX_VALUE_CHARS = 60
+MAX_MESSAGE_CHARS = 200
+#: Longest line accepted on the simulated-Xid FIFO (a command is under 80 characters).
+MAX_FIFO_LINE = 4096
+
+
+def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """``text`` itself when it has at most ``limit`` characters; else its first ``limit``
+    characters, an ellipsis and the original length.
+
+    Example: ``shorten("x" * 1_000_000, 10)`` -> ``"xxxxxxxxxx… (1000000 characters)"``.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def short_repr(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """``repr(value)`` for an error message, shortened like :func:`shorten`.
+
+    A long string is cut *before* ``repr`` runs, and containers are shown by type and size
+    only when their repr would be long, so a hostile value (a 10 MB string, a list of a
+    million items, an alias-expanded tree) costs no more than ``limit`` characters to show.
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}… ({len(value)} characters)"
+    if isinstance(value, (list, tuple, dict, set)):
+        if len(value) > limit:  # each item shows at least 1 character: too long for sure
+            return f"<{type(value).__name__} of {len(value)} items>"
+        text = repr(value)
+        if len(text) > limit:
+            return f"<{type(value).__name__} of {len(value)} items>"
+        return text
+    return shorten(repr(value), limit)
+
+
+def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
+    """Read a text file of at most ``limit`` bytes (UTF-8; bad bytes replaced).
+
+    The size is checked from ``stat`` before reading and again while reading (a file that
+    grows, or a FIFO, is read at most ``limit + 1`` bytes), so a 10 GB file costs nothing.
+
+    Raises:
+        InputError: unreadable, or larger than ``limit``: ``<path>: <what> is 10485760 bytes;
+            expected at most 65536 (...)``.
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"{shorten(str(p), 200)}: cannot read {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        try:
+            size = f"{p.stat().st_size} bytes"
+        except OSError:
+            size = f"more than {limit} bytes"
+        raise InputError(f"{shorten(str(p), 200)}: {what} is {size}; expected at most {limit} bytes "
+                         f"({_size_reason(what)})")
+    return data.decode("utf-8", errors="replace")
+
+
+def _size_reason(what: str) -> str:
+    if "config" in what:
+        return "a device plugin config is a few hundred bytes"
+    if "inventory" in what:
+        return "nvidia-smi -q -x is about 14 KB per GPU"
+    return "the limit of this input"
+
+
+# --------------------------------------------------------------------------- bounded YAML
+
+class _Meter:
+    """Walks YAML events: depth of nesting, and node count with aliases expanded.
+
+    Each collection's expanded size is 1 + the sizes of its items; an alias counts the
+    expanded size of its anchor (recorded when the anchored node ends), so a chain of
+    anchors that each repeat the previous one 9 times grows 9x per level and is refused at
+    the level where it passes :data:`MAX_YAML_NODES`, after reading only that much text.
+    """
+
+    def __init__(self, source: str, max_depth: int, max_nodes: int) -> None:
+        self.source, self.max_depth, self.max_nodes = source, max_depth, max_nodes
+        self.stack: list[list[Any]] = []   # [size so far, anchor] per open collection
+        self.anchors: dict[str, int] = {}
+        self.open_anchors: set[str] = set()
+        self.total = 0
+
+    def _where(self, event: yaml.Event) -> str:
+        mark = event.start_mark
+        return f"{self.source}:{mark.line + 1}:{mark.column + 1}" if mark else self.source
+
+    def _add(self, size: int, event: yaml.Event) -> None:
+        if self.stack:
+            self.stack[-1][0] += size
+            if self.stack[-1][0] > self.max_nodes:
+                self._too_many(event)
+        else:
+            self.total += size
+            if self.total > self.max_nodes:
+                self._too_many(event)
+
+    def _too_many(self, event: yaml.Event) -> None:
+        raise InputError(f"{self._where(event)}: YAML aliases expand to more than "
+                         f"{self.max_nodes} nodes; expected a plain document (an alias bomb?)")
+
+    def feed(self, event: yaml.Event) -> None:
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if len(self.stack) >= self.max_depth:
+                raise InputError(f"{self._where(event)}: YAML nested more than {self.max_depth} "
+                                 "levels deep; expected a shallow document")
+            self.stack.append([1, event.anchor])
+            if event.anchor is not None:
+                self.open_anchors.add(event.anchor)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            size, anchor = self.stack.pop()
+            if anchor is not None:
+                self.anchors[anchor] = size
+                self.open_anchors.discard(anchor)
+            self._add(size, event)
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                self.anchors[event.anchor] = 1
+            self._add(1, event)
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.open_anchors:
+                raise InputError(f"{self._where(event)}: YAML alias *{shorten(event.anchor)} "
+                                 "refers to a node that contains it; expected a plain document")
+            self._add(self.anchors.get(event.anchor, 1), event)
+        elif isinstance(event, yaml.DocumentStartEvent):
+            self.total = 0
+
+
+def _loader_classes() -> tuple[type, type]:
+    if getattr(yaml, "__with_libyaml__", False):
+        return yaml.CSafeLoader, yaml.CSafeLoader
+    return yaml.SafeLoader, yaml.SafeLoader
+
+
+def _yaml_error(exc: yaml.YAMLError, source: str, expected: str) -> InputError:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "invalid YAML"
+    context = getattr(exc, "context", None)
+    if context and problem.startswith("but "):  # "expected a single document ... but found another"
+        problem = f"{context} {problem}"
+    return InputError(f"{where}: invalid YAML ({shorten(str(problem))}); expected {expected}")
+
+
+def check_yaml(text: str, source: str, expected: str, *, max_depth: int = MAX_YAML_DEPTH,
+               max_nodes: int = MAX_YAML_NODES) -> None:
+    """Refuse a YAML text nested deeper than ``max_depth`` or whose aliases expand to more
+    than ``max_nodes`` nodes, reading its events only (no nodes are built, no recursion).
+
+    Raises:
+        InputError: ``<source>:<line>:<column>: ...`` for a bound or a syntax error.
+    """
+    loader_cls, _ = _loader_classes()
+    meter = _Meter(source, max_depth, max_nodes)
+    loader = loader_cls(text)
+    try:
+        while loader.check_event():
+            meter.feed(loader.get_event())
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, expected) from None
+    finally:
+        loader.dispose()
+
+
+def safe_load_bounded(text: str, source: str, expected: str, **bounds: int) -> Any:
+    """``yaml.safe_load`` after :func:`check_yaml` (libyaml's C loader when available).
+
+    Args:
+        text: the YAML text.
+        source: the file name for messages.
+        expected: what the file should be, for messages ("a YAML config file").
+
+    Raises:
+        InputError: one line with file:line:column for a syntax error, too deep a nesting
+            or an alias expansion past the bound.
+    """
+    check_yaml(text, source, expected, **bounds)
+    _, loader_cls = _loader_classes()
+    try:
+        return yaml.load(text, Loader=loader_cls)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, expected) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits (int() refuses it)
+        raise InputError(f"{source}: {shorten(str(exc))}; expected {expected}") from None
+
+
+def safe_load_all_bounded(text: str, source: str, expected: str, **bounds: int) -> list[Any]:
+    """Every document of a multi-document YAML text, each bounded as in :func:`safe_load_bounded`."""
+    check_yaml(text, source, expected, **bounds)
+    _, loader_cls = _loader_classes()
+    try:
+        return list(_load_all(text, loader_cls))
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source, expected) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits (int() refuses it)
+        raise InputError(f"{source}: {shorten(str(exc))}; expected {expected}") from None
+
+
+def _load_all(text: str, loader_cls: type) -> Iterator[Any]:
+    yield from yaml.load_all(text, Loader=loader_cls)  # noqa: S506 (a SafeLoader)

@@ -1,0 +1,433 @@
+"""Every input is bounded: each hostile case of issue 13 is one clear line (an InputError, an
+exit status 1, or a gRPC status with short details), never a traceback, a hang or gigabytes.
+Time and memory of each are measured in benchmarks/bench_hostile_inputs.py."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import grpc
+import pytest
+
+from lab02_device_plugin.api import deviceplugin_pb2 as pb
+from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
+from lab02_device_plugin.cli import main
+from lab02_device_plugin.config import load_config, parse_config
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.inventory import (
+    Gpu, Inventory, from_nvidia_smi_list, from_yaml_spec, load_inventory,
+)
+from lab02_device_plugin.kubelet import MockKubelet, register_error
+from lab02_device_plugin.limits import (
+    MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, MAX_GPUS, MAX_REPLICAS, check_yaml,
+    safe_load_bounded, short_repr, shorten,
+)
+from lab02_device_plugin.server import DevicePluginServer, check_advertisable
+from lab02_device_plugin.sharing import AdvertisedDevice, AdvertisedResource, advertise
+from lab02_device_plugin.topology import parse_topology
+
+pytestmark = pytest.mark.timeout(60)
+
+UUID = "GPU-0c6e1ed6-bd4e-24e7-1b3c-4f4f4fe1c0a5"
+
+#: The classic "billion laughs" in YAML: 9 ** 9 = 387,420,489 strings once expanded.
+ALIAS_BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+              + "".join(f"{chr(98 + i)}: &{chr(98 + i)} ["
+                        + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)))
+
+
+# ----------------------------------------------------------------------- shortening
+
+def test_shorten_keeps_short_text_and_names_the_length_of_long_text():
+    assert shorten("abc", 3) == "abc"
+    assert shorten("x" * 1_000_000, 10) == "xxxxxxxxxx… (1000000 characters)"
+
+
+def test_short_repr_never_builds_a_huge_repr():
+    assert short_repr("ab") == "'ab'"
+    assert short_repr("y" * 100, 5) == "'yyyyy'… (100 characters)"
+    assert short_repr(list(range(1_000_000))) == "<list of 1000000 items>"
+    assert short_repr([1, 2]) == "[1, 2]"
+    assert short_repr(7) == "7"
+
+
+# ----------------------------------------------------------------------- YAML
+
+def test_alias_bomb_is_refused_at_the_line_where_it_passes_the_bound():
+    # Line k holds 9**k strings plus its lists: line 5 (e: 9**5 = 59049 strings, 66430
+    # nodes) stays under 100,000; on line 6 the second *e (column 11) makes 2 x 66430.
+    with pytest.raises(InputError) as info:
+        safe_load_bounded(ALIAS_BOMB, "bomb.yaml", "a YAML config file")
+    assert str(info.value).startswith("bomb.yaml:6:11:")
+    assert "YAML aliases expand to more than 100000 nodes" in str(info.value)
+
+
+def test_merge_keys_count_as_expansion_too():
+    text = "a: &a {x: 1, y: 2}\n" + "".join(
+        f"m{i}: &m{i} {{<<: [*{'a' if i == 0 else f'm{i - 1}'}, *{'a' if i == 0 else f'm{i - 1}'}]}}\n"
+        for i in range(30))
+    with pytest.raises(InputError, match="YAML aliases expand to more than 100000 nodes"):
+        safe_load_bounded(text, "merge.yaml", "x")
+
+
+def test_a_few_aliases_are_fine():
+    assert safe_load_bounded("base: &b {replicas: 4}\ncopy: *b\n", "ok.yaml", "x") == {
+        "base": {"replicas": 4}, "copy": {"replicas": 4}}
+
+
+@pytest.mark.parametrize("text", ["[" * 20000 + "]" * 20000, "{a: " * 20000 + "1" + "}" * 20000,
+                                  "a:\n" + "".join(" " * i + "- \n" for i in range(1, 101))],
+                         ids=["flow sequences", "flow mappings", "block sequences (100)"])
+def test_20000_levels_of_nesting_are_refused_at_level_65(text):
+    with pytest.raises(InputError, match="YAML nested more than 64 levels deep"):
+        check_yaml(text, "deep.yaml", "x")
+
+
+def test_64_levels_are_still_read():
+    assert check_yaml("[" * 64 + "]" * 64, "ok.yaml", "x") is None
+
+
+def test_a_self_referencing_alias_is_refused():
+    with pytest.raises(InputError, match="ok.yaml:1:8: YAML alias \\*a refers to a node that contains it"):
+        safe_load_bounded("x: &a [*a]", "ok.yaml", "x")
+
+
+def test_an_integer_of_5000_digits_is_one_line():
+    with pytest.raises(InputError, match="n.yaml: Exceeds the limit"):
+        safe_load_bounded("replicas: " + "1" * 5000, "n.yaml", "a YAML config file")
+
+
+# ----------------------------------------------------------------------- config
+
+def test_config_alias_bomb_as_a_value_is_one_line(tmp_path):
+    # The anchors under `resources` (accepted and ignored, as upstream); the bomb is the value
+    # of replicas, whose error line used to print all 9**9 strings.
+    config = tmp_path / "bomb.yaml"
+    config.write_text("version: v1\nresources:\n" + "".join("  " + line + "\n" for line in
+                                                            ALIAS_BOMB.splitlines())
+                      + "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, "
+                        "replicas: *i}]}}\n")
+    with pytest.raises(InputError) as info:
+        load_config(config)
+    # Line 8 is "  f: &f [*e,*e,...": e expands to 66430 nodes, so the second *e (column 13)
+    # takes f past 100,000.
+    assert str(info.value) == (f"{config}:8:13: YAML aliases expand to more than 100000 nodes; "
+                               "expected a plain document (an alias bomb?)")
+
+
+def test_config_of_10_mb_is_refused_before_it_is_read(tmp_path):
+    config = tmp_path / "big.yaml"
+    config.write_text("version: v1\n# " + "x" * (10 * 1024 * 1024) + "\n")
+    size = config.stat().st_size  # 12 + 2 + 10485760 + 1 = 10485775 bytes
+    assert size == 10485775
+    with pytest.raises(InputError) as info:
+        load_config(config)
+    assert str(info.value) == (f"{config}: config file is 10485775 bytes; expected at most "
+                               f"{MAX_CONFIG_BYTES} bytes (a device plugin config is a few "
+                               "hundred bytes)")
+
+
+def test_replicas_of_a_billion_are_refused_by_the_config():
+    data = {"sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu",
+                                                       "replicas": 1_000_000_000}]}}}
+    with pytest.raises(InputError, match=r"resources\[0\]\.replicas: expected at most 512 .*"
+                                         r"got 1000000000$"):
+        parse_config(data, "c.yaml")
+
+
+def test_replicas_at_the_bound_are_accepted():
+    data = {"sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu",
+                                                       "replicas": MAX_REPLICAS}]}}}
+    assert parse_config(data).sharing.resources[0].replicas == 512
+
+
+def test_a_long_unknown_value_is_quoted_short():
+    with pytest.raises(InputError) as info:
+        parse_config({"flags": {"migStrategy": "m" * 1_000_000}}, "c.yaml")
+    assert str(info.value) == ("c.yaml: flags.migStrategy: expected one of none, single, mixed, "
+                               "got '" + "m" * 60 + "'… (1000000 characters)")
+
+
+# ----------------------------------------------------------------------- inventory
+
+def test_inventory_count_of_a_hundred_million_is_refused_before_any_gpu_exists():
+    with pytest.raises(InputError) as info:
+        from_yaml_spec({"gpus": [{"model": "T4", "count": 100_000_000}]}, "inv.yaml")
+    assert str(info.value) == ("inv.yaml: gpus[0].count: 100000000 GPUs; expected at most 64 "
+                               "GPUs on one node (the largest single-host systems have 16; see "
+                               "lab02_device_plugin.limits)")
+
+
+def test_gpus_over_several_entries_count_together():
+    spec = {"gpus": [{"model": "T4", "count": 40}, {"model": "L4", "count": 30}]}
+    with pytest.raises(InputError, match=r"gpus\[1\]\.count: 30 GPUs after 40; expected at most 64"):
+        from_yaml_spec(spec, "inv.yaml")
+    assert len(from_yaml_spec({"gpus": [{"model": "T4", "count": MAX_GPUS}]}).gpus) == 64
+
+
+def test_xml_with_65_gpus_is_refused(tmp_path):
+    gpu = "<gpu><uuid>GPU-{0}</uuid><product_name>T4</product_name></gpu>"
+    xml = tmp_path / "big.xml"
+    xml.write_text("<nvidia_smi_log>" + "".join(gpu.format(i) for i in range(65)) + "</nvidia_smi_log>")
+    with pytest.raises(InputError, match="65 <gpu> elements; expected at most 64 GPUs"):
+        load_inventory(xml)
+
+
+def test_xml_with_8_mig_devices_on_a_gpu_is_refused():
+    from lab02_device_plugin.inventory import from_nvidia_smi_xml
+    mig = "<mig_device><index>0</index></mig_device>" * 8
+    text = (f"<nvidia_smi_log><gpu><uuid>{UUID}</uuid><product_name>A100</product_name>"
+            f"<mig_devices>{mig}</mig_devices></gpu></nvidia_smi_log>")
+    with pytest.raises(InputError, match="8 <mig_device> elements; expected at most 7"):
+        from_nvidia_smi_xml("x.xml", text)
+
+
+def test_listing_with_65_gpus_is_refused():
+    text = "".join(f"GPU {i}: Tesla T4 (UUID: GPU-{i:08d})\n" for i in range(65))
+    with pytest.raises(InputError, match=r"L.txt:65: more than 64 GPU lines"):
+        from_nvidia_smi_list(text, "L.txt")
+
+
+def test_topology_with_65_gpu_columns_is_refused():
+    header = "\t" + "\t".join(f"GPU{i}" for i in range(65)) + "\tCPU Affinity\n"
+    with pytest.raises(InputError, match="topo.txt:1: 65 GPU columns; expected at most 64"):
+        parse_topology(header, "topo.txt")
+
+
+def test_inventory_file_over_8_mib_is_refused(tmp_path):
+    big = tmp_path / "big.xml"
+    big.write_bytes(b"<nvidia_smi_log>" + b" " * (8 * 1024 * 1024))
+    with pytest.raises(InputError, match=r"inventory is 8388624 bytes; expected at most 8388608"):
+        load_inventory(big)
+
+
+def test_a_1_mb_uuid_in_a_spec_is_quoted_short():
+    with pytest.raises(InputError) as info:
+        from_yaml_spec({"gpus": [{"model": "T4", "uuids": ["GPU-" + "a" * 1_000_000]}]}, "s.yaml")
+    message = str(info.value)
+    assert len(message) < 300 and "(1000004 characters) is 1000004 characters" in message
+
+
+# ----------------------------------------------------------------------- device IDs per resource
+
+def test_devices_times_replicas_is_checked_before_the_ids_are_built():
+    inventory = from_yaml_spec({"gpus": [{"model": "T4", "count": 64}]})
+    config = parse_config({"sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": 512}]}}})
+    # 64 x 512 = 32768: exactly the bound.
+    (resource,) = advertise(inventory, config).resources
+    assert len(resource.devices) == MAX_DEVICES_PER_RESOURCE
+    check_advertisable(resource)  # 32768 IDs of 45 characters fit one 4 MiB message
+
+
+def test_mig_devices_times_replicas_over_the_bound_is_one_line():
+    inventory = from_yaml_spec({"gpus": [{"model": "A100-80GB", "count": 64, "mig": {
+        "enabled": True, "instances": ["1g.10gb"] * 7}}]})
+    config = parse_config({"flags": {"migStrategy": "mixed"}, "sharing": {"timeSlicing": {
+        "resources": [{"name": "nvidia.com/mig-1g.10gb", "replicas": 100}]}}})
+    with pytest.raises(InputError) as info:
+        advertise(inventory, config)
+    # 64 GPUs x 7 MIG devices = 448 devices; x 100 = 44800 > 32768
+    assert str(info.value).startswith("nvidia.com/mig-1g.10gb: 448 devices x 100 replicas = "
+                                      "44800 device IDs; expected at most 32768 per resource")
+
+
+def test_a_hand_built_resource_over_4_mib_is_still_refused():
+    devices = tuple(AdvertisedDevice(f"GPU-{i:059d}", f"GPU-{i:059d}", f"GPU-{i:059d}", 0)
+                    for i in range(60_000))
+    # 60000 x (63-character ID + "Healthy" + framing, 76 bytes) = 4.56 MB > 4 MiB
+    with pytest.raises(InputError, match="60000 devices make a ListAndWatch message of"):
+        check_advertisable(AdvertisedResource("example.com/gpu", "example.com/gpu", devices))
+
+
+# ----------------------------------------------------------------------- gRPC
+
+@pytest.fixture
+def plugin():
+    inventory = Inventory(tuple(Gpu(i, f"GPU-{i}", "H100", 81559) for i in range(2)))
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    with tempfile.TemporaryDirectory(prefix="lim-") as d:
+        server = DevicePluginServer(resource, d, kubelet_socket=None)
+        server.start()
+        try:
+            with grpc.insecure_channel(f"unix:{server.socket_path}") as channel:
+                yield server, pb_grpc.DevicePluginStub(channel)
+        finally:
+            server.stop()
+
+
+HUGE = "GPU-" + "x" * (1024 * 1024)
+
+
+@pytest.mark.parametrize("call", ["Allocate", "GetPreferredAllocation", "PreStartContainer"])
+def test_a_1_mb_device_id_gets_a_short_invalid_argument_and_the_plugin_keeps_serving(plugin, call):
+    server, stub = plugin
+    request = {
+        "Allocate": lambda: pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=[HUGE])]),
+        "GetPreferredAllocation": lambda: pb.PreferredAllocationRequest(container_requests=[
+            pb.ContainerPreferredAllocationRequest(available_deviceIDs=["GPU-0", HUGE],
+                                                   allocation_size=1)]),
+        "PreStartContainer": lambda: pb.PreStartContainerRequest(devices_ids=[HUGE]),
+    }[call]()
+    with pytest.raises(grpc.RpcError) as info:
+        getattr(stub, call)(request, timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = info.value.details()
+    # "GPU-" + 1048576 x = 1048580 characters, shown as its first 40 and its length
+    assert details == (f"{call} for nvidia.com/gpu: device ID '{HUGE[:40]}'… (1048580 "
+                       "characters) is longer than 63 characters (Device.ID in the device "
+                       "plugin API)")
+    ok = stub.Allocate(pb.AllocateRequest(container_requests=[
+        pb.ContainerAllocateRequest(devices_ids=["GPU-1"])]), timeout=10)
+    assert ok.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-1"
+
+
+def test_an_unknown_63_character_id_is_named_in_full(plugin):
+    _, stub = plugin
+    unknown = "GPU-" + "u" * 59
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Allocate(pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=[unknown])]), timeout=10)
+    assert info.value.details() == ("invalid request for nvidia.com/gpu: unknown device "
+                                    f"'{unknown[:60]}'… (63 characters)")
+
+
+def test_the_kubelet_quotes_a_1_mb_resource_name_short():
+    request = pb.RegisterRequest(version="v1beta1", endpoint="x.sock", resource_name="a/" + "b" * 1_000_000)
+    error = register_error(request)
+    assert error == 'the ResourceName "a/' + "b" * 58 + '… (1000002 characters)" is invalid'
+
+
+def test_a_huge_register_request_is_refused_in_one_short_status(tmp_path):
+    plugin_dir = Path(tempfile.mkdtemp(prefix="kl-"))
+    try:
+        with MockKubelet(plugin_dir) as kubelet:
+            with grpc.insecure_channel(f"unix:{kubelet.socket_path}") as channel:
+                stub = pb_grpc.RegistrationStub(channel)
+                with pytest.raises(grpc.RpcError) as info:
+                    stub.Register(pb.RegisterRequest(version="v" * 1_000_000, endpoint="x.sock",
+                                                     resource_name="nvidia.com/gpu"), timeout=10)
+            assert info.value.code() == grpc.StatusCode.UNKNOWN
+            assert len(info.value.details()) < 200
+            assert info.value.details().startswith('requested API version "vvvv')
+            assert all(len(line) < 400 for line in kubelet.narration)
+    finally:
+        import shutil
+        shutil.rmtree(plugin_dir, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------- CLI, one line each
+
+@pytest.mark.parametrize("content, expected", [
+    (ALIAS_BOMB, "YAML aliases expand to more than 100000 nodes"),
+    ("a: " + "[" * 20000 + "]" * 20000 + "\n", "YAML nested more than 64"),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+     "    - {name: nvidia.com/gpu, replicas: 1000000000}\n", "expected at most 512"),
+], ids=["alias bomb", "20000 levels", "a billion replicas"])
+def test_serve_hostile_config_is_one_line_exit_1(tmp_path, capsys, content, expected):
+    config = tmp_path / "c.yaml"
+    config.write_text(content)
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text("gpus: [{model: T4}]\n")
+    assert main(["serve", "--dry-run", "--config", str(config), "--inventory", str(inventory)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and len(err) < 400
+
+
+def test_kubelet_pods_file_alias_bomb_is_one_line(tmp_path, capsys):
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(ALIAS_BOMB)
+    assert main(["kubelet", "--plugin-dir", str(tmp_path / "d"), "--pods", str(pods)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "YAML aliases expand to more than 100000 nodes" in err
+
+
+# ----------------------------------------------------------------------- GetPreferredAllocation cost
+
+def _reference_replicas(resource, avail, must, size, policy):
+    """The straightforward greedy (scan every candidate at every step), as the plugin computed
+    it before: the heap version must pick exactly the same devices."""
+    devs = {d.id: d for d in resource.devices}
+    total: dict[str, int] = {}
+    for d in resource.devices:
+        total[d.physical_id] = total.get(d.physical_id, 0) + 1
+    free: dict[str, int] = {}
+    for did in avail:
+        free[devs[did].physical_id] = free.get(devs[did].physical_id, 0) + 1
+    in_use = {p: total[p] - free.get(p, 0) for p in total}
+    picked, picked_on = list(must), {}
+    for did in must:
+        picked_on[devs[did].physical_id] = picked_on.get(devs[did].physical_id, 0) + 1
+    while len(picked) < size:
+        def key(i):
+            d = devs[i]
+            used = in_use[d.physical_id] + picked_on.get(d.physical_id, 0)
+            order = (d.gpu_index, -1 if d.mig_index is None else d.mig_index, d.replica)
+            return (used, 1 if picked_on.get(d.physical_id) else 0, order) if policy != "packed" \
+                else (-used, order)
+        choice = min((i for i in avail if i not in picked), key=key)
+        picked.append(choice)
+        picked_on[devs[choice].physical_id] = picked_on.get(devs[choice].physical_id, 0) + 1
+    return picked
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(gpus=st.integers(1, 5), replicas=st.integers(2, 6), data=st.data(),
+       policy=st.sampled_from(["distributed", "packed"]))
+def test_replica_preference_matches_the_scan_it_replaces(gpus, replicas, data, policy):
+    from lab02_device_plugin.sharing import preferred_allocation
+    inventory = Inventory(tuple(Gpu(i, f"GPU-{i}", "H100", 81559) for i in range(gpus)))
+    config = parse_config({"sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": replicas}]}}})
+    (resource,) = advertise(inventory, config).resources
+    ids = [d.id for d in resource.devices]
+    avail = data.draw(st.lists(st.sampled_from(ids), min_size=1, unique=True))
+    must = data.draw(st.lists(st.sampled_from(avail), max_size=min(2, len(avail)), unique=True))
+    size = data.draw(st.integers(len(must), len(avail)))
+    got = preferred_allocation(resource, avail, must, size, policy)
+    assert got == _reference_replicas(resource, avail, must, size, policy)
+
+
+def test_a_4000_unit_request_from_32768_replicas_is_answered():
+    # 64 GPUs x 512 replicas; the former scan needed about 4000 x 32768 x 2000 steps.
+    from lab02_device_plugin.sharing import preferred_allocation
+    inventory = Inventory(tuple(Gpu(i, f"GPU-{i}", "H100", 81559) for i in range(64)))
+    config = parse_config({"sharing": {"timeSlicing": {"resources": [
+        {"name": "nvidia.com/gpu", "replicas": 512}]}}})
+    (resource,) = advertise(inventory, config).resources
+    got = preferred_allocation(resource, [d.id for d in resource.devices], [], 4000)
+    # distributed: 4000 = 62 x 64 + 32, so GPUs 0..31 give 63 replicas and 32..63 give 62.
+    per_gpu = [sum(1 for i in got if i.startswith(f"GPU-{g}::")) for g in range(64)]
+    assert per_gpu == [63] * 32 + [62] * 32
+
+
+def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
+    # 64 GPUs in 8 NVLink islands of 8 (NV18 inside an island, SYS across). C(64, 32) sets
+    # are too many to score, so the greedy search runs; it used to rebuild each GPU's link
+    # table for every pair it scored (about 19 s here), and now scores each pair once.
+    from lab02_device_plugin.sharing import preferred_allocation
+    gpus = tuple(Gpu(i, f"GPU-{i}", "H100", 81559, nvlink_island=i // 8, links=tuple(
+        (j, "NV18" if j // 8 == i // 8 else "SYS") for j in range(64) if j != i)) for i in range(64))
+    (resource,) = advertise(Inventory(gpus), parse_config(None)).resources
+    got = preferred_allocation(resource, [d.id for d in resource.devices], [], 32)
+    # From seed GPU 0 the greedy fills island 0 (each member adds 1800 = NV18 x 100), then,
+    # all others tied at SYS, takes the lowest index (GPU 8) and fills island 1, and so on.
+    assert sorted(int(i[4:]) for i in got) == list(range(32))
+
+
+def test_an_xml_entity_bomb_is_refused_by_the_parser():
+    # 10 ** 9 "lol"s once expanded; expat (2.4.1 and later) refuses the amplification.
+    from lab02_device_plugin.inventory import from_nvidia_smi_xml
+    entities = '<!ENTITY lol0 "lol">' + "".join(
+        f'<!ENTITY lol{i} "' + f"&lol{i - 1};" * 10 + '">' for i in range(1, 10))
+    text = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n'
+            "<nvidia_smi_log><driver_version>&lol9;</driver_version></nvidia_smi_log>")
+    with pytest.raises(InputError, match=r"bomb.xml:3:\d+: malformed XML \(limit on input "
+                                         r"amplification factor"):
+        from_nvidia_smi_xml("bomb.xml", text)

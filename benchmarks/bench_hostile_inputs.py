@@ -15,8 +15,9 @@ Issue 13's goals:
   kubelet's node status shows the new count with the old resources at 0.
 
 Cases: a YAML alias bomb (9 ** 9 strings once expanded), 20,000 levels of nesting, a config
-of 10 MB, ``replicas: 1000000000``, an inventory ``count: 100000000``, and a 1 MB device ID
-in an Allocate request to a serving plugin. Prints Markdown tables and exits 1 when a goal
+of 10 MB, ``replicas: 1000000000``, an inventory ``count: 100000000``, an XML entity of
+4 MB used 99 times in an nvidia-smi dump, and a 1 MB device ID in an Allocate request to a
+serving plugin. Prints Markdown tables and exits 1 when a goal
 is missed.
 """
 
@@ -116,6 +117,13 @@ def hostile_cases(work: Path) -> list[tuple[str, list[str]]]:
     with open(work / "10mb.yaml", "w") as fh:
         fh.write("version: v1\n# " + "x" * (10 * 1024 * 1024) + "\n")
     (work / "count.yaml").write_text("gpus:\n- {model: T4, count: 100000000}\n")
+    # An nvidia-smi dump of 4 MB (under the 8 MiB cap): one 4,000,000-character entity used
+    # 99 times. expat's amplification guard starts only at 8 MiB of output, so ElementTree
+    # built a 400 MB product name (818 MB peak, 3.4 s) before the entity was refused.
+    (work / "entity.xml").write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "' + "A" * 4_000_000 + '">]>\n'
+        "<nvidia_smi_log><gpu><uuid>GPU-1</uuid><product_name>" + "&a;" * 99
+        + "</product_name></gpu></nvidia_smi_log>\n")
     dry = [*py, "serve", "--dry-run", "--inventory", str(inv), "--config"]
     return [
         ("baseline: `serve --help` (interpreter + gRPC import)", [*py, "serve", "--help"]),
@@ -125,6 +133,8 @@ def hostile_cases(work: Path) -> list[tuple[str, list[str]]]:
         ("replicas: 1000000000", [*dry, str(work / "replicas.yaml")]),
         ("inventory count: 100000000", [*py, "serve", "--dry-run", "--inventory",
                                         str(work / "count.yaml")]),
+        ("XML entity (4 MB) used 99 times in an nvidia-smi dump of 4 MB",
+         [*py, "serve", "--dry-run", "--inventory", str(work / "entity.xml")]),
         ("1 MB device ID in an Allocate request (plugin serving)",
          [sys.executable, "-c", GRPC_CHILD, str(REPO)]),
     ]

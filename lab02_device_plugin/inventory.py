@@ -23,6 +23,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import defusedxml
+import defusedxml.ElementTree as DET
+
 from lab02_device_plugin import mig as migmod
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
@@ -214,9 +217,19 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         text = read_text_bounded(source, MAX_INVENTORY_BYTES, "inventory")
     if not text.strip():
         raise InputError(f"{src}: empty file; expected `nvidia-smi -q -x` output (XML)")
-    # The DTD line points at a file that is not there; ElementTree ignores DOCTYPE anyway.
+    # The DTD line (`<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">`) points at a
+    # file that is not there and is never loaded. Entity declarations are refused: real dumps
+    # have none, and expat lets an entity expand 100-fold once past 8 MiB, so a 4 MB file
+    # with one 4 MB entity used 99 times would become a GPU model of 400 MB.
     try:
-        root = ET.fromstring(text)
+        root = DET.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except defusedxml.EntitiesForbidden as exc:
+        raise InputError(f"{_where_in(src, text, '<!ENTITY')}: an entity declaration "
+                         f"(<!ENTITY {shorten(str(exc.name))} ...>); expected `nvidia-smi -q -x` "
+                         "output, which declares none (entity expansion is refused)") from None
+    except defusedxml.DefusedXmlException as exc:  # an external reference, a forbidden DTD
+        raise InputError(f"{src}: {shorten(str(exc), 100)}; expected `nvidia-smi -q -x` output, "
+                         "which refers to no external file") from None
     except ET.ParseError as exc:
         line, col = exc.position
         reason = str(exc).rsplit(": line ", 1)[0]  # expat's words, e.g. an entity bomb refused
@@ -271,6 +284,15 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
                  for i, (bus, uuid, model, mem, mig, devs, numa, minor) in enumerate(raw))
     check_device_ids(gpus, src)
     return Inventory(gpus, src, _text(root, "driver_version"), tuple(warnings))
+
+
+def _where_in(src: str, text: str, needle: str) -> str:
+    """``<src>:<line>:<column>`` of the first ``needle`` in ``text`` (``<src>`` if absent)."""
+    at = text.find(needle)
+    if at < 0:
+        return src
+    line = text.count("\n", 0, at) + 1
+    return f"{src}:{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}"
 
 
 # --------------------------------------------------------------------------- device IDs

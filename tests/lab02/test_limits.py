@@ -421,13 +421,37 @@ def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
     assert sorted(int(i[4:]) for i in got) == list(range(32))
 
 
-def test_an_xml_entity_bomb_is_refused_by_the_parser():
-    # 10 ** 9 "lol"s once expanded; expat (2.4.1 and later) refuses the amplification.
+def test_an_xml_entity_bomb_is_refused_at_its_first_declaration():
+    # 10 ** 9 "lol"s once expanded. Refused before any expansion: real `nvidia-smi -q -x`
+    # output declares no entities. Line 2 of the text, column 17 (after the 16 characters of "<!DOCTYPE lolz [").
     from lab02_device_plugin.inventory import from_nvidia_smi_xml
     entities = '<!ENTITY lol0 "lol">' + "".join(
         f'<!ENTITY lol{i} "' + f"&lol{i - 1};" * 10 + '">' for i in range(1, 10))
     text = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n'
             "<nvidia_smi_log><driver_version>&lol9;</driver_version></nvidia_smi_log>")
-    with pytest.raises(InputError, match=r"bomb.xml:3:\d+: malformed XML \(limit on input "
-                                         r"amplification factor"):
+    with pytest.raises(InputError, match=r"^bomb.xml:2:17: an entity declaration "
+                                         r"\(<!ENTITY lol0 \.\.\.>\); expected `nvidia-smi -q -x` "
+                                         r"output, which declares none"):
         from_nvidia_smi_xml("bomb.xml", text)
+
+
+def test_one_large_entity_used_99_times_is_refused_before_it_expands(tmp_path):
+    # The tester's file: one 1 MB entity and 99 references, under the 8 MiB cap. expat's
+    # amplification guard only starts at 8 MiB of output, so ElementTree built a 99 MB
+    # string (228 MB peak); now the declaration itself is refused.
+    from lab02_device_plugin.inventory import load_inventory
+    path = tmp_path / "quad.xml"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "' + "A" * 1_000_000
+                    + '">]>\n<nvidia_smi_log><gpu><uuid>GPU-1</uuid><product_name>'
+                    + "&a;" * 99 + "</product_name></gpu></nvidia_smi_log>\n")
+    with pytest.raises(InputError, match=r"quad.xml:2:14: an entity declaration \(<!ENTITY a"):
+        load_inventory(path)
+
+
+def test_the_real_dumps_with_a_system_doctype_still_load(nvidia_smi_dir):
+    # `<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v1x.dtd">` names a DTD that is never read.
+    from lab02_device_plugin.inventory import load_inventory
+    data = nvidia_smi_dir
+    for name, gpus in (("azure-vm-4x-tesla-k80.q.xml", 4), ("a100-sxm4-80gb-mig.q.xml", 1),
+                       ("rtx-3080-consumer.q.xml", 1)):
+        assert len(load_inventory(data / name).gpus) == gpus, name

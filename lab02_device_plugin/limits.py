@@ -29,6 +29,15 @@ every real input:
   there (a 63-character ID, the health string, a NUMA node, framing), so 32,768 devices make
   2.7 MB. 64 GPUs x 512 replicas = 32,768. Checking the counts *before* the replica IDs are
   built keeps ``replicas: 1000000000`` from allocating gigabytes first.
+* :data:`MAX_WATCH_STREAMS` (4 per resource) and :data:`UNARY_WORKERS` (8): gRPC Python
+  serves each call on a thread of one pool, and an open ListAndWatch stream holds its thread
+  for as long as it is open. A kubelet holds one stream per plugin (a re-registration opens
+  the next one shortly before the previous one ends), so 4 leave room; more are refused at
+  once with RESOURCE_EXHAUSTED. The pool has :data:`MAX_WATCH_STREAMS` +
+  :data:`UNARY_WORKERS` threads, so however many clients open streams and never read them,
+  Allocate, GetPreferredAllocation, PreStartContainer and GetDevicePluginOptions always find
+  a free thread (the kubelet calls Allocate with no deadline: a queued call would hang pod
+  admission). Before this bound 16 idle streams stopped the plugin answering anything.
 * :data:`MAX_MESSAGE_CHARS` (200) and :data:`MAX_VALUE_CHARS` (60): error lines and gRPC
   error details quote the input, shortened by :func:`shorten` (an ellipsis and the original
   length), so a 10 MB value never becomes a 10 MB error line and a gRPC status stays far
@@ -55,6 +64,8 @@ MAX_YAML_NODES = 100_000
 MAX_GPUS = 64
 MAX_REPLICAS = 512
 MAX_DEVICES_PER_RESOURCE = 32_768
+MAX_WATCH_STREAMS = 4
+UNARY_WORKERS = 8
 MAX_VALUE_CHARS = 60
 MAX_MESSAGE_CHARS = 200
 #: Longest line accepted on the simulated-Xid FIFO (a command is under 80 characters).

@@ -244,7 +244,7 @@ class PluginManager:
         absent: list[AdvertisedResource] = []
         for res in self.plan.resources:
             srv = DevicePluginServer(res, self.socket_dir, self.kubelet_socket, self.config,
-                                     self.health, self.pre_start_required)
+                                     self.health, self.pre_start_required, log=self._log)
             self.servers[res.name] = srv
             try:
                 srv.serve()

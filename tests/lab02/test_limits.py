@@ -5,6 +5,7 @@ Time and memory of each are measured in benchmarks/bench_hostile_inputs.py."""
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 import grpc
@@ -282,6 +283,56 @@ def test_a_1_mb_device_id_gets_a_short_invalid_argument_and_the_plugin_keeps_ser
     ok = stub.Allocate(pb.AllocateRequest(container_requests=[
         pb.ContainerAllocateRequest(devices_ids=["GPU-1"])]), timeout=10)
     assert ok.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-1"
+
+
+def _wait(predicate, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_40_streams_that_are_never_read_cannot_starve_allocate():
+    # Real gRPC clients open 40 ListAndWatch streams and never read them. Before the bound,
+    # each held one of 16 pool threads: at 16 GetDevicePluginOptions timed out and Allocate
+    # hung. Now 4 are open (MAX_WATCH_STREAMS), the other 36 are refused at once, and the 8
+    # threads kept for unary calls (UNARY_WORKERS) answer.
+    inventory = Inventory((Gpu(0, "GPU-0", "H100", 81559),))
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="lim-") as d:
+        server = DevicePluginServer(resource, d, kubelet_socket=None, log=lines.append)
+        server.start()
+        channels = [grpc.insecure_channel(f"unix:{server.socket_path}") for _ in range(4)]
+        try:
+            streams = [pb_grpc.DevicePluginStub(channels[i % 4]).ListAndWatch(pb.Empty(), timeout=60)
+                       for i in range(40)]
+            _wait(lambda: server.open_streams == 4 and server.refused_streams == 36,
+                  "4 open and 36 refused streams")
+            stub = pb_grpc.DevicePluginStub(channels[0])
+            assert stub.GetDevicePluginOptions(pb.Empty(), timeout=5).get_preferred_allocation_available
+            answer = stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=["GPU-0"])]), timeout=5)
+            assert answer.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-0"
+            _wait(lambda: sum(s.done() for s in streams) == 36, "36 refused streams to end")
+            refused = [s for s in streams if s.done()]
+            assert {s.code() for s in refused} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+            assert refused[0].details() == ("ListAndWatch for nvidia.com/gpu: 4 streams are "
+                                             "already open; expected at most 4 (a kubelet "
+                                             "holds one)")
+            # One log line at the 1st and the 10th refusal, not 36.
+            assert [line.rsplit(": ", 1)[1] for line in lines] == [
+                "refused 1 extra stream so far", "refused 10 extra streams so far"]
+            # A kubelet's stream still works once a slot is free.
+            for s in streams:
+                s.cancel()
+            _wait(lambda: server.open_streams == 0, "the open streams to close")
+            first = next(stub.ListAndWatch(pb.Empty(), timeout=10))
+            assert [d.ID for d in first.devices] == ["GPU-0"]
+        finally:
+            for channel in channels:
+                channel.close()
+            server.stop()
 
 
 def test_an_unknown_63_character_id_is_named_in_full(plugin):

@@ -40,8 +40,10 @@ Not modelled (and why it does not change what a learner sees here): the Topology
 NUMA alignment (without a hint the kubelet treats every device as "no affinity", which is what
 this mock does); skipping allocation for containers already running while sources are not
 ready after a restart (there are no running containers here); the ResourceHealthStatus pod
-status; registration through the plugin watcher (plugins_registry). Devices of a deleted pod
-are freed at once, where the kubelet frees them at the start of the next admission.
+status; registration through the plugin watcher (plugins_registry). Devices of a deleted or
+completed pod are freed at once, where the kubelet frees them at the start of the next
+allocation; allocations restored from the checkpoint for pods this kubelet does not know are
+freed, as in the kubelet, before its next allocation (``UpdateAllocatedDevices``).
 
 **Scheduler or direct binding.** By default :meth:`MockKubelet.admit_pod` first does what the
 scheduler's NodeResourcesFit filter does for this one node: a pod whose extended resource
@@ -325,6 +327,12 @@ class NodeStatus:
     capacity: dict[str, int]
     allocatable: dict[str, int]
 
+    def __str__(self) -> str:
+        """``capacity nvidia.com/gpu=4, allocatable nvidia.com/gpu=3`` (``none`` when empty)."""
+        def counts(values: dict[str, int]) -> str:
+            return ", ".join(f"{r}={n}" for r, n in sorted(values.items())) or "none"
+        return f"capacity {counts(self.capacity)}, allocatable {counts(self.allocatable)}"
+
 
 @dataclass
 class _Allocation:
@@ -425,6 +433,8 @@ class MockKubelet:
         self._changed = threading.Condition(self._lock)
         self._admit_lock = threading.Lock()
         self._narration: list[str] = []
+        self._say_lock = threading.Lock()
+        self._stream_end_explained = False
         self._endpoints: dict[str, _Endpoint] = {}
         self._allocations: list[_Allocation] = []
         self._pods: dict[str, PodStatus] = {}  # UID -> status; survives restarts (API server)
@@ -469,6 +479,9 @@ class MockKubelet:
           devices without an Allocate call: while the kubelet is starting ("sources not
           ready") the device manager skips containers it finds running (the fix of
           kubernetes#118559);
+        * allocations in the checkpoint of pods that are not bound to this node (this
+          kubelet was started afresh and never told of them) are freed before the first
+          allocation once it has started (``UpdateAllocatedDevices``);
         * after a node reboot (``reboot=True``) no container runs, so every pod goes through
           the device manager's checks, and with no plugin registered yet it ends Failed
           (UnexpectedAdmissionError), not retried (kubernetes#125579) unless the retry
@@ -577,15 +590,18 @@ class MockKubelet:
     @property
     def narration(self) -> list[str]:
         """Human-readable events so far, oldest first (a copy)."""
-        with self._lock:
+        with self._say_lock:
             return list(self._narration)
 
     def _narrate(self, line: str) -> None:
+        """Record one line and hand it to ``on_event``. One lock orders both, so lines from
+        the gRPC, stream and timer threads reach ``on_event`` one at a time, in the order of
+        :attr:`narration`. (It is taken last: callers may hold the state lock.)"""
         line = shorten(line, MAX_NARRATION_CHARS)  # a plugin's 1 MB device ID stays one short line
-        with self._lock:
+        with self._say_lock:
             self._narration.append(line)
-        if self.on_event is not None:
-            self.on_event(line)
+            if self.on_event is not None:
+                self.on_event(line)
 
     # ---- registration and ListAndWatch ----------------------------------------------------
 
@@ -663,23 +679,28 @@ class MockKubelet:
         except ValueError:  # channel closed under us
             reason = "connection closed"
         with self._lock:
-            current = self._endpoints.get(endpoint.resource) is endpoint
-            if current:
-                # PluginDisconnected: every device of the resource becomes unhealthy.
-                for device_id in endpoint.devices:
-                    endpoint.devices[device_id] = UNHEALTHY
-                endpoint.stopped_at = self._clock()
-                self._write_checkpoint()
-                self._changed.notify_all()
-        if current:
-            grace = _duration(self.stop_grace_period)
+            if self._endpoints.get(endpoint.resource) is not endpoint:
+                return
+            # PluginDisconnected: every device of the resource becomes unhealthy.
+            for device_id in endpoint.devices:
+                endpoint.devices[device_id] = UNHEALTHY
+            endpoint.stopped_at = self._clock()
+            self._write_checkpoint()
             n = len(endpoint.devices)
-            self._narrate(
-                f"ListAndWatch {endpoint.resource}: stream ended ({reason}). As the kubelet does "
-                f"when a plugin goes away, it marks {'its' if n == 1 else 'all'} "
-                f"{_count(n, 'device')} unhealthy (allocatable 0) until the plugin registers "
-                f"again, and drops the resource after {grace} without it. Normal when a plugin "
-                "stops or restarts")
+            devices = f"{'its' if n == 1 else 'all'} {_count(n, 'device')}"
+            if not self._stream_end_explained:
+                self._stream_end_explained = True
+                line = (f"ListAndWatch {endpoint.resource}: stream ended ({reason}). As the "
+                        f"kubelet does when a plugin goes away, it marks {devices} unhealthy "
+                        "(allocatable 0) until the plugin registers again, and drops the "
+                        f"resource after {_duration(self.stop_grace_period)} without it. Normal "
+                        "when a plugin stops or restarts")
+            else:  # explained once in full; each reload ends every stream again
+                line = (f"ListAndWatch {endpoint.resource}: stream ended ({reason}): {devices} "
+                        "unhealthy (allocatable 0) until the plugin registers again")
+            # Narrated before the waiters wake, so whoever waits for the change sees the line.
+            self._narrate(line)
+            self._changed.notify_all()
 
     def _on_snapshot(self, endpoint: _Endpoint, response: pb.ListAndWatchResponse) -> None:
         devices = {}
@@ -697,24 +718,25 @@ class MockKubelet:
             endpoint.numa = numa
             endpoint.snapshots += 1
             self._write_checkpoint()
-            self._changed.notify_all()
             healthy = len(endpoint.healthy)
             newly_bad = {d for d, h in devices.items() if h != HEALTHY} - was_unhealthy
             hit = sorted({a.pod_name for a in self._allocations
                           if a.resource == endpoint.resource and newly_bad & set(a.device_ids)})
-        change = ""
-        if endpoint.snapshots > 1:
-            change = f" (was {_count(before[1], 'device')}, {before[0]} healthy)"
-        self._narrate(f"ListAndWatch {endpoint.resource}: {_count(len(devices), 'device')}, "
-                      f"{healthy} healthy{change}")
-        if hit and endpoint.snapshots > 1:
-            self._narrate(
-                f"ListAndWatch {endpoint.resource}: {', '.join(sorted(newly_bad)[:4])}"
-                f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under "
-                f"{_count(len(hit), 'running pod')} ({', '.join(hit)}): the kubelet does not "
-                f"stop {'it' if len(hit) == 1 else 'them'}; the device leaves allocatable, and "
-                "the pod's status shows it only with "
-                "the ResourceHealthStatus feature gate (KEP-4680: alpha in 1.31, beta in 1.36)")
+            change = ""
+            if endpoint.snapshots > 1:
+                change = f" (was {_count(before[1], 'device')}, {before[0]} healthy)"
+            # Narrated before the waiters wake, so whoever waits for the change sees the lines.
+            self._narrate(f"ListAndWatch {endpoint.resource}: {_count(len(devices), 'device')}, "
+                          f"{healthy} healthy{change}")
+            if hit and endpoint.snapshots > 1:
+                self._narrate(
+                    f"ListAndWatch {endpoint.resource}: {', '.join(sorted(newly_bad)[:4])}"
+                    f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under "
+                    f"{_count(len(hit), 'running pod')} ({', '.join(hit)}): the kubelet does not "
+                    f"stop {'it' if len(hit) == 1 else 'them'}; the device leaves allocatable, "
+                    "and the pod's status shows it only with the ResourceHealthStatus feature "
+                    "gate (KEP-4680: alpha in 1.31, beta in 1.36)")
+            self._changed.notify_all()
 
     # ---- node status and waits ------------------------------------------------------------
 
@@ -825,8 +847,9 @@ class MockKubelet:
             inits = max((_extended_limits(c).get(resource, 0) for c in pod.init_containers), default=0)
             request = max(apps, inits)
             with self._lock:
+                active = self._active_pod_uids()
                 used = len({d for a in self._allocations if a.resource == resource
-                            for d in a.device_ids})
+                            and a.pod_uid in active for d in a.device_ids})
             if request > 0 and request > status.allocatable.get(resource, 0) - used:
                 short.append(f"1 Insufficient {resource}")
         return f"0/1 nodes are available: {', '.join(short)}." if short else None
@@ -880,6 +903,7 @@ class MockKubelet:
                     message = (f"Node didn't have enough resource: {resource}, requested: "
                                f"{quantity}, used: 0, capacity: 0")
                     return self._reject(pod, f"OutOf{resource}", message, FAILED)
+        self._update_allocated_devices()
         new: list[_Allocation] = []
         reusable: dict[str, list[str]] = {}
         result = AdmissionResult(pod.name, True, RUNNING)
@@ -955,6 +979,34 @@ class MockKubelet:
                     "controller must create a new pod")
         self._narrate(f"Admit {pod.name}: not admitted, {phase} ({reason}): {message}{note}")
         return AdmissionResult(pod.name, False, phase, reason, message)
+
+    def _active_pod_uids(self) -> set[str]:
+        """UIDs of the pods bound to this node that have not terminated (the kubelet's
+        ``activePods``; caller holds the lock)."""
+        return {uid for uid, r in self._pods.items() if r.bound and not r.terminal}
+
+    def _update_allocated_devices(self) -> None:
+        """``UpdateAllocatedDevices`` (manager.go), run before each allocation: once the
+        kubelet's sources are ready, free the devices of every pod in the checkpoint that is
+        not an active pod of this node. A kubelet started afresh (``python -m
+        lab02_device_plugin kubelet`` again on the same directory) restores the allocations
+        of pods it was never told about; this is where they are freed."""
+        if not self._sources_ready:
+            return  # the kubelet returns early too: nothing is freed during its start
+        with self._lock:
+            active = self._active_pod_uids()
+            stale = [a for a in self._allocations if a.pod_uid not in active]
+            if not stale:
+                return
+            self._allocations = [a for a in self._allocations if a.pod_uid in active]
+            self._write_checkpoint()
+        freed: dict[str, list[str]] = {}
+        for a in stale:
+            freed.setdefault(a.pod_name, []).extend(a.device_ids)
+        for name, ids in freed.items():
+            self._narrate(f"kubelet: freed {', '.join(sorted(set(ids)))} of {name} (not a pod "
+                          "of this node any more: the device manager frees it before the next "
+                          "allocation, UpdateAllocatedDevices)")
 
     def _accepting_or_starting(self) -> bool:
         return self._accepting or not self._sources_ready

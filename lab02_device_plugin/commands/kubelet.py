@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from lab02_device_plugin.commands._args import seconds
-from lab02_device_plugin.commands._output import print_line
+from lab02_device_plugin.commands._output import LinePrinter
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
 from lab02_device_plugin.limits import MAX_YAML_BYTES, read_text_bounded, safe_load_all_bounded
@@ -96,21 +96,18 @@ def _load_pods(path: Path) -> list[Pod]:
     return pods_from_manifests(documents, str(path))
 
 
-def _say(line: str) -> None:
-    print_line(line)
-
-
 def run(args: argparse.Namespace) -> int:
     pods = [parse_admit(spec) for spec in args.admit]
     if args.pods is not None:
         pods += _load_pods(args.pods)
     stop = threading.Event()
+    say = LinePrinter()
 
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    kubelet = MockKubelet(args.plugin_dir, on_event=_say, dial_timeout=args.dial_timeout,
+    kubelet = MockKubelet(args.plugin_dir, on_event=say, dial_timeout=args.dial_timeout,
                           retry_admission_after=args.retry_admission)
     try:
         kubelet.start()
@@ -125,19 +122,19 @@ def run(args: argparse.Namespace) -> int:
                                      and kubelet.devices(r) != {} or stop.is_set(),
                                      args.wait, f"registration of {resource}")
                 except TimeoutError:
-                    _say(f"Admit {pod.name}: {resource} not registered after {args.wait:g} s; "
+                    say(f"Admit {pod.name}: {resource} not registered after {args.wait:g} s; "
                          f"admitting anyway")
             if stop.is_set():
                 break
             result = kubelet.admit_pod(pod, bound=True)
             for container, options in result.containers.items():
                 for key, value in sorted(options.envs.items()):
-                    _say(f"  {pod.name}/{container}: env {key}={value}")
+                    say(f"  {pod.name}/{container}: env {key}={value}")
         status = kubelet.node_status()
-        _say(f"node status: capacity {status.capacity}, allocatable {status.allocatable}")
+        say(f"node status: {status}")
         stop.wait(args.duration)
         status = kubelet.node_status()
-        _say(f"node status: capacity {status.capacity}, allocatable {status.allocatable}")
+        say(f"node status: {status}")
     finally:
         kubelet.stop()
         for sig, handler in previous.items():

@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from lab02_device_plugin.commands._output import print_line
+from lab02_device_plugin.commands._output import LinePrinter
 from lab02_device_plugin.config import MIG_STRATEGIES, Config, load_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
@@ -232,7 +232,7 @@ def _nvml_source(inventory: Inventory) -> NvmlHealthSource:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
-    say = (lambda line: None) if args.quiet else print_line
+    say = (lambda line: None) if args.quiet else LinePrinter()
     inventory, config = load_node(args)
     policy = HealthPolicy.from_env(recovery=args.health_recovery)
     source = _nvml_source(inventory) if args.inventory is None else SimulatedHealthSource()

@@ -5,6 +5,8 @@ retry option, and the plugin's reloads."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from _node import gpus, node, pod, time_slicing
@@ -94,6 +96,41 @@ def test_kubelet_restart_keeps_running_pods_without_any_check_while_the_plugin_i
         assert n.manager.server(GPU).allocate_calls == calls
 
 
+def test_a_kubelet_started_afresh_frees_the_devices_of_pods_it_does_not_know():
+    # The tester's run on a 1-GPU node: `kubelet --admit pod-1=...`, SIGTERM, then a new
+    # `kubelet --admit pod-2=...` on the same directory. The checkpoint still holds pod-1's
+    # GPU; pod-1 is not a pod of the new kubelet, so UpdateAllocatedDevices frees it before
+    # pod-2's allocation, and pod-2 gets the one GPU (it used to fail: "Requested: 1,
+    # Available: 0" while allocatable said 1).
+    with node(gpus(count=1)) as n:
+        (gpu,) = n.kubelet.admit_pod(pod("pod-1", 1), bound=True).devices["main"][GPU]
+        n.kubelet.stop()
+        fresh = MockKubelet(n.plugin_dir)
+        try:
+            fresh.start()
+            assert fresh.allocations() == {"pod-1": {"main": {GPU: [gpu]}}}  # from the checkpoint
+            fresh.wait_for_resource(GPU, 1, timeout=20)  # the plugin re-registered
+            result = fresh.admit_pod(pod("pod-2", 1), bound=True)
+            assert (result.admitted, result.phase) == (True, "Running")
+            assert result.devices == {"main": {GPU: [gpu]}}
+            assert fresh.allocations() == {"pod-2": {"main": {GPU: [gpu]}}}
+            assert (f"kubelet: freed {gpu} of pod-1 (not a pod of this node any more: the "
+                    "device manager frees it before the next allocation, "
+                    "UpdateAllocatedDevices)") in fresh.narration
+        finally:
+            fresh.stop()
+
+
+def test_nothing_is_freed_while_the_restarted_kubelet_is_still_starting():
+    # The same kubelet restarted: its pods are re-admitted before sources are ready, when
+    # UpdateAllocatedDevices does nothing, and they keep their devices.
+    with node(gpus(count=2), watch_interval=3600) as n:
+        first = n.kubelet.admit_pod(pod("a", 1))
+        n.kubelet.restart()
+        assert n.kubelet.allocations() == {"a": first.devices}
+        assert not any("kubelet: freed" in line for line in n.kubelet.narration)
+
+
 # ----------------------------------------------------------------------- phases
 
 def test_a_completed_pod_is_never_admitted_again_after_a_restart():
@@ -175,6 +212,49 @@ def test_a_plugins_stream_end_reads_as_the_kubelets_rule_not_a_fault():
                              "devices unhealthy (allocatable 0) until the plugin registers "
                              "again, and drops the resource after 5 min without it. Normal "
                              "when a plugin stops or restarts")
+
+
+def test_the_stream_end_rule_is_explained_once_then_named_short():
+    # Each reload ends every stream; the long explanation is given once per kubelet.
+    with node(gpus(count=2)) as n:
+        for _ in range(2):
+            n.manager.stop()
+            n.kubelet.wait_for(lambda: not n.kubelet.is_registered(GPU), 20, "stream end")
+            n.manager.start()
+            n.kubelet.wait_for_resource(GPU, 2, timeout=20)
+        first, second = [l for l in n.kubelet.narration if "stream ended" in l]
+        assert first.endswith("Normal when a plugin stops or restarts")
+        assert re.fullmatch(rf"ListAndWatch {GPU}: stream ended \([^)]*\): all 2 devices "
+                            r"unhealthy \(allocatable 0\) until the plugin registers again",
+                            second), second
+
+
+def test_node_status_reads_as_name_equals_count():
+    from lab02_device_plugin.kubelet import NodeStatus
+    status = NodeStatus({GPU: 4, "nvidia.com/mig-1g.10gb": 7}, {GPU: 3, "nvidia.com/mig-1g.10gb": 0})
+    assert str(status) == ("capacity nvidia.com/gpu=4, nvidia.com/mig-1g.10gb=7, "
+                           "allocatable nvidia.com/gpu=3, nvidia.com/mig-1g.10gb=0")
+    assert str(NodeStatus({}, {})) == "capacity none, allocatable none"
+
+
+def test_lines_from_many_threads_never_interleave(capsys):
+    import threading
+    from lab02_device_plugin.commands._output import LinePrinter
+    say = LinePrinter()
+    expected = {f"thread {t} line {i} " + "x" * 200 for t in range(8) for i in range(200)}
+
+    def write(t: int) -> None:
+        for i in range(200):
+            say(f"thread {t} line {i} " + "x" * 200)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[-1] == ""  # the output ends with a newline
+    assert sorted(lines[:-1]) == sorted(expected)  # 1600 whole lines, none empty or merged
 
 
 def test_counts_read_right_for_one_device():

@@ -481,3 +481,69 @@ def load_config(path: str | Path | None) -> Config:
                              "file (text)") from None
     data = safe_load_bounded(text, str(path), "a YAML config file")
     return parse_config(data, str(path))
+
+
+# --------------------------------------------------------------------------- what a reload changes
+
+def _yaml_word(value: Any) -> str:
+    """A config value as it is written in the file: ``true``, ``uuid``, ``[envvar, cdi-cri]``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_yaml_word(v) for v in value) + "]"
+    return str(value)
+
+
+_SHARING_KEYS = {SHARING_TIME_SLICING: "timeSlicing", SHARING_MPS: "mps"}
+
+
+def config_changes(old: Config, new: Config) -> list[str]:
+    """What differs between two configs, one phrase per key, in file order, with the keys
+    and values as the file writes them: ``flags.plugin.deviceListStrategy envvar ->
+    [volume-mounts, cdi-cri]``, ``sharing.timeSlicing.failRequestsGreaterThanOne false ->
+    true``, ``sharing.timeSlicing.resources[nvidia.com/gpu].replicas 4 -> 8``. Warnings are
+    not compared (a comment-only edit changes nothing). Empty when they are equal."""
+    out: list[str] = []
+
+    def diff(key: str, a: Any, b: Any) -> None:
+        if a != b:
+            out.append(f"{key} {_yaml_word(a)} -> {_yaml_word(b)}")
+
+    diff("version", old.version, new.version)
+    diff("flags.migStrategy", old.flags.mig_strategy, new.flags.mig_strategy)
+    diff("flags.mpsRoot", old.flags.mps_root, new.flags.mps_root)
+    a, b = old.flags.plugin, new.flags.plugin
+    for key, attr in (("passDeviceSpecs", "pass_device_specs"),
+                      ("deviceListStrategy", "device_list_strategy"),
+                      ("deviceIDStrategy", "device_id_strategy"),
+                      ("cdiAnnotationPrefix", "cdi_annotation_prefix"),
+                      ("sharedDevicesAllocationPolicy", "shared_devices_allocation_policy")):
+        diff(f"flags.plugin.{key}", getattr(a, attr), getattr(b, attr))
+    sa, sb = old.sharing, new.sharing
+    if sa.strategy != sb.strategy:
+        words = {SHARING_NONE: "none", **_SHARING_KEYS}
+        out.append(f"sharing {words[sa.strategy]} -> {words[sb.strategy]}")
+        if sb.strategy != SHARING_NONE:
+            out += [f"sharing.{_SHARING_KEYS[sb.strategy]}.resources[{r.name}].replicas "
+                    f"{r.replicas}" for r in sb.resources]
+        return out
+    if sa.strategy == SHARING_NONE:
+        return out
+    where = f"sharing.{_SHARING_KEYS[sa.strategy]}"
+    diff(f"{where}.renameByDefault", sa.rename_by_default, sb.rename_by_default)
+    diff(f"{where}.failRequestsGreaterThanOne", sa.fail_requests_greater_than_one,
+         sb.fail_requests_greater_than_one)
+    before = {r.name: r for r in sa.resources}
+    after = {r.name: r for r in sb.resources}
+    for name in list(before) + [n for n in after if n not in before]:
+        ra, rb = before.get(name), after.get(name)
+        key = f"{where}.resources[{name}]"
+        if rb is None:
+            out.append(f"{key} removed")
+        elif ra is None:
+            out.append(f"{key} added (replicas {rb.replicas})")
+        else:
+            diff(f"{key}.replicas", ra.replicas, rb.replicas)
+            diff(f"{key}.rename", ra.rename or "none", rb.rename or "none")
+            diff(f"{key}.devices", ra.devices, rb.devices)
+    return out

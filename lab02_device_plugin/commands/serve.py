@@ -47,7 +47,12 @@ Restarts, as NVIDIA's plugin: on SIGHUP, when the kubelet socket is re-created (
 restart) and when the --config or --inventory file changes (polled; e.g. a ConfigMap
 update), the plugin re-reads config and inventory (or NVML), stops the servers of resources
 that no longer exist, starts the new ones and registers them all again: a MIG repartition
-or a new replica count is advertised within a second. A config or inventory that fails
+or a new replica count is advertised within a second. One line names what changed (the
+resources, and each config key: "sharing.timeSlicing.resources[nvidia.com/gpu].replicas
+4 -> 8"). A changed file is read once its content has stayed the same for 0.2 s, and an
+empty one is taken as a write in progress, so a file rewritten in place is never applied
+half-written; a reload that changes nothing (a comment-only edit, the SIGHUP that follows a
+file the watcher already read) restarts nothing. A config or inventory that fails
 validation is reported in one line and the previous one keeps serving. SIGTERM or Ctrl-C
 removes the sockets and exits 0.
 
@@ -300,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
         while not stop.wait(0.05):
             if hup.is_set():
                 hup.clear()
-                manager.reload("SIGHUP")
+                manager.reload("SIGHUP", restart_unchanged=False)
     finally:
         stop.set()
         manager.stop()

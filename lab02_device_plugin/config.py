@@ -26,7 +26,10 @@ Three kinds of keys (NVIDIA k8s-device-plugin v0.20.0, api/config/v1/flags.go an
   ``rename``, ``devices`` other than ``all``, ``gfd``, ``imex``, ``flags.nvidiaDriverRoot``
   ...): each gives one warning in :attr:`Config.warnings` (the CLI prints them);
 * anything else is an error: :class:`~lab02_device_plugin.errors.InputError` naming the key
-  path (``sharing.timeSlicing.resources[0].replicas``) and the expected value.
+  path (``sharing.timeSlicing.resources[0].replicas``) and the expected value. This is a
+  deliberate difference: NVIDIA's parser drops unknown keys and matches key names in any
+  case (``migstrategy`` works there), so a misspelled key is silently lost; here it is an
+  error that names the key meant (``did you mean migStrategy?``).
 
 This module opens no sockets and reads no devices; it only turns YAML into a
 :class:`Config`. Defaults are the dataclass defaults, each with the upstream reason.
@@ -34,6 +37,7 @@ This module opens no sockets and reads no devices; it only turns YAML into a
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -236,11 +240,24 @@ def _mapping(ctx: _Ctx, value: Any, path: str) -> Mapping:
 
 
 def _check_keys(ctx: _Ctx, data: Mapping, path: str, known: tuple[str, ...]) -> None:
+    """Refuse a key not in ``known``. NVIDIA's parser (``sigs.k8s.io/yaml``, then Go's
+    ``encoding/json``) drops unknown keys and matches key names in any case; this lab refuses
+    both on purpose (a misspelled field must not be lost silently) and says so in the
+    message, with the key meant when one differs only in case or is a near miss."""
     for key in data:
-        if key not in known:
-            where = f"{path}.{key}" if path else key
-            raise InputError(f"{ctx.source}: {shorten(where, 120)}: unknown key; expected one "
-                             f"of {', '.join(known)}")
+        if key in known:
+            continue
+        where = f"{ctx.source}: {shorten(f'{path}.{key}' if path else key, 120)}: unknown key"
+        same_case = [k for k in known if k.lower() == key.lower()]
+        if same_case:
+            raise InputError(f"{where} (did you mean {same_case[0]}? NVIDIA's plugin would "
+                             "ignore the case difference; this lab refuses it)")
+        near = difflib.get_close_matches(key, known, n=1, cutoff=0.8) if len(key) <= 100 else []
+        if near:
+            raise InputError(f"{where} (did you mean {near[0]}? NVIDIA's plugin would "
+                             "silently ignore this key; this lab refuses it)")
+        raise InputError(f"{where}; expected one of {', '.join(known)} (NVIDIA's plugin "
+                         "ignores unknown keys; this lab refuses them)")
 
 
 def _bool(ctx: _Ctx, value: Any, path: str) -> bool:

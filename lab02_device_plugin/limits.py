@@ -48,6 +48,10 @@ Everything here is pure: no sockets, no threads.
 
 from __future__ import annotations
 
+import datetime
+import math
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,25 +87,96 @@ def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return f"{text[:limit]}… ({len(text)} characters)"
 
 
-def short_repr(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
-    """``repr(value)`` for an error message, shortened like :func:`shorten`.
+def shorten_words(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """Like :func:`shorten`, for prose: the cut falls between words when a space is near
+    (in the last 40 % of ``limit``), so a message never ends in half a word.
 
-    A long string is cut *before* ``repr`` runs, and containers are shown by type and size
-    only when their repr would be long, so a hostile value (a 10 MB string, a list of a
-    million items, an alias-expanded tree) costs no more than ``limit`` characters to show.
+    Example: ``shorten_words("expected a single document in the stream", 30)`` ->
+    ``"expected a single document in… (40 characters)"``.
     """
+    if len(text) <= limit:
+        return text
+    space = text.rfind(" ", int(limit * 0.6), limit + 1)
+    cut = space if space > 0 else limit
+    return f"{text[:cut]}… ({len(text)} characters)"
+
+
+def short_repr(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """A value read from a YAML (or JSON) file, shown in an error message in the file's
+    words rather than Python's, at most about ``limit`` characters.
+
+    ``True`` -> ``true (a boolean)``, ``None`` -> ``null (no value)``, ``2024-01-01`` (a
+    date) -> ``a date (2024-01-01)``, ``!!binary`` -> ``!!binary data (5 bytes)``,
+    ``float("inf")`` -> ``.inf``, a string -> ``'text'`` (quoted, cut before any repr is
+    built), ``[1, 2]`` -> ``[1, 2]``, a long list -> ``a list of 1000000 items``, an integer
+    of more digits than Python converts -> ``a number of more than 4300 digits``. A hostile
+    value (a 10 MB string, an alias-expanded tree) costs no more than ``limit`` characters.
+    """
+    if isinstance(value, bool):
+        return f"{_flow(value)} (a boolean)"
+    if value is None:
+        return "null (no value)"
     if isinstance(value, str):
         if len(value) <= limit:
             return repr(value)
         return f"{value[:limit]!r}… ({len(value)} characters)"
-    if isinstance(value, (list, tuple, dict, set)):
+    if isinstance(value, datetime.datetime):
+        return f"a timestamp ({value.isoformat(sep=' ')})"
+    if isinstance(value, datetime.date):
+        return f"a date ({value.isoformat()})"
+    if isinstance(value, (bytes, bytearray)):
+        return f"!!binary data ({len(value)} bytes)"
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        kind, noun = {dict: ("mapping", "key"), set: ("set", "item"),
+                      frozenset: ("set", "item")}.get(type(value), ("list", "item"))
+        size = f"a {kind} of {len(value)} {noun}" + ("" if len(value) == 1 else "s")
         if len(value) > limit:  # each item shows at least 1 character: too long for sure
-            return f"<{type(value).__name__} of {len(value)} items>"
-        text = repr(value)
-        if len(text) > limit:
-            return f"<{type(value).__name__} of {len(value)} items>"
-        return text
-    return shorten(repr(value), limit)
+            return size
+        text = _flow(value, limit)
+        return size if text is None or len(text) > limit else text
+    return shorten(_flow(value, limit) or repr(value), limit)
+
+
+def _flow(value: Any, budget: int = MAX_VALUE_CHARS) -> str | None:
+    """``value`` in YAML flow style (``[1, true, 'a']``, ``{a: 1}``), or None once it
+    passes ``budget`` characters (the caller then names its size instead)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, int):
+        try:
+            return str(value)
+        except ValueError:  # more digits than int -> str converts
+            return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    if isinstance(value, str):
+        return repr(value) if len(value) <= budget else None
+    if isinstance(value, (datetime.date, bytes, bytearray)):
+        return short_repr(value)
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        items = value.items() if isinstance(value, dict) else value
+        parts: list[str] = []
+        used = 2
+        for item in items:
+            if isinstance(value, dict):
+                key, val = _flow(item[0], budget), _flow(item[1], budget)
+                part = None if key is None or val is None else f"{key}: {val}"
+            else:
+                part = _flow(item, budget)
+            if part is None:  # an item past the budget
+                return None
+            used += len(part) + 2
+            if used > budget:
+                return None
+            parts.append(part)
+        return ("{" + ", ".join(parts) + "}") if isinstance(value, dict) else "[" + ", ".join(parts) + "]"
+    return shorten(repr(value), budget)
 
 
 def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
@@ -201,20 +276,96 @@ class _Meter:
             self.total = 0
 
 
+class _Refused(yaml.YAMLError):
+    """A document the strict loader refuses, with its position and a complete message."""
+
+    def __init__(self, mark: Any, message: str) -> None:
+        super().__init__(message)
+        self.mark, self.message = mark, message
+
+
+class _StrictConstructor:
+    """Two rules on top of PyYAML's safe constructor:
+
+    * **duplicate keys.** YAML requires the keys of a mapping to be unique, but PyYAML keeps
+      the last value (``flags: {migStrategy: mixed, migStrategy: none}`` loads as ``none``).
+      Refused here with both positions; keys that merge keys (``<<``) bring in may still be
+      overridden, as YAML's merge rules intend;
+    * **huge integers.** Python refuses to convert an integer of more than 4300 digits; the
+      error names the position and the number of digits instead of Python's words.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: PyYAML's own error follows
+                    continue
+                if first is not None:
+                    raise _Refused(key_node.start_mark,
+                                   f"key {short_repr(key)} given twice (first at "
+                                   f"{first.line + 1}:{first.column + 1}); expected each key "
+                                   "once in a mapping "
+                                   "(YAML requires unique keys; the second value would "
+                                   "silently replace the first)")
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)  # type: ignore[misc]
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[misc]
+        except ValueError:
+            digits = sum(ch.isdigit() for ch in node.value)
+            raise _Refused(node.start_mark, f"a number of {digits} digits; expected at most "
+                                            f"{sys.get_int_max_str_digits()} digits (the "
+                                            "most Python reads)") from None
+
+
+def _strict(base: type) -> type:
+    """``base`` (a safe loader class) with :class:`_StrictConstructor`'s rules. Mappings
+    reach them through ``self.construct_mapping``; integers are registered by function, so
+    their constructor is registered again."""
+    loader = type(f"Strict{base.__name__}", (_StrictConstructor, base), {})
+    loader.add_constructor("tag:yaml.org,2002:int", _StrictConstructor.construct_yaml_int)
+    return loader
+
+
 def _loader_classes() -> tuple[type, type]:
-    if getattr(yaml, "__with_libyaml__", False):
-        return yaml.CSafeLoader, yaml.CSafeLoader
-    return yaml.SafeLoader, yaml.SafeLoader
+    """(event parser, strict loader): libyaml's C classes when available."""
+    base = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    return base, _strict(base)
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _shorten_quoted(text: str) -> str:
+    """Parser words kept whole; only the user's text that they quote is shortened."""
+    def cut(m: re.Match) -> str:
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        quote = "'" if m.group(1) is not None else '"'
+        return f"{quote}{shorten(inner)}{quote}" if len(inner) > MAX_VALUE_CHARS else m.group(0)
+    return shorten_words(_QUOTED.sub(cut, text), MAX_MESSAGE_CHARS)
 
 
 def _yaml_error(exc: yaml.YAMLError, source: str, expected: str) -> InputError:
+    if isinstance(exc, _Refused):
+        mark = exc.mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        return InputError(f"{where}: {exc.message}; expected {expected}"
+                          if "; expected" not in exc.message else f"{where}: {exc.message}")
     mark = getattr(exc, "problem_mark", None)
     where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
     problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "invalid YAML"
     context = getattr(exc, "context", None)
     if context and problem.startswith("but "):  # "expected a single document ... but found another"
         problem = f"{context} {problem}"
-    return InputError(f"{where}: invalid YAML ({shorten(str(problem))}); expected {expected}")
+    return InputError(f"{where}: invalid YAML ({_shorten_quoted(str(problem))}); expected {expected}")
 
 
 def check_yaml(text: str, source: str, expected: str, *, max_depth: int = MAX_YAML_DEPTH,

@@ -35,7 +35,10 @@ HELP = "run the device plugin: serve a socket per resource, register with the ku
 DESCRIPTION = """\
 Run the device plugin in the foreground, configured with an NVIDIA k8s-device-plugin config
 file (version: v1; flags.migStrategy; flags.plugin.deviceListStrategy / deviceIDStrategy;
-sharing.timeSlicing or sharing.mps). GPUs come from --inventory (an `nvidia-smi -q -x` dump
+sharing.timeSlicing or sharing.mps). Unlike NVIDIA's plugin, which drops unknown keys and
+matches key names in any case, serve refuses an unknown key or one in another case
+(`migstrategy`) in one line that names the key meant: a misspelled field is an error, not
+a setting silently lost. GPUs come from --inventory (an `nvidia-smi -q -x` dump
 or a YAML spec of simulated GPUs; see lab02_device_plugin/examples/) or, without it, from
 NVML (needs nvidia-ml-py and a GPU).
 

@@ -4,6 +4,7 @@ Time and memory of each are measured in benchmarks/bench_hostile_inputs.py."""
 
 from __future__ import annotations
 
+import datetime
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from lab02_device_plugin.inventory import (
 from lab02_device_plugin.kubelet import MockKubelet, register_error
 from lab02_device_plugin.limits import (
     MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, MAX_GPUS, MAX_REPLICAS, check_yaml,
-    safe_load_bounded, short_repr, shorten,
+    safe_load_all_bounded, safe_load_bounded, short_repr, shorten, shorten_words,
 )
 from lab02_device_plugin.server import DevicePluginServer, check_advertisable
 from lab02_device_plugin.sharing import AdvertisedDevice, AdvertisedResource, advertise
@@ -48,9 +49,48 @@ def test_shorten_keeps_short_text_and_names_the_length_of_long_text():
 def test_short_repr_never_builds_a_huge_repr():
     assert short_repr("ab") == "'ab'"
     assert short_repr("y" * 100, 5) == "'yyyyy'… (100 characters)"
-    assert short_repr(list(range(1_000_000))) == "<list of 1000000 items>"
+    assert short_repr(list(range(1_000_000))) == "a list of 1000000 items"
     assert short_repr([1, 2]) == "[1, 2]"
+    assert short_repr(["x" * 100]) == "a list of 1 item"
     assert short_repr(7) == "7"
+    assert short_repr(int("9" * 4300) * 10) == "a number of more than 4300 digits"
+
+
+@pytest.mark.parametrize("value, shown", [
+    (True, "true (a boolean)"), (False, "false (a boolean)"), (None, "null (no value)"),
+    (datetime.date(2024, 1, 1), "a date (2024-01-01)"),
+    (datetime.datetime(2024, 1, 1, 10, 0), "a timestamp (2024-01-01 10:00:00)"),
+    (b"hello", "!!binary data (5 bytes)"), (float("inf"), ".inf"), (float("-inf"), "-.inf"),
+    (float("nan"), ".nan"), (4.0, "4.0"), ({"a": 1, "b": [True, None]}, "{'a': 1, 'b': [true, null]}"),
+])
+def test_values_are_shown_in_yaml_words_not_python_reprs(value, shown):
+    assert short_repr(value) == shown
+
+
+@pytest.mark.parametrize("text, message", [
+    ("version: v1\nflags: {plugin: {passDeviceSpecs: 'no'}}",
+     "flags.plugin.passDeviceSpecs: expected true or false, got 'no'"),
+    ("version: v1\nflags: {migStrategy: 2024-01-01}",
+     "flags.migStrategy: expected one of none, single, mixed, got a date (2024-01-01)"),
+    ("version: v1\nflags: {mpsRoot: !!binary aGVsbG8=}",
+     "flags.mpsRoot: expected a non-empty string, got !!binary data (5 bytes)"),
+    ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: true}]}}",
+     "sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got true (a boolean)"),
+    ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: .inf}]}}",
+     "sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got .inf"),
+])
+def test_config_errors_show_the_value_as_yaml_writes_it(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_shorten_words_cuts_between_words():
+    assert shorten_words("expected a single document in the stream", 30) == \
+        "expected a single document in… (40 characters)"
+    assert shorten_words("x" * 50, 10) == "xxxxxxxxxx… (50 characters)"  # no space: cut at 10
 
 
 # ----------------------------------------------------------------------- YAML
@@ -95,8 +135,42 @@ def test_a_self_referencing_alias_is_refused():
 
 
 def test_an_integer_of_5000_digits_is_one_line():
-    with pytest.raises(InputError, match="n.yaml: Exceeds the limit"):
+    with pytest.raises(InputError) as info:
         safe_load_bounded("replicas: " + "1" * 5000, "n.yaml", "a YAML config file")
+    assert str(info.value) == ("n.yaml:1:11: a number of 5000 digits; expected at most 4300 "
+                               "digits (the most Python reads)")
+
+
+@pytest.mark.parametrize("text, where, key, first", [
+    ("flags:\n  migStrategy: mixed\n  migStrategy: none\n", "3:3", "migStrategy", "2:3"),
+    ("flags: {migStrategy: mixed, migStrategy: none}\n", "1:29", "migStrategy", "1:9"),
+    ("gpus:\n- model: T4\n  count: 2\n  count: 3\n", "4:3", "count", "3:3"),
+])
+def test_a_key_given_twice_is_refused_with_both_positions(text, where, key, first):
+    # YAML requires unique keys; PyYAML kept the last value silently (migStrategy: none).
+    with pytest.raises(InputError) as info:
+        safe_load_bounded(text, "d.yaml", "a YAML file")
+    assert str(info.value) == (f"d.yaml:{where}: key '{key}' given twice (first at {first}); "
+                               "expected each key once in a mapping (YAML requires unique "
+                               "keys; the second value would silently replace the first)")
+
+
+def test_a_merge_key_may_still_be_overridden_and_documents_load_as_before():
+    assert safe_load_bounded("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n", "m.yaml", "x") == {
+        "base": {"x": 1, "y": 2}, "c": {"x": 3, "y": 2}}
+    assert safe_load_all_bounded("a: 1\n---\na: 2\n", "m.yaml", "x") == [{"a": 1}, {"a": 2}]
+
+
+def test_parser_words_are_kept_and_only_the_quoted_input_is_shortened():
+    with pytest.raises(InputError) as info:
+        safe_load_bounded("a: 1\n---\nb: 2\n", "two.yaml", "a YAML config file")
+    assert str(info.value) == ("two.yaml:2:1: invalid YAML (expected a single document in the "
+                               "stream but found another document); expected a YAML config file")
+    with pytest.raises(InputError) as info:
+        safe_load_bounded("a: !!python/object:" + "x" * 100 + " {}\n", "tag.yaml", "x")
+    assert str(info.value) == (
+        "tag.yaml:1:4: invalid YAML (could not determine a constructor for the tag "
+        "'" + "tag:yaml.org,2002:python/object:" + "x" * 28 + "… (132 characters)'); expected x")
 
 
 # ----------------------------------------------------------------------- config

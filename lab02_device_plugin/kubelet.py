@@ -14,7 +14,15 @@ constants.go; name rules in pkg/apis/core/v1/helper/helpers.go ``IsExtendedResou
   directory). It then dials the plugin's socket (blocking, 10 s) and calls
   ``GetDevicePluginOptions``; if either fails, Register fails. Only then does it answer, and it
   consumes ``ListAndWatch`` in a thread. Registering the same resource again replaces the old
-  endpoint ("newest registration wins").
+  endpoint ("newest registration wins"), as in the kubelet's device manager up to Kubernetes
+  1.36 (``PluginConnected`` keyed by resource name), which is what this mock models by
+  default. Kubernetes PR #135437 (merged May 2026, after 1.36) keys the device manager's
+  clients by resource *and* socket path; its follow-up PR #139338 (open) documents that a
+  second plugin registering at the same (resource, socket path) while the first is still
+  connected is the unsupported case and is refused. ``same_socket="reject"`` models that
+  newer behaviour (from those PR threads; the merged code was not available to check):
+  the second plugin's Register fails until the first one's stream has ended. A takeover at
+  a *different* socket path is accepted in both modes.
 * **ListAndWatch.** Each message is a full snapshot: capacity = all devices, allocatable = the
   ``"Healthy"`` ones (any other health string counts as unhealthy). When a stream ends, every
   device of that resource becomes unhealthy (allocatable 0, capacity kept); after the stop grace
@@ -101,6 +109,9 @@ CHECKPOINT_NAME = "kubelet_internal_checkpoint"
 DIAL_TIMEOUT_S = 10.0
 PRE_START_CONTAINER_TIMEOUT_S = 30.0
 ENDPOINT_STOP_GRACE_PERIOD_S = 300.0
+#: What a Register at the (resource, socket path) of a connected plugin does: "replace"
+#: (kubelets up to 1.36) or "reject" (kubernetes PR #135437 and its follow-up #139338).
+SAME_SOCKET_MODES = ("replace", "reject")
 #: Devices with no NUMA topology are checkpointed under this node (pod_devices.go).
 NODE_WITHOUT_TOPOLOGY = -1
 #: Longest narration line (characters): 64 allocated GPU UUIDs (41 characters each) fit.
@@ -401,6 +412,10 @@ class MockKubelet:
             kubernetes/kubernetes#128043 for #125579 and #133382 describes.
         retry_admission_attempts: how many such retries (the proposal: 1); after the last
             one fails, the pod is Failed as without the option.
+        same_socket: what a Register does when a plugin for the same resource and socket
+            path is still connected: ``"replace"`` (default; kubelets up to 1.36: the newest
+            registration wins) or ``"reject"`` (the newer kubelet of kubernetes PR
+            #135437/#139338: refused until the first plugin's stream ends).
 
     Use as a context manager (``start`` on enter, ``stop`` on exit). Thread-safe: streams run
     on their own threads, admissions are serialised as in the kubelet's sync loop.
@@ -417,7 +432,7 @@ class MockKubelet:
                  stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
                  clock: Callable[[], float] = time.monotonic,
                  retry_admission_after: float | None = None,
-                 retry_admission_attempts: int = 1) -> None:
+                 retry_admission_attempts: int = 1, same_socket: str = "replace") -> None:
         self.plugin_dir = Path(plugin_dir)
         self.socket_path = self.plugin_dir / KUBELET_SOCKET_NAME
         self.checkpoint_path = self.plugin_dir / CHECKPOINT_NAME
@@ -448,6 +463,10 @@ class MockKubelet:
                              f"{retry_admission_attempts!r}")
         self.retry_admission_after = retry_admission_after
         self.retry_admission_attempts = retry_admission_attempts
+        if same_socket not in SAME_SOCKET_MODES:
+            raise InputError(f"same_socket: expected one of {', '.join(SAME_SOCKET_MODES)}, got "
+                             f"{shorten(repr(same_socket))}")
+        self.same_socket = same_socket
         self._server: grpc.Server | None = None
         self._threads: list[threading.Thread] = []
         self._accepting = False
@@ -609,6 +628,16 @@ class MockKubelet:
         who = (f"Register {shorten(request.resource_name) or '<no resource name>'} from "
                f"{shorten(request.endpoint) or '<no endpoint>'}")
         error = register_error(request)
+        if error is None and self.same_socket == "reject":
+            with self._lock:
+                live = self._endpoints.get(request.resource_name)
+                if (live is not None and live.stub is not None and live.stopped_at is None
+                        and live.socket_path == str(self.plugin_dir / request.endpoint)):
+                    error = (f"a device plugin for {request.resource_name} at "
+                             f"{request.endpoint} is still registered; the same resource and "
+                             "socket path are refused until its stream ends (the newer "
+                             "kubelet of kubernetes PR #135437; use another socket path to "
+                             "take over)")
         if error is None:
             socket_path = str(self.plugin_dir / request.endpoint)
             # A fresh connection for every registration: gRPC Python shares subchannels

@@ -16,7 +16,9 @@ from pathlib import Path
 from lab02_device_plugin.commands._args import seconds
 from lab02_device_plugin.commands._output import LinePrinter
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
+from lab02_device_plugin.kubelet import (
+    DEVICE_PLUGIN_PATH, SAME_SOCKET_MODES, MockKubelet, Pod, parse_admit, pods_from_manifests,
+)
 from lab02_device_plugin.limits import MAX_YAML_BYTES, read_text_bounded, safe_load_all_bounded
 
 #: Upper bounds of the time options (seconds): an hour to wait for a plugin, a week to run,
@@ -47,6 +49,11 @@ restart) ends Failed and is never retried, as in today's kubelet; --retry-admiss
 keeps it Pending and admits it once more after that delay, as the fix proposed in
 kubernetes#128043 would.
 
+A second plugin registering the same resource at the same socket path replaces the first
+("newest registration wins"), as kubelets up to Kubernetes 1.36 do; --same-socket reject
+models the newer device manager (kubernetes PR #135437, #139338), which refuses it until
+the first plugin's stream ends.
+
 examples:
   python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --admit pod-1=nvidia.com/gpu:1
   python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --pods pods.yaml --duration 60
@@ -74,6 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="how long Register waits for the plugin's socket (above 0, at most "
                              f"{MAX_DIAL_TIMEOUT_S:g}; default: %(default)s, the kubelet's)")
+    parser.add_argument("--same-socket", choices=SAME_SOCKET_MODES, default="replace",
+                        help="a Register at the resource and socket path of a plugin that is "
+                             "still connected: replace it (default; kubelets up to 1.36) or "
+                             "reject it until that plugin's stream ends (kubernetes PR "
+                             "#135437)")
     parser.add_argument("--retry-admission", type=seconds(MAX_RETRY_S), default=None,
                         metavar="SECONDS",
                         help="retry once, after SECONDS, the admission of a pod whose device "
@@ -108,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     kubelet = MockKubelet(args.plugin_dir, on_event=say, dial_timeout=args.dial_timeout,
-                          retry_admission_after=args.retry_admission)
+                          retry_admission_after=args.retry_admission,
+                          same_socket=args.same_socket)
     try:
         kubelet.start()
         for pod in pods:

@@ -6,6 +6,9 @@ retry option, and the plugin's reloads."""
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -129,6 +132,50 @@ def test_nothing_is_freed_while_the_restarted_kubelet_is_still_starting():
         n.kubelet.restart()
         assert n.kubelet.allocations() == {"a": first.devices}
         assert not any("kubelet: freed" in line for line in n.kubelet.narration)
+
+
+@pytest.mark.parametrize("mode", ["replace", "reject"])
+def test_a_second_plugin_at_the_same_socket_path_in_both_kubelet_modes(mode, tmp_path):
+    # "replace": kubelets up to 1.36, the newest registration wins. "reject": the device
+    # manager of kubernetes PR #135437 refuses the same (resource, socket path) while the
+    # first plugin is connected; once its stream ends, the second registers.
+    from lab02_device_plugin.server import DevicePluginServer, RegistrationError
+    plugin_dir = Path(tempfile.mkdtemp(prefix="same-"))
+    inventory = from_yaml_spec(gpus(count=1), "<spec>")
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    kubelet = MockKubelet(plugin_dir, same_socket=mode)
+    first = DevicePluginServer(resource, plugin_dir, plugin_dir / "kubelet.sock")
+    second = DevicePluginServer(resource, plugin_dir, plugin_dir / "kubelet.sock")
+    try:
+        kubelet.start()
+        first.start()
+        kubelet.wait_for_resource(GPU, 1, timeout=20)
+        second.serve()  # the same socket path, now the second's
+        if mode == "replace":
+            second.register()
+            assert any(line.endswith("replaces the previous registration")
+                       for line in kubelet.narration)
+        else:
+            with pytest.raises(RegistrationError, match=f"a device plugin for {GPU} at "
+                               "nvidia-gpu.sock is still registered"):
+                second.register()
+            assert kubelet.registrations == 1
+        first.stop()
+        if mode == "reject":
+            kubelet.wait_for(lambda: not kubelet.is_registered(GPU), 20, "the first stream to end")
+            second.register()
+        kubelet.wait_for_resource(GPU, 1, timeout=20)
+        assert kubelet.registrations == 2
+    finally:
+        second.stop()
+        first.stop()
+        kubelet.stop()
+        shutil.rmtree(plugin_dir, ignore_errors=True)
+
+
+def test_same_socket_mode_is_checked():
+    with pytest.raises(InputError, match="same_socket: expected one of replace, reject, got 'keep'"):
+        MockKubelet("/tmp/x", same_socket="keep")
 
 
 # ----------------------------------------------------------------------- phases

@@ -158,3 +158,32 @@ def test_a_second_plugin_process_taking_over_the_socket_keeps_the_nodes_devices(
             first.kill()
             if second is not None:
                 second.kill()
+
+
+def test_with_the_newer_kubelets_rule_a_same_socket_takeover_waits_for_the_first_to_end(plugin_dir):
+    """--same-socket reject (kubernetes PR #135437, #139338): the second process's Register
+    at the same resource and socket path is refused while the first is connected, the node
+    keeps the first one's device, and the second registers once the first has exited (its
+    registration retry, every 5 s)."""
+    inventory = "lab02_device_plugin/examples/inventory-1gpu.yaml"
+    with MockKubelet(plugin_dir, same_socket="reject") as kubelet:
+        first = serve(plugin_dir, "--inventory", inventory)
+        second = None
+        try:
+            kubelet.wait_for_resource(GPU, 1, timeout=60)
+            before = kubelet.registrations
+            second = serve(plugin_dir, "--inventory", inventory)
+            line = second.expect("failed: UNKNOWN", timeout=60)
+            assert line.startswith(f"{GPU}: registering {GPU} with {plugin_dir / 'kubelet.sock'} "
+                                   f"failed: UNKNOWN: a device plugin for {GPU} at "
+                                   "nvidia-gpu.sock is still registered")
+            assert kubelet.registrations == before and kubelet.node_status().allocatable == {GPU: 1}
+            assert first.terminate() == 0
+            kubelet.wait_for_registration(GPU, timeout=60, after=before)  # the retry
+            kubelet.wait_for_resource(GPU, 1, timeout=30)
+            second.expect(f"{GPU}: registered with", timeout=30)
+            assert second.terminate() == 0
+        finally:
+            first.kill()
+            if second is not None:
+                second.kill()

@@ -46,9 +46,7 @@ callback). The mock has no CPU or memory model: only extended resources are admi
 
 Not modelled (and why it does not change what a learner sees here): the Topology Manager's
 NUMA alignment (without a hint the kubelet treats every device as "no affinity", which is what
-this mock does); skipping allocation for containers already running while sources are not
-ready after a restart (there are no running containers here); the ResourceHealthStatus pod
-status; registration through the plugin watcher (plugins_registry). Devices of a deleted or
+this mock does); the ResourceHealthStatus pod status; registration through the plugin watcher (plugins_registry). Devices of a deleted or
 completed pod are freed at once, where the kubelet frees them at the start of the next
 allocation; allocations restored from the checkpoint for pods this kubelet does not know are
 freed, as in the kubelet, before its next allocation (``UpdateAllocatedDevices``).
@@ -214,12 +212,21 @@ class Container:
     ``limits`` maps a resource name to a quantity, e.g. ``{"nvidia.com/gpu": 1}``. For an
     extended resource the request, if given, must equal the limit (Kubernetes rule: extended
     resources cannot be overcommitted). Resources without a ``/`` (cpu, memory) are ignored by
-    this mock.
+    this mock. ``restart_policy`` is for init containers only: ``"Always"`` makes one a
+    sidecar (a restartable init container), which keeps running beside the app containers
+    and keeps its devices; any other init container runs to completion first, and its devices
+    can be reused by the app containers.
     """
 
     name: str
     limits: dict[str, int | str] = field(default_factory=dict)
     requests: dict[str, int | str] | None = None
+    restart_policy: str | None = None
+
+    @property
+    def sidecar(self) -> bool:
+        """True for a restartable init container (``restartPolicy: Always``)."""
+        return self.restart_policy == "Always"
 
 
 @dataclass
@@ -497,7 +504,10 @@ class MockKubelet:
         * a Running pod whose containers still run (a kubelet restart) keeps its checkpointed
           devices without an Allocate call: while the kubelet is starting ("sources not
           ready") the device manager skips containers it finds running (the fix of
-          kubernetes#118559);
+          kubernetes#118559). Its app containers and sidecars (``restartPolicy: Always``
+          init containers) run; an init container that completed does not, so it goes
+          through the checks and, with no plugin registered yet, fails the pod
+          (kubernetes#124345);
         * allocations in the checkpoint of pods that are not bound to this node (this
           kubelet was started afresh and never told of them) are freed before the first
           allocation once it has started (``UpdateAllocatedDevices``);
@@ -866,14 +876,23 @@ class MockKubelet:
     def _unschedulable(self, pod: Pod) -> str | None:
         """NodeResourcesFit for this node: the scheduler's message when an extended resource
         request exceeds allocatable minus allocated, else None. The pod's request of a
-        resource is max(sum over app containers, largest init container), as the scheduler
-        computes it; allocated is the devices already given out for that resource."""
+        resource is, as the scheduler computes it with sidecars (KEP-753), the larger of the
+        app containers plus all sidecars and, for each other init container, itself plus the
+        sidecars started before it; allocated is the devices already given out for that
+        resource to the pods bound to this node."""
         status = self.node_status()
         short = []
         for resource in sorted({r for c in pod.init_containers + pod.containers
                                 for r in _extended_limits(c)}):
-            apps = sum(_extended_limits(c).get(resource, 0) for c in pod.containers)
-            inits = max((_extended_limits(c).get(resource, 0) for c in pod.init_containers), default=0)
+            sidecars = 0
+            inits = 0
+            for c in pod.init_containers:
+                n = _extended_limits(c).get(resource, 0)
+                if c.sidecar:
+                    sidecars += n
+                else:
+                    inits = max(inits, sidecars + n)
+            apps = sidecars + sum(_extended_limits(c).get(resource, 0) for c in pod.containers)
             request = max(apps, inits)
             with self._lock:
                 active = self._active_pod_uids()
@@ -938,20 +957,27 @@ class MockKubelet:
         result = AdmissionResult(pod.name, True, RUNNING)
         try:
             for index, container in enumerate(pod.init_containers + pod.containers):
-                is_init = index < len(pod.init_containers)
+                # An init container that ran to completion is not running after a restart:
+                # the device manager checks it (kubernetes#124345); a sidecar still runs.
+                finished = index < len(pod.init_containers) and not container.sidecar
                 for resource, needed in _extended_limits(container).items():
                     if needed == 0:
                         continue
+                    if running and finished:
+                        self._narrate(
+                            f"Allocate {pod.name}/{container.name} {resource}: an init "
+                            "container that has completed is not running, so the starting "
+                            "kubelet checks it as a new container (kubernetes#124345)")
                     allocation = self._allocate_container(pod, container, resource, needed,
                                                           reusable.get(resource, []), new,
-                                                          running=running)
+                                                          running=running and not finished)
                     devs = allocation.device_ids
                     result.devices.setdefault(container.name, {})[resource] = list(devs)
-                    if is_init:
+                    if finished:
                         # Devices of init containers can be reused by the app containers.
                         pool = reusable.setdefault(resource, [])
                         pool.extend(d for d in devs if d not in pool)
-                    else:
+                    else:  # app containers and sidecars keep theirs
                         reusable[resource] = [d for d in reusable.get(resource, []) if d not in devs]
             if not running:
                 for container in pod.init_containers + pod.containers:
@@ -1501,6 +1527,10 @@ def _validate_pod(pod: Pod) -> None:
             if container.name in seen:
                 raise InputError(f"{where}.name: duplicate container name {container.name!r}")
             seen.add(container.name)
+            if container.restart_policy is not None and (
+                    kind != "initContainers" or container.restart_policy != "Always"):
+                raise InputError(f"{where}.restartPolicy: {shorten(repr(container.restart_policy))}; "
+                                 "expected Always, on init containers only (a sidecar)")
             for resource in list(container.limits) + list(container.requests or {}):
                 _check_resource_name(resource, f"{where}.resources")
             for resource, value in container.limits.items():
@@ -1558,8 +1588,10 @@ def pods_from_manifests(documents: Iterable[object], source: str) -> list[Pod]:
                 if not isinstance(limits, dict) or not (requests is None or isinstance(requests, dict)):
                     raise InputError(f"{where}: spec.{key}[{index}].resources: expected limits "
                                      "and requests as mappings of resource name to quantity")
+                policy = c.get("restartPolicy") if key == "initContainers" else None
                 out.append(Container(c["name"], dict(limits),
-                                     dict(requests) if requests is not None else None))
+                                     dict(requests) if requests is not None else None,
+                                     None if policy is None else str(policy)))
             return out
 
         pod = Pod(str(meta["name"]), containers("containers"), containers("initContainers"),

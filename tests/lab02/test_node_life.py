@@ -16,7 +16,7 @@ from _node import gpus, node, pod, time_slicing
 from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.kubelet import MockKubelet
+from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
 from lab02_device_plugin.manager import plan_changes
 from lab02_device_plugin.sharing import advertise
 
@@ -97,6 +97,61 @@ def test_kubelet_restart_keeps_running_pods_without_any_check_while_the_plugin_i
         assert n.kubelet.allocations() == {"a": first.devices}
         assert any("container running, kubelet starting: keeps" in line for line in n.kubelet.narration)
         assert n.manager.server(GPU).allocate_calls == calls
+
+
+def test_after_a_kubelet_restart_a_completed_init_container_is_checked_and_fails_the_pod():
+    # kubernetes#124345: devicesToAllocate skips the checks only for containers it finds
+    # running; an init container has exited, so with the plugin not back yet the pod fails
+    # with the device manager's message (the fix PR #127028 was closed unmerged).
+    with node(gpus(count=2), watch_interval=3600) as n:
+        p = Pod("withinit", [Container("main", {GPU: 1})], [Container("init", {GPU: 1})])
+        assert n.kubelet.admit_pod(p).admitted
+        n.kubelet.restart()
+        status = n.kubelet.pod_status("withinit")
+        assert (status.phase, status.reason, status.message) == (
+            "Failed", "UnexpectedAdmissionError", NO_HEALTHY)
+        assert n.kubelet.allocations() == {}
+        assert ("Allocate withinit/init nvidia.com/gpu: an init container that has completed is "
+                "not running, so the starting kubelet checks it as a new container "
+                "(kubernetes#124345)") in n.kubelet.narration
+
+
+def test_after_a_kubelet_restart_a_sidecar_keeps_running_with_its_gpu():
+    # A restartable init container (restartPolicy: Always) runs beside the app: it is found
+    # running, so it keeps its device without a check, and the pod stays Running. Its GPU
+    # is its own (not reused by the app container): 2 GPUs for the pod.
+    with node(gpus(count=2), watch_interval=3600) as n:
+        p = Pod("sidecar", [Container("main", {GPU: 1})],
+                [Container("proxy", {GPU: 1}, restart_policy="Always")])
+        first = n.kubelet.admit_pod(p)
+        assert first.admitted
+        assert first.devices["proxy"][GPU] != first.devices["main"][GPU]
+        n.kubelet.restart()
+        assert n.kubelet.pod_status("sidecar").phase == "Running"
+        assert n.kubelet.allocations() == {"sidecar": first.devices}
+
+
+def test_a_sidecar_counts_with_the_app_containers_for_the_scheduler():
+    # KEP-753: request = max(app containers + sidecars, each other init + the sidecars
+    # before it) = max(1 + 1, 1) = 2, which one GPU cannot hold.
+    with node(gpus(count=1)) as n:
+        p = Pod("big", [Container("main", {GPU: 1})],
+                [Container("proxy", {GPU: 1}, restart_policy="Always")])
+        result = n.kubelet.admit_pod(p)
+        assert (result.phase, result.reason) == ("Pending", "FailedScheduling")
+
+
+def test_restart_policy_is_for_init_containers_and_always_only():
+    from lab02_device_plugin.kubelet import pods_from_manifests
+    doc = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "initContainers": [{"name": "i", "restartPolicy": "OnFailure"}],
+        "containers": [{"name": "c"}]}}
+    with pytest.raises(InputError, match=r"spec.initContainers\[0\].restartPolicy: 'OnFailure'; "
+                                         "expected Always, on init containers only"):
+        pods_from_manifests([doc], "pods.yaml")
+    doc["spec"]["initContainers"][0]["restartPolicy"] = "Always"
+    (pod,) = pods_from_manifests([doc], "pods.yaml")
+    assert pod.init_containers[0].sidecar
 
 
 def test_a_kubelet_started_afresh_frees_the_devices_of_pods_it_does_not_know():

@@ -47,7 +47,8 @@ from typing import Any
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
-    MAX_CONFIG_BYTES, MAX_REPLICAS, read_text_bounded, safe_load_bounded, short_repr, shorten,
+    MAX_CONFIG_BYTES, MAX_REPLICAS, read_text_bounded, require_utf8, safe_load_bounded, short_repr,
+    shorten,
 )
 
 #: The only config version (NVIDIA ``api/config/v1``: an empty version means v1).
@@ -489,13 +490,7 @@ def load_config(path: str | Path | None) -> Config:
         return Config()
     path = Path(path)
     text = read_text_bounded(path, MAX_CONFIG_BYTES, "config file")
-    if "\ufffd" in text:
-        raw = path.read_bytes()[:MAX_CONFIG_BYTES]
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: byte {exc.start} is not UTF-8; expected a YAML config "
-                             "file (text)") from None
+    require_utf8(path, text, MAX_CONFIG_BYTES, str(path), "a YAML config file (text)")
     data = safe_load_bounded(text, str(path), "a YAML config file")
     return parse_config(data, str(path))
 

@@ -29,8 +29,8 @@ import defusedxml.ElementTree as DET
 from lab02_device_plugin import mig as migmod
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
-    MAX_GPUS, MAX_INVENTORY_BYTES, MAX_YAML_BYTES, read_text_bounded, safe_load_bounded, short_repr,
-    shorten,
+    MAX_GPU_MEMORY_MIB, MAX_GPUS, MAX_INVENTORY_BYTES, MAX_YAML_BYTES, read_text_bounded,
+    require_utf8, safe_load_bounded, short_repr, shorten,
 )
 
 #: MIG devices one GPU can have: 7 compute slices, at most one MIG device each (NVIDIA MIG
@@ -142,7 +142,7 @@ def _text(el: ET.Element | None, path: str) -> str | None:
 def _mib(value: str | None) -> int | None:
     if value is None:
         return None
-    m = re.match(r"^\s*(\d+)\s*MiB\s*$", value)
+    m = re.match(r"^\s*(\d{1,18})\s*MiB\s*$", value)
     return int(m.group(1)) if m else None
 
 
@@ -158,9 +158,10 @@ def _memory(el: ET.Element, path: str, where: str) -> int:
     if text is None or text == "N/A":
         return 0
     value = _mib(text)
-    if value is None:
-        element = "".join(f"<{part}>" for part in path.split("/"))
-        raise InputError(f"{where}: {element} is {short_repr(text)}; expected '<number> MiB'")
+    element = "".join(f"<{part}>" for part in path.split("/"))
+    if value is None or value > MAX_GPU_MEMORY_MIB:
+        raise InputError(f"{where}: {element} is {short_repr(text)}; expected '<number> MiB', "
+                         f"at most {MAX_GPU_MEMORY_MIB} MiB (1 TiB)")
     return value
 
 
@@ -265,17 +266,16 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
             idx = _int(_text(m, "index"))
             mem = _memory(m, "fb_memory_usage/total", f"{where} <mig_device> #{len(devices)}")
             sms = _int(_text(m, "device_attributes/shared/multiprocessor_count"))
-            profile = _text(m, "profile_name") or _text(m, "mig_profile") or \
-                infer_mig_profile(model, mem, sms)
+            named = _text(m, "profile_name") or _text(m, "mig_profile")
+            profile = re.sub(r"^MIG\s+", "", named) if named else infer_mig_profile(model, mem, sms)
+            index = idx if idx is not None else len(devices)
             if profile is None:
-                profile = f"unknown-{mem}mib"
-                warnings.append(f"{where} MIG device {idx}: cannot name its profile "
-                                f"({mem} MiB, {sms} SMs on {model}); advertised as {profile}")
-            profile = re.sub(r"^MIG\s+", "", profile)
+                warnings.append(_unnamed_mig(f"{where} MIG device {index}", model, mem, sms))
+                continue
             mig_uuid = _text(m, "uuid") or f"MIG-{uuid}/{gi}/{ci}"
-            devices.append(MigDevice(idx if idx is not None else len(devices), profile,
-                                     gi if gi is not None else -1, ci if ci is not None else -1,
-                                     mig_uuid, mem, sms))
+            devices.append(MigDevice(index, profile, gi if gi is not None else -1,
+                                     ci if ci is not None else -1, mig_uuid, mem, sms))
+        devices = check_mig_layout(where, model, devices, warnings)
         numa = _int(_text(g, "numa_node"))
         raw.append((bus or "", uuid, model, memory, mig_enabled, tuple(devices), numa,
                     _int(_text(g, "minor_number"))))
@@ -293,6 +293,49 @@ def _where_in(src: str, text: str, needle: str) -> str:
         return src
     line = text.count("\n", 0, at) + 1
     return f"{src}:{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}"
+
+
+# --------------------------------------------------------------------------- MIG layouts
+
+def _unnamed_mig(who: str, model: str, memory_mib: int, sms: int | None) -> str:
+    """The warning for a MIG device whose GPU-instance profile cannot be named."""
+    if migmod.canonical_model(model) is None:
+        return (f"{who}: {model} has no MIG profile table here, and the dump names no profile; "
+                "not advertised")
+    return (f"{who}: {memory_mib} MiB and {sms} SMs match no GPU-instance profile of "
+            f"{migmod.canonical_model(model)} (a compute instance smaller than its GPU "
+            "instance?); not advertised, as NVIDIA's plugin exposes only MIG devices whose "
+            "compute instance spans their GPU instance")
+
+
+def check_mig_layout(where: str, model: str, devices: list[MigDevice],
+                     warnings: list[str]) -> tuple[MigDevice, ...]:
+    """Check the MIG devices a file reports for one GPU against the model's profile table.
+
+    The profiles must be able to coexist on that GPU, as :func:`.mig.plan_layout` checks a
+    requested layout (instance counts, 7 compute and 8 memory slices, placements): a file
+    claiming seven ``7g.40gb`` devices on one A100-40GB, or 3g.40gb + 3 x 2g.20gb (10 memory
+    slices of 8), describes no GPU. A profile name the table does not have is advertised
+    with a warning (its placement is not checked).
+
+    Raises:
+        InputError: the profiles do not fit one GPU of ``model`` (the reason named).
+    """
+    key = migmod.canonical_model(model)
+    if key is None or not devices:
+        return tuple(devices)
+    table = migmod.PROFILE_TABLES[key]
+    for d in devices:
+        if d.profile not in table:
+            warnings.append(f"{where} MIG device {d.index}: profile {shorten(d.profile)} is not "
+                            f"in the {key} table here; advertised, its placement not checked")
+    known = [d.profile for d in devices if d.profile in table]
+    try:
+        migmod.plan_layout(key, known)
+    except migmod.NoLayoutError as exc:
+        raise InputError(f"{where}: MIG devices {' + '.join(known)} cannot all be on one {key}: "
+                         f"{exc.reason}; expected a layout nvidia-smi can create") from None
+    return tuple(devices)
 
 
 # --------------------------------------------------------------------------- device IDs
@@ -396,6 +439,8 @@ def from_nvidia_smi_list(text: str, source: str = "<nvidia-smi -L>") -> Inventor
                 memory * p.memory_slices // migmod.MEMORY_SLICES if p is not None else 0)
             devices.append(MigDevice(j, profile, -1, -1, uuid, mem,
                                      p.multiprocessors if p is not None else None))
+        devices = list(check_mig_layout(f"{source}: GPU {g['index']}", g["model"], devices,
+                                        warnings))
         mig_enabled = True if devices else (False if key else None)
         out.append(Gpu(g["index"], g["uuid"], g["model"], memory, mig_enabled, tuple(devices),
                        minor_number=g["index"]))
@@ -520,6 +565,9 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
             raise InputError(f"{path}.memory_mib: expected a positive integer (MiB)"
                              + ("" if default_mem else f"; required for model {short_repr(model)}")
                              + f", got {short_repr(memory)}")
+        if memory > MAX_GPU_MEMORY_MIB:
+            raise InputError(f"{path}.memory_mib: expected at most {MAX_GPU_MEMORY_MIB} MiB (1 TiB; "
+                             f"the largest GPUs have under 300 GB), got {short_repr(memory)}")
         numa = entry.get("numa_node")
         numas = numa if isinstance(numa, list) else [numa] * count
         if len(numas) != count or not all(n is None or (isinstance(n, int) and not isinstance(n, bool)
@@ -624,6 +672,7 @@ def from_nvml(nvml: Any = None) -> Inventory:
     def s(value: Any) -> str:
         return value.decode() if isinstance(value, bytes) else str(value)
 
+    warnings: list[str] = []
     try:
         driver = s(nvml.nvmlSystemGetDriverVersion())
         gpus = []
@@ -646,7 +695,11 @@ def from_nvml(nvml: Any = None) -> Inventory:
                     mmem = int(nvml.nvmlDeviceGetMemoryInfo(m).total) // (1024 * 1024)
                     attrs = nvml.nvmlDeviceGetAttributes(m)
                     sms = int(attrs.multiprocessorCount)
-                    profile = infer_mig_profile(name, mmem, sms) or f"unknown-{mmem}mib"
+                    profile = infer_mig_profile(name, mmem, sms)
+                    if profile is None:
+                        warnings.append(_unnamed_mig(f"nvml: GPU {i} MIG device {j}", name,
+                                                     mmem, sms))
+                        continue
                     devices.append(MigDevice(j, profile, int(nvml.nvmlDeviceGetGpuInstanceId(m)),
                                              int(nvml.nvmlDeviceGetComputeInstanceId(m)),
                                              s(nvml.nvmlDeviceGetUUID(m)), mmem, sms))
@@ -663,7 +716,7 @@ def from_nvml(nvml: Any = None) -> Inventory:
             nvml.nvmlShutdown()
         except Exception:
             pass
-    return Inventory(tuple(gpus), "nvml", driver)
+    return Inventory(tuple(gpus), "nvml", driver, tuple(warnings))
 
 
 def _sysfs_numa_node(bus_id: str | None) -> int | None:
@@ -698,6 +751,8 @@ def load_inventory(path: str | Path) -> Inventory:
     """
     p = Path(path)
     text = read_text_bounded(p, MAX_INVENTORY_BYTES, "inventory")
+    require_utf8(p, text, MAX_INVENTORY_BYTES, str(p), "an nvidia-smi XML dump, nvidia-smi -L "
+                 "output or a YAML GPU spec (text)")
     if p.suffix.lower() == ".xml" or text.lstrip().startswith("<"):
         return from_nvidia_smi_xml(p, text)
     if re.search(r"^GPU \d+: .+\(UUID: GPU-", text, re.MULTILINE):

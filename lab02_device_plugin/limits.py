@@ -23,6 +23,9 @@ every real input:
   an error message that prints it) would run for hours.
 * :data:`MAX_GPUS` (64 per node): the largest single-host systems have 16 GPUs (DGX-2,
   HGX-2); 4x headroom.
+* :data:`MAX_GPU_MEMORY_MIB` (1 TiB): the largest GPU memory today is under 300 GB (B300:
+  288 GB); a total in an inventory above 1 TiB is a typo or a hostile file, and would be
+  printed into messages and Allocate environment variables digit by digit.
 * :data:`MAX_REPLICAS` (512 per device) and :data:`MAX_DEVICES_PER_RESOURCE` (32,768): the
   kubelet receives every device ID of a resource in one ListAndWatch message, limited to
   gRPC's default 4 MiB (the kubelet does not raise it). A device takes at most 82 bytes
@@ -66,6 +69,7 @@ MAX_YAML_BYTES = 1024 * 1024
 MAX_YAML_DEPTH = 64
 MAX_YAML_NODES = 100_000
 MAX_GPUS = 64
+MAX_GPU_MEMORY_MIB = 1024 * 1024
 MAX_REPLICAS = 512
 MAX_DEVICES_PER_RESOURCE = 32_768
 MAX_WATCH_STREAMS = 4
@@ -203,6 +207,25 @@ def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
         raise InputError(f"{shorten(str(p), 200)}: {what} is {size}; expected at most {limit} bytes "
                          f"({_size_reason(what)})")
     return data.decode("utf-8", errors="replace")
+
+
+def require_utf8(path: str | Path, text: str, limit: int, where: str, expected: str) -> None:
+    """Refuse a file that :func:`read_text_bounded` read with replacement characters because
+    it is not UTF-8, naming the first bad byte: ``<where>: byte 12 is not UTF-8; expected
+    <expected>``. (A U+FFFD that the file itself holds, correctly encoded, passes.)
+
+    Raises:
+        InputError: the first ``limit`` bytes of ``path`` are not UTF-8.
+    """
+    if "\ufffd" not in text:
+        return
+    try:
+        with Path(path).open("rb") as fh:
+            fh.read(limit + 1)[:limit].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: byte {exc.start} is not UTF-8; expected {expected}") from None
+    except OSError:
+        return
 
 
 def _size_reason(what: str) -> str:

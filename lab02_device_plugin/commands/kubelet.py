@@ -15,11 +15,12 @@ from pathlib import Path
 
 from lab02_device_plugin.commands._args import seconds
 from lab02_device_plugin.commands._output import LinePrinter
-from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.kubelet import (
     DEVICE_PLUGIN_PATH, SAME_SOCKET_MODES, MockKubelet, Pod, parse_admit, pods_from_manifests,
 )
-from lab02_device_plugin.limits import MAX_YAML_BYTES, read_text_bounded, safe_load_all_bounded
+from lab02_device_plugin.limits import (
+    MAX_YAML_BYTES, read_text_bounded, require_utf8, safe_load_all_bounded,
+)
 
 #: Upper bounds of the time options (seconds): an hour to wait for a plugin, a week to run,
 #: five minutes to dial a plugin socket (the kubelet uses 10 s).
@@ -98,12 +99,7 @@ def _load_pods(path: Path) -> list[Pod]:
     admitted, so a bad pod late in the file does not leave the earlier ones half-applied.
     The file is bounded as every input (:mod:`~lab02_device_plugin.limits`)."""
     text = read_text_bounded(path, MAX_YAML_BYTES, "Pod manifests file")
-    if "\ufffd" in text:
-        try:
-            path.read_bytes()[:MAX_YAML_BYTES].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"--pods {path}: byte {exc.start} is not UTF-8; expected a YAML file "
-                             "of Pod manifests") from None
+    require_utf8(path, text, MAX_YAML_BYTES, f"--pods {path}", "a YAML file of Pod manifests")
     documents = safe_load_all_bounded(text, str(path), "a YAML file of Pod manifests")
     return pods_from_manifests(documents, str(path))
 

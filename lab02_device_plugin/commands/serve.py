@@ -24,7 +24,9 @@ from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, Simulated
 from lab02_device_plugin.inventory import (
     Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
-from lab02_device_plugin.limits import MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, shorten
+from lab02_device_plugin.limits import (
+    MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, require_utf8, shorten,
+)
 from lab02_device_plugin.manager import PluginManager, count
 from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
 from lab02_device_plugin.sharing import mps_daemon_commands
@@ -119,7 +121,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: Path) -> str:
-    return read_text_bounded(path, MAX_INVENTORY_BYTES, "listing (nvidia-smi -L)")
+    text = read_text_bounded(path, MAX_INVENTORY_BYTES, "listing (nvidia-smi -L)")
+    require_utf8(path, text, MAX_INVENTORY_BYTES, str(path), "`nvidia-smi -L` output (text)")
+    return text
 
 
 def _resolve_device(inventory: Inventory, token: str) -> str:

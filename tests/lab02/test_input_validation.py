@@ -95,6 +95,105 @@ def test_xml_memory_na_is_unknown_not_an_error():
     assert inv.gpus[0].memory_mib == 0
 
 
+def test_xml_memory_over_1_tib_is_refused():
+    big = "99999999999999999999999 MiB"  # 23 digits
+    with pytest.raises(InputError) as info:
+        from_nvidia_smi_xml("dump.xml", xml(gpu_xml(UUID_A, "00000000:01:00.0", total=big)))
+    assert str(info.value) == (f"dump.xml: <gpu> #0: <fb_memory_usage><total> is '{big}'; "
+                               "expected '<number> MiB', at most 1048576 MiB (1 TiB)")
+
+
+def test_spec_memory_of_4000_digits_is_refused_in_one_short_line():
+    with pytest.raises(InputError) as info:
+        from_yaml_spec({"gpus": [{"model": "X1000", "memory_mib": int("9" * 4000)}]}, "spec.yaml")
+    assert str(info.value) == ("spec.yaml: gpus[0].memory_mib: expected at most 1048576 MiB "
+                               "(1 TiB; the largest GPUs have under 300 GB), got 99999999999999"
+                               "9999999999999999999999999999999999999999999999… (4000 characters)")
+
+
+def test_an_inventory_with_a_byte_that_is_not_utf8_names_the_byte(tmp_path):
+    # Before: "unknown model 'H100-80GB\ufffd'"; "gpus:\n- model: H100-80GB" is 24 bytes (0..23).
+    path = tmp_path / "inv.yaml"
+    path.write_bytes(b"gpus:\n- model: H100-80GB\xff\n")
+    with pytest.raises(InputError) as info:
+        load_inventory(path)
+    assert str(info.value) == (f"{path}: byte 24 is not UTF-8; expected an nvidia-smi XML dump, "
+                               "nvidia-smi -L output or a YAML GPU spec (text)")
+
+
+# ----------------------------------------------------------------------- MIG layouts in a dump
+
+A100_40 = "NVIDIA A100-SXM4-40GB"
+
+
+def mig_xml(model: str, *devices: tuple[int, int]) -> str:
+    """One MIG-enabled GPU with MIG devices of (memory MiB, SMs), no profile names (older
+    dumps give only memory and SMs)."""
+    migs = "".join(
+        f"<mig_device><index>{i}</index><gpu_instance_id>{i + 1}</gpu_instance_id>"
+        f"<compute_instance_id>0</compute_instance_id><device_attributes><shared>"
+        f"<multiprocessor_count>{sms}</multiprocessor_count></shared></device_attributes>"
+        f"<fb_memory_usage><total>{mem} MiB</total></fb_memory_usage></mig_device>"
+        for i, (mem, sms) in enumerate(devices))
+    return xml(f'<gpu id="00000000:01:00.0"><product_name>{model}</product_name><uuid>{UUID_A}'
+               f"</uuid><fb_memory_usage><total>40960 MiB</total></fb_memory_usage>"
+               f"<mig_mode><current_mig>Enabled</current_mig></mig_mode>"
+               f"<mig_devices>{migs}</mig_devices></gpu>")
+
+
+def test_seven_7g_devices_on_one_a100_40gb_are_refused():
+    # 40,000 MiB and 98 SMs names 7g.40gb (39.25 GiB x 1024 = 40192 MiB, within 5 %), and
+    # an A100 holds one 7g.40gb instance.
+    with pytest.raises(InputError) as info:
+        from_nvidia_smi_xml("dump.xml", mig_xml(A100_40, *[(40000, 98)] * 7))
+    assert str(info.value) == (
+        "dump.xml: <gpu> #0: MIG devices " + " + ".join(["7g.40gb"] * 7) + " cannot all be "
+        "on one A100-40GB: 7 x 7g.40gb asked, but at most 1 fit on A100-40GB; expected a "
+        "layout nvidia-smi can create")
+
+
+def test_more_memory_slices_than_the_gpu_has_are_refused():
+    # On an A100-80GB: 3g.40gb + 3 x 2g.20gb = 3 + 3 x 2 = 9 of 7 compute slices (and
+    # 4 + 3 x 2 = 10 of 8 memory slices).
+    text = mig_xml("NVIDIA A100-SXM4-80GB", (40192, 42), (19968, 28), (19968, 28), (19968, 28))
+    with pytest.raises(InputError, match=r"MIG devices 3g.40gb \+ 2g.20gb \+ 2g.20gb \+ 2g.20gb "
+                                         r"cannot all be on one A100-80GB: 9 compute slices"):
+        from_nvidia_smi_xml("dump.xml", text)
+
+
+def test_a_mig_device_with_no_gi_profile_is_not_advertised():
+    # 40,192 MiB with 14 SMs: a 1c.3g.40gb compute instance (1 of a 3g's 3 compute slices).
+    # No GPU-instance profile has that memory and SM count; NVIDIA's plugin exposes only MIG
+    # devices whose compute instance spans the GPU instance. Before: nvidia.com/mig-unknown-40192mib.
+    inv = from_nvidia_smi_xml("dump.xml", mig_xml("NVIDIA A100-SXM4-80GB", (40192, 14), (19968, 14)))
+    (gpu,) = inv.gpus
+    assert [m.profile for m in gpu.mig_devices] == ["1g.20gb"]
+    assert inv.warnings == (
+        "dump.xml: <gpu> #0 MIG device 0: 40192 MiB and 14 SMs match no GPU-instance profile "
+        "of A100-80GB (a compute instance smaller than its GPU instance?); not advertised, as "
+        "NVIDIA's plugin exposes only MIG devices whose compute instance spans their GPU "
+        "instance",)
+    config = parse_config({"flags": {"migStrategy": "mixed"}})
+    assert advertise(inv, config).names() == ["nvidia.com/mig-1g.20gb"]
+
+
+def test_a_profile_name_the_table_lacks_is_advertised_with_a_warning():
+    text = mig_xml(A100_40, (9856, 14)).replace(
+        "<index>0</index>", "<index>0</index><profile_name>MIG 1g.5gb+gfx</profile_name>")
+    inv = from_nvidia_smi_xml("dump.xml", text)
+    assert [m.profile for m in inv.gpus[0].mig_devices] == ["1g.5gb+gfx"]
+    assert inv.warnings == ("dump.xml: <gpu> #0 MIG device 0: profile 1g.5gb+gfx is not in the "
+                            "A100-40GB table here; advertised, its placement not checked",)
+
+
+def test_a_listing_with_an_impossible_layout_is_refused():
+    text = ("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-a)\n"
+            + "".join(f"  MIG 4g.20gb     Device  {i}: (UUID: MIG-{i})\n" for i in range(2)))
+    with pytest.raises(InputError, match=r"l.txt: GPU 0: MIG devices 4g.20gb \+ 4g.20gb cannot all "
+                                         r"be on one A100-40GB: 2 x 4g.20gb asked, but at most 1"):
+        from_nvidia_smi_list(text, "l.txt")
+
+
 # ----------------------------------------------------------------------- finding 10: listing
 
 def test_listing_of_another_node_is_refused():

@@ -224,6 +224,21 @@ def test_nvml_inventory_with_fake_module():
     assert (t4.model, t4.mig_enabled, t4.mig_devices, t4.minor_number) == ("Tesla T4", None, (), 1)
 
 
+def test_nvml_mig_device_with_no_gi_profile_is_skipped_with_a_warning():
+    # A 1c.3g.40gb compute instance: 3g.40gb memory, 14 of its 42 SMs. Before, it was
+    # advertised as nvidia.com/mig-unknown-40192mib.
+    nvml = fake_nvml()
+    nvml_get = nvml.nvmlDeviceGetAttributes
+    nvml.nvmlDeviceGetAttributes = lambda h: (types.SimpleNamespace(multiprocessorCount=14)
+                                              if h == ("mig", 0, 1) else nvml_get(h))
+    inv = from_nvml(nvml)
+    assert [m.uuid for m in inv.gpus[0].mig_devices] == ["MIG-1111"]
+    assert inv.warnings == ("nvml: GPU 0 MIG device 1: 40192 MiB and 14 SMs match no "
+                            "GPU-instance profile of A100-80GB (a compute instance smaller than "
+                            "its GPU instance?); not advertised, as NVIDIA's plugin exposes only "
+                            "MIG devices whose compute instance spans their GPU instance",)
+
+
 def test_nvml_init_failure_is_a_clear_input_error():
     nvml = fake_nvml()
 

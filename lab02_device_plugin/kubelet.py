@@ -110,6 +110,9 @@ ENDPOINT_STOP_GRACE_PERIOD_S = 300.0
 #: What a Register at the (resource, socket path) of a connected plugin does: "replace"
 #: (kubelets up to 1.36) or "reject" (kubernetes PR #135437 and its follow-up #139338).
 SAME_SOCKET_MODES = ("replace", "reject")
+#: Registers that may dial their plugin at once (each waits up to DIAL_TIMEOUT_S): ten
+#: plugins whose sockets never answer no longer hold up an eleventh that does.
+MAX_CONCURRENT_DIALS = 32
 #: Devices with no NUMA topology are checkpointed under this node (pod_devices.go).
 NODE_WITHOUT_TOPOLOGY = -1
 #: Longest narration line (characters): 64 allocated GPU UUIDs (41 characters each) fit.
@@ -394,7 +397,23 @@ class _RegistrationServicer(pb_grpc.RegistrationServicer):
         self._kubelet = kubelet
 
     def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
-        error = self._kubelet._register(request)
+        # The kubelet serves each Register on its own goroutine; here a thread of a pool, so
+        # Registers that are dialling (up to dial_timeout each) are capped below the pool's
+        # size: one more is refused at once instead of queueing behind them.
+        kubelet = self._kubelet
+        with kubelet._lock:
+            full = kubelet.dialling >= kubelet.max_dials
+            if not full:
+                kubelet.dialling += 1
+        if full:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"kubelet: {kubelet.max_dials} registrations are already dialling "
+                          "their plugins; retry")
+        try:
+            error = kubelet._register(request)
+        finally:
+            with kubelet._lock:
+                kubelet.dialling -= 1
         if error is not None:
             # The kubelet returns a plain Go error, which gRPC sends as status UNKNOWN.
             context.abort(grpc.StatusCode.UNKNOWN, shorten(error, MAX_MESSAGE_CHARS))
@@ -419,6 +438,8 @@ class MockKubelet:
             kubernetes/kubernetes#128043 for #125579 and #133382 describes.
         retry_admission_attempts: how many such retries (the proposal: 1); after the last
             one fails, the pod is Failed as without the option.
+        max_dials: Registers dialling their plugin at once; one more is refused with
+            RESOURCE_EXHAUSTED (the Registration server's pool has 4 threads more).
         same_socket: what a Register does when a plugin for the same resource and socket
             path is still connected: ``"replace"`` (default; kubelets up to 1.36: the newest
             registration wins) or ``"reject"`` (the newer kubelet of kubernetes PR
@@ -439,7 +460,8 @@ class MockKubelet:
                  stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
                  clock: Callable[[], float] = time.monotonic,
                  retry_admission_after: float | None = None,
-                 retry_admission_attempts: int = 1, same_socket: str = "replace") -> None:
+                 retry_admission_attempts: int = 1, same_socket: str = "replace",
+                 max_dials: int = MAX_CONCURRENT_DIALS) -> None:
         self.plugin_dir = Path(plugin_dir)
         self.socket_path = self.plugin_dir / KUBELET_SOCKET_NAME
         self.checkpoint_path = self.plugin_dir / CHECKPOINT_NAME
@@ -474,6 +496,11 @@ class MockKubelet:
             raise InputError(f"same_socket: expected one of {', '.join(SAME_SOCKET_MODES)}, got "
                              f"{shorten(repr(same_socket))}")
         self.same_socket = same_socket
+        if not (isinstance(max_dials, int) and 1 <= max_dials <= 1024):
+            raise InputError(f"max_dials: expected 1 to 1024, got {shorten(repr(max_dials))}")
+        self.max_dials = max_dials
+        #: Register calls in progress (each dials its plugin), at most ``max_dials``.
+        self.dialling = 0
         self._server: grpc.Server | None = None
         self._threads: list[threading.Thread] = []
         self._accepting = False
@@ -542,7 +569,8 @@ class MockKubelet:
                       f"{_count(len(removed), 'socket')}" + (f" ({', '.join(removed)})" if removed else ""))
         self._read_checkpoint()
         self._readmit(reboot)
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="kubelet"))
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_dials + 4,
+                                                        thread_name_prefix="kubelet"))
         pb_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self), server)
         try:
             port = server.add_insecure_port(f"unix://{self.socket_path}")

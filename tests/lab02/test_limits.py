@@ -409,6 +409,54 @@ def test_40_streams_that_are_never_read_cannot_starve_allocate():
             server.stop()
 
 
+def _register_nowhere(socket: Path, name: str, timeout: float):
+    """A Register naming a plugin socket that does not exist: the kubelet dials until its
+    dial timeout. Returns the gRPC future."""
+    channel = grpc.insecure_channel(f"unix:{socket}")
+    request = pb.RegisterRequest(version="v1beta1", endpoint=f"{name}.sock",
+                                 resource_name=f"example.com/{name}")
+    return channel, pb_grpc.RegistrationStub(channel).Register.future(request, timeout=timeout)
+
+
+def test_registers_that_dial_dead_sockets_do_not_hold_up_a_good_one():
+    # Ten Registers whose sockets never answer each dial for 3 s. With the former pool of 8
+    # threads, an eleventh Register waited for them (two of them 6 s); now it is answered at
+    # once. (Kubelet: one goroutine per call.)
+    inventory = Inventory((Gpu(0, "GPU-0", "H100", 81559),))
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    with tempfile.TemporaryDirectory(prefix="reg-") as d, \
+            MockKubelet(d, dial_timeout=3) as kubelet:
+        pending = [_register_nowhere(kubelet.socket_path, f"dead{i}", 20) for i in range(10)]
+        try:
+            _wait(lambda: kubelet.dialling == 10, "10 dials")
+            server = DevicePluginServer(resource, d, kubelet.socket_path, register_timeout=1.5)
+            server.start()  # serve, then Register: within 1.5 s
+            server.stop()
+            assert kubelet.registrations == 1
+            for _, future in pending:
+                assert future.exception().code() == grpc.StatusCode.UNKNOWN  # dial failed
+        finally:
+            for channel, _ in pending:
+                channel.close()
+
+
+def test_dials_over_the_cap_are_refused_at_once():
+    with tempfile.TemporaryDirectory(prefix="reg-") as d, \
+            MockKubelet(d, dial_timeout=3, max_dials=2) as kubelet:
+        pending = [_register_nowhere(kubelet.socket_path, f"dead{i}", 20) for i in range(2)]
+        try:
+            _wait(lambda: kubelet.dialling == 2, "2 dials")
+            channel, third = _register_nowhere(kubelet.socket_path, "third", 20)
+            pending.append((channel, third))
+            error = third.exception(timeout=1.0)
+            assert (error.code(), error.details()) == (
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "kubelet: 2 registrations are already dialling their plugins; retry")
+        finally:
+            for channel, _ in pending:
+                channel.close()
+
+
 def test_an_unknown_63_character_id_is_named_in_full(plugin):
     _, stub = plugin
     unknown = "GPU-" + "u" * 59

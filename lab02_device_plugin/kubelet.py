@@ -75,6 +75,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 import socket
@@ -86,6 +87,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from concurrent import futures
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import grpc
@@ -93,7 +95,7 @@ import grpc
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, shorten
+from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, short_repr, shorten
 
 # Constants of k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (constants.go) and the device
 # manager (types.go, endpoint.go) in the Kubernetes source.
@@ -184,24 +186,53 @@ def register_error(request: pb.RegisterRequest) -> str | None:
     return None
 
 
-def parse_quantity(value: int | str, where: str) -> int:
+#: A resource.Quantity (apimachinery ``resource.ParseQuantity``): a decimal number, then an
+#: exponent, a decimal SI suffix or a binary suffix.
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:[eE]([+-]?\d{1,3})|"
+                       r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
+_SI_EXPONENTS = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+#: Largest quantity taken (int64, the range of a Quantity's integer value).
+MAX_QUANTITY = 2**63 - 1
+
+
+def parse_quantity(value: int | float | str, where: str) -> int:
     """An extended resource quantity as a whole number of devices.
 
-    Extended resources must be integers (the API server refuses ``0.5`` or ``500m``).
-    Raises InputError naming ``where`` (e.g. ``pod-1/main limits[nvidia.com/gpu]``).
+    Any Kubernetes quantity whose value is whole: ``2``, ``"2"``, ``"1k"`` (1000), ``"1e3"``,
+    ``"2Ki"`` (2048), ``"1.5k"`` (1500). Extended resources must be integers: the API server
+    refuses ``0.5`` or ``500m``.
+
+    Raises:
+        InputError: naming ``where`` (e.g. ``pod-1/main limits[nvidia.com/gpu]``): not a
+            quantity, fractional, negative, or above :data:`MAX_QUANTITY`.
     """
     if isinstance(value, bool):
-        raise InputError(f"{where}: expected a whole number of devices, got {value!r}")
+        raise InputError(f"{where}: expected a whole number of devices, got {short_repr(value)}")
     if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        number = int(value)
+        number = Fraction(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        number = Fraction(value)
+    elif isinstance(value, str) and len(value) <= 64 and _QUANTITY.match(value.strip()):
+        digits, exponent, suffix = _QUANTITY.match(value.strip()).groups()
+        number = Fraction(digits)
+        if exponent is not None:
+            number *= Fraction(10) ** int(exponent)
+        elif suffix in _SI_EXPONENTS:
+            number *= Fraction(10) ** _SI_EXPONENTS[suffix]
+        elif suffix in _BINARY_EXPONENTS:
+            number *= 2 ** _BINARY_EXPONENTS[suffix]
     else:
+        raise InputError(f"{where}: expected a whole number of devices (a Kubernetes quantity "
+                         f"such as 1, 8 or 1k), got {short_repr(value)}")
+    if number.denominator != 1:
         raise InputError(f"{where}: expected a whole number of devices (extended resources "
-                         f"cannot be fractional), got {value!r}")
+                         f"cannot be fractional), got {short_repr(value)}")
     if number < 0:
-        raise InputError(f"{where}: expected a non-negative number of devices, got {number}")
-    return number
+        raise InputError(f"{where}: expected a non-negative number of devices, got {short_repr(value)}")
+    if number > MAX_QUANTITY:
+        raise InputError(f"{where}: expected at most {MAX_QUANTITY} devices, got {short_repr(value)}")
+    return int(number)
 
 
 # --------------------------------------------------------------------------------------------

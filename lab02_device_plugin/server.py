@@ -397,6 +397,10 @@ class DevicePluginServer:
         """
         if self._server is not None:
             return
+        final = str(self.socket_path)
+        if len(final.encode()) > 107:  # before the directory is made: nothing left behind
+            raise InputError(f"{final}: unix socket path is {len(final.encode())} bytes; "
+                             "expected at most 107 (use a shorter --socket-dir)")
         try:
             self.socket_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -410,9 +414,6 @@ class DevicePluginServer:
         # bind a private name and rename it into place (atomic; replaces a stale socket): on
         # stop gRPC unlinks the private name, and we remove the real path only if it is still
         # our inode, so a second plugin process that took the path over keeps its socket.
-        final = str(self.socket_path)
-        if len(final.encode()) > 107:
-            create_server(final, _Servicer(self), self._pool_size())  # raises the length error
         private = self.socket_dir / f".{os.getpid()}-{uuidlib.uuid4().hex[:8]}.sock"
         bind = str(private) if len(str(private).encode()) <= 107 else final
         server = create_server(bind, _Servicer(self), self._pool_size(), shown_as=final)

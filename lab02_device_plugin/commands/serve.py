@@ -20,7 +20,9 @@ from pathlib import Path
 from lab02_device_plugin.commands._output import LinePrinter
 from lab02_device_plugin.config import MIG_STRATEGIES, Config, load_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
+from lab02_device_plugin.health import (
+    APPLICATION_XIDS, HealthEvent, HealthPolicy, NvmlHealthSource, SimulatedHealthSource,
+)
 from lab02_device_plugin.inventory import (
     Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
@@ -128,6 +130,9 @@ def _read(path: Path) -> str:
 
 def _resolve_device(inventory: Inventory, token: str) -> str:
     if token.isdigit() and len(token) <= 9:
+        if int(token) >= len(inventory.gpus):
+            raise InputError(f"xid-fifo: no GPU {token}; expected a GPU index 0.."
+                             f"{len(inventory.gpus) - 1}, a GPU-/MIG- UUID of the inventory or all")
         return inventory.gpu(int(token)).uuid
     known = {g.uuid for g in inventory.gpus} | {m.uuid for g in inventory.gpus for m in g.mig_devices}
     if token not in known:
@@ -136,13 +141,16 @@ def _resolve_device(inventory: Inventory, token: str) -> str:
     return token
 
 
-def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSource) -> str:
-    """Apply one FIFO command: ``xid <device> <xid>`` or ``recover <device>``; returns a note.
+def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSource,
+                     policy: HealthPolicy | None = None) -> str:
+    """Apply one FIFO command: ``xid <device> <xid>`` or ``recover <device>``; returns a note
+    that says, with ``policy``, when the plugin ignores the event (an application Xid such
+    as 13, a health check switched off, a recovery without ``--health-recovery``).
 
     ``<device>`` is a GPU index, a GPU or MIG UUID, or ``all``.
 
     Raises:
-        InputError: a malformed line (named), an unknown device.
+        InputError: a malformed line (named), an unknown device (named as the FIFO's).
     """
     parts = line.split()
     if not parts:
@@ -150,18 +158,32 @@ def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSou
     verb = parts[0].lower()
     if verb == "xid" and len(parts) == 3 and parts[2].isdigit() and len(parts[2]) <= 9:
         dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
-        source.inject_xid(dev, int(parts[2]))
-        return f"injected Xid {parts[2]} on {dev or 'every device'}"
+        xid = int(parts[2])
+        source.inject_xid(dev, xid)
+        note = f"injected Xid {xid} on {dev or 'every device'}"
+        if policy is not None and not policy.acts_on(HealthEvent(dev, xid)):
+            if xid in APPLICATION_XIDS and not policy.disabled:
+                note += (f": ignored: Xid {xid} is an application error (NVIDIA's default "
+                         "ignore list), not the GPU's")
+            elif policy.disabled:
+                note += ": ignored: health checks are off (DP_DISABLE_HEALTHCHECKS)"
+            else:
+                note += f": ignored: Xid {xid} is in DP_DISABLE_HEALTHCHECKS"
+        return note
     if verb == "recover" and len(parts) == 2:
         dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
         source.recover(dev)
-        return f"recovery on {dev or 'every device'}"
+        note = f"recovery on {dev or 'every device'}"
+        if policy is not None and not policy.recovery:
+            note += (": ignored: an unhealthy device stays unhealthy until the plugin "
+                     "restarts, as NVIDIA's (serve --health-recovery lets it recover)")
+        return note
     raise InputError(f"xid-fifo: {shorten(repr(line))}: expected 'xid <gpu index|uuid|all> <xid>' or "
                      "'recover <gpu index|uuid|all>'")
 
 
 def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
-                 stop: threading.Event, say) -> None:
+                 stop: threading.Event, say, policy: HealthPolicy | None = None) -> None:
     # O_RDWR keeps a writer open ourselves, so the FIFO never reports EOF between writers.
     fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
     buf = b""
@@ -183,7 +205,8 @@ def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)
                 try:
-                    note = handle_fifo_line(raw.decode(errors="replace"), get_inventory(), source)
+                    note = handle_fifo_line(raw.decode(errors="replace"), get_inventory(), source,
+                                            policy)
                 except InputError as exc:
                     print(f"warning: {exc}", file=sys.stderr, flush=True)
                     continue
@@ -302,7 +325,8 @@ def run(args: argparse.Namespace) -> int:
         manager.start()
         if args.xid_fifo is not None:
             fifo_thread = threading.Thread(
-                target=_fifo_reader, args=(args.xid_fifo, lambda: manager.inventory, source, stop, say),
+                target=_fifo_reader, args=(args.xid_fifo, lambda: manager.inventory, source, stop, say,
+                                           policy),
                 name="xid-fifo", daemon=True)
             fifo_thread.start()
             say(f"reading simulated health events from {args.xid_fifo}")

@@ -260,15 +260,21 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         if len(mig_elements) > MAX_MIG_DEVICES_PER_GPU:
             raise InputError(f"{where}: {len(mig_elements)} <mig_device> elements; expected at "
                              f"most {MAX_MIG_DEVICES_PER_GPU} (a GPU has 7 compute slices)")
-        for m in mig_elements:
+        if mig_elements and mig_enabled is not True:
+            n = len(mig_elements)
+            raise InputError(f"{where}: {n} <mig_device> element{'s' if n > 1 else ''} while "
+                             f"<mig_mode><current_mig> is {shorten(mig_current or 'absent')}; "
+                             "expected MIG devices only on a GPU whose current MIG mode is "
+                             "Enabled")
+        for pos, m in enumerate(mig_elements):
             gi = _int(_text(m, "gpu_instance_id"))
             ci = _int(_text(m, "compute_instance_id"))
             idx = _int(_text(m, "index"))
-            mem = _memory(m, "fb_memory_usage/total", f"{where} <mig_device> #{len(devices)}")
+            mem = _memory(m, "fb_memory_usage/total", f"{where} <mig_device> #{pos}")
             sms = _int(_text(m, "device_attributes/shared/multiprocessor_count"))
             named = _text(m, "profile_name") or _text(m, "mig_profile")
             profile = re.sub(r"^MIG\s+", "", named) if named else infer_mig_profile(model, mem, sms)
-            index = idx if idx is not None else len(devices)
+            index = idx if idx is not None else pos
             if profile is None:
                 warnings.append(_unnamed_mig(f"{where} MIG device {index}", model, mem, sms))
                 continue
@@ -308,34 +314,87 @@ def _unnamed_mig(who: str, model: str, memory_mib: int, sms: int | None) -> str:
             "compute instance spans their GPU instance")
 
 
+#: A compute-instance profile smaller than its GPU instance, as nvidia-smi names it
+#: (``1c.3g.40gb``: 1 of the 3 compute slices of a 3g.40gb GPU instance).
+_CI_PROFILE = re.compile(r"^(\d+)c\.(\d+)g\.")
+
+#: How far a MIG device's memory may be from its profile's ``-lgip`` size (as in
+#: :func:`infer_mig_profile`): 5 %.
+_MEMORY_TOLERANCE = 0.05
+
+
 def check_mig_layout(where: str, model: str, devices: list[MigDevice],
                      warnings: list[str]) -> tuple[MigDevice, ...]:
-    """Check the MIG devices a file reports for one GPU against the model's profile table.
+    """Check the MIG devices a file (or NVML) reports for one GPU, and keep those NVIDIA's
+    plugin would advertise.
 
-    The profiles must be able to coexist on that GPU, as :func:`.mig.plan_layout` checks a
-    requested layout (instance counts, 7 compute and 8 memory slices, placements): a file
-    claiming seven ``7g.40gb`` devices on one A100-40GB, or 3g.40gb + 3 x 2g.20gb (10 memory
-    slices of 8), describes no GPU. A profile name the table does not have is advertised
-    with a warning (its placement is not checked).
+    Checks, in order:
+
+    * each MIG device index once on the GPU (a repeated index is a pasted or edited dump);
+    * a compute-instance profile smaller than its GPU instance (``1c.3g.40gb``) is dropped
+      with a warning: NVIDIA's plugin exposes only MIG devices whose compute instance spans
+      their GPU instance (``../shared/reference/device-plugin-facts.md``, MIG resources);
+    * a named profile of the model's table must agree with the device's own SM count and
+      memory (within 5 % of the ``-lgip`` size): a ``1g.10gb`` device of 40,000 MiB and 98
+      SMs is no 1g.10gb;
+    * the profiles must be able to coexist on that GPU, as :func:`.mig.plan_layout` checks a
+      requested layout (instance counts, 7 compute and 8 memory slices, placements): a file
+      claiming seven ``7g.40gb`` devices on one A100-40GB, or 3g.40gb + 3 x 2g.20gb (10
+      memory slices of 8), describes no GPU.
+
+    A profile name the table does not have is advertised with a warning (its placement is
+    not checked); a model without a table is not checked.
+
+    Returns:
+        The devices to advertise, in the given order.
 
     Raises:
-        InputError: the profiles do not fit one GPU of ``model`` (the reason named).
+        InputError: a repeated index, a profile that contradicts the device's SMs or memory,
+            or profiles that do not fit one GPU of ``model`` (the reason named).
     """
-    key = migmod.canonical_model(model)
-    if key is None or not devices:
-        return tuple(devices)
-    table = migmod.PROFILE_TABLES[key]
+    seen: set[int] = set()
     for d in devices:
-        if d.profile not in table:
+        if d.index in seen:
+            raise InputError(f"{where}: MIG device {d.index} is listed twice; expected each MIG "
+                             "device index once on a GPU")
+        seen.add(d.index)
+    kept = []
+    for d in devices:
+        ci = _CI_PROFILE.match(d.profile)
+        if ci and ci.group(1) != ci.group(2):
+            warnings.append(f"{where} MIG device {d.index}: {shorten(d.profile)} is a compute "
+                            f"instance of {ci.group(1)} of its GPU instance's {ci.group(2)} "
+                            "compute slices; not advertised, as NVIDIA's plugin exposes only "
+                            "MIG devices whose compute instance spans their GPU instance")
+            continue
+        kept.append(d)
+    key = migmod.canonical_model(model)
+    if key is None or not kept:
+        return tuple(kept)
+    table = migmod.PROFILE_TABLES[key]
+    for d in kept:
+        p = table.get(d.profile)
+        if p is None:
             warnings.append(f"{where} MIG device {d.index}: profile {shorten(d.profile)} is not "
                             f"in the {key} table here; advertised, its placement not checked")
-    known = [d.profile for d in devices if d.profile in table]
+            continue
+        table_mib = round(p.memory_gib * 1024) if p.memory_gib else 0
+        sms_differ = (d.multiprocessors is not None and p.multiprocessors is not None
+                      and d.multiprocessors != p.multiprocessors)
+        memory_differs = (d.memory_mib > 0 and table_mib > 0
+                          and abs(d.memory_mib - table_mib) > _MEMORY_TOLERANCE * table_mib)
+        if sms_differ or memory_differs:
+            raise InputError(
+                f"{where}: MIG device {d.index} is named {d.profile} but has {d.memory_mib} MiB "
+                f"and {d.multiprocessors} SMs; expected about {table_mib} MiB (within 5 %) and "
+                f"{p.multiprocessors} SMs, as {key}'s {d.profile} has")
+    known = [d.profile for d in kept if d.profile in table]
     try:
         migmod.plan_layout(key, known)
     except migmod.NoLayoutError as exc:
         raise InputError(f"{where}: MIG devices {' + '.join(known)} cannot all be on one {key}: "
                          f"{exc.reason}; expected a layout nvidia-smi can create") from None
-    return tuple(devices)
+    return tuple(kept)
 
 
 # --------------------------------------------------------------------------- device IDs
@@ -456,7 +515,9 @@ def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
 
     Raises:
         InputError: no GPU of the listing is in the inventory (a listing of another node),
-            or a matched MIG device has a different profile in the two sources.
+            a MIG device of the inventory is not in the listing of its GPU (``-L`` lists
+            every MIG device, so the two describe different layouts), or a matched MIG
+            device has a different profile in the two sources.
     """
     by_uuid = {g.uuid: g for g in listing.gpus}
     if not any(g.uuid in by_uuid for g in inventory.gpus):
@@ -470,14 +531,21 @@ def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
             gpus.append(g)
             continue
         real = {m.index: m for m in other.mig_devices}
+        missing = [m.index for m in g.mig_devices if m.index not in real]
+        if missing:
+            listed = ", ".join(str(i) for i in sorted(real)) or "none"
+            raise InputError(f"{listing.source}: GPU {g.index} lists MIG devices {listed}, but "
+                             f"{inventory.source} also has MIG device {missing[0]}; expected "
+                             "listings of the same MIG layout (nvidia-smi -L lists every MIG "
+                             "device)")
         devices = []
         for m in g.mig_devices:
-            r = real.get(m.index)
-            if r is not None and r.profile != m.profile:
+            r = real[m.index]
+            if r.profile != m.profile:
                 raise InputError(f"{listing.source}: GPU {g.index} MIG device {m.index} is "
                                  f"{r.profile}, but {inventory.source} says {m.profile}; expected "
                                  "listings of the same MIG layout")
-            devices.append(replace(m, uuid=r.uuid) if r is not None else m)
+            devices.append(replace(m, uuid=r.uuid))
         gpus.append(replace(g, mig_devices=tuple(devices)))
     return replace(inventory, gpus=tuple(gpus))
 
@@ -653,8 +721,14 @@ def from_nvml(nvml: Any = None) -> Inventory:
     Args:
         nvml: the ``pynvml`` module, or a stand-in with the same functions (tests pass a fake).
 
+    The same checks as for files: at most :data:`~.limits.MAX_GPUS` GPUs of at most
+    :data:`~.limits.MAX_GPU_MEMORY_MIB` MiB, at most 7 MIG devices a GPU, the MIG layout
+    against the model's table (:func:`check_mig_layout`) and the device IDs
+    (:func:`check_device_ids`).
+
     Raises:
-        InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU).
+        InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU),
+            an NVML call fails for one GPU (named), or a check above fails.
     """
     if nvml is None:
         try:
@@ -673,13 +747,21 @@ def from_nvml(nvml: Any = None) -> Inventory:
         return value.decode() if isinstance(value, bytes) else str(value)
 
     warnings: list[str] = []
+    i = -1
     try:
         driver = s(nvml.nvmlSystemGetDriverVersion())
         gpus = []
-        for i in range(nvml.nvmlDeviceGetCount()):
+        count = int(nvml.nvmlDeviceGetCount())
+        if count > MAX_GPUS:
+            raise InputError(f"NVML: {count} GPUs; expected at most {MAX_GPUS} GPUs on one node "
+                             "(see lab02_device_plugin.limits)")
+        for i in range(count):
             h = nvml.nvmlDeviceGetHandleByIndex(i)
             uuid, name = s(nvml.nvmlDeviceGetUUID(h)), s(nvml.nvmlDeviceGetName(h))
             mem = int(nvml.nvmlDeviceGetMemoryInfo(h).total) // (1024 * 1024)
+            if not 0 <= mem <= MAX_GPU_MEMORY_MIB:
+                raise InputError(f"NVML: GPU {i}: {mem} MiB of memory; expected at most "
+                                 f"{MAX_GPU_MEMORY_MIB} MiB (1 TiB)")
             try:
                 current, _pending = nvml.nvmlDeviceGetMigMode(h)
                 mig_enabled: bool | None = bool(current)
@@ -687,7 +769,8 @@ def from_nvml(nvml: Any = None) -> Inventory:
                 mig_enabled = None
             devices = []
             if mig_enabled:
-                for j in range(nvml.nvmlDeviceGetMaxMigDeviceCount(h)):
+                slots = min(int(nvml.nvmlDeviceGetMaxMigDeviceCount(h)), MAX_MIG_DEVICES_PER_GPU)
+                for j in range(slots):
                     try:
                         m = nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
                     except Exception:  # NVMLError_NotFound: empty slot
@@ -703,6 +786,7 @@ def from_nvml(nvml: Any = None) -> Inventory:
                     devices.append(MigDevice(j, profile, int(nvml.nvmlDeviceGetGpuInstanceId(m)),
                                              int(nvml.nvmlDeviceGetComputeInstanceId(m)),
                                              s(nvml.nvmlDeviceGetUUID(m)), mmem, sms))
+                devices = list(check_mig_layout(f"nvml: GPU {i}", name, devices, warnings))
             bus = None
             try:
                 bus = s(nvml.nvmlDeviceGetPciInfo(h).busId)
@@ -711,11 +795,18 @@ def from_nvml(nvml: Any = None) -> Inventory:
             numa = _sysfs_numa_node(bus)
             gpus.append(Gpu(i, uuid, name, mem, mig_enabled, tuple(devices), numa, None, bus,
                             int(nvml.nvmlDeviceGetMinorNumber(h))))
+    except InputError:
+        raise
+    except Exception as exc:  # NVMLError_GpuIsLost, _Unknown, ... on one GPU
+        who = f"GPU {i}" if i >= 0 else "the driver"
+        raise InputError(f"NVML: {who}: {shorten(str(exc) or type(exc).__name__, 100)}; expected "
+                         "every GPU to answer (is one lost? `nvidia-smi` shows it)") from None
     finally:
         try:
             nvml.nvmlShutdown()
         except Exception:
             pass
+    check_device_ids(gpus, "nvml")
     return Inventory(tuple(gpus), "nvml", driver, tuple(warnings))
 
 

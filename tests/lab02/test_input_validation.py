@@ -194,6 +194,103 @@ def test_a_listing_with_an_impossible_layout_is_refused():
         from_nvidia_smi_list(text, "l.txt")
 
 
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def named_mig_xml(model: str, *devices: tuple[str, int, int], mig: str = "Enabled") -> str:
+    """One GPU with MIG devices of (profile name, memory MiB, SMs), as newer dumps name them."""
+    migs = "".join(
+        f"<mig_device><index>{i}</index><profile_name>MIG {name}</profile_name>"
+        f"<gpu_instance_id>{i + 1}</gpu_instance_id><compute_instance_id>0</compute_instance_id>"
+        f"<device_attributes><shared><multiprocessor_count>{sms}</multiprocessor_count></shared>"
+        f"</device_attributes><fb_memory_usage><total>{mem} MiB</total></fb_memory_usage>"
+        "</mig_device>" for i, (name, mem, sms) in enumerate(devices))
+    return xml(f'<gpu id="00000000:09:00.0"><product_name>{model}</product_name><uuid>{UUID_A}'
+               f"</uuid><fb_memory_usage><total>81559 MiB</total></fb_memory_usage>"
+               f"<mig_mode><current_mig>{mig}</current_mig></mig_mode>"
+               f"<mig_devices>{migs}</mig_devices></gpu>")
+
+
+#: The H100 of ../shared/data/nvidia-smi/h100-80gb-mig.capture.txt (driver 590.48.01), its
+#: MIG devices as `nvidia-smi` prints them: memory MiB and SMs.
+H100_CAPTURE = (("3g.40gb", 40448, 60), ("2g.20gb", 20096, 32), ("1g.10gb", 9984, 16),
+                ("1g.10gb", 9984, 16))
+
+
+def test_the_real_h100_layout_passes_the_profile_checks():
+    # Table (-lgip): 3g.40gb 39.5 GiB x 1024 = 40448 MiB, 60 SMs; 2g.20gb 19.62 x 1024 =
+    # 20091 MiB (20096 is 0.02 % off), 32 SMs; 1g.10gb 9.75 x 1024 = 9984 MiB, 16 SMs.
+    # Slices: compute 3 + 2 + 1 + 1 = 7 of 7, memory 4 + 2 + 1 + 1 = 8 of 8.
+    inv = from_nvidia_smi_xml("dump.xml", named_mig_xml(H100, *H100_CAPTURE))
+    assert [m.profile for m in inv.gpus[0].mig_devices] == ["3g.40gb", "2g.20gb", "1g.10gb",
+                                                             "1g.10gb"]
+    assert inv.warnings == ()
+
+
+@pytest.mark.parametrize("device, found, expected", [
+    # 1g.10gb: 9984 MiB and 16 SMs; 40000 MiB is 300 % off.
+    (("1g.10gb", 40000, 16), "40000 MiB and 16 SMs", "9984 MiB (within 5 %) and 16 SMs"),
+    # Right memory, but 26 SMs are the 1g.20gb's: 16 expected.
+    (("1g.10gb", 9984, 26), "9984 MiB and 26 SMs", "9984 MiB (within 5 %) and 16 SMs"),
+    # 3g.40gb: 40448 MiB; 38000 is 6.1 % below (5 % allows 38426..42470).
+    (("3g.40gb", 38000, 60), "38000 MiB and 60 SMs", "40448 MiB (within 5 %) and 60 SMs"),
+])
+def test_a_profile_name_that_contradicts_the_device_is_refused(device, found, expected):
+    with pytest.raises(InputError) as info:
+        from_nvidia_smi_xml("dump.xml", named_mig_xml(H100, device))
+    assert str(info.value) == (f"dump.xml: <gpu> #0: MIG device 0 is named {device[0]} but has "
+                               f"{found}; expected about {expected}, as H100-80GB's "
+                               f"{device[0]} has")
+
+
+@pytest.mark.parametrize("mode", ["Disabled", "N/A"])
+def test_mig_devices_on_a_gpu_whose_mig_mode_is_not_enabled_are_refused(mode):
+    with pytest.raises(InputError) as info:
+        from_nvidia_smi_xml("dump.xml", named_mig_xml(H100, H100_CAPTURE[0], mig=mode))
+    assert str(info.value) == (f"dump.xml: <gpu> #0: 1 <mig_device> element while "
+                               f"<mig_mode><current_mig> is {mode}; expected MIG devices only on "
+                               "a GPU whose current MIG mode is Enabled")
+
+
+def test_a_mig_device_index_given_twice_is_refused():
+    text = (f"GPU 0: {H100} (UUID: GPU-a)\n"
+            "  MIG 1g.10gb     Device  0: (UUID: MIG-1)\n"
+            "  MIG 1g.10gb     Device  0: (UUID: MIG-2)\n")
+    with pytest.raises(InputError) as info:
+        from_nvidia_smi_list(text, "l.txt")
+    assert str(info.value) == ("l.txt: GPU 0: MIG device 0 is listed twice; expected each MIG "
+                               "device index once on a GPU")
+
+
+def test_compute_instances_smaller_than_their_gpu_instance_are_not_advertised():
+    # NVIDIA MIG User Guide's -L example: three 1c.3g.40gb compute instances share one
+    # 3g.40gb GPU instance of an H100; a 2g.20gb device beside them.
+    text = (f"GPU 0: {H100} (UUID: GPU-a)\n"
+            + "".join(f"  MIG 1c.3g.40gb  Device  {i}: (UUID: MIG-{i})\n" for i in range(3))
+            + "  MIG 2g.20gb     Device  3: (UUID: MIG-3)\n")
+    inv = from_nvidia_smi_list(text, "l.txt")
+    assert [(m.index, m.profile) for m in inv.gpus[0].mig_devices] == [(3, "2g.20gb")]
+    assert inv.warnings == tuple(
+        f"l.txt: GPU 0 MIG device {i}: 1c.3g.40gb is a compute instance of 1 of its GPU "
+        "instance's 3 compute slices; not advertised, as NVIDIA's plugin exposes only MIG "
+        "devices whose compute instance spans their GPU instance" for i in range(3))
+    config = parse_config({"flags": {"migStrategy": "mixed"}})
+    assert advertise(inv, config).names() == ["nvidia.com/mig-2g.20gb"]
+
+
+def test_a_listing_that_lacks_a_mig_device_of_the_dump_is_refused():
+    # The dump has 4 x 1g.20gb (19968 MiB, 14 SMs); the listing of the same GPU only 3.
+    dump = from_nvidia_smi_xml("dump.xml", mig_xml("NVIDIA A100-SXM4-80GB", *[(19968, 14)] * 4))
+    listing = from_nvidia_smi_list(
+        f"GPU 0: NVIDIA A100-SXM4-80GB (UUID: {UUID_A})\n"
+        + "".join(f"  MIG 1g.20gb     Device  {i}: (UUID: MIG-{i})\n" for i in range(3)), "l.txt")
+    with pytest.raises(InputError) as info:
+        with_mig_uuids(dump, listing)
+    assert str(info.value) == ("l.txt: GPU 0 lists MIG devices 0, 1, 2, but dump.xml also has "
+                               "MIG device 3; expected listings of the same MIG layout "
+                               "(nvidia-smi -L lists every MIG device)")
+
+
 # ----------------------------------------------------------------------- finding 10: listing
 
 def test_listing_of_another_node_is_refused():

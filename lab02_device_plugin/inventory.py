@@ -324,7 +324,7 @@ _MEMORY_TOLERANCE = 0.05
 
 
 def check_mig_layout(where: str, model: str, devices: list[MigDevice],
-                     warnings: list[str]) -> tuple[MigDevice, ...]:
+                     warnings: list[str], strict: bool = True) -> tuple[MigDevice, ...]:
     """Check the MIG devices a file (or NVML) reports for one GPU, and keep those NVIDIA's
     plugin would advertise.
 
@@ -343,14 +343,16 @@ def check_mig_layout(where: str, model: str, devices: list[MigDevice],
       memory slices of 8), describes no GPU.
 
     A profile name the table does not have is advertised with a warning (its placement is
-    not checked); a model without a table is not checked.
+    not checked); a model without a table is not checked. With ``strict=False`` (live NVML:
+    the hardware is the truth, and a mismatch means the table here is wrong) a layout that
+    does not fit becomes a warning and the devices are advertised as reported.
 
     Returns:
         The devices to advertise, in the given order.
 
     Raises:
         InputError: a repeated index, a profile that contradicts the device's SMs or memory,
-            or profiles that do not fit one GPU of ``model`` (the reason named).
+            or (``strict``) profiles that do not fit one GPU of ``model`` (the reason named).
     """
     seen: set[int] = set()
     for d in devices:
@@ -392,6 +394,11 @@ def check_mig_layout(where: str, model: str, devices: list[MigDevice],
     try:
         migmod.plan_layout(key, known)
     except migmod.NoLayoutError as exc:
+        if not strict:
+            warnings.append(f"{where}: MIG devices {' + '.join(known)} cannot all be on one "
+                            f"{key} by the profile table here ({exc.reason}); advertised as "
+                            "reported")
+            return tuple(kept)
         raise InputError(f"{where}: MIG devices {' + '.join(known)} cannot all be on one {key}: "
                          f"{exc.reason}; expected a layout nvidia-smi can create") from None
     return tuple(kept)
@@ -721,10 +728,11 @@ def from_nvml(nvml: Any = None) -> Inventory:
     Args:
         nvml: the ``pynvml`` module, or a stand-in with the same functions (tests pass a fake).
 
-    The same checks as for files: at most :data:`~.limits.MAX_GPUS` GPUs of at most
-    :data:`~.limits.MAX_GPU_MEMORY_MIB` MiB, at most 7 MIG devices a GPU, the MIG layout
-    against the model's table (:func:`check_mig_layout`) and the device IDs
-    (:func:`check_device_ids`).
+    The bounds and checks of files: at most :data:`~.limits.MAX_GPUS` GPUs of at most
+    :data:`~.limits.MAX_GPU_MEMORY_MIB` MiB, at most 7 MIG devices a GPU and the device IDs
+    (:func:`check_device_ids`); the MIG layout is checked against the model's table
+    (:func:`check_mig_layout`) but a misfit is only a warning, as NVML reports what the GPU
+    has.
 
     Raises:
         InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU),
@@ -786,7 +794,8 @@ def from_nvml(nvml: Any = None) -> Inventory:
                     devices.append(MigDevice(j, profile, int(nvml.nvmlDeviceGetGpuInstanceId(m)),
                                              int(nvml.nvmlDeviceGetComputeInstanceId(m)),
                                              s(nvml.nvmlDeviceGetUUID(m)), mmem, sms))
-                devices = list(check_mig_layout(f"nvml: GPU {i}", name, devices, warnings))
+                devices = list(check_mig_layout(f"nvml: GPU {i}", name, devices, warnings,
+                                                strict=False))
             bus = None
             try:
                 bus = s(nvml.nvmlDeviceGetPciInfo(h).busId)

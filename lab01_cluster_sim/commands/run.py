@@ -19,7 +19,7 @@ strategy and resource weights), Karpenter NodePools, and one Scenario object
 (a trace folder or a seeded generator) and the simulation settings.
 
 Every object is checked first: Kubernetes objects against the official schemas of
-Kubernetes 1.33 (kubernetes-validate, strict), the others against the fields the simulator
+Kubernetes 1.35 (kubernetes-validate, strict), the others against the fields the simulator
 models (those of the Kueue v1beta2 and Karpenter v1 CRDs). A misspelt or unknown field is
 one line naming file:line:column, the object and the field path.
 

@@ -195,27 +195,30 @@ def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> Ru
     """Run ``sc`` and write its metrics and figures under ``output`` (created).
 
     Raises:
-        ScenarioError: something in the scenario cannot be executed yet (one line, see
+        ScenarioError: something in the scenario cannot be executed (one line, see
             :func:`blockers`), or conflicting settings.
-        InputError: the output folder cannot be written; a trace file is bad.
+        InputError: the output folder cannot be written; a trace file is bad. A folder the
+            run created is removed again when the run fails.
     """
     items = blockers(sc)
     if items:
         raise ScenarioError(refusal(sc, items))
     out = Path(output)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--output {out}: cannot create the folder: {exc.strerror or exc}") from None
     kind = kind_of(sc)
-    if kind == "autoscaler":
-        result = _run_autoscaler(sc, out)
-    elif kind == "replay":
-        result = _run_replay(sc, out)
-    elif kind == "topology":
-        result = _run_topology(sc, out)
-    else:
-        result = _run_timed(sc, out, progress)
+    runner = {"autoscaler": _run_autoscaler, "replay": _run_replay, "topology": _run_topology}.get(kind)
+    try:
+        result = runner(sc, out) if runner else _run_timed(sc, out, progress)
+    except BaseException:
+        if created:     # a failed run leaves no half-written folder behind
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     _write_json(out / "scenario.json", {
         "scenario": sc.name, "description": sc.description, "path": str(sc.path), "kind": kind,
         "objects": sc.objects, "runs": result.rows})

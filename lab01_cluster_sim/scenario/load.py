@@ -67,6 +67,7 @@ GPU_CLIQUE = "nvidia.com/gpu.clique"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 WPC_LABEL = "kueue.x-k8s.io/priority-class"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 MIB = 2**20
 KNOWN_RESOURCES = (CPU, MEMORY, GPU, "ephemeral-storage")
 
@@ -590,6 +591,11 @@ class _Builder:
         pod = _get(d, pod_path)
         for mpath in (("metadata",), ("spec", "template", "metadata")):
             _check_course_keys(doc, mpath, _get(d, mpath) or {})
+            annotations = (_get(d, mpath) or {}).get("annotations") or {}
+            if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
+                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
+                                           f"{DO_NOT_DISRUPT} is not modelled yet (the autoscaler would consolidate "
+                                           "the node anyway)")
         requests = self._pod_requests(doc, pod_path, pod)
         labels = {**meta.get("labels", {})}
         if kind == "Job":

@@ -271,7 +271,7 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     _write_csv(out / "jobs.csv", job_rows)
     end = max((float(tl.time[-1]) for tl in timelines.values() if len(tl.time)), default=0.0)
     unit = "s" if end <= 600 else "min" if end <= 3 * 3600 else "h"   # readable ticks for short and long runs
-    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} jobs on {len(nodes)} nodes", time_unit=unit)
+    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} job{'s' * (len(jobs) != 1)} on {len(nodes)} node{'s' * (len(nodes) != 1)}", time_unit=unit)
     _save(fig, out / "timeline.png")
     return RunResult("timed", rows, out, files)
 

@@ -125,3 +125,13 @@ def test_more_bad_input_is_rejected_before_any_run(argv, message, capsys):
     captured = capsys.readouterr()
     assert message in captured.err and captured.err.count("\n") == 1
     assert captured.out == ""  # nothing ran, nothing printed
+
+
+def test_huge_sparse_pod_list_is_one_line_and_exit_1(tmp_path, capsys):
+    # the tester's case: a 5 GB sparse openb_pod_list_default.csv gave a MemoryError traceback
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,1000,1024,1,A100\n")
+    with open(tmp_path / "openb_pod_list_default.csv", "wb") as handle:
+        handle.truncate(5 * 10**9)
+    assert main(["compare", "--quiet", "--trace", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is 5,000,000,000 bytes; expected a CSV file of at most 33,554,432" in err

@@ -167,6 +167,13 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
     return nodes, jobs
 
 
+def stranded_interval(num_nodes: int, num_jobs: int) -> float | None:
+    """How often, simulated s, ``simulate`` samples stranded GPUs: at every event (None) up to
+    10,000,000 node-jobs, every 600 s above (counting them at every event costs
+    O(nodes) each)."""
+    return None if num_nodes * num_jobs <= 10_000_000 else 600.0
+
+
 def _nodes_to_score(text: str, num_nodes: int) -> int | None:
     if text == "all":
         return None
@@ -254,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
     plugins = [make_plugin(spec, nodes, jobs) for spec in args.plugin]
     result = simulate(nodes, jobs, policy=args.policy, mode=args.mode, discipline=args.discipline, seed=args.seed,
                       until=args.until, nodes_to_score=_nodes_to_score(args.nodes_to_score, len(nodes)),
-                      stranded_interval=None if len(nodes) * len(jobs) <= 10_000_000 else 600.0,
+                      stranded_interval=stranded_interval(len(nodes), len(jobs)),
                       progress=not args.quiet, plugins=plugins)
     d = summary_dict(result)
     out = sys.stdout

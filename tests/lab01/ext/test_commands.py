@@ -61,14 +61,23 @@ def test_topology_and_defrag_commands_run(capsys, tmp_path):
 
 def test_sweep_command_writes_csv_and_reports_failures(capsys, tmp_path):
     out = tmp_path / "s.csv"
-    # an unknown discipline is refused before any run; a run that fails (0 nodes) is a row
+    # an unknown discipline or 0 nodes is refused before any run; a run that fails (a malformed
+    # trace folder, found only when the run reads it) is a row
     assert main(["sweep", "--policies", "fifo,bogus", "--workloads", "10", "--seeds", "0", "--workers", "1",
                  "--output", str(out), "--quiet"]) == 1
     assert "--policies 'bogus'" in capsys.readouterr().err and not out.exists()
     assert main(["sweep", "--policies", "fifo", "--workloads", "10", "--seeds", "0", "--workers", "1",
                  "--param", "nodes=2,0", "--output", str(out), "--quiet"]) == 1
+    assert "--param nodes=0: the disciplines runner expects" in capsys.readouterr().err and not out.exists()
+    bad = tmp_path / "bad-trace"
+    bad.mkdir()
+    (bad / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,1000,1024,x,A100\n")
+    (bad / "openb_pod_list_default.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,1,1000\n")
+    assert main(["sweep", "--runner", "replay", "--policies", "best-fit", "--workloads", f"synthetic,{bad}:default",
+                 "--seeds", "0", "--workers", "1", "--output", str(out), "--quiet"]) == 1
     text = out.read_text().splitlines()
-    assert text[0].startswith("runner,policy,workload,seed,nodes")
+    assert text[0].startswith("runner,policy,workload,seed")
+    assert "openb_node_list_gpu_node.csv:2:gpu: expected a non-negative integer, got 'x'" in text[2]
     assert "1 of 2 runs failed" in capsys.readouterr().err
     assert main(["sweep", "--seeds", "x"]) == 1
 

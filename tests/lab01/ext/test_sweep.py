@@ -46,7 +46,12 @@ def test_process_pool_gives_the_same_rows_as_serial():
     specs = grid("disciplines", ["fifo-skip", "backfill"], ["30"], [0, 1], {"nodes": [2]})
     serial = run_sweep(specs, workers=1, quiet=True).rows
     parallel = run_sweep(specs, workers=2, quiet=True).rows
-    assert parallel == serial                 # same order, same numbers (deterministic runs)
+    # same order, same numbers (deterministic runs); NaN (no tenant waited with work: no
+    # dominant-share index) compares unequal to itself, so it is compared as None
+    def same(rows):
+        return [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in rows]
+
+    assert same(parallel) == same(serial)
 
 
 @pytest.mark.timeout(120)
@@ -83,7 +88,7 @@ def test_replay_and_simulate_runners_match_direct_calls():
 
     rows = run_sweep(grid("simulate", ["best-fit"], ["200"], [1], {"nodes": [10], "discipline": ["backfill"]}),
                      workers=1, quiet=True).rows
-    nodes, jobs = synthetic_jobs(200, 10, 1, None, 0.0)
+    nodes, jobs = synthetic_jobs(200, 10, 1, None, 0.0, load=2.0)  # simulate's default load
     res = simulate(nodes, jobs, "best-fit", discipline="backfill", seed=1)
     assert rows[0]["status"] == "ok" and rows[0]["mean_jct_s"] == res.summary.jct.mean
     # the grid refuses a workload the runner cannot run; a hand-made spec fails in its row

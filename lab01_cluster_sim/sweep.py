@@ -274,7 +274,7 @@ def _run_replay(spec: RunSpec) -> dict:
 
     Metrics: ``alloc_100`` and ``alloc_end`` (GPU allocation ratio, %, at arrived 100 % and at
     the end, the discretised columns ``compare`` shows), ``final_alloc_pct`` (after the
-    last pod), ``final_frag_pct``, ``unallocated_gpus``, ``stranded_gpus``, ``placed``,
+    last pod), ``final_frag_pct`` (both %, to 2 decimals as compare's), ``unallocated_gpus``, ``stranded_gpus``, ``placed``,
     ``failed``."""
     from lab01_cluster_sim.replay import DEFAULT_INFLATION, replay
 
@@ -293,7 +293,7 @@ def _run_replay(spec: RunSpec) -> dict:
     inflation = float(p.get("inflation", DEFAULT_INFLATION))
     res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=inflation)
     return {"alloc_100": res.alloc_at(100), "alloc_end": res.alloc_at(int(round(100 * inflation))),
-            "final_alloc_pct": res.final_alloc_pct, "final_frag_pct": res.final_frag_pct,
+            "final_alloc_pct": round(res.final_alloc_pct, 2), "final_frag_pct": round(res.final_frag_pct, 2),
             "unallocated_gpus": res.unallocated_gpus,
             "stranded_gpus": res.stranded_gpus if res.stranded_gpus >= 0 else None,
             "placed": res.placed, "failed": res.failed}

@@ -28,7 +28,7 @@ def test_table_on_the_synthetic_default(capsys):
     assert main(["compare", "--quiet", "--policies", "best-fit,fgd", "--seeds", "42"]) == 0
     out = capsys.readouterr().out.splitlines()
     # the workload line goes with the table, on stdout (even with --quiet: it is output, not a note)
-    assert out[0].startswith("synthetic openb-like trace (seed 0): 48 nodes, 243 GPUs, 327 pods; replayed to 130 %")
+    assert out[0].startswith("synthetic openb-like trace (workload seed 0): 48 nodes, 243 GPUs, 327 pods; replayed to 130 %")
     assert out[1].split()[:4] == ["policy", "alloc@100", "%", "alloc@130"]
     assert [line.split()[0] for line in out[3:5]] == ["best-fit", "fgd"]
     assert out[5] == "" and out[6] == "columns:"
@@ -45,7 +45,7 @@ def test_csv_matches_the_library_summary(capsys):
         assert float(row["failed_pods"]) == pytest.approx(s.failed_pods)
         assert float(row["stranded_gpus"]) == pytest.approx(s.stranded_gpus)
         assert row["seeds"] == "1 2" and row["x_end"] == "130"
-        assert row["workload"].startswith("synthetic openb-like trace (seed 0)")
+        assert row["workload"].startswith("synthetic openb-like trace (workload seed 0)")
 
 
 def test_json_and_inflation(capsys):
@@ -135,3 +135,15 @@ def test_huge_sparse_pod_list_is_one_line_and_exit_1(tmp_path, capsys):
     assert main(["compare", "--quiet", "--trace", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is 5,000,000,000 bytes; expected a CSV file of at most 33,554,432" in err
+
+
+def test_percentages_in_csv_and_json_have_two_decimals(capsys):
+    # before: frag_ratio_pct 99.7082028981 beside alloc 93.46; best-fit, seed 42 on the default
+    # synthetic trace: frag ratio = F / idle = 6.52 % of 243 GPUs / 15.89 GPUs -> 99.71 to 2 decimals
+    assert main(["compare", "--quiet", "--format", "csv", "--policies", "best-fit", "--seeds", "42"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert row["frag_ratio_pct"] == "99.71" and row["alloc_end"] == "93.46" and row["frag_pct"] == "6.52"
+    assert main(["compare", "--quiet", "--format", "json", "--policies", "best-fit", "--seeds", "42-43"]) == 0
+    (d,) = json.loads(capsys.readouterr().out)
+    for c in ("alloc_100", "alloc_end", "alloc_end_sd", "frag_pct", "frag_ratio_pct"):
+        assert d[c] == round(d[c], 2), (c, d[c])

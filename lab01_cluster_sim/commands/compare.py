@@ -326,6 +326,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet and rows and rows[0].x_end < 100:
         print(f"note: alloc@100 is '-': the arrived load stops at {rows[0].x_end} % of the GPU capacity "
               f"(--inflation {args.inflation:g}), so it never reached 100 %", file=sys.stderr)
+    if not args.quiet and args.trace:
+        from lab01_cluster_sim.workloads.openb import unknown_models_note
+
+        note = unknown_models_note(nodes, jobs, node_list)
+        if note:
+            print(note, file=sys.stderr)
     if not args.quiet and rows and any(math.isnan(r.stranded_gpus) for r in rows):
         print("note: stranded GPUs are '-': lab01_cluster_sim.metrics.count_stranded_gpus is not implemented yet "
               "(Lab 01 exercise)", file=sys.stderr)

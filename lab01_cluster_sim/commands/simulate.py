@@ -253,6 +253,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--pod-list needs --trace DIR (the folder holding the openb CSVs)")
     if args.trace:
         nodes, jobs = trace_jobs(args.trace, args.pod_list)
+        from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, unknown_models_note
+
+        note = None if args.quiet else unknown_models_note(nodes, jobs, DEFAULT_NODE_LIST)
+        if note:
+            print(note, file=sys.stderr)
     else:
         nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share,
                                      args.load)

@@ -343,6 +343,36 @@ def load_pods(path: str | Path) -> PodList:
                    creation_time=times[:, 0], deletion_time=times[:, 1], scheduled_time=times[:, 2])
 
 
+def unknown_gpu_models(nodes: Sequence[Node], jobs: Sequence[Job]) -> tuple[int, tuple[str, ...]]:
+    """Pods that ask for GPU models no node has, so they can never be placed.
+
+    Returns:
+        (number of such pods, the models they ask for, sorted); a pod with no ``gpu_models``
+        (any model) or with one model some node has is not counted.
+    """
+    have = {n.gpu_model for n in nodes if n.gpu_count > 0}
+    count, asked = 0, set()
+    for j in jobs:
+        if j.gpu_models and j.gpus_per_worker > 0 and not have.intersection(j.gpu_models):
+            count += 1
+            asked.update(j.gpu_models)
+    return count, tuple(sorted(asked))
+
+
+def unknown_models_note(nodes: Sequence[Node], jobs: Sequence[Job], node_list: str) -> str | None:
+    """A one-line note for the commands when some pods ask for GPU models ``node_list`` lacks
+    (e.g. ``note: 16,151 of 16,151 pods ask only for GPU model NOSUCHGPU, which no node of
+    openb_node_list_gpu_node.csv has: they can never be placed``), or None."""
+    count, models = unknown_gpu_models(nodes, jobs)
+    if not count:
+        return None
+    have = sorted({n.gpu_model for n in nodes if n.gpu_count > 0})
+    shown = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+    return (f"note: {count:,} of {len(jobs):,} pods ask only for GPU model{'s' if len(models) > 1 else ''} {shown}, "
+            f"which no node of {node_list} has ({', '.join(have[:8]) or 'no GPU nodes'}"
+            f"{' ...' if len(have) > 8 else ''}): they can never be placed")
+
+
 def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:
     """The pod-list file in ``folder`` for ``name``: ``None`` or ``"default"`` ->
     ``openb_pod_list_default.csv``; ``"gpushare40"`` -> ``openb_pod_list_gpushare40.csv``;

@@ -147,3 +147,18 @@ def test_percentages_in_csv_and_json_have_two_decimals(capsys):
     (d,) = json.loads(capsys.readouterr().out)
     for c in ("alloc_100", "alloc_end", "alloc_end_sd", "frag_pct", "frag_ratio_pct"):
         assert d[c] == round(d[c], 2), (c, d[c])
+
+
+def test_pods_asking_for_a_model_no_node_has_get_a_note(tmp_path, capsys):
+    # 2 nodes of model A100; 3 pods: p0 any model, p1 A100 or NOSUCHGPU (fits), p2 NOSUCHGPU only
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,A100\nn1,32000,65536,2,A100\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+        "p0,1000,1024,1,1000,\np1,1000,1024,1,1000,A100|NOSUCHGPU\np2,1000,1024,1,1000,NOSUCHGPU\n")
+    assert main(["compare", "--trace", str(tmp_path), "--policies", "best-fit"]) == 0
+    err = capsys.readouterr().err
+    assert ("note: 1 of 3 pods ask only for GPU model NOSUCHGPU, which no node of openb_node_list_gpu_node.csv "
+            "has (A100): they can never be placed") in err
+    assert main(["compare", "--quiet", "--trace", str(tmp_path), "--policies", "best-fit"]) == 0
+    assert capsys.readouterr().err == ""

@@ -477,7 +477,7 @@ def _number(v: str) -> object:
     return v
 
 
-UNIT_KINDS = ("percent", "ratio", "duration", "count")
+UNIT_KINDS = ("percent", "ratio", "duration", "count", "index", "mean")
 """What :func:`format_rows`' ``units`` may say of a column (see there)."""
 
 
@@ -495,7 +495,10 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
     (:mod:`lab01_cluster_sim.commands._format`) print it: ``"percent"`` (a value in %, one
     decimal, ``" %"`` added to the header), ``"ratio"`` (a value in [0, 1] shown as %, the
     same), ``"duration"`` (seconds shown in s, min or h, one unit for the whole column,
-    named in the header: ``mean_wait_s`` -> ``mean_wait (min)``), ``"count"`` (integers).
+    named in the header: ``mean_wait_s`` -> ``mean_wait (min)``), ``"count"`` (integers;
+    in CSV and JSON too, where a whole float count such as ``56.0`` becomes ``56``),
+    ``"index"`` (a score such as Jain's index or a slowdown, 3 decimals, so ``0.903`` and
+    ``0.988`` line up), ``"mean"`` (an average of counts, 2 decimals).
 
     Raises:
         InputError: an unknown format.
@@ -515,6 +518,10 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
             for k in r:
                 if k not in columns:
                     columns.append(k)
+    counts = [c for c in columns if units.get(c) == "count"]
+    if counts and fmt in ("json", "csv"):
+        rows = [{**r, **{c: int(r[c]) for c in counts
+                         if isinstance(r.get(c), float) and math.isfinite(r[c]) and r[c].is_integer()}} for r in rows]
     if fmt == "json":
         return json.dumps([clean_record({c: r.get(c) for c in columns}) for r in rows], indent=2, default=str,
                           allow_nan=False)
@@ -555,6 +562,11 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
             head.append(f"{c.removesuffix('_s')} ({name})")
             cols.append([format_duration(v, unit=name, show_unit=False, missing="-")
                          if isinstance(v, (int, float)) and not isinstance(v, bool) else plain(v) for v in values])
+        elif kind in ("index", "mean"):
+            head.append(str(c))
+            places = 3 if kind == "index" else 2
+            cols.append([plain(v) if not isinstance(v, (int, float)) or isinstance(v, bool)
+                         or not math.isfinite(v) else f"{v:.{places}f}" for v in values])
         elif kind == "count":
             head.append(str(c))
             cols.append([format_number(v, missing="-").replace(",", "")

@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     rows = mean_rows(per_seed)
     se = jct_standard_error(per_seed)
     table = [asdict(r) | {"jct_se_s": e} for r, e in zip(rows, se)]
-    units = {"mean_wait_s": "duration", "mean_jct_s": "duration", "jct_se_s": "duration", "makespan_s": "duration"}
+    units = {"mean_wait_s": "duration", "mean_jct_s": "duration", "jct_se_s": "duration", "makespan_s": "duration",
+             "mean_slowdown": "index", "spanning_jobs": "mean", "multi_gpu_jobs": "mean", "slowed_jobs": "mean"}
     print(format_rows(table, args.format, units=units), end="")
     if args.format == "table":
         best = min(range(len(rows)), key=lambda i: rows[i].mean_jct_s)

@@ -195,3 +195,14 @@ def test_sweep_rejects_a_bad_grid_before_any_run(argv, message, capsys):
     assert main([*argv, "--quiet", "--workers", "1"]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and message in captured.err and captured.err.count("\n") == 1
+
+
+def test_disciplines_explains_why_fifo_and_drf_top_different_fairness_columns():
+    from lab01_cluster_sim.commands.disciplines import _why_fairness_differs
+
+    assert _why_fairness_differs("drf", "drf") == ""
+    assert _why_fairness_differs("priority", "drf") == (
+        "The two measure different things, so priority can top jain_index while drf tops jain_dominant_share. ")
+    text = _why_fairness_differs("fifo", "drf")
+    assert text.startswith("The two measure different things, so fifo can top jain_index while drf tops "
+                           "jain_dominant_share: in one FIFO line") and "smallest dominant share go first" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -141,3 +142,15 @@ def test_unreachable_dask_scheduler_is_one_input_error(monkeypatch):
     monkeypatch.setattr("lab01_cluster_sim.sweep.DASK_CONNECT_TIMEOUT_S", 1.0)
     with pytest.raises(InputError, match=r"--dask tcp://127.0.0.1:1: cannot reach a Dask scheduler"):
         run_sweep(grid("disciplines", ["fifo"], ["5"], [0]), dask="tcp://127.0.0.1:1", quiet=True)
+
+
+def test_index_mean_and_count_units():
+    rows = [{"d": "fifo", "jain": 0.98823, "stranded": 3.2241, "moves": 56.0},
+            {"d": "drf", "jain": 0.903, "stranded": 1.84, "moves": 0.0}]
+    units = {"jain": "index", "stranded": "mean", "moves": "count"}
+    table = format_rows(rows, units=units).splitlines()
+    # index: 3 decimals (0.98823 -> 0.988, 0.903 -> 0.903); mean: 2 (3.2241 -> 3.22, 1.84 -> 1.84)
+    assert table[2].split() == ["fifo", "0.988", "3.22", "56"] and table[3].split() == ["drf", "0.903", "1.84", "0"]
+    # counts are integers in CSV and JSON too; the other columns keep their figures
+    assert format_rows(rows, "csv", units=units).splitlines()[1:] == ["fifo,0.98823,3.2241,56", "drf,0.903,1.84,0"]
+    assert json.loads(format_rows(rows, "json", units=units))[0]["moves"] == 56

@@ -47,8 +47,10 @@ JSON). Progress and notes go to stderr (--quiet: none).
 
 examples:
   python -m lab01_cluster_sim compare
-  python -m lab01_cluster_sim compare --trace ../shared/data/alibaba-gpu-2023/csv --seeds 42-51
-  python -m lab01_cluster_sim compare --trace DIR --pod-list gpushare40 --policies best-fit,fgd
+  python -m lab01_cluster_sim compare \\
+      --trace ../shared/data/alibaba-gpu-2023/csv --seeds 42-51
+  python -m lab01_cluster_sim compare --trace DIR --pod-list gpushare40 \\
+      --policies best-fit,fgd
   python -m lab01_cluster_sim compare --format csv --plot alloc.png
 """
 

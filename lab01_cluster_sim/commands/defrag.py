@@ -30,8 +30,10 @@ use of each MIG profile of a pool of MIG GPUs (--mig-gpus GPUs with --mig-layout
 
 examples:
   python -m lab01_cluster_sim defrag
-  python -m lab01_cluster_sim defrag --reserved 0,0.25,0.5 --dashboard dashboard.png
-  python -m lab01_cluster_sim defrag --checkpoint-interval 300 --restore 30 --format csv
+  python -m lab01_cluster_sim defrag --reserved 0,0.25,0.5 \\
+      --dashboard dashboard.png
+  python -m lab01_cluster_sim defrag --checkpoint-interval 300 \\
+      --restore 30 --format csv
 """
 
 

@@ -32,8 +32,10 @@ The workload (lab01_cluster_sim.disciplines.demo): --nodes nodes of --gpus-per-n
 
 examples:
   python -m lab01_cluster_sim disciplines
-  python -m lab01_cluster_sim disciplines --checkpoint-interval 600 --restore 60 --plot trilemma.png
-  python -m lab01_cluster_sim disciplines --disciplines fifo-skip,backfill --format csv
+  python -m lab01_cluster_sim disciplines --checkpoint-interval 600 \\
+      --restore 60 --plot trilemma.png
+  python -m lab01_cluster_sim disciplines \\
+      --disciplines fifo-skip,backfill --format csv
 """
 
 

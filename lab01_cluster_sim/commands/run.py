@@ -33,7 +33,8 @@ multi-role gangs, ...) are named in one line and nothing is run; --check validat
 
 examples:
   python -m lab01_cluster_sim run scenarios/gang-vs-naive.yaml
-  python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml --output out/policies
+  python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml \\
+      --output out/policies
   python -m lab01_cluster_sim run scenarios/kueue-borrowing --check
 """
 

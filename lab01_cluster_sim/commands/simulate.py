@@ -37,7 +37,10 @@ the whole run" allocation is low because the last long jobs run alone for days.
 With --trace DIR (the folder of the Alibaba openb CSVs) the cluster is
 openb_node_list_gpu_node.csv and each pod of the pod list arrives at its creation_time
 and runs deletion_time - scheduled_time (deletion - creation for pods never scheduled);
-its QoS class (LS, BE, Burstable, ...) is its tenant for DRF.
+its QoS class (LS, BE, Burstable, ...) is its tenant for DRF. The openb pod list is a
+snapshot of pods whose creation times span about 149 days, so replayed in time it keeps
+well under 1% of the GPUs busy on average; the paper's replay method (the compare
+command) is the standard way to load it.
 
 --plugin NAME[:key=value,...] (repeatable) adds an extension of the one engine, in the
 order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-slicing
@@ -45,16 +48,17 @@ order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-
 shape-aware (reserved), defrag (max_moves; with checkpoints), checkpoints (interval_s,
 checkpoint_s, restore_s), autoscaler (instance_types=a;b, limit_gpus, consolidation,
 consolidate_after_s, capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
-Any of them combine with each other, every discipline and the trace. The openb pod list is a snapshot of pods whose creation times
-span about 149 days, so replayed in time it keeps well under 1% of the GPUs busy on
-average; the paper's replay method (the compare command) is the standard way to load it.
+Any of them combine with each other, every discipline and the trace.
 
 examples:
   python -m lab01_cluster_sim simulate
-  python -m lab01_cluster_sim simulate --jobs 5000 --nodes 200 --policy fgd --plot timeline.png
-  python -m lab01_cluster_sim simulate --trace ../shared/data/alibaba-gpu-2023/csv --format json
-  python -m lab01_cluster_sim simulate --discipline drf --plugin topology:max_wait_s=600 \
-      --plugin time-slicing --plugin autoscaler:limit_gpus=64
+  python -m lab01_cluster_sim simulate --jobs 5000 --nodes 200 \\
+      --policy fgd --plot timeline.png
+  python -m lab01_cluster_sim simulate \\
+      --trace ../shared/data/alibaba-gpu-2023/csv --format json
+  python -m lab01_cluster_sim simulate --discipline drf \\
+      --plugin topology:max_wait_s=600 --plugin time-slicing \\
+      --plugin autoscaler:limit_gpus=64
 """
 
 FORMATS = ("table", "json", "csv")

@@ -31,6 +31,7 @@ Runners (default policies and workloads in brackets):
                policies [first-fit,best-fit,worst-fit], --workloads are job counts [2000];
                params: nodes [20], load [2], discipline [fifo-skip], mode [gang],
                interarrival [from load], gang_share [0], the simulate command's defaults
+
 Numbers are checked against the matching command's bounds before anything runs
 (nodes=0, interarrival=nan or --workloads 10000000 for simulate are refused).
 
@@ -48,13 +49,19 @@ columns are in %, ratios (utilisation, *_allocation_ratio) in [0, 1].
 The fragmentation paper's full grid is 6 policies x 17 workloads x 10 seeds = 1,020 runs.
 
 examples:
-  python -m lab01_cluster_sim sweep --policies fifo,fifo-skip,backfill --seeds 0-9 --output sweep.csv
-  python -m lab01_cluster_sim sweep --policies backfill --param interarrival=300,400,600 --workers 2
-  python -m lab01_cluster_sim sweep --policies fifo,drf --seeds 0-3 --dask local --workers 2
-  python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 --output replay.csv
-  python -m lab01_cluster_sim sweep --runner replay --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
+  python -m lab01_cluster_sim sweep --policies fifo,fifo-skip,backfill \\
+      --seeds 0-9 --output sweep.csv
+  python -m lab01_cluster_sim sweep --policies backfill \\
+      --param interarrival=300,400,600 --workers 2
+  python -m lab01_cluster_sim sweep --policies fifo,drf --seeds 0-3 \\
+      --dask local --workers 2
+  python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 \\
+      --output replay.csv
+  python -m lab01_cluster_sim sweep --runner replay \\
+      --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
       --seeds 42-51 --output grid.csv
-  python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 --policies best-fit --param discipline=fifo,backfill
+  python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 \\
+      --policies best-fit --param discipline=fifo,backfill
 """
 
 

@@ -30,7 +30,8 @@ domain (9 nodes of 8 GPUs = a 72-GPU NVL72-style rack).
 
 examples:
   python -m lab01_cluster_sim topology
-  python -m lab01_cluster_sim topology --max-waits 0,600,3600,inf --comm-fraction 0.3 --plot topo.png
+  python -m lab01_cluster_sim topology --max-waits 0,600,3600,inf \\
+      --comm-fraction 0.3 --plot topo.png
   python -m lab01_cluster_sim topology --allreduce-gb 10 --gpus 16
 """
 

@@ -282,11 +282,9 @@ def check_plot_path(path: str) -> None:
     if ext not in formats:
         raise InputError(f"--plot {path}: expected a file name ending in one of "
                          f"{', '.join('.' + e for e in sorted(formats))}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--plot {path}: folder {parent} does not exist")
-    if p.is_dir():
-        raise InputError(f"--plot {path}: is a folder; expected a file name")
+    from lab01_cluster_sim.commands._options import check_output_path
+
+    check_output_path(path, "--plot")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -297,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
         from lab01_cluster_sim.plots.timeline import plot_timeline
 
         fig = plot_timeline({f"{result.policy} ({result.mode})": result.timeline},
-                            title=f"{d['jobs']} jobs on {len(nodes)} nodes")
+                            title=f"{d['jobs']} job{'' if d['jobs'] == 1 else 's'} on {len(nodes)} "
+                                  f"node{'' if len(nodes) == 1 else 's'}")
         try:
             fig.savefig(args.plot)
         except (OSError, ValueError) as exc:

@@ -67,17 +67,9 @@ examples:
 
 def _check_writable(path: str) -> None:
     """Fail before any run when --output cannot be written (the runs would be lost)."""
-    import os
-    from pathlib import Path
+    from lab01_cluster_sim.commands._options import check_output_path
 
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--output {path}: folder {parent} does not exist")
-    if p.is_dir():
-        raise InputError(f"--output {path}: is a folder; expected a file name")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise InputError(f"--output {path}: not writable")
+    check_output_path(path, "--output")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         verdict = (f"not told apart from {', '.join(close)}" if close else
                    "shorter than every other bound's by more than twice the standard error of the paired "
                    "differences")
-        note = (f"Mean over {args.seeds} workloads (seeds {args.seed}..{args.seed + args.seeds - 1}); jct_se: "
+        over = (f"{args.seeds} workloads (seeds {args.seed}..{args.seed + args.seeds - 1})" if args.seeds > 1
+                else f"1 workload (seed {args.seed})")
+        note = (f"Mean over {over}; jct_se: "
                 f"standard error of the mean JCT over them. Shortest mean JCT: wait bound {name[best]}, {verdict}. "
                 "One workload alone is often not monotonic in the bound (where one job starts changes the whole "
                 "queue behind it): compare bounds on the same workloads, and raise --seeds to tell close ones apart.")

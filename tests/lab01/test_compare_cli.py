@@ -113,6 +113,7 @@ def test_table_dash_for_missing_and_one_column_at_inflation_1(capsys):
     (["--node-list", "x.csv"], "--node-list needs --trace"),
     (["--plot", "out.xyz"], "--plot out.xyz: expected a file name ending in one of"),
     (["--plot", "/nonexistent/dir/a.png"], "folder /nonexistent/dir does not exist"),
+    (["--plot", "/etc/passwd/x.png"], "--plot /etc/passwd/x.png: /etc/passwd is a file, not a folder"),
     (["--inflation", "0.001"], "from 0.01 to 10"),
 ])
 def test_more_bad_input_is_rejected_before_any_run(argv, message, capsys):

@@ -98,7 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="feasible nodes scored per worker: 'all', 'adaptive' (kube-scheduler's default) or N")
     parser.add_argument("--until", type=positive_float(), default=None, help="stop at this simulated time, s (> 0)")
     parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default %(default)s)")
-    parser.add_argument("--jobs-out", metavar="FILE", help="also write one CSV row per job to FILE")
+    parser.add_argument("--jobs-out", metavar="FILE",
+                        help="also write one CSV row per job to FILE; its placements column has one NODE:GPUS "
+                             "entry per worker (the worker's GPU indices, comma-separated), workers separated by "
+                             "spaces: a 4-GPU pod is 'h100-0:0,1,2,3', a gang of four 1-GPU workers "
+                             "'node-0:1 node-0:2 node-0:3 node-1:0'")
     parser.add_argument("--plot", metavar="FILE", help="save the allocation/stranded timeline figure (png, svg, pdf)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--plugin", action="append", default=[], metavar="NAME[:KEY=VALUE,...]",

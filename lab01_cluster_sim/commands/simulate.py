@@ -224,7 +224,7 @@ def _print_table(d: dict, out) -> None:
         return "n/a" if x is None else (f"{x:,.1f}{unit}" if isinstance(x, float) else f"{x}{unit}")
 
     print(f"policy {d['policy']}, mode {d['mode']}, discipline {d['discipline']}, seed {d['seed']}: "
-          f"{d['jobs']} jobs, stopped: {d['stop_reason']} at t={d['end_time_s']:,.0f} s", file=out)
+          f"{d['jobs']} job{'' if d['jobs'] == 1 else 's'}, stopped: {d['stop_reason']} at t={d['end_time_s']:,.0f} s", file=out)
     print("  states:         " + ", ".join(f"{k} {v}" for k, v in d["states"].items()), file=out)
     ns = d["never_started"]
     started = d["jobs"] - ns["pending"] - ns["rejected"]

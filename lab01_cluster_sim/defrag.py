@@ -249,9 +249,9 @@ class Defragmenter:
 
     def after_cycle(self, sim) -> None:
         now = sim.now
-        if now == self._last_time:
-            return
         sched = sim.scheduler
+        if now == self._last_time or not len(sched.discipline):
+            return
         for rec in list(sched.discipline.order()):
             if rec.state is not JobState.PENDING or rec.job.gpus_per_worker == 0:
                 continue

@@ -68,9 +68,9 @@ is untouched):
 
 from __future__ import annotations
 
+import bisect
 import copy
 import enum
-import heapq
 import importlib
 import math
 from collections import deque
@@ -426,8 +426,8 @@ class FifoSkip(QueueDiscipline):
     with the active shapes. A dormant shape that fits none of the freed nodes cannot be
     placed anywhere, so it is never touched; the schedule is the same as retrying every
     blocked job in order (``tests/lab01/test_properties.py`` checks it). A pass thus costs
-    O(placed x blocked shapes) vector work plus O((placed + new shapes) log shapes), not
-    O(pending). With extra filters or in naive mode it falls back to trying every job.
+    O(placed x blocked shapes) vector work plus O((placed + new shapes) log shapes)
+    comparisons, not O(pending). With extra filters or in naive mode it falls back to trying every job.
     """
 
     name: ClassVar[str] = "fifo-skip"
@@ -513,12 +513,18 @@ class FifoSkip(QueueDiscipline):
                     self._active.add(key)
         lazy = scheduler.lazy_wake_active()
         released = scheduler.pop_released() if lazy else []
+        # The heads of the active shapes as (-queue_seq, key), sorted: the earliest head is
+        # last, so it pops in O(1) and a shape's next head goes back in by bisection (an
+        # in-place list insert: a memmove of at most a few thousand pointers; the 100,000-job
+        # synthetic benchmark has 4,133 shapes). queue_seq is unique, so keys are never
+        # compared. This is a merge of queue heads inside one pass, not an event queue: the
+        # engine's heap (engine.py) is the only one.
         entries = []
         for key in list(self._active):
             head = self._head(key)
             if head is not None:
-                entries.append((head[0], key))
-        heapq.heapify(entries)
+                entries.append((-head[0], key))
+        entries.sort()
         # Lazy wake: of the dormant shapes, the earliest one whose worker fits a node freed
         # since the last pass goes next, in arrival order with the active shapes. A dormant
         # shape that fits none of them cannot be placed (no other node got room), so it is
@@ -536,7 +542,7 @@ class FifoSkip(QueueDiscipline):
                     scheduler.wake(cand)
                     cand, cand_valid = None, False
                     continue
-            if cand_head is not None and (not entries or cand_head[0] < entries[0][0]):
+            if cand_head is not None and (not entries or cand_head[0] < -entries[-1][0]):
                 key = cand
                 scheduler.wake(key)
                 self._dormant.discard(key)
@@ -544,7 +550,7 @@ class FifoSkip(QueueDiscipline):
                 cand, cand_valid = None, False
                 head = cand_head
             elif entries:
-                _, key = heapq.heappop(entries)
+                _, key = entries.pop()
                 head = self._head(key)
                 if head is None:
                     continue
@@ -555,7 +561,7 @@ class FifoSkip(QueueDiscipline):
                 cand = None
                 nxt = self._head(key)
                 if nxt is not None:
-                    heapq.heappush(entries, (nxt[0], key))
+                    bisect.insort(entries, (-nxt[0], key))
             else:
                 self._active.discard(key)  # blocked until woken
                 self._dormant.add(key)

@@ -331,6 +331,8 @@ class TopologyAware(Plugin):
         return comm_slowdown(f, len(split), self.params, rails=min(split.values()))
 
     def slowdown(self, sim, record: JobRecord) -> float:
+        if len(record.placements) <= 1:
+            return 1.0          # one worker: one node, one island
         self._islands_for(sim)
         split = self.split(record)
         if len(split) <= 1:

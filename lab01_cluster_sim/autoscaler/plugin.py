@@ -199,9 +199,11 @@ class Autoscaler:
 
     # -- image pulls (start delay) -------------------------------------------------------------
     def start_delay(self, sim, rec: JobRecord) -> float:
-        node = self._by_index.get(rec.placements[0].node_index) if rec.placements else None
         image = rec.job.extras.get("image")
-        if node is None or image is None:
+        if image is None or not rec.placements:
+            return 0.0
+        node = self._by_index.get(rec.placements[0].node_index)
+        if node is None:
             return 0.0
         ready = node.image_ready.get(image)
         if ready is None:

@@ -224,18 +224,23 @@ def _print_table(d: dict, out) -> None:
         return "n/a" if x is None else (f"{x:,.1f}{unit}" if isinstance(x, float) else f"{x}{unit}")
 
     print(f"policy {d['policy']}, mode {d['mode']}, discipline {d['discipline']}, seed {d['seed']}: "
-          f"{d['jobs']} job{'' if d['jobs'] == 1 else 's'}, stopped: {d['stop_reason']} at t={d['end_time_s']:,.0f} s", file=out)
+          f"{d['jobs']} job{'' if d['jobs'] == 1 else 's'}, stopped: {d['stop_reason']} at "
+          f"t={d['end_time_s']:,.0f} s", file=out)
     print("  states:         " + ", ".join(f"{k} {v}" for k, v in d["states"].items()), file=out)
     ns = d["never_started"]
     started = d["jobs"] - ns["pending"] - ns["rejected"]
     notes = {"wait_s": f" (over the {started} jobs that started; never started: {ns['pending']} still pending, "
                        f"{ns['rejected']} rejected)" if ns["pending"] + ns["rejected"] else "",
              "jct_s": ""}
+    from lab01_cluster_sim.commands._format import format_duration
+
+    def t(x):   # each in its readable unit: 42.0 s, 40.2 min, 6.5 h
+        return format_duration(x, missing="n/a")
+
     for key, label in (("wait_s", "queueing delay"), ("jct_s", "JCT")):
         v = d[key]
-        print(f"  {label + ':':<16}mean {f(v['mean'], ' s')}, p50 {f(v['p50'], ' s')}, p99 {f(v['p99'], ' s')}"
-              f"{notes[key]}", file=out)
-    print(f"  makespan:       {f(d['makespan_s'], ' s')}", file=out)
+        print(f"  {label + ':':<16}mean {t(v['mean'])}, p50 {t(v['p50'])}, p99 {t(v['p99'])}{notes[key]}", file=out)
+    print(f"  makespan:       {format_duration(d['makespan_s'], missing='n/a')}", file=out)
     ratio = d["mean_allocation_ratio"]
     busy = d["arrival_allocation_ratio"]
     print(f"  allocation:     {'n/a' if busy is None else f'{100 * busy:.2f}'} % while jobs arrive, "

@@ -39,7 +39,8 @@ examples:
   python -m lab01_cluster_sim run scenarios/gang-textbook.yaml
   python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml \\
       --output out/policies
-  python -m lab01_cluster_sim run scenarios/kueue-borrowing --output out/borrowing
+  python -m lab01_cluster_sim run scenarios/kueue-borrowing \\
+      --output out/borrowing
   python -m lab01_cluster_sim run scenarios/kueue-borrowing --check
 """
 

@@ -115,10 +115,16 @@ def _learner_class(type_name: str, builtin: bool) -> type:
             and not issubclass(base, NotImplementedError)):
         bases = (LearnerError, base)
     short = type_name.rsplit(".", 1)[-1]
+    namespace = {"__module__": "your_code", "__str__": _message}
     try:
-        return type(short, bases, {"__module__": "your_code"})
+        return type(short, bases, namespace)
     except TypeError:  # a layout conflict (e.g. OSError's): the course exception alone
-        return type(short, (LearnerError,), {"__module__": "your_code"})
+        return type(short, (LearnerError,), namespace)
+
+
+def _message(self: BaseException) -> str:
+    """The message as given (KeyError's own ``str`` would quote it)."""
+    return str(self.args[0]) if self.args else ""
 
 
 def learner_exception(function: str, info: dict, out: str = "") -> LearnerError:
@@ -309,7 +315,7 @@ class WorkerClient:
                 finished = True
                 return self._answer(name, message)
         except wire.ChannelTimeout:
-            raise LearnerTimeout(f"{name}(): timed out after {timeout:.3g} s (an endless loop?); your code was "
+            raise LearnerTimeout(f"{name}(): timed out after {round(timeout, 1):g} s (an endless loop?); your code was "
                                  "stopped") from None
         except wire.ChannelClosed:
             raise WorkerFailed(f"{name}(): your code's process ended during the call (os._exit, a crash, "

@@ -300,8 +300,8 @@ def _children() -> list[int]:
 
 def kill_children(timeout: float = 10.0) -> int:
     """SIGKILL every child of this process, reap it, and repeat until none is left (orphans
-    keep arriving while their parents die). Returns how many were killed."""
-    killed = 0
+    keep arriving while their parents die). Returns how many processes were signalled."""
+    killed: set[int] = set()
     end_at = time.monotonic() + timeout
     quiet = 0
     while time.monotonic() < end_at:
@@ -309,7 +309,7 @@ def kill_children(timeout: float = 10.0) -> int:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
             except ProcessLookupError:
                 pass
         while True:  # reap what has died
@@ -326,7 +326,7 @@ def kill_children(timeout: float = 10.0) -> int:
             time.sleep(0.01)
         else:
             quiet = 0
-    return killed
+    return len(killed)
 
 
 def kill_uid(uid: int, gid: int | None) -> None:

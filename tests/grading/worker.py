@@ -330,7 +330,11 @@ class Worker:
                 return 0
             if kind != b"P":
                 return 1
-            message = _ArgUnpickler(data, self).load()
+            try:
+                message = _ArgUnpickler(data, self).load()
+            except Exception as exc:  # noqa: BLE001 - e.g. a course class the learner's module no longer has
+                self.send({"error": describe_exception(exc, self.tree), "out": ""})
+                continue
             if message[0] == "call":
                 _, module, name, args, kwargs = message
                 self.send(self.run_call(module, name, args, kwargs))

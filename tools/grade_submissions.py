@@ -107,12 +107,14 @@ def _grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, ru
         for name in ("run_autograder", "setup.sh"):
             os.chmod(root / "source" / name, 0o755)
         shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
-        try:
-            _layout().unpack(entry, root / "submission")
-        except _layout().SubmissionError as exc:
-            row.problems.append(f"could not unpack: {exc}")
-            shutil.rmtree(root / "submission", ignore_errors=True)
-            (root / "submission").mkdir()
+        (root / "submission").mkdir()
+        if entry.is_dir():  # Gradescope's "Export Submissions" layout, a checkout: copied, bounded
+            try:
+                _layout().copy_tree(entry, root / "submission")
+            except _layout().SubmissionError as exc:
+                row.problems.append(f"could not copy: {exc}")
+        else:  # a zip goes in as uploaded: the grader unpacks it (and says so if it cannot)
+            shutil.copyfile(entry, root / "submission" / entry.name)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "AUTOGRADER_"))}
         env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python, AUTOGRADER_RUN_AS=run_as, **extra_env)
         try:

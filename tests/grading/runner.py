@@ -80,7 +80,7 @@ TRUSTED_TEST_TIMEOUT_S = 30.0
 """pytest-timeout of each graded test in the trusted run (the course's own code; learner
 calls have their own, shorter, limits)."""
 START_RESERVE_S = 30.0
-"""Time kept for starting a trusted run and its worker."""
+"""Time kept for starting the hidden tests' worker (part of their reserve of the budget)."""
 SUSPICIOUS = re.compile(
     r"\b(_pytest|pluggy|pytest|grading|junitxml|ctypes|atexit|setsid|socket|urllib|requests|subprocess|"
     r"__builtins__|builtins)\b"
@@ -633,9 +633,11 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         reserve = (len(hidden_tests) * proxy.TEST_BUDGET_S + START_RESERVE_S) if hidden_tests else 0.0
         ttree = trusted_tree(base / "trusted", course, list(GRADED_DIRS), hidden)
         paths = [d for d in GRADED_DIRS if (ttree / d).is_dir()] + ([HIDDEN_DIR] if hidden_tests else [])
-        phases = [("tests/", max(time.time() + START_RESERVE_S, hard_end - reserve))]
+        now = time.time()
+        left = max(0.0, hard_end - now)
+        phases = [("tests/", now + max(left / 2, left - reserve) if hidden_tests else hard_end)]
         if hidden_tests:
-            phases.append((HIDDEN_DIR + "/", max(time.time() + START_RESERVE_S, hard_end)))
+            phases.append((HIDDEN_DIR + "/", hard_end))
         run = run_trusted(python, ttree, paths, config, functions, phases)
         shutil.rmtree(ttree, ignore_errors=True)
     finally:

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from grading.toolbox import load_tool
+from grading.toolbox import load_tool, readable_runtime
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())
@@ -304,13 +305,20 @@ def test_student_readme_and_makefile_commands_work(learner_checkout: Path) -> No
     # batch grading works from the student edition too (its autograder has no hidden tests)
     (root / "subs").mkdir()
     shutil.copy2(root / "submission.zip", root / "subs" / "learner.zip")
-    proc = subprocess.run([sys.executable, "tools/grade_submissions.py", "subs", "--out", "book.csv", "--jobs", "1"],
-                          cwd=root, env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))},
-                          capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    with tempfile.TemporaryDirectory(prefix="runtime-") as tmp:
+        os.chmod(tmp, 0o711)
+        runtime = readable_runtime(Path(tmp) / "rt")  # as root: an interpreter the learner's uid can run
+        worker = ["--worker-python", runtime[0], *[a for p in runtime[1] for a in ("--worker-path", p)]] \
+            if runtime else []
+        proc = subprocess.run([sys.executable, "tools/grade_submissions.py", "subs", "--out", "book.csv", "--jobs",
+                               "1", *worker], cwd=root, capture_output=True, text=True, timeout=GRADE_TIMEOUT_S,
+                              env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "grading without hidden tests" in proc.stderr
-    row = (root / "book.csv").read_text().splitlines()[1].split(",")
+    book = (root / "book.csv").read_text()
+    row = book.splitlines()[1].split(",")
     assert row[:3] == ["learner.zip", "0", "56"]  # the student edition's stubs: 0 of the 56 visible points
+    assert "safe process" not in book  # graded, not refused: the learner's code ran (and failed its tests)
 
 
 def test_student_edition_drops_grading_guides_and_the_instructors_readme(student_edition) -> None:
@@ -342,5 +350,33 @@ def test_edited_plugin_and_root_conftest_refuse_local_grading(learner_checkout: 
     doc = json.loads((root / "test-artifacts" / "results.json").read_text())
     assert doc["score"] == 0 and "grading refused" in doc["output"]
     assert plugin.read_text() == original and not (root / "conftest.py").exists()
+    proc = _make(root, "grade")
+    assert proc.returncode == 0 and re.search(r"^total\s+30\s+0\s+0 / 56", proc.stdout, re.M), proc.stdout[-2000:]
+
+
+FLIP = (REPO_ROOT / "tests" / "grading_attacks" / "flip_plugin.py").read_text()
+
+
+def test_a_module_that_shadows_the_grading_tools_refuses_local_grading(learner_checkout: Path) -> None:
+    """The review's T14: a root-level ``pytest_timeout.py`` holding a hook that marks every
+    test passed, loaded by ``-p pytest_timeout``. ``make grade`` (python -P: the checkout is
+    not first on sys.path) and the review's own command (without -P: the file is imported)
+    are both refused; the file is moved aside and the next run grades the learner's code."""
+    root = learner_checkout
+    shadow = root / "pytest_timeout.py"
+    shadow.write_text(FLIP)
+    proc = _make(root, "grade")
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "grading refused" in text and "pytest_timeout.py" in text, text[-2000:]
+    assert not shadow.exists() and (root / "test-artifacts" / "grading-backup" / "pytest_timeout.py").is_file()
+    shadow.write_text(FLIP)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "pytest_timeout", "--grade", "-q",
+                           "--grade-json=test-artifacts/t14.json", "-p", "no:cacheprovider"], cwd=root,
+                          env={**_env(root), "PYTHONPATH": ""}, capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "grading refused" in text, text[-2000:]
+    assert "pytest_timeout (pytest_timeout.py) loaded from this checkout" in text
+    assert json.loads((root / "test-artifacts" / "t14.json").read_text())["score"] == 0
+    assert not shadow.exists()
     proc = _make(root, "grade")
     assert proc.returncode == 0 and re.search(r"^total\s+30\s+0\s+0 / 56", proc.stdout, re.M), proc.stdout[-2000:]

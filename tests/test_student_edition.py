@@ -122,8 +122,11 @@ def test_student_notebooks_open_with_exercise_outputs_cleared(editions) -> None:
     for path in notebooks:
         nb = nbformat.read(student / "labs" / path.name, as_version=4)
         nbformat.validate(nb)
-        for cell in nb.cells:
-            if cell.cell_type == "code" and {"exercise", "check"} & set(cell.metadata.get("tags", [])):
+        first = next(k for k, c in enumerate(nb.cells) if "exercise" in c.metadata.get("tags", []))
+        for k, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and ({"exercise", "check"} & set(cell.metadata.get("tags", []))
+                                             or k > first and "keep-output" not in cell.metadata.get("tags", [])):
+                # exercises, checks, and what comes after them (outputs of the solutions: review, 18)
                 assert cell.outputs == [] and cell.execution_count is None, (path.name, cell.source[:60])
             if cell.cell_type == "code":
                 assert "### BEGIN SOLUTION" not in cell.source
@@ -221,11 +224,14 @@ def test_notebook_regions_and_exercise_outputs(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("intro"),
+        nbformat.v4.new_code_cell("print('before the exercises')"),
         nbformat.v4.new_code_cell("answer = 1\n### BEGIN SOLUTION 1C\nanswer = 42\n### END SOLUTION\n"),
-        nbformat.v4.new_code_cell("print('demo')"),
+        nbformat.v4.new_code_cell("print(answer)"),
         nbformat.v4.new_code_cell("check('1C')"),
+        nbformat.v4.new_code_cell("print('a table that does not use the answer')"),
     ]
-    nb.cells[3].metadata["tags"] = ["check"]
+    nb.cells[4].metadata["tags"] = ["check"]
+    nb.cells[5].metadata["tags"] = ["keep-output"]
     for cell in nb.cells[1:]:
         cell.outputs = [nbformat.v4.new_output("stream", text="out\n")]
         cell.execution_count = 1
@@ -233,9 +239,11 @@ def test_notebook_regions_and_exercise_outputs(tmp_path: Path) -> None:
     out = nbformat.reads(raw, as_version=4)
     nbformat.validate(out)
     assert [r.part for r in regions] == ["1C"]
-    assert out.cells[1].source == 'answer = 1\nraise NotImplementedError("your code here (1C)")\n'
-    assert out.cells[1].outputs == [] and out.cells[3].outputs == []   # solution and check cells cleared
-    assert out.cells[2].outputs[0]["text"] == "out\n"                   # a plain demo cell keeps its output
+    assert out.cells[2].source == 'answer = 1\nraise NotImplementedError("your code here (1C)")\n'
+    assert out.cells[2].outputs == [] and out.cells[4].outputs == []   # solution and check cells cleared
+    assert out.cells[3].outputs == []   # after the first exercise: computed with the solution (review, 18)
+    assert out.cells[1].outputs[0]["text"] == "out\n"                   # before any exercise: kept
+    assert out.cells[5].outputs[0]["text"] == "out\n"                   # tagged keep-output: kept
 
 
 def test_build_refuses_a_non_empty_folder(tmp_path: Path) -> None:
@@ -380,3 +388,15 @@ def test_a_module_that_shadows_the_grading_tools_refuses_local_grading(learner_c
     assert not shadow.exists()
     proc = _make(root, "grade")
     assert proc.returncode == 0 and re.search(r"^total\s+30\s+0\s+0 / 56", proc.stdout, re.M), proc.stdout[-2000:]
+
+
+def test_the_1A_question_does_not_state_its_own_answer(student_edition) -> None:
+    """The review's finding 15: the question before 1A's answer cell used to explain the order
+    (packing keeps whole GPUs free, FGD scores the growth of fragmentation), which is the
+    grading guide's second point. It now asks for that explanation."""
+    student, _ = student_edition
+    nb = nbformat.read(student / "labs" / "lab01_cluster_sim.ipynb", as_version=4)
+    index = next(k for k, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "1A-written")
+    question = nb.cells[index - 1].source
+    assert "explain the order" in question
+    assert "leaves whole GPUs free" not in question and "*increases* the" not in question

@@ -653,3 +653,53 @@ def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograd
     outputs = [t["output"] for t in doc["tests"]]
     assert all("timed out after" in o or "time budget ran out" in o for o in outputs), outputs
     assert any("timed out after" in o for o in outputs)
+
+
+def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, autograder_zip: Path,
+                                                                submissions, markers: Path) -> None:
+    """The review's a08 (batch grading on an instructor's laptop, not as root): mallory's
+    module starts a daemon that leaves its session, finds tools/grade_submissions.py in /proc,
+    waits for it to end and gives her row full marks. Every process her code starts is
+    ended with the worker (a PID namespace where the kernel allows, else the grader kills
+    what was reparented to it), so the gradebook keeps her honest 0; a malformed zip in
+    the same folder is one line in its row. (Without root her code runs as the instructor:
+    it can read what the instructor can, the autograder zip's hidden tests included; the
+    README says so and recommends root.) As root, the batch runs as ``nobody``."""
+    base = Path(tempfile.mkdtemp(prefix="a08-", dir=open_tmp))
+    os.chmod(base, 0o777)
+    folder = base / "in"
+    student = submissions["folder"]
+    _write(folder / "alice", {rel: (student / "honest-1A" / rel).read_text() for rel in LEARNER_FILES})
+    plain = {rel: (student / "unchanged" / rel).read_text() for rel in LEARNER_FILES if (student / "unchanged" / rel).is_file()}
+    mallory = {rel: text + attack("a08_batch_gradebook_rewrite.py", markers) if rel.endswith(("scheduler.py", "sharing.py"))
+               else text for rel, text in plain.items()}
+    _write(folder / "mallory", mallory)
+    shutil.copy2(ATTACKS / "zips" / "z1_file_then_dir.zip", folder / "zed.zip")
+    shutil.copy2(autograder_zip, base / "autograder.zip")
+    (base / "home").mkdir()
+    for path in [base, *base.rglob("*")]:
+        os.chmod(path, 0o777 if path.is_dir() else 0o666)
+    user: dict = {}
+    python = sys.executable
+    if os.geteuid() == 0:
+        found = readable_runtime(open_tmp / "runtime")
+        if found is None or found[1]:
+            pytest.skip("as root, no virtual environment an unprivileged user can run")
+        python = found[0]
+        user = {"user": 65534, "group": 65534, "extra_groups": []}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(base / "home"), "TMPDIR": str(base / "home"),
+           "LANG": "C.UTF-8"}
+    proc = subprocess.run([python, str(REPO_ROOT / "tools" / "grade_submissions.py"), "in", "--out", "gradebook.csv",
+                           "--autograder", "autograder.zip", "--jobs", "2", "--python", python],
+                          cwd=base, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, **user)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    before = (base / "gradebook.csv").read_text()
+    time.sleep(3)  # a daemon that survived would rewrite the gradebook as soon as the batch ends
+    with open(base / "gradebook.csv", newline="") as f:
+        rows = {r["submission"]: r for r in csv.DictReader(f)}
+    assert (base / "gradebook.csv").read_text() == before
+    alice = json.loads((base / "gradebook-results" / "alice.json").read_text())
+    assert rows["alice"]["autograded score"] == "7", (alice["output"], alice["extra_data"], alice["tests"][0])
+    assert rows["mallory"]["autograded score"] == "0"
+    assert "both a file and a folder" in rows["zed.zip"]["problems"]
+    assert "partial isolation" in json.loads((base / "gradebook-results" / "mallory.json").read_text())["output"]

@@ -384,7 +384,10 @@ def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandb
            "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "tests")]),
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONHASHSEED": "0",
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-    cmd = [python, "-s", "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree), "-p", "pytest_timeout",
+    # --confcutdir: with ``-c /dev/null`` pytest would otherwise collect from /dev's parent,
+    # /, down to the tree, and fail on a folder above it that this user cannot list
+    cmd = [python, "-s", "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree), "--confcutdir", str(tree),
+           "-p", "pytest_timeout",
            "-p", "grading.plugin", "-p", "grading.proxy", f"--grade-sandbox={config_path}",
            f"--grade-timeout={TRUSTED_TEST_TIMEOUT_S:g}", "--noconftest", "--continue-on-collection-errors",
            "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-o", "junit_logging=no",

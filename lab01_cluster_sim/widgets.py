@@ -27,6 +27,9 @@ from matplotlib.figure import Figure
 #: What a render callback returns: a figure, or a figure and an HTML summary.
 Rendering = Figure | tuple[Figure, str]
 
+#: Font size of the HTML summary under a figure: the page's body size, not 13 px.
+SUMMARY_FONT_SIZE = "1rem"
+
 
 def figure_png(fig: Figure, dpi: int = 150) -> bytes:
     """Encode ``fig`` as PNG bytes (figure size in inches times ``dpi`` pixels).
@@ -52,7 +55,8 @@ def _state_widget(rendering: Rendering, width: str) -> widgets.Widget:
     plt.close(fig)
     if not html:
         return image
-    return widgets.VBox([image, widgets.HTML(value=html)])
+    # The summary is prose: body-size type (the widgets' default is 13 px fine print).
+    return widgets.VBox([image, widgets.HTML(value=html, style={"font_size": SUMMARY_FONT_SIZE})])
 
 
 @dataclass

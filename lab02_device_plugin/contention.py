@@ -49,8 +49,13 @@ MPS (chapter 2)
     on one stream; a kernel asks for a fraction of the SMs (``sm_fraction``) and runs for
     ``duration_ms`` when it has them alone. With ``active_thread_percentage``
     (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``) a client never holds more than that share of
-    the SMs; a capped kernel runs longer in proportion (work conserved; this holds for
-    compute-bound kernels with enough thread blocks). The timeline is work-conserving:
+    the SMs. Capping stretches only a kernel's compute: of its solo time ``d``, the share
+    ``1 - m`` that is compute runs ``fraction / share`` times longer (work conserved; true
+    for compute-bound kernels with enough thread blocks), while the share ``m`` spent
+    saturating memory bandwidth moves the same bytes at the same bandwidth and keeps its
+    length. A capped kernel therefore runs ``d' = d ((1 - m) fraction / share + m)`` alone,
+    of which ``m' = d m / d'`` is memory-bound (``m = 0``: it simply runs ``fraction /
+    share`` times longer). The timeline is work-conserving:
     whenever SMs free up, ready kernels start in order of readiness (the time their
     client issued them; ties by client index), each that fits its whole (capped) share,
     so a narrow kernel is never held back by a wide one that does not fit yet. MPS itself
@@ -59,7 +64,12 @@ MPS (chapter 2)
     limits. ``memory_bound`` (``m``, 0..1) is the share of a kernel's solo run time in
     which it saturates the GPU's memory bandwidth; while ``k`` kernels run at once, those
     parts are served one at a time, so each kernel progresses at rate
-    ``1 / ((1 - m) + m k)`` of its solo speed (``m = 0``: no interference). With
+    ``1 / ((1 - m') + m' k)`` of its (capped) solo speed, with ``m'`` its own memory-bound
+    share after the cap (``m = 0``: no interference). Example: three clients each run one
+    8 ms kernel that wants every SM, capped at a third, ``m = 0.3``: alone each would take
+    ``8 (0.7 x 3 + 0.3) = 19.2`` ms with ``m' = 2.4 / 19.2 = 0.125``; together
+    ``19.2 (0.875 + 0.125 x 3) = 24.0`` ms, the time the three need one after another
+    (24 ms of kernels, of which 7.2 ms saturate the bandwidth). With
     ``1/f`` clients of width ``f`` running together, the MPS speed-up over separate
     contexts therefore saturates near ``1 / (f (1 - m) + m)`` instead of ``1 / f``
     (ignoring the context-switch time that MPS also saves).
@@ -419,6 +429,19 @@ def _serial_timeline(processes: Sequence[Sequence[Kernel]], switch_ms: float) ->
     return runs
 
 
+def capped_kernel(kernel: Kernel, share: float, memory_bound: float) -> tuple[float, float]:
+    """Solo run time (ms) of ``kernel`` held to ``share`` of the SMs, and the memory-bound
+    share of that time (module docstring): ``d' = d ((1 - m) f / share + m)`` and
+    ``m' = d m / d'``, where ``f`` is the kernel's own SM fraction (``share <= f``).
+
+    >>> [round(x, 3) for x in capped_kernel(Kernel(8.0, 1.0), 1 / 3, 0.3)]
+    [19.2, 0.125]
+    """
+    stretch = kernel.sm_fraction / share
+    solo = kernel.duration_ms * ((1.0 - memory_bound) * stretch + memory_bound)
+    return solo, kernel.duration_ms * memory_bound / solo
+
+
 def _mps_timeline(processes: Sequence[Sequence[Kernel]], cap: float,
                   memory_bound: float) -> list[KernelRun]:
     """MPS: work-conserving, ready kernels start in order of readiness (module docstring)."""
@@ -426,7 +449,8 @@ def _mps_timeline(processes: Sequence[Sequence[Kernel]], cap: float,
     n = len(processes)
     nxt = [0] * n
     ready = [0.0] * n                       # when each process issued its next kernel
-    running: dict[int, list] = {}           # process -> [kernel index, start, share, remaining solo ms]
+    # process -> [kernel index, start, share, remaining solo ms, memory-bound share m']
+    running: dict[int, list] = {}
     runs: list[KernelRun] = []
     t = 0.0
     while True:
@@ -438,16 +462,18 @@ def _mps_timeline(processes: Sequence[Sequence[Kernel]], cap: float,
             share = min(kern.sm_fraction, cap)
             if used + share > 1.0 + eps:
                 continue
-            running[p] = [nxt[p], t, share, kern.duration_ms * kern.sm_fraction / share]
+            solo, m_capped = capped_kernel(kern, share, memory_bound)
+            running[p] = [nxt[p], t, share, solo, m_capped]
             used += share
         if not running:
             break  # nothing left: every kernel ran (any capped kernel fits an empty GPU)
-        rate = 1.0 / ((1.0 - memory_bound) + memory_bound * len(running))
-        dt = min(r[3] for r in running.values()) / rate
+        k = len(running)
+        rates = {p: 1.0 / ((1.0 - r[4]) + r[4] * k) for p, r in running.items()}
+        dt = min(r[3] / rates[p] for p, r in running.items())
         t_next = t + dt
         for p in sorted(running):
             r = running[p]
-            r[3] -= dt * rate
+            r[3] -= dt * rates[p]
             if r[3] <= eps:
                 runs.append(KernelRun(p, r[0], r[1], t_next, r[2]))
                 del running[p]
@@ -467,9 +493,10 @@ def kernel_timeline(processes: Sequence[Sequence[Kernel]], mps: bool,
     still have kernels, with ``switch_ms`` between two kernels of different processes;
     nothing overlaps, so nothing interferes. With MPS, each process's kernels run in order;
     whenever SMs free up, ready kernels start in order of readiness (ties by process
-    index), each one that fits its SM share (capped at ``active_thread_percentage``/100,
-    solo duration scaled by ``fraction / capped``); co-running kernels slow each other by
-    the ``memory_bound`` rule of the module docstring.
+    index), each one that fits its SM share (capped at ``active_thread_percentage``/100;
+    a capped kernel's compute part runs ``fraction / capped`` times longer, its
+    memory-bound part does not: :func:`capped_kernel`); co-running kernels slow each other
+    by the ``memory_bound`` rule of the module docstring.
 
     Args:
         processes: per process, its kernels in launch order (at most 1000 processes and

@@ -19,22 +19,30 @@ Requirements go in (:class:`Requirements`); one of five answers comes out
     submits work directly; the server owns the scheduling resources and runs kernels of
     several clients at once. Per-client caps on active threads
     (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, a cap, not a reservation) and pinned device
-    memory; a fatal fault in one client reaches every client of that server (NVIDIA MPS
-    documentation). In NVIDIA's Kubernetes device plugin MPS is experimental (since
-    v0.15.0), full GPUs only, not on MIG-enabled devices, and, like time-slicing, applied
-    to every GPU of the node (device plugin README).
+    memory; a fatal fault in one client reaches every client of that server, which then
+    refuses new clients until the affected ones exit (NVIDIA MPS documentation, "When to
+    Use MPS", memory protection and error containment). In NVIDIA's Kubernetes device
+    plugin MPS is experimental (since v0.15.0, still so in v0.20.0), full GPUs only, not
+    on MIG-enabled devices, and, like time-slicing, applied to every GPU of the node
+    (device plugin README). DCGM-Exporter does not associate metrics with containers
+    when MPS is enabled (NVIDIA GPU Operator, "Multi-Process Service in Kubernetes",
+    Limitations).
 ``time-slicing``
     The device plugin advertises each GPU ``replicas`` times; contexts take turns on the
     whole GPU. NVIDIA: "no memory or fault-isolation between replicas" (GPU Operator,
-    "Time-Slicing GPUs in Kubernetes"); per-pod GPU metrics are lost. In practice separate
-    contexts usually confine application faults (Xid 13, 31) to their process, which NVIDIA
-    does not promise; :data:`ISOLATION` scores what the vendor promises.
+    "Time-Slicing GPUs in Kubernetes"). Per-pod GPU metrics are lost: dcgm-exporter
+    attributes a shared GPU's metrics to one pod only (NVIDIA/dcgm-exporter issue #307,
+    open; per-process attribution is proposed upstream). In practice separate contexts
+    usually confine application faults (Xid 13, 31) to their process, which NVIDIA does
+    not promise; :data:`ISOLATION` scores what the vendor promises.
 ``DRA``
     Dynamic Resource Allocation (Kubernetes ``resource.k8s.io``): the core API is stable
-    (GA in v1.34, always on since v1.35), but the pieces that divide one GPU are not:
-    partitionable devices are beta since v1.36, consumable capacity was alpha in v1.34
-    (KEP-5075), and the GPU allocation half of NVIDIA's DRA driver is a Technology
-    Preview, "not yet officially supported" (GPU Operator, "NVIDIA DRA Driver for GPUs").
+    (GA in v1.34, its feature gate locked on since v1.35), but the pieces that divide one
+    GPU are newer: partitionable devices (``DRAPartitionableDevices``) and consumable
+    capacity (``DRAConsumableCapacity``, KEP-5075) are both beta, on by default, since
+    v1.36 (Kubernetes feature-gate definitions; KEP-5075: alpha v1.34, beta v1.36), and
+    the GPU allocation half of NVIDIA's DRA driver is a Technology Preview, "not yet
+    officially supported" (GPU Operator, "NVIDIA DRA Driver for GPUs").
     So the table lists DRA as a row to watch, and what a claim gets is still one of the
     four mechanisms above, with their isolation.
 
@@ -56,26 +64,51 @@ from typing import Any
 
 from .contention import Kernel, bursty_latency_quantile, bursty_time_slicing, kernel_timeline
 from .errors import InputError
-from .mig import (MIG_GPUS, canonical_model, get_profile, gpu_multiprocessors,
-                  mixed_resource_name, profiles, quantization_waste)
+from .mig import (MIG_GPUS, MigProfile, canonical_model, get_profile, gpu_multiprocessors,
+                  mixed_resource_name, nominal_memory_gb, profiles, quantization_waste,
+                  table_name)
 
 MECHANISMS = ("exclusive", "MIG", "MPS", "time-slicing", "DRA")
 WORKLOADS = ("training", "inference", "interactive", "batch")
 
+#: Display names of common cloud GPUs without MIG.
+_NO_MIG_NAMES = MappingProxyType({"t4": "T4", "v100": "V100", "a10": "A10", "a10g": "A10G",
+                                  "l4": "L4", "l40": "L40", "l40s": "L40S"})
+
 #: GPU models and whether they support MIG: every GPU of NVIDIA's "Supported GPUs" table
 #: (:data:`lab02_device_plugin.mig.MIG_GPUS`), and common cloud GPUs without MIG (T4,
 #: V100, A10, A10G, L4, L40, L40S). Keys are lower-case short names.
-MIG_CAPABLE: dict[str, bool] = {
-    **{key: True for key in MIG_GPUS},
-    "t4": False, "v100": False, "a10": False, "a10g": False, "l4": False, "l40": False, "l40s": False,
-}
+MIG_CAPABLE: MappingProxyType = MappingProxyType({
+    **{key: True for key in MIG_GPUS}, **{key: False for key in _NO_MIG_NAMES}})
+
+#: GPU memory in GB of the models whose memory this module states: the MIG tables'
+#: nominal memory (:func:`lab02_device_plugin.mig.nominal_memory_gb`), the MIG User
+#: Guide's product names (A30 24GB, H100 80GB PCIe, H100 94GB, GH200 96GB) and NVIDIA's
+#: product pages (T4 16 GB, A10 and A10G 24 GB, L4 24 GB, L40 and L40S 48 GB). Others
+#: (V100 16 or 32 GB, Blackwell parts) are left out: the answer then says to check.
+GPU_MEMORY_GB: MappingProxyType = MappingProxyType({
+    **{key: float(nominal_memory_gb(g.table)) for key, g in MIG_GPUS.items() if g.table},
+    "a30": 24.0, "h100-pcie-80gb": 80.0, "h100-94gb": 94.0, "gh200": 96.0,
+    "t4": 16.0, "a10": 24.0, "a10g": 24.0, "l4": 24.0, "l40": 48.0, "l40s": 48.0,
+})
+
+
+def gpu_name(gpu_model: str) -> str:
+    """The product name of a :data:`MIG_CAPABLE` key, for text: ``"h100-80gb"`` ->
+    ``"H100 SXM5 80GB"``, ``"l40s"`` -> ``"L40S"``; anything else is returned as given."""
+    key = gpu_model.lower()
+    if key in MIG_GPUS:
+        return MIG_GPUS[key].name
+    return _NO_MIG_NAMES.get(key, gpu_model)
 
 #: Version notes for what is not generally available, in the Kubernetes docs' style.
 FEATURE_STATE = MappingProxyType({
-    "DRA": ("Kubernetes DRA core: stable (GA v1.34). Partitionable devices: beta since v1.36 "
-            "(DRAPartitionableDevices). Consumable capacity: alpha in v1.34 "
-            "(DRAConsumableCapacity). NVIDIA DRA driver, GPU allocation: Technology Preview."),
-    "MPS": "NVIDIA device plugin sharing.mps: experimental since v0.15.0; not with MIG.",
+    "DRA": ("Kubernetes DRA core: stable (GA v1.34, locked on since v1.35). Partitionable "
+            "devices (DRAPartitionableDevices) and consumable capacity "
+            "(DRAConsumableCapacity, KEP-5075): beta, on by default, since v1.36. NVIDIA "
+            "DRA driver, GPU allocation: Technology Preview."),
+    "MPS": ("NVIDIA device plugin sharing.mps: experimental since v0.15.0 (still in "
+            "v0.20.0); not with MIG."),
 })
 
 
@@ -209,8 +242,11 @@ SHARED_RESOURCES = ("SMs", "L2 cache", "memory bandwidth", "memory capacity", "a
 #: How each mechanism hands out each resource: ``own`` (one tenant has all of it),
 #: ``space`` (partitioned in space), ``time`` (partitioned in time), ``capped`` (shared
 #: under a per-tenant cap) or ``shared``. Sources as in the module docstring; per-pod
-#: metrics: DCGM reports per MIG instance, but a time-sliced or MPS-shared card only as a
-#: whole (workshop module; NVIDIA GPU Operator docs).
+#: metrics: DCGM has MIG GPU and compute instances as entities of their own (DCGM
+#: documentation, "Entities and Groups"), but DCGM-Exporter does not associate metrics with
+#: containers under MPS (GPU Operator, "Multi-Process Service in Kubernetes", Limitations)
+#: and reports a time-sliced GPU's metrics for one pod only (NVIDIA/dcgm-exporter issue
+#: #307, open).
 SHARING: MappingProxyType = MappingProxyType({
     "exclusive": dict.fromkeys(SHARED_RESOURCES, "own"),
     "MIG": {"SMs": "space", "L2 cache": "space", "memory bandwidth": "space",
@@ -301,14 +337,30 @@ def _levels(mechanism: str) -> dict[str, str]:
     return {d: ISOLATION[mechanism][d].level for d in ISOLATION_DIMENSIONS}
 
 
+#: A no-break space, between a number and its unit or "%" in generated text.
+NBSP = "\u00a0"
+
+
+def _pct(x: float) -> str:
+    """A share as a whole percentage with a no-break space: 0.4545 -> '45 %'."""
+    return f"{x * 100:.0f}{NBSP}%"
+
+
 def half_gpu_mig(gpu_model: str) -> str:
     """The honest "half a GPU?" answer for MIG on ``gpu_model``, from its SM counts.
 
-    On an H100 80GB: 3g.40gb has 60 of 132 SMs (45 %), 4g.40gb 64 (48 %), so no profile
-    below 7g.80gb reaches half.
+    On an H100 SXM5 80GB: 3g.40gb has 60 of 132 SMs (45 %), 4g.40gb 64 (48 %), so no
+    profile below 7g.80gb reaches half. On an A30 (no table here) the MIG User Guide's
+    2g.12gb has 2/4 of the memory and 2/4 of the SMs: an exact half.
     """
     key = canonical_model(gpu_model)
     if key is None:
+        gpu = MIG_GPUS.get(gpu_model.lower())
+        if gpu is not None and gpu.half_profile is not None:
+            return (f"Yes, on the {gpu.name}: its {gpu.half_profile} profile has half the "
+                    f"memory and half the SMs ({gpu.compute_slices // 2} of "
+                    f"{gpu.compute_slices} slices of each, NVIDIA MIG User Guide), an "
+                    "isolated half; a GPU holds two of them.")
         return ("No MIG profile is exactly half: MIG cuts a GPU into fixed profiles with fixed "
                 "SM counts (NVIDIA MIG User Guide); ask for the smallest profile whose memory "
                 "fits and accept the quantization waste.")
@@ -319,16 +371,16 @@ def half_gpu_mig(gpu_model: str) -> str:
     reach = [p.name for p in table.values() if p.compute_slices < 7 and p.sm_share >= 0.5]
     verdict = (f"{reach[0]} is the smallest with half the SMs" if reach else
                "no profile below 7g reaches half the SMs")
-    return (f"No MIG profile is exactly half. On {key}, {q3.name} has {q3.multiprocessors} of "
-            f"{total} SMs ({q3.sm_share:.0%}) and {q4.name} {q4.multiprocessors} "
-            f"({q4.sm_share:.0%}), each with half the memory: {verdict}. A GPU holds two "
-            f"{q3.name} or one {q4.name} plus one {q3.name}. Offer the isolated "
-            f"{q3.name} and say it is {q3.sm_share:.0%} of the SMs.")
+    return (f"No MIG profile is exactly half. On the {table_name(key)}, {q3.name} has "
+            f"{q3.multiprocessors} of {total} SMs ({_pct(q3.sm_share)}) and {q4.name} "
+            f"{q4.multiprocessors} ({_pct(q4.sm_share)}), each with half the memory: "
+            f"{verdict}. A GPU holds two {q3.name} or one {q4.name} plus one {q3.name}. "
+            f"Offer the isolated {q3.name} and say it is {_pct(q3.sm_share)} of the SMs.")
 
 
-_HALF_MPS = ("Close, but a limit, not a partition: with sharing.mps replicas: 2 NVIDIA's plugin "
-             "caps each client at 50 % of the threads and half the memory, but the two halves "
-             "share one fault domain, the memory bandwidth and the L2.")
+_HALF_MPS = (f"Close, but a limit, not a partition: with sharing.mps replicas: 2 NVIDIA's "
+             f"plugin caps each client at 50{NBSP}% of the threads and half the memory, but "
+             "the two halves share one fault domain, the memory bandwidth and the L2.")
 _HALF_TS = ("No: time-slicing with replicas: 2 gives each pod the whole GPU for half the time at "
             "best, with no memory limit; a neighbour can take all the memory or all the time.")
 _HALF_EXCL = ("Not on this GPU: without MIG there is no isolated half. Give a whole GPU, or move "
@@ -357,6 +409,25 @@ def _mig_profile(req: Requirements) -> tuple[str, float, str | None] | None:
     return by_memory.profile.name, by_memory.profile.sm_share, bigger
 
 
+def _replicas_by_memory(req: Requirements, replicas: int) -> tuple[int, str]:
+    """Cap ``replicas`` so that ``req.memory_gb`` fits the card's memory divided by it
+    (:data:`GPU_MEMORY_GB`); returns the replicas and a sentence for the reason ("" when
+    the memory is not given). With the card's memory unknown, the sentence says to check."""
+    if req.memory_gb is None:
+        return replicas, ""
+    card = GPU_MEMORY_GB.get(req.gpu_model.lower())
+    if card is None:
+        return replicas, (f" Check that {req.memory_gb:g}{NBSP}GB fits 1/{replicas} of the "
+                          f"{gpu_name(req.gpu_model)}'s memory.")
+    fit = math.floor(card / req.memory_gb + 1e-9)
+    if fit >= replicas:
+        return replicas, (f" Memory fits: {replicas} x {req.memory_gb:g}{NBSP}GB within the "
+                          f"card's {card:g}{NBSP}GB.")
+    return fit, (f" Memory decides: {req.memory_gb:g}{NBSP}GB per pod on the "
+                 f"{gpu_name(req.gpu_model)}'s {card:g}{NBSP}GB allows replicas: {fit}, not the "
+                 f"{replicas} that {req.gpus:g} of a GPU would give.")
+
+
 def decide(req: Requirements) -> Decision:
     """Apply the chapter's decision table to ``req`` (rules in the module docstring).
 
@@ -364,6 +435,7 @@ def decide(req: Requirements) -> Decision:
         InputError: only through :class:`Requirements` validation.
     """
     mig = MIG_CAPABLE[req.gpu_model.lower()]
+    name = gpu_name(req.gpu_model)
     if req.gpus >= 1:
         whole = math.ceil(req.gpus - 1e-9)
         note = "" if float(req.gpus).is_integer() else f" ({req.gpus:g} rounded up: extended resources are integers)"
@@ -384,42 +456,67 @@ def decide(req: Requirements) -> Decision:
                         "isolation.",
                         "resourceClaims: a ResourceClaimTemplate for the GPU device class", {})
     if req.needs_isolation:
-        needs = [name for name, flag in (("another tenant shares the GPU", req.other_tenants),
-                                         ("memory isolation", req.memory_isolation),
-                                         ("fault isolation", req.fault_isolation),
-                                         ("a latency guarantee", req.latency_guarantee)) if flag]
+        needs = [label for label, flag in (("another tenant shares the GPU", req.other_tenants),
+                                           ("memory isolation", req.memory_isolation),
+                                           ("fault isolation", req.fault_isolation),
+                                           ("a latency guarantee", req.latency_guarantee)) if flag]
         why = ", ".join(needs)
         if mig:
             request = "nvidia.com/mig-<profile>: 1 (mixed strategy) or nvidia.com/gpu: 1 (single)"
-            reason = (f"Hard isolation is needed ({why}) and {req.gpu_model} supports MIG: "
+            reason = (f"Hard isolation is needed ({why}) and the {name} supports MIG: "
                       "each instance has its own SMs, memory and L2.")
             found = _mig_profile(req)
             if found is not None:
                 profile, sm_share, bigger = found
                 request = f"{mixed_resource_name(profile)}: 1 (mixed strategy)"
-                reason += (f" The smallest profile whose memory covers {req.memory_gb:g} GB is "
-                           f"{profile} ({sm_share:.0%} of the SMs).")
+                reason += (f" The smallest profile whose memory covers {req.memory_gb:g}{NBSP}GB "
+                           f"is {profile} ({_pct(sm_share)} of the SMs).")
                 if bigger is not None:
                     prof = get_profile(req.gpu_model, bigger)
-                    reason += (f" That is less than the {req.gpus:.0%} of the SMs asked; the "
-                               f"smallest profile with both is {bigger} ({prof.sm_share:.0%}).")
+                    reason += (f" That is less than the {_pct(req.gpus)} of the SMs asked; the "
+                               f"smallest profile with both is {bigger} ({_pct(prof.sm_share)}).")
             return Decision("MIG", reason, half_gpu_mig(req.gpu_model), request, _levels("MIG"))
-        return Decision("exclusive", f"Hard isolation is needed ({why}) but {req.gpu_model} has no "
+        return Decision("exclusive", f"Hard isolation is needed ({why}) but the {name} has no "
                         "MIG; MPS and time-slicing do not isolate faults, so only a whole GPU does.",
                         _HALF_EXCL, "nvidia.com/gpu: 1", _levels("exclusive"))
-    if req.workload in ("inference", "batch"):
-        replicas = max(2, math.floor(1 / req.gpus + 1e-9))
-        return Decision("MPS", "Trusted co-tenants running many small kernels: MPS runs them "
-                        f"concurrently. Configure sharing.mps with replicas: {replicas}; NVIDIA's "
-                        f"plugin then caps each client at {100 // replicas} % of the threads and "
-                        f"1/{replicas} of the memory (a pod's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE "
-                        "can only lower that). " + FEATURE_STATE["MPS"], _HALF_MPS,
+    if req.workload in ("inference", "batch", "training"):
+        replicas, memory_note = _replicas_by_memory(req, max(2, math.floor(1 / req.gpus + 1e-9)))
+        if replicas < 2:
+            card = GPU_MEMORY_GB[req.gpu_model.lower()]
+            return Decision("exclusive", f"The pod needs {req.memory_gb:g}{NBSP}GB of GPU memory; "
+                            "with sharing.mps NVIDIA's plugin limits each client to the card's "
+                            f"memory divided by replicas, and replicas: 2 leaves "
+                            f"{card / 2:g}{NBSP}GB of the {name}'s {card:g}{NBSP}GB. Give it a "
+                            "whole GPU.",
+                            "Not with MPS: its memory limit per client would be below what the "
+                            "pod needs.", "nvidia.com/gpu: 1", _levels("exclusive"))
+        if req.workload == "training":
+            why = ("Small training jobs of one trusted team (sweeps, fine-tunes) are busy all "
+                   "the time, so time-slicing would only make them take turns; MPS runs their "
+                   "kernels side by side where each leaves SMs idle.")
+        else:
+            why = ("Trusted co-tenants running many small kernels: MPS runs them "
+                   "concurrently.")
+        return Decision("MPS", f"{why} Configure sharing.mps with replicas: {replicas}; NVIDIA's "
+                        f"plugin then caps each client at {100 // replicas}{NBSP}% of the threads "
+                        f"and 1/{replicas} of the memory (a pod's "
+                        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE can only lower that)." + memory_note
+                        + " " + FEATURE_STATE["MPS"], _HALF_MPS,
                         f"nvidia.com/gpu: 1 from sharing.mps (replicas: {replicas})", _levels("MPS"))
+    replicas, memory_note = _replicas_by_memory(req, max(2, math.floor(1 / req.gpus + 1e-9)))
+    if replicas < 1:
+        return Decision("exclusive", f"The pod needs {req.memory_gb:g}{NBSP}GB, more than the "
+                        f"{name} has: move it to a GPU with more memory.",
+                        "Not on this GPU: the pod needs more memory than the whole card.",
+                        "nvidia.com/gpu: 1 (on a larger GPU model)", _levels("exclusive"))
+    if memory_note:
+        memory_note = memory_note.replace(" Memory fits:", " Nothing limits memory under "
+                                          "time-slicing, so the sum must fit:")
     return Decision("time-slicing", "Bursty or interactive work by one team that can tolerate a "
                     "neighbour: time-slicing packs mostly idle notebooks onto one card, and a "
-                    "busy one gets the whole GPU while the others are idle.",
-                    _HALF_TS, "nvidia.com/gpu.shared: 1 (time-slicing with renameByDefault)",
-                    _levels("time-slicing"))
+                    "busy one gets the whole GPU while the others are idle." + memory_note,
+                    _HALF_TS, "nvidia.com/gpu.shared: 1 (time-slicing, renameByDefault, "
+                    f"replicas: {replicas})", _levels("time-slicing"))
 
 
 def decision_table() -> list[tuple[str, Requirements, Decision]]:
@@ -459,12 +556,14 @@ class WorkedCase:
             of weights, plus KV cache).
         inference_request_ms: GPU time of one request alone on a whole H100.
         inference_p99_slo_ms: the service's p99 latency objective.
-        inference_memory_bound: memory-bound share of its kernels (MPS interference).
+        inference_memory_bound: share of a request's solo time in which it saturates the
+            memory bandwidth (MPS interference, MIG bandwidth share).
         notebooks: data-science notebooks.
         notebook_duty_cycle: share of time a notebook runs GPU work.
         notebook_memory_gb: GPU memory a notebook holds.
         notebook_cell_ms: GPU time of one notebook cell alone on a whole H100.
         notebooks_per_gpu: time-slicing replicas for notebooks.
+        notebook_memory_bound: the same share for a notebook cell (0: compute-bound).
         regulated_memory_gb: what the regulated tenant needs ("half an H100").
         reconfigure_minutes: drain, re-create instances and restart the plugin on one GPU.
         reboot_minutes: a node reboot, when enabling MIG mode needs one (cloud VMs).
@@ -484,6 +583,27 @@ class WorkedCase:
     regulated_memory_gb: float = 30.0
     reconfigure_minutes: float = 10.0
     reboot_minutes: float = 15.0
+    notebook_memory_bound: float = 0.0
+
+
+def mig_latency_ms(work_ms: float, profile: MigProfile, memory_bound: float = 0.0) -> float:
+    """Time (ms) of a request that takes ``work_ms`` alone on the whole GPU, run alone on a
+    MIG instance of ``profile``: its compute part ``1 - m`` scales with the instance's SMs,
+    its memory-bound part ``m`` with its memory bandwidth (memory slices / 8),
+    ``w ((1 - m) / sm_share + m / bandwidth_share)``. An H100 ``3g.40gb`` (60 of 132 SMs,
+    4 of 8 memory slices), 8 ms, ``m = 0.3``: ``8 (0.7 x 2.2 + 0.3 x 2) = 17.12`` ms.
+
+    Raises:
+        InputError: ``work_ms`` not > 0 or ``memory_bound`` outside [0, 1].
+    """
+    if isinstance(work_ms, bool) or not isinstance(work_ms, (int, float)) \
+            or not math.isfinite(work_ms) or work_ms <= 0:
+        raise InputError(f"work_ms: expected a time in ms > 0, got {work_ms!r}")
+    if isinstance(memory_bound, bool) or not isinstance(memory_bound, (int, float)) \
+            or not 0.0 <= memory_bound <= 1.0:
+        raise InputError(f"memory_bound: expected a share of run time in [0, 1], got {memory_bound!r}")
+    return work_ms * ((1.0 - memory_bound) / profile.sm_share
+                      + memory_bound / profile.bandwidth_share)
 
 
 @dataclass(frozen=True)
@@ -495,8 +615,12 @@ class Option:
         mechanism: how it is served, e.g. "MIG 3g.40gb".
         gpu_share: share of one GPU each tenant (pod) occupies.
         cost_per_month: dollars per tenant per month, ``gpu_share x price x 730``.
-        sm_share: share of an H100's SMs a busy tenant gets (mean for time-slicing).
-        p99_ms: p99 latency of one request (inference) or cell (notebooks); None where not
+        sm_share: share of the GPU a busy tenant gets: its SMs (MIG, MPS cap), or the mean
+            share of GPU time (time-slicing, while busy).
+        p99_ms: latency (ms) of one request (inference) or cell (notebooks) in the model;
+            what it is differs by mechanism and is said in ``measure``: one request alone
+            (exclusive, MIG), all replicas busy at once (MPS, the model's worst case), a
+            0.99 quantile over the neighbours' duty cycles (time-slicing). None where not
             modelled (the regulated tenant's workload is not given).
         memory_headroom_gb: memory the tenant may use beyond its need: its instance or
             limit minus the need; for time-slicing the GPU's memory minus the sum of all
@@ -506,6 +630,7 @@ class Option:
         reconfig_gpu_hours: capacity lost to change this tenant's layout once.
         meets: whether it meets the tenant's requirements.
         why: the requirement that decided ``meets``.
+        measure: what ``p99_ms`` is for this option, in words ("" when None).
     """
 
     tenant: str
@@ -520,6 +645,7 @@ class Option:
     reconfig_gpu_hours: float
     meets: bool
     why: str
+    measure: str = ""
 
 
 def _h100(name: str):
@@ -530,8 +656,8 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     """Every candidate mechanism for each tenant group of ``case``, with the numbers the
     labs' models compute: MPS timeline (:func:`kernel_timeline`), MIG SM counts
     (:mod:`lab02_device_plugin.mig`), time-slicing with duty cycles
-    (:func:`bursty_time_slicing`). Latency under MIG scales the whole-GPU time by
-    ``132 / SMs`` (compute-bound requests).
+    (:func:`bursty_time_slicing`). Latency under MIG: :func:`mig_latency_ms` (compute
+    scales with the instance's SMs, the memory-bound part with its bandwidth).
 
     Raises:
         InputError: a field of ``case`` out of range.
@@ -547,6 +673,13 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
         value = getattr(case, name)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
             raise InputError(f"WorkedCase.{name}: expected a whole number in 1..64, got {value!r}")
+    for name in ("inference_memory_bound", "notebook_memory_bound", "notebook_duty_cycle"):
+        value = getattr(case, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0.0 <= value <= 1.0 or (name == "notebook_duty_cycle" and value == 0):
+            raise InputError(f"WorkedCase.{name}: expected a share in "
+                             f"{'(0, 1]' if name == 'notebook_duty_cycle' else '[0, 1]'}, "
+                             f"got {value!r}")
     month = case.price_per_gpu_hour * HOURS_PER_MONTH
     gpu_gb = 80.0
     reconfig = case.reconfigure_minutes / 60.0
@@ -555,32 +688,39 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     slo = case.inference_p99_slo_ms
     w = case.inference_request_ms
     # inference ------------------------------------------------------------------
+    duty = _pct(case.notebook_duty_cycle)
     opts.append(Option("inference", "exclusive GPU", 1.0, month, 1.0, w,
                        gpu_gb - case.inference_memory_gb, 0, 0, 0.0, w <= slo,
-                       f"p99 {w:g} ms within the {slo:g} ms SLO"))
+                       f"{w:g}{NBSP}ms within the {slo:g}{NBSP}ms SLO",
+                       "one request alone on the whole GPU"))
     q3 = _h100("3g.40gb")
-    p99 = w / q3.sm_share
-    opts.append(Option("inference", "MIG 3g.40gb", 0.5, 0.5 * month, q3.sm_share, p99,
-                       40.0 - case.inference_memory_gb, 0, 1, reconfig, p99 <= slo,
-                       f"p99 {p99:.1f} ms within the {slo:g} ms SLO, isolated"))
+    lat = mig_latency_ms(w, q3, case.inference_memory_bound)
+    opts.append(Option("inference", "MIG 3g.40gb", 0.5, 0.5 * month, q3.sm_share, lat,
+                       40.0 - case.inference_memory_gb, 0, 1, reconfig, lat <= slo,
+                       f"{lat:.1f}{NBSP}ms within the {slo:g}{NBSP}ms SLO, isolated",
+                       "one request alone on the instance: compute on its SMs, the "
+                       "memory-bound part on its bandwidth"))
     cap = 100.0 / n_inf
     t = kernel_timeline([[Kernel(w, 1.0)] for _ in range(n_inf)], mps=True,
                         active_thread_percentage=cap, memory_bound=case.inference_memory_bound)
-    p99 = t.makespan_ms  # all replicas busy at once: the worst case of the model
+    lat = t.makespan_ms  # all replicas busy at once: the worst case of the model
     opts.append(Option("inference", f"MPS, replicas {n_inf}", 1.0 / n_inf, month / n_inf,
-                       1.0 / n_inf, p99, gpu_gb / n_inf - case.inference_memory_gb, n_inf - 1,
-                       n_inf - 1, 0.0, p99 <= slo,
-                       f"p99 {p99:.1f} ms within the SLO, but experimental and node-wide"
-                       if p99 <= slo else f"p99 {p99:.1f} ms misses the {slo:g} ms SLO"))
+                       1.0 / n_inf, lat, gpu_gb / n_inf - case.inference_memory_gb, n_inf - 1,
+                       n_inf - 1, 0.0, lat <= slo,
+                       f"{lat:.1f}{NBSP}ms within the SLO, but experimental and node-wide"
+                       if lat <= slo else f"{lat:.1f}{NBSP}ms misses the {slo:g}{NBSP}ms SLO",
+                       f"all {n_inf} replicas busy at once, each capped at "
+                       f"{100 // n_inf}{NBSP}% of the SMs"))
     per_gpu = case.notebooks_per_gpu + 1
-    p99 = bursty_latency_quantile(per_gpu, case.notebook_duty_cycle, w, 0.99)
+    lat = bursty_latency_quantile(per_gpu, case.notebook_duty_cycle, w, 0.99)
     shared_left = gpu_gb - case.inference_memory_gb - case.notebooks_per_gpu * case.notebook_memory_gb
     opts.append(Option("inference", "time-sliced with notebooks", 1.0 / per_gpu, month / per_gpu,
                        bursty_time_slicing(per_gpu, case.notebook_duty_cycle, w).mean_throughput_share,
-                       p99, shared_left, per_gpu - 1, per_gpu - 1, 0.0, False,
-                       (f"memory does not fit ({shared_left:g} GB); " if shared_left < 0 else "")
-                       + f"p99 {p99:.1f} ms only while notebooks stay at "
-                       f"{case.notebook_duty_cycle:.0%}; no isolation promised"))
+                       lat, shared_left, per_gpu - 1, per_gpu - 1, 0.0, False,
+                       (f"memory does not fit ({shared_left:g}{NBSP}GB); " if shared_left < 0 else "")
+                       + f"{lat:.1f}{NBSP}ms only while the notebooks stay at {duty}; "
+                       "no isolation promised",
+                       f"p99 over the {per_gpu} tenants' duty cycles ({duty} each)"))
     # regulated tenant -------------------------------------------------------------
     need = case.regulated_memory_gb
     opts.append(Option("regulated", "exclusive GPU", 1.0, month, 1.0, None, gpu_gb - need, 0, 0,
@@ -589,30 +729,39 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
         prof = _h100(name)
         opts.append(Option("regulated", f"MIG {name}", 0.5, 0.5 * month, prof.sm_share, None,
                            40.0 - need, 0, 1, reconfig, 40.0 >= need,
-                           f"isolated; {prof.multiprocessors} of 132 SMs ({prof.sm_share:.0%}), "
-                           "not half"))
+                           f"isolated; {prof.multiprocessors} of {prof.gpu_sms} SMs "
+                           f"({_pct(prof.sm_share)}), not half"))
     opts.append(Option("regulated", "MPS or time-slicing", 0.5, 0.5 * month, 0.5, None,
                        gpu_gb / 2 - need, 1, 1, 0.0, False, "no fault isolation: fails the contract"))
     # notebooks ------------------------------------------------------------------------
     cell = case.notebook_cell_ms
     opts.append(Option("notebooks", "exclusive GPU", 1.0, month, 1.0, cell,
                        gpu_gb - case.notebook_memory_gb, 0, 0, 0.0, True,
-                       f"idle {1 - case.notebook_duty_cycle:.0%} of the time"))
+                       f"idle {_pct(1 - case.notebook_duty_cycle)} of the time",
+                       "one cell alone on the whole GPU"))
     k = case.notebooks_per_gpu
     ts = bursty_time_slicing(k, case.notebook_duty_cycle, cell)
     headroom = gpu_gb - k * case.notebook_memory_gb
     opts.append(Option("notebooks", f"time-slicing, replicas {k}", 1.0 / k, month / k,
                        ts.mean_throughput_share, ts.p99_latency_ms, headroom, k - 1, k - 1, 0.0,
-                       headroom >= 0, f"alone {ts.p_alone:.0%} of the time; memory sum fits"
-                       if headroom >= 0 else "the notebooks' memory does not fit"))
+                       headroom >= 0, f"alone {_pct(ts.p_alone)} of the time; memory sum fits"
+                       if headroom >= 0 else "the notebooks' memory does not fit",
+                       f"p99 over the {k} notebooks' duty cycles ({duty} each)"))
     waste = quantization_waste("H100-80GB", case.notebook_memory_gb, 0.0)
     fit = waste.profile
     per = fit.max_instances
     opts.append(Option("notebooks", f"MIG {fit.name}", 1.0 / per, month / per, fit.sm_share,
-                       cell / fit.sm_share, waste.wasted_memory_gb,
-                       0, per - 1, reconfig, True,
-                       f"isolated, but a cell always runs on {fit.sm_share:.0%} of the SMs"))
+                       mig_latency_ms(cell, fit, case.notebook_memory_bound),
+                       waste.wasted_memory_gb, 0, per - 1, reconfig, True,
+                       f"isolated, but a cell always runs on {_pct(fit.sm_share)} of the SMs",
+                       "one cell alone on the instance, every time"))
     return opts
+
+
+#: Where the regulated tenant of :func:`defended_plan` may sit: a MIG instance next to
+#: another tenant's instance on the same GPU, a GPU of its own on the shared node, or a
+#: node of its own in a separate pool.
+REGULATED_PLACEMENTS = ("instance", "gpu", "node")
 
 
 @dataclass(frozen=True)
@@ -621,13 +770,20 @@ class Plan:
 
     Attributes:
         gpus: per GPU index, what it holds.
-        gpus_used: GPUs the three tenant groups occupy.
+        gpus_used: GPUs the tenant groups occupy on this node.
         dedicated_gpus: GPUs the same tenants would need with one GPU each.
-        monthly_cost, dedicated_monthly_cost: dollars per month for those GPUs.
+        monthly_cost: dollars per month for ``gpus_used + elsewhere_gpus`` GPUs.
+        dedicated_monthly_cost: dollars per month for ``dedicated_gpus``.
         plugin_config: the NVIDIA device plugin config for the node (YAML text).
         mig_config: the custom mig-parted config the node's ``nvidia.com/mig.config``
             label names (YAML text).
         reboot_gpu_hours: capacity lost if enabling MIG mode needs a node reboot.
+        regulated: where the regulated tenant sits (:data:`REGULATED_PLACEMENTS`).
+        elsewhere_gpus: GPUs paid for outside this node (the regulated tenant's own node).
+        idle_gpus: GPU capacity paid for and left empty on the GPUs used, in GPUs (a MIG
+            GPU with 4 of 8 memory slices in use leaves 0.5).
+        regulated_price_per_month: what the regulated tenant costs if it is charged for
+            all it occupies (half a GPU beside another tenant, a whole GPU alone).
     """
 
     gpus: tuple[str, ...]
@@ -638,36 +794,57 @@ class Plan:
     plugin_config: str
     mig_config: str
     reboot_gpu_hours: float
+    regulated: str = "instance"
+    elsewhere_gpus: int = 0
+    idle_gpus: float = 0.0
+    regulated_price_per_month: float = 0.0
 
 
-def defended_plan(case: WorkedCase = WorkedCase()) -> Plan:
+def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") -> Plan:
     """The layout chapter 5 defends for ``case`` on one 8 x H100 node (mixed MIG strategy):
-    inference replicas on 3g.40gb instances, the regulated tenant on a 4g.40gb next to the
-    third replica, notebooks time-sliced on 7g.80gb instances (the plugin time-slices
-    mixed-strategy MIG resources, so whole-GPU resources on the node stay unshared).
+    inference replicas on 3g.40gb instances, two per GPU, the regulated tenant on a 4g.40gb,
+    notebooks time-sliced on 7g.80gb instances (the plugin time-slices mixed-strategy MIG
+    resources, so whole-GPU resources on the node stay unshared).
+
+    ``regulated`` places the regulated tenant's 4g.40gb: ``"instance"`` beside an inference
+    3g.40gb on one GPU (the default), ``"gpu"`` alone on a GPU of this node (its other half
+    stays empty), ``"node"`` on a node of its own elsewhere (one more GPU, outside this
+    node's layout).
 
     Raises:
-        InputError: a field of ``case`` out of range, or a tenant mix that does not fit one
-            node this way.
+        InputError: a field of ``case`` out of range, an unknown ``regulated``, or a tenant
+            mix that does not fit one node this way.
     """
     worked_case(case)  # validates
+    if regulated not in REGULATED_PLACEMENTS:
+        raise InputError(f"regulated: expected one of {', '.join(REGULATED_PLACEMENTS)}, "
+                         f"got {regulated!r}")
     n_inf = case.inference_replicas
     nb_gpus = math.ceil(case.notebooks / case.notebooks_per_gpu)
-    slots = ["3g.40gb"] * n_inf + ["4g.40gb"]
     gpus: list[list[str]] = []
-    for name in slots:  # pair a 4g with a 3g, two 3g per GPU
+    for _ in range(n_inf):  # two 3g per GPU
         for g in gpus:
-            if len(g) == 1 and (name == "3g.40gb" or g[0] == "3g.40gb"):
-                g.append(name)
+            if len(g) == 1:
+                g.append("3g.40gb")
                 break
         else:
-            gpus.append([name])
+            gpus.append(["3g.40gb"])
+    if regulated == "instance":
+        lone = [g for g in gpus if len(g) == 1]
+        if lone:
+            lone[0].append("4g.40gb")
+        else:
+            gpus.append(["4g.40gb"])
+    elif regulated == "gpu":
+        gpus.append(["4g.40gb"])
     layout = [" + ".join(sorted(g, reverse=True)) for g in gpus]
+    slices_used = [sum(get_profile("H100-80GB", n).memory_slices for n in g) for g in gpus]
     layout += [f"7g.80gb time-sliced x{case.notebooks_per_gpu}"] * nb_gpus
     if len(layout) > 8:
         raise InputError(f"the tenant mix needs {len(layout)} GPUs this way; the node has 8")
     used = len(layout)
     layout += ["free"] * (8 - used)
+    elsewhere = 1 if regulated == "node" else 0
     dedicated = n_inf + 1 + case.notebooks
     month = case.price_per_gpu_hour * HOURS_PER_MONTH
     plugin = ("version: v1\n"
@@ -693,16 +870,27 @@ def defended_plan(case: WorkedCase = WorkedCase()) -> Plan:
     free = [i for i, g in enumerate(layout) if g == "free"]
     if free:
         lines += [f"    - devices: [{', '.join(map(str, free))}]", "      mig-enabled: false"]
-    return Plan(tuple(layout), used, dedicated, used * month, dedicated * month, plugin,
-                "\n".join(lines) + "\n", 8 * case.reboot_minutes / 60.0)
+    idle = sum(1.0 - n / 8 for n in slices_used)
+    return Plan(tuple(layout), used, dedicated, (used + elsewhere) * month, dedicated * month,
+                plugin, "\n".join(lines) + "\n", 8 * case.reboot_minutes / 60.0,
+                regulated=regulated, elsewhere_gpus=elsewhere, idle_gpus=idle,
+                regulated_price_per_month=(0.5 if regulated == "instance" else 1.0) * month)
+
+
+#: Column heads of :func:`option_rows`, in order.
+OPTION_COLUMNS = ("tenant", "mechanism", "$ per month", "GPU share when busy",
+                  "latency of one request (model)", "memory headroom", "blast radius",
+                  "reconfiguration", "meets needs", "why", "what the latency is")
 
 
 def option_rows(options: Sequence[Option]) -> list[list[str]]:
-    """:func:`worked_case` options as table rows of labelled strings (no float noise)."""
+    """:func:`worked_case` options as table rows of labelled strings (no float noise), one
+    cell per :data:`OPTION_COLUMNS`; numbers and units are joined by no-break spaces."""
     rows = []
     for o in options:
-        rows.append([o.tenant, o.mechanism, f"${o.cost_per_month:,.0f}", f"{o.sm_share:.0%}",
-                     "-" if o.p99_ms is None else f"{o.p99_ms:,.1f} ms",
-                     f"{o.memory_headroom_gb:.1f} GB", f"{o.blast_app} / {o.blast_device}",
-                     f"{o.reconfig_gpu_hours:.2f} GPU-h", "yes" if o.meets else "no", o.why])
+        rows.append([o.tenant, o.mechanism, f"${o.cost_per_month:,.0f}", _pct(o.sm_share),
+                     "-" if o.p99_ms is None else f"{o.p99_ms:,.1f}{NBSP}ms",
+                     f"{o.memory_headroom_gb:.1f}{NBSP}GB", f"{o.blast_app} / {o.blast_device}",
+                     f"{o.reconfig_gpu_hours:.2f}{NBSP}GPU-h", "yes" if o.meets else "no", o.why,
+                     o.measure or "-"])
     return rows

@@ -92,8 +92,19 @@ class MigProfile:
         return Fraction(self.compute_slices, COMPUTE_SLICES)
 
     @property
+    def bandwidth_share(self) -> float:
+        """Share of the GPU's memory bandwidth, ``memory_slices / 8``: a memory slice is
+        about an eighth of the GPU's memory resources, capacity and bandwidth, with its
+        memory controllers and L2 slices (NVIDIA MIG User Guide, "Terminology")."""
+        return self.memory_slices / MEMORY_SLICES
+
+    @property
     def media_extensions(self) -> bool:
-        """True for ``+me`` profiles (the one instance that gets the media engines)."""
+        """True for ``+me`` profiles: the one small instance per GPU that gets every media
+        engine type. On the A100 ``1g.5gb`` has no NVDEC, JPEG or OFA and ``1g.5gb+me`` one
+        of each; on the H100 and H200 every 1g already has an NVDEC and a JPEG decoder and
+        ``+me`` adds the optical-flow accelerator (OFA) (MIG User Guide, "Supported MIG
+        Profiles"). The A30 also has ``2g.12gb+me``, not tabled here."""
         return self.name.endswith("+me")
 
 
@@ -150,6 +161,9 @@ class MigGpu:
             gives it (None otherwise).
         min_driver: the first driver branch with MIG on it ("Deployment Considerations").
         table: the key of :data:`PROFILE_TABLES` when this module plans layouts for it.
+        half_profile: a profile with exactly half the memory and half the SMs, where the
+            guide's table has one and this module has no table (A30: ``2g.12gb``, 2/4 of
+            each).
     """
 
     name: str
@@ -158,17 +172,21 @@ class MigGpu:
     compute_slices: int | None
     min_driver: str
     table: str | None = None
+    half_profile: str | None = None
 
 
 #: MIG-capable GPUs (NVIDIA MIG User Guide, "Supported GPUs" and "Deployment
 #: Considerations", r620 edition). Keys are lower-case short names. The B300 appears only
 #: in the guide's driver table; its 7 instances are those of the GPU Operator's MIG
-#: configurations for it (seven 1g.34gb), a secondary source.
+#: configurations for it (seven 1g.34gb), a secondary source. The H100 80GB comes as SXM5
+#: (132 SMs) and PCIe (114 SMs); the SM counts of the ``H100-80GB`` table are the SXM5's,
+#: so the PCIe card is listed without a table.
 MIG_GPUS: MappingProxyType = MappingProxyType({
-    "a30": MigGpu("A30", 4, 4, 4, "R460"),
+    "a30": MigGpu("A30", 4, 4, 4, "R460", half_profile="2g.12gb"),
     "a100-40gb": MigGpu("A100 40GB", 7, 8, 7, "R450", "A100-40GB"),
     "a100-80gb": MigGpu("A100 80GB", 7, 8, 7, "R450", "A100-80GB"),
-    "h100-80gb": MigGpu("H100 80GB (SXM5, PCIe)", 7, 8, 7, "R525", "H100-80GB"),
+    "h100-80gb": MigGpu("H100 SXM5 80GB", 7, 8, 7, "R525", "H100-80GB"),
+    "h100-pcie-80gb": MigGpu("H100 PCIe 80GB", 7, 8, 7, "R525"),
     "h100-94gb": MigGpu("H100 94GB (SXM5, NVL)", 7, 8, 7, "R525"),
     "gh200": MigGpu("H100 on GH200 (96GB)", 7, 8, 7, "R525"),
     "h20": MigGpu("H20", 7, 8, 7, "R535"),
@@ -203,19 +221,32 @@ PROFILE_TABLES = _build_tables()
 GPU_MODELS = tuple(PROFILE_TABLES)
 
 
+def table_name(gpu_model: str) -> str:
+    """The product a profile table describes, as :data:`MIG_GPUS` names it:
+    ``"H100-80GB"`` -> ``"H100 SXM5 80GB"``, ``"H200-141GB"`` -> ``"H200 (SXM5, NVL)"``.
+
+    Raises:
+        InputError: the model has no MIG table here.
+    """
+    profiles(gpu_model)  # raises for unknown models
+    key = canonical_model(gpu_model)
+    return next(g.name for g in MIG_GPUS.values() if g.table == key)
+
+
 def canonical_model(product_name: str) -> str | None:
     """Map an nvidia-smi product name (or a table key) to a :data:`PROFILE_TABLES` key.
 
     ``"NVIDIA A100-SXM4-80GB"`` -> ``"A100-80GB"``, ``"NVIDIA H100 80GB HBM3"`` ->
     ``"H100-80GB"``, ``"NVIDIA H200"`` -> ``"H200-141GB"``; None for GPUs without a table
-    (consumer GPUs, H100 NVL 94GB, ...).
+    (consumer GPUs, H100 NVL 94GB, ``"NVIDIA H100 PCIe"``: its 114 SMs give other
+    per-profile counts than the SXM5 table's).
     """
     if product_name in PROFILE_TABLES:
         return product_name
     name = product_name.upper()
     if "A100" in name:
         return "A100-80GB" if "80GB" in name else "A100-40GB"
-    if "H100" in name and not re.search(r"9[46]GB|NVL|GH200", name):
+    if "H100" in name and not re.search(r"9[46]GB|NVL|GH200|PCIE", name):
         return "H100-80GB"
     if "H200" in name:
         return "H200-141GB"

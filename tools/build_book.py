@@ -12,6 +12,10 @@ Steps:
 3. check the HTML for anything loaded from another host (:func:`find_remote_assets`) and
    fail if there is any.
 
+The kernels that execute the chapters get ``book/_ext/matplotlibrc`` (``MATPLOTLIBRC``) and
+an IPython directory in ``<output>/_build/.ipython`` whose start-up file
+(``book/_ext/figure_fonts.py``) records each PNG's smallest text size for the browser test.
+
 Usage::
 
     python tools/build_book.py                      # into book/_build/html
@@ -98,6 +102,24 @@ def sync_trace_cache(build_dir: Path, present: bool, quiet: bool = False) -> boo
     return dropped
 
 
+#: Start-up file of the kernels that execute the chapters (see :func:`install_kernel_startup`).
+KERNEL_STARTUP = BOOK_DIR / "_ext" / "figure_fonts.py"
+
+
+def install_kernel_startup(build_dir: Path) -> Path:
+    """Make ``build_dir/.ipython`` an IPython directory whose start-up runs :data:`KERNEL_STARTUP`.
+
+    Returns the folder to put in ``IPYTHONDIR`` for the kernels of the build: each PNG
+    they draw then carries its smallest text size (``MinFontPx``), which the browser test
+    reads. The reader's own IPython directory is not touched.
+    """
+    ipython_dir = build_dir / ".ipython"
+    startup = ipython_dir / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(KERNEL_STARTUP, startup / "00-book-figure-fonts.py")
+    return ipython_dir
+
+
 def find_remote_assets(html_dir: Path) -> list[str]:
     """Return ``"page: url"`` for every remotely loaded asset or CDN name in the HTML.
 
@@ -157,6 +179,8 @@ def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: boo
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     # Figures at 150 dpi while the chapters execute (the kernel inherits the environment).
     env.setdefault("MATPLOTLIBRC", str(BOOK_DIR / "_ext" / "matplotlibrc"))
+    # Every PNG records its smallest text size (book/_ext/figure_fonts.py), for the browser test.
+    env["IPYTHONDIR"] = str(install_kernel_startup((path_output or BOOK_DIR) / "_build"))
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, check=False)
     elapsed = time.perf_counter() - start

@@ -1,7 +1,8 @@
 """Sphinx extension: keep the built book free of anything loaded from another host.
 
 It also serves ``static/mathjax-widgets-shim.js`` on every page, before MathJax and the
-widgets: the ipywidgets embed script calls the MathJax 2 API, the book loads MathJax 3.
+widgets: the ipywidgets embed script calls the MathJax 2 API, the book loads MathJax 3;
+and ``static/course.css``, the book's own styles (printed output wraps at the column).
 (The shim is not in ``book/_static/``: when that folder exists, Jupyter Book adds every
 .js file of every static path, the 38 MB of vendored MathJax included, to every page.)
 
@@ -48,5 +49,6 @@ def setup(app):
     """Register the hooks; the thebe filter runs after other html-page-context listeners."""
     app.connect("builder-inited", _add_static)
     app.add_js_file("mathjax-widgets-shim.js", priority=100)
+    app.add_css_file("course.css")
     app.connect("html-page-context", strip_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

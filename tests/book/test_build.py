@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO_ROOT / "tools"))
 import build_book  # noqa: E402
 import fetch_book_assets  # noqa: E402
 
-CHAPTERS = [f"ch{n:02d}" for n in range(1, 11)]
+CHAPTERS = [f"ch{n:02d}" for n in range(1, 12)]
 
 
 def _toc_files() -> list[str]:
@@ -37,7 +37,7 @@ def _toc_files() -> list[str]:
 
 # -- pieces that need no build ----------------------------------------------------------
 
-def test_toc_lists_ten_chapters_and_the_extra_pages():
+def test_toc_lists_the_chapters_and_the_extra_pages():
     files = _toc_files()
     assert [f[:4] for f in files if f.startswith("ch")] == CHAPTERS
     for page in ("lab01_walkthrough", "lab02_walkthrough", "self_check", "interview_questions",
@@ -60,6 +60,49 @@ def test_chapter_source_has_the_quantecon_layout(chapter):
     assert "```{exercise}" in text and "```{solution-start}" in text and ":class: dropdown" in text
     assert "## Further reading" in text
     assert "{cite}`" in text
+
+
+def _code_cells(text: str) -> list[tuple[str, str]]:
+    """(options/metadata text, source) of each ``{code-cell}`` of a MyST notebook."""
+    cells = []
+    for m in re.finditer(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", text, re.S | re.M):
+        body = m.group(1)
+        meta = ""
+        if body.startswith("---\n"):
+            end = body.index("\n---\n", 4)
+            meta, body = body[4:end], body[end + 5:]
+        else:
+            while body.startswith(":"):
+                line, _, body = body.partition("\n")
+                meta += line + "\n"
+        cells.append((meta, body))
+    return cells
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_import_cell_is_folded_and_every_import_is_used(chapter):
+    """Review part 2, #38: the import cell is folded (hide-input) and imports nothing unused."""
+    import ast
+
+    text = next(BOOK.glob(f"{chapter}_*.md")).read_text(encoding="utf-8")
+    cells = _code_cells(text)
+    first = next((meta, src) for meta, src in cells if re.search(r"^\s*(from|import) ", src, re.M))
+    assert "hide-input" in first[0], f"{chapter}: the import cell is not tagged hide-input"
+    source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                       for line in first[1].splitlines())
+    imported = set()
+    import_lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            import_lines.update(range(node.lineno, node.end_lineno + 1))
+            for alias in node.names:
+                imported.add((alias.asname or alias.name).split(".")[0])
+    own = "\n".join(line for i, line in enumerate(source.splitlines(), 1)
+                    if i not in import_lines)
+    rest = own + "\n" + "\n".join(src for src in (c[1] for c in cells) if src != first[1])
+    unused = {name for name in imported
+              if not re.search(rf"(?<![\w.]){re.escape(name)}\b", rest)}
+    assert unused == set(), f"{chapter}: imported but never used"
 
 
 def test_find_remote_assets_flags_scripts_and_cdns_but_not_links(tmp_path):

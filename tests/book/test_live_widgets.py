@@ -45,7 +45,9 @@ def test_ch05_decision_widget_answers_for_ticked_requirements():
     # The form starts at the slider's default case: another tenant, half an H100, 30 GB ->
     # MIG, 3g.40gb (the smallest profile whose 40 GB cover 30 GB). On an L40S (no MIG): a
     # whole GPU. Trusted (no other tenant) inference on an A100: MPS, configured as
-    # sharing.mps with replicas: 2 (floor(1 / 0.5)), which the plugin turns into 50 %.
+    # sharing.mps with replicas: 2 (floor(1 / 0.5)), which the plugin turns into 50 %; the
+    # form's 30 GB fit the 80 GB / 2 = 40 GB limit per client. The text joins numbers and
+    # "%" with a no-break space (U+00A0).
     _run_chapter_with("ch05_choosing.md", """
 assert answer.value.startswith("<b>MIG</b>"), answer.value
 assert "mig-3g.40gb" in answer.value, answer.value
@@ -54,7 +56,9 @@ assert answer.value.startswith("<b>exclusive</b>"), answer.value
 flags["other_tenants"].value = False
 model.value = "a100-80gb"
 assert answer.value.startswith("<b>MPS</b>"), answer.value
-assert "replicas: 2" in answer.value and "50 % of the threads" in answer.value
+assert "replicas: 2" in answer.value, answer.value
+assert "50\u00a0% of the threads" in answer.value, answer.value
+assert "Memory fits: 2 x 30\u00a0GB" in answer.value, answer.value
 """)
 
 

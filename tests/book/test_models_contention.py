@@ -3,7 +3,7 @@
 import pytest
 
 from lab02_device_plugin.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
-                                            inference_processes, kernel_timeline, latency_quantile,
+                                            capped_kernel, inference_processes, kernel_timeline, latency_quantile,
                                             max_tenants_within, mps_gain, time_slicing)
 from lab02_device_plugin.errors import InputError
 
@@ -156,3 +156,30 @@ def test_bad_bursty_input():
         kernel_timeline([[Kernel(1.0, 0.5)]], mps=True, memory_bound=1.5)
     with pytest.raises(InputError, match="clients"):
         inference_processes(0)
+
+
+def test_capped_kernel_stretches_only_its_compute():
+    # an 8 ms kernel that wants every SM, m = 0.3, capped at a third: the 5.6 ms of compute
+    # triples (16.8 ms), the 2.4 ms that saturate bandwidth do not: 19.2 ms alone, of which
+    # 2.4 / 19.2 = 0.125 memory-bound
+    solo, m = capped_kernel(Kernel(8.0, 1.0), 1 / 3, 0.3)
+    assert solo == pytest.approx(19.2) and m == pytest.approx(0.125)
+    one = kernel_timeline([[Kernel(8.0, 1.0)]], mps=True, active_thread_percentage=100 / 3,
+                          memory_bound=0.3)
+    assert one.makespan_ms == pytest.approx(19.2)
+    # m = 0: the whole kernel stretches, 2 ms at half the SMs = 4 ms (exercise 2.1)
+    assert capped_kernel(Kernel(2.0, 1.0), 0.5, 0.0) == pytest.approx((4.0, 0.0))
+
+
+def test_capped_mps_clients_do_not_count_bandwidth_twice():
+    # three such clients together: each at 1 / (0.875 + 0.125 x 3) = 0.8 of its capped solo
+    # speed -> 19.2 / 0.8 = 24.0 ms, exactly the three kernels one after another (3 x 8 ms):
+    # the bandwidth-bound floor (3 x 2.4 = 7.2 ms of saturated bandwidth each).
+    # (Stretching the whole kernel and then applying m = 0.3 gave 24 x 1.6 = 38.4 ms.)
+    procs = [[Kernel(8.0, 1.0)] for _ in range(3)]
+    t = kernel_timeline(procs, mps=True, active_thread_percentage=100 / 3, memory_bound=0.3)
+    assert t.makespan_ms == pytest.approx(24.0)
+    serial = kernel_timeline(procs, mps=False, switch_ms=0.0)
+    assert serial.makespan_ms == pytest.approx(24.0)
+    # uncapped kernels are unchanged: the 6-client figure of chapter 2 stays at 19.2 ms
+    assert mps_gain(6, memory_bound=0.2).with_ms == pytest.approx(19.2)

@@ -2,10 +2,13 @@
 
 import pytest
 
-from lab02_device_plugin.decision import (ISOLATION, MIG_CAPABLE, SHARED_RESOURCES, SHARING,
+from lab02_device_plugin.decision import (FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE,
+                                          NBSP, OPTION_COLUMNS, SHARED_RESOURCES, SHARING,
                                           WorkedCase, decide, decision_table, defended_plan,
-                                          draw_sharing_matrix, half_gpu_mig, isolation_rows,
-                                          option_rows, worked_case, Requirements)
+                                          draw_sharing_matrix, gpu_name, half_gpu_mig,
+                                          isolation_rows, mig_latency_ms, option_rows,
+                                          worked_case, Requirements)
+from lab02_device_plugin.mig import get_profile
 from lab02_device_plugin.errors import InputError
 
 
@@ -27,13 +30,13 @@ def test_trusted_inference_gets_mps_with_replicas():
     # threads and a third of the memory per client (daemon.go), a pod's env var only lowers it
     d = decide(Requirements(gpus=0.3, workload="inference"))
     assert d.mechanism == "MPS"
-    assert "replicas: 3" in d.reason and "33 % of the threads" in d.reason
-    assert "experimental since v0.15.0" in d.reason
+    assert "replicas: 3" in d.reason and f"33{NBSP}% of the threads" in d.reason
+    assert "experimental since v0.15.0 (still in v0.20.0)" in d.reason
     assert d.request == "nvidia.com/gpu: 1 from sharing.mps (replicas: 3)"
     assert d.isolates == {"memory": "partial", "fault": "no", "performance": "partial"}
     # case 4 of the table: a quarter of an A100 -> replicas 4, 25 %
     label, _, d = decision_table()[3]
-    assert "replicas: 4" in d.reason and "25 % of the threads" in d.reason
+    assert "replicas: 4" in d.reason and f"25{NBSP}% of the threads" in d.reason
 
 
 def test_interactive_gets_time_slicing_and_dra_when_sizes_vary():
@@ -47,8 +50,12 @@ def test_interactive_gets_time_slicing_and_dra_when_sizes_vary():
 def test_half_gpu_answers_are_honest():
     assert "No MIG profile is exactly half" in decide(
         Requirements(gpus=0.5, other_tenants=True)).half_gpu
+    # the A30's 2g.12gb is 2/4 of the memory and 2/4 of the SMs (MIG User Guide, A30 table)
+    a30 = decide(Requirements(gpus=0.5, gpu_model="a30", other_tenants=True)).half_gpu
+    assert a30.startswith("Yes, on the A30: its 2g.12gb profile has half the memory and half")
+    # B200 has 7 compute slices and no table here: the generic answer
     assert "No MIG profile is exactly half" in decide(
-        Requirements(gpus=0.5, gpu_model="a30", other_tenants=True)).half_gpu
+        Requirements(gpus=0.5, gpu_model="b200", other_tenants=True)).half_gpu
     assert decide(Requirements(gpus=0.5, workload="interactive")).half_gpu.startswith("No")
 
 
@@ -62,7 +69,13 @@ def test_table_and_isolation_cover_all_mechanisms():
     # DRA is a row to watch, with its feature state and versions
     label, _, d = decision_table()[5]
     assert "watch this" in label and d.reason.startswith("Watch this")
-    assert "beta since v1.36" in d.reason and "Technology Preview" in d.reason
+    assert "Technology Preview" in d.reason
+    # KEP-5075 and the feature-gate definitions: consumable capacity alpha v1.34, beta (on by
+    # default) v1.36, like partitionable devices; the core API GA v1.34, locked on in v1.35
+    assert ("Partitionable devices (DRAPartitionableDevices) and consumable capacity "
+            "(DRAConsumableCapacity, KEP-5075): beta, on by default, since v1.36") in d.reason
+    assert "GA v1.34, locked on since v1.35" in FEATURE_STATE["DRA"]
+    assert "alpha" not in FEATURE_STATE["DRA"]
 
 
 def test_isolation_scores_shared_by_chapters_1_and_5():
@@ -113,10 +126,12 @@ def test_mig_answer_names_the_smallest_profile_whose_memory_fits():
     # = 45 % < the 50 % asked; 4g.40gb has 64/132 = 48 %, so only 7g.80gb has both.
     d = decide(Requirements(gpus=0.5, gpu_model="h100-80gb", other_tenants=True, memory_gb=30))
     assert d.request == "nvidia.com/mig-3g.40gb: 1 (mixed strategy)"
-    assert "is 3g.40gb (45% of the SMs)" in d.reason
-    assert "the smallest profile with both is 7g.80gb (100%)" in d.reason
+    assert f"is 3g.40gb (45{NBSP}% of the SMs)" in d.reason
+    assert f"the smallest profile with both is 7g.80gb (100{NBSP}%)" in d.reason
+    assert "the H100 SXM5 80GB supports MIG" in d.reason and "h100-80gb" not in d.reason
     half = half_gpu_mig("h100-80gb")
-    assert "60 of 132 SMs (45%)" in half and "4g.40gb 64 (48%)" in half
+    assert f"On the H100 SXM5 80GB, 3g.40gb has 60 of 132 SMs (45{NBSP}%)" in half
+    assert f"4g.40gb 64 (48{NBSP}%)" in half
     assert "no profile below 7g reaches half" in half
     # A100: 4g.20gb has 56 of 108 SMs = 52 %: there a 4g does reach half
     assert "4g.20gb is the smallest with half the SMs" in half_gpu_mig("a100-40gb")
@@ -136,8 +151,8 @@ def test_mig_answer_by_memory_with_compute_alternative():
     # 26 %) has both.
     d = decide(Requirements(gpus=0.25, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
     assert d.request == "nvidia.com/mig-1g.20gb: 1 (mixed strategy)"
-    assert "is 1g.20gb (13% of the SMs)" in d.reason
-    assert "the smallest profile with both is 2g.20gb (26%)" in d.reason
+    assert f"is 1g.20gb (13{NBSP}% of the SMs)" in d.reason
+    assert f"the smallest profile with both is 2g.20gb (26{NBSP}%)" in d.reason
     # 0.1 of the SMs and 15 GB: 1g.20gb covers both (13 % >= 10 %), so no alternative is named
     d = decide(Requirements(gpus=0.1, gpu_model="a100-80gb", other_tenants=True, memory_gb=15))
     assert d.request == "nvidia.com/mig-1g.20gb: 1 (mixed strategy)"
@@ -158,11 +173,16 @@ def test_worked_case_numbers():
     # inference, 8 ms per request on a whole H100, 24 GB per replica, SLO 50 ms
     assert opts[("inference", "exclusive GPU")].cost_per_month == pytest.approx(month)
     mig = opts[("inference", "MIG 3g.40gb")]
-    assert mig.p99_ms == pytest.approx(8 * 132 / 60)            # 17.6 ms on 60 of 132 SMs
+    # compute on 60 of 132 SMs, the memory-bound 30 % on 4 of 8 memory slices' bandwidth:
+    # 8 (0.7 x 132/60 + 0.3 x 8/4) = 8 (1.54 + 0.6) = 17.12 ms (17.6 if all of it scaled by SMs)
+    assert mig.p99_ms == pytest.approx(17.12)
     assert mig.cost_per_month == pytest.approx(month / 2) and mig.meets
     mps = opts[("inference", "MPS, replicas 3")]
-    # 3 replicas at 33 % each: 8 ms x 3 = 24 ms solo, slowed by 1/(0.7 + 0.3 x 3) -> 38.4 ms
-    assert mps.p99_ms == pytest.approx(38.4)
+    # 3 replicas capped at a third, m = 0.3: alone 8 (0.7 x 3 + 0.3) = 19.2 ms, m' = 2.4/19.2
+    # = 0.125; together 19.2 (0.875 + 0.125 x 3) = 24.0 ms, the serial time (3 x 8 ms). The
+    # old model stretched the whole kernel and then applied m = 0.3: 24 x 1.6 = 38.4 ms.
+    assert mps.p99_ms == pytest.approx(24.0)
+    assert mps.measure == f"all 3 replicas busy at once, each capped at 33{NBSP}% of the SMs"
     assert mps.memory_headroom_gb == pytest.approx(80 / 3 - 24)  # 2.7 GB under the MPS limit
     ts = opts[("inference", "time-sliced with notebooks")]
     assert ts.memory_headroom_gb == pytest.approx(80 - 24 - 5 * 12) and not ts.meets  # -4 GB
@@ -176,7 +196,7 @@ def test_worked_case_numbers():
     assert nb.cost_per_month == pytest.approx(month / 5) and nb.memory_headroom_gb == 20
     assert opts[("notebooks", "MIG 1g.20gb")].p99_ms == pytest.approx(200 * 132 / 26)
     assert nb.p99_ms < opts[("notebooks", "MIG 1g.20gb")].p99_ms
-    assert all(len(r) == 10 for r in option_rows(worked_case()))
+    assert all(len(r) == len(OPTION_COLUMNS) == 11 for r in option_rows(worked_case()))
 
 
 def test_defended_plan_fits_one_node():
@@ -203,3 +223,74 @@ def test_bad_worked_case():
         worked_case(WorkedCase(price_per_gpu_hour=float("nan")))
     with pytest.raises(InputError, match="needs 9 GPUs"):
         defended_plan(WorkedCase(notebooks=35, notebooks_per_gpu=5))  # 2 + 7 GPUs
+
+
+def test_mig_latency_scales_compute_by_sms_and_memory_by_bandwidth():
+    q3 = get_profile("H100-80GB", "3g.40gb")
+    assert mig_latency_ms(8.0, q3, 0.0) == pytest.approx(8 * 132 / 60)   # 17.6: compute-bound
+    assert mig_latency_ms(8.0, q3, 1.0) == pytest.approx(16.0)           # 8 / (4/8)
+    # 1g.20gb: 26 of 132 SMs, 2 of 8 memory slices: 200 (0.5 x 132/26 + 0.5 x 4) = 907.7 ms
+    assert mig_latency_ms(200.0, get_profile("H100-80GB", "1g.20gb"), 0.5) == \
+        pytest.approx(200 * (0.5 * 132 / 26 + 0.5 * 4))
+    with pytest.raises(InputError, match="memory_bound"):
+        mig_latency_ms(8.0, q3, 1.5)
+
+
+def test_mps_answer_checks_memory_against_the_plugin_limit():
+    # 60 GB on an 80 GB H100: replicas 2 would limit each client to 40 GB -> a whole GPU
+    d = decide(Requirements(gpus=0.25, memory_gb=60, gpu_model="h100-80gb"))
+    assert d.mechanism == "exclusive" and d.request == "nvidia.com/gpu: 1"
+    assert f"replicas: 2 leaves 40{NBSP}GB" in d.reason
+    # 30 GB: floor(80 / 30) = 2 replicas fit, not the 4 a quarter of a GPU would give
+    d = decide(Requirements(gpus=0.25, memory_gb=30, gpu_model="h100-80gb"))
+    assert d.mechanism == "MPS" and d.request.endswith("(replicas: 2)")
+    assert f"50{NBSP}% of the threads" in d.reason and "Memory decides" in d.reason
+    # 10 GB on an A100-40GB at 0.25: 4 x 10 = 40 GB fits, replicas stay 4
+    d = decide(Requirements(gpus=0.25, memory_gb=10, gpu_model="a100-40gb"))
+    assert d.request.endswith("(replicas: 4)") and "Memory fits" in d.reason
+    # V100 comes with 16 or 32 GB: unknown here, so the answer says to check
+    assert "v100" not in GPU_MEMORY_GB
+    d = decide(Requirements(gpus=0.3, memory_gb=10, gpu_model="v100"))
+    assert f"Check that 10{NBSP}GB fits 1/3 of the V100's memory" in d.reason
+    # time-slicing has no limit, but the sum must fit: a quarter of a GPU would be 4 replicas,
+    # 4 x 12 GB = 48 GB > the L4's 24 GB, floor(24 / 12) = 2
+    d = decide(Requirements(gpus=0.25, memory_gb=12, gpu_model="l4", workload="interactive"))
+    assert d.mechanism == "time-slicing" and d.request.endswith("replicas: 2)")
+    assert "allows replicas: 2, not the 4" in d.reason
+    d = decide(Requirements(gpus=0.5, memory_gb=12, gpu_model="l4", workload="interactive"))
+    assert "Nothing limits memory under time-slicing, so the sum must fit" in d.reason
+    # more memory than the card: nothing to share
+    d = decide(Requirements(gpus=0.5, memory_gb=30, gpu_model="l4", workload="interactive"))
+    assert d.mechanism == "exclusive" and "more than the L4 has" in d.reason
+
+
+def test_training_fractions_get_their_own_reason():
+    d = decide(Requirements(gpus=0.5, workload="training"))
+    assert d.mechanism == "MPS" and d.reason.startswith("Small training jobs of one trusted team")
+    assert "notebook" not in d.reason
+
+
+def test_gpu_names_in_text():
+    assert gpu_name("h100-80gb") == "H100 SXM5 80GB" and gpu_name("L40S") == "L40S"
+    d = decide(Requirements(gpus=0.5, gpu_model="l40s", other_tenants=True))
+    assert "the L40S has no MIG" in d.reason
+
+
+def test_defended_plan_with_the_regulated_tenant_alone():
+    month = 4.00 * 730
+    # on a GPU of its own: [3g+3g], [3g], [4g], 2 notebook GPUs = 5 GPUs, one more than the
+    # shared layout; half of the 3g GPU and half of the 4g GPU idle (1 GPU); the tenant's
+    # price doubles if it pays for the whole GPU ($1,460 -> $2,920)
+    shared, alone = defended_plan(), defended_plan(regulated="gpu")
+    assert shared.gpus_used == 4 and shared.idle_gpus == 0.0
+    assert shared.regulated_price_per_month == pytest.approx(month / 2)
+    assert alone.gpus[:3] == ("3g.40gb + 3g.40gb", "3g.40gb", "4g.40gb")
+    assert alone.gpus_used == 5 and alone.monthly_cost == pytest.approx(5 * month)
+    assert alone.idle_gpus == pytest.approx(1.0)
+    assert alone.regulated_price_per_month == pytest.approx(month)
+    # on a node of its own: this node uses 4 GPUs, one more GPU elsewhere: still 5 paid
+    node = defended_plan(regulated="node")
+    assert node.gpus_used == 4 and node.elsewhere_gpus == 1
+    assert node.monthly_cost == pytest.approx(5 * month) and "4g.40gb" not in node.mig_config
+    with pytest.raises(InputError, match="regulated: expected one of instance, gpu, node"):
+        defended_plan(regulated="rack")

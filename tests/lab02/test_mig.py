@@ -10,7 +10,7 @@ from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.mig import (
     GPU_MODELS, LGIP_SOURCES, MIG_GPUS, NoLayoutError, addable_profiles, canonical_model,
     draw_layout, get_profile, gpu_multiprocessors, largest_fitting_prefix, mixed_resource_name,
-    plan_layout, profiles, quantization_waste,
+    plan_layout, profiles, quantization_waste, table_name,
 )
 
 
@@ -87,6 +87,8 @@ def test_mig_gpus_from_the_guide():
     ("NVIDIA A100-SXM4-80GB", "A100-80GB"), ("A100-PCIE-40GB", "A100-40GB"),
     ("NVIDIA H100 80GB HBM3", "H100-80GB"), ("NVIDIA H200", "H200-141GB"),
     ("NVIDIA H100 NVL", None), ("NVIDIA GeForce RTX 3080", None), ("Tesla K80", None),
+    # the H100 PCIe has 114 SMs, not the 132 of the SXM5 table: no table for it
+    ("NVIDIA H100 PCIe", None),
 ])
 def test_canonical_model(product, key):
     assert canonical_model(product) == key
@@ -237,3 +239,25 @@ def test_largest_fitting_prefix_for_invalid_requests():
     assert [(p.profile.name, p.start) for p in layout.placements] == [("4g.40gb", 0), ("3g.40gb", 4)]
     assert [p.name for p in left] == ["1g.10gb"]
     assert largest_fitting_prefix("H100-80GB", ["1g.10gb"])[1] == []
+
+
+def test_h100_table_is_the_sxm5_part_and_pcie_is_listed_without_one():
+    # MIG User Guide: H100 SXM5 and PCIe both have MIG; the -lgip SM counts here (60 of 132
+    # for 3g.40gb) are the SXM5's, so the PCIe card gets no table, and no SM shares
+    assert table_name("H100-80GB") == "H100 SXM5 80GB"
+    assert table_name("NVIDIA H100 80GB HBM3") == "H100 SXM5 80GB"
+    assert MIG_GPUS["h100-pcie-80gb"].table is None
+    with pytest.raises(InputError, match="no MIG profile table"):
+        quantization_waste("NVIDIA H100 PCIe", 20)
+    with pytest.raises(InputError, match="no MIG profile table"):
+        table_name("NVIDIA H100 PCIe")
+
+
+def test_bandwidth_share_follows_memory_slices_and_a30_half():
+    # a memory slice is about 1/8 of capacity and bandwidth: 3g.40gb and 4g.40gb hold 4 of 8
+    assert get_profile("H100-80GB", "3g.40gb").bandwidth_share == 0.5
+    assert get_profile("H100-80GB", "1g.20gb").bandwidth_share == 0.25  # 2 memory slices
+    assert get_profile("H100-80GB", "1g.10gb+me").bandwidth_share == 0.125
+    # A30: 2g.12gb is 2/4 of the memory and 2/4 of the SMs (guide's A30 table)
+    assert MIG_GPUS["a30"].half_profile == "2g.12gb"
+    assert get_profile("H100-80GB", "1g.10gb+me").media_extensions

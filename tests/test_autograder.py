@@ -653,8 +653,10 @@ def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograd
     # (without a budget: 39 tests of 10 s of worker time each, 390 s)
     assert wall < 20 + runner.TRUSTED_GRACE_S + 30, wall
     outputs = [t["output"] for t in doc["tests"]]
+    # a call cut by its own timeout, or a test not run (or a worker not started, on a machine
+    # so busy that starting it took the rest of the budget) because the budget ran out; that
+    # one call's timeout is 10 s is shown in grading/test_sandbox.py
     assert all("timed out after" in o or "time budget ran out" in o for o in outputs), outputs
-    assert any("timed out after" in o for o in outputs)
 
 
 def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, autograder_zip: Path,
@@ -666,7 +668,8 @@ def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, a
     what was reparented to it), so the gradebook keeps her honest 0; a malformed zip in
     the same folder is one line in its row. (Without root her code runs as the instructor:
     it can read what the instructor can, the autograder zip's hidden tests included; the
-    README says so and recommends root.) As root, the batch runs as ``nobody``."""
+    README says so and recommends root; the test checks that the daemon got that far, so
+    it was alive when the batch ran.) As root, the batch runs as ``nobody``."""
     base = Path(tempfile.mkdtemp(prefix="a08-", dir=open_tmp))
     os.chmod(base, 0o777)
     folder = base / "in"
@@ -691,8 +694,10 @@ def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, a
         user = {"user": 65534, "group": 65534, "extra_groups": []}
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(base / "home"), "TMPDIR": str(base / "home"),
            "LANG": "C.UTF-8"}
-    proc = subprocess.run([python, str(REPO_ROOT / "tools" / "grade_submissions.py"), "in", "--out", "gradebook.csv",
-                           "--autograder", "autograder.zip", "--jobs", "2", "--python", python],
+    # full paths: the attack needs no access to the batch's working folder to find them
+    proc = subprocess.run([python, str(REPO_ROOT / "tools" / "grade_submissions.py"), str(folder), "--out",
+                           str(base / "gradebook.csv"), "--autograder", str(base / "autograder.zip"), "--jobs", "2",
+                           "--python", python],
                           cwd=base, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, **user)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     before = (base / "gradebook.csv").read_text()
@@ -705,3 +710,10 @@ def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, a
     assert rows["mallory"]["autograded score"] == "0"
     assert "both a file and a folder" in rows["zed.zip"]["problems"]
     assert "partial isolation" in json.loads((base / "gradebook-results" / "mallory.json").read_text())["output"]
+    # the attack did run: its daemon found the batch and copied the hidden tests out of the
+    # autograder zip, which the instructor's own user can read (the residual risk the README
+    # states for grading without root)
+    log = (markers / "a08.log").read_text() if (markers / "a08.log").is_file() else ""
+    assert (markers / "a08-hidden").is_dir(), log
+    assert sorted(p.name for p in (markers / "a08-hidden").iterdir()) == ["test_hidden_lab01.py",
+                                                                          "test_hidden_lab02.py"]

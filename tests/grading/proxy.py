@@ -252,7 +252,9 @@ class WorkerClient:
             ready = wire.read_json(self.spawned.from_worker, deadline)
         except (wire.ChannelTimeout, wire.ChannelClosed, wire.ChannelError) as exc:
             self.close()
-            why = {wire.ChannelTimeout: f"did not start within {self.limits.start_timeout:g} s",
+            cut = self.limits.deadline is not None and time.time() >= self.limits.deadline - 0.5
+            why = {wire.ChannelTimeout: "did not start before the grading's time budget ran out" if cut
+                   else f"did not start within {self.limits.start_timeout:g} s",
                    wire.ChannelClosed: "stopped while starting"}.get(type(exc), str(exc))
             self.broken = f"your code's process {why} (importing your modules)"
             raise WorkerFailed(f"{function}(): {self.broken}") from None

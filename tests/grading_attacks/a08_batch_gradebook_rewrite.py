@@ -35,7 +35,10 @@ def _a08():
     pid, argv = batch_process()
     if pid is None:
         os._exit(0)
-    cwd = os.readlink(f"/proc/{pid}/cwd")
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:  # denied from a user namespace: paths given in full on the command line still work
+        cwd = "/"
     args = argv[argv.index(next(a for a in argv if a.endswith("grade_submissions.py"))) + 1:]
     folder = os.path.join(cwd, args[0])
     out = os.path.join(cwd, args[args.index("--out") + 1]) if "--out" in args else os.path.join(cwd, "gradebook.csv")

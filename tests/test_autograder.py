@@ -409,8 +409,10 @@ def test_dry_run_of_the_solutions_scores_full_marks_with_a_right_execution_time(
     assert doc["score"] == 65.0, dry_run["log"][-3000:]
     assert all(t["status"] == "passed" for t in _visible(doc) + _hidden(doc))
     assert len(_visible(doc)) == 30 and len(_hidden(doc)) == 9
-    # execution_time: whole seconds from run_autograder's start to the results, rounded up
-    assert dry_run["wall"] - 2 <= doc["execution_time"] <= dry_run["wall"] + 1, (doc["execution_time"], dry_run["wall"])
+    # execution_time: whole seconds from run_autograder's start to the results, rounded up; the
+    # wall time measured here also holds what comes after the results are written (removing
+    # the working folders, the interpreter's exit), seconds on a busy 2-core machine
+    assert dry_run["wall"] - 6 <= doc["execution_time"] <= dry_run["wall"] + 1, (doc["execution_time"], dry_run["wall"])
     # the hidden tests were read into memory and removed before any learner code ran
     assert not (dry_run["root"] / "source" / "hidden" / "tests").exists()
     # pytest's own figures of the whole run (instructors only: stdout) agree: 39 tests, no failure

@@ -15,8 +15,9 @@ Issue 13's goals:
   kubelet's node status shows the new count with the old resources at 0.
 
 Cases: a YAML alias bomb (9 ** 9 strings once expanded), 20,000 levels of nesting, a config
-of 10 MB, ``replicas: 1000000000``, an inventory ``count: 100000000``, and a 1 MB device ID
-in an Allocate request to a serving plugin. Prints Markdown tables and exits 1 when a goal
+of 10 MB, ``replicas: 1000000000``, an inventory ``count: 100000000``, an XML entity of
+4 MB used 99 times in an nvidia-smi dump, a 1 MB device ID in an Allocate request to a
+serving plugin, and 40 ListAndWatch streams that are never read before an Allocate. Prints Markdown tables and exits 1 when a goal
 is missed.
 """
 
@@ -83,6 +84,39 @@ with tempfile.TemporaryDirectory(prefix="bh-") as d:
     srv.stop()
 '''
 
+#: 40 ListAndWatch streams opened and never read, then one Allocate: before the stream bound
+#: 16 such streams held every pool thread and Allocate hung (the kubelet sets no deadline).
+STREAMS_CHILD = r'''
+import sys, tempfile, time, grpc
+sys.path.insert(0, sys.argv[1])
+from lab02_device_plugin.api import deviceplugin_pb2 as pb, deviceplugin_pb2_grpc as pb_grpc
+from lab02_device_plugin.config import parse_config
+from lab02_device_plugin.inventory import Gpu, Inventory
+from lab02_device_plugin.server import DevicePluginServer
+from lab02_device_plugin.sharing import advertise
+inv = Inventory((Gpu(0, "GPU-0", "H100", 81559),))
+(res,) = advertise(inv, parse_config(None)).resources
+with tempfile.TemporaryDirectory(prefix="bs-") as d:
+    srv = DevicePluginServer(res, d, kubelet_socket=None); srv.start()
+    with grpc.insecure_channel(f"unix:{srv.socket_path}") as ch:
+        stub = pb_grpc.DevicePluginStub(ch)
+        streams = [stub.ListAndWatch(pb.Empty(), timeout=60) for _ in range(40)]
+        while srv.open_streams + srv.refused_streams < 40:
+            time.sleep(0.005)
+        t0 = time.perf_counter()
+        try:
+            stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=["GPU-0"])]), timeout=10)
+            print(f"Allocate answered with {srv.open_streams} streams open and "
+                  f"{srv.refused_streams} refused (RESOURCE_EXHAUSTED)")
+        except grpc.RpcError as e:
+            print(f"{e.code().name}: {e.details()}")
+        sys.stderr.write(f"[main {time.perf_counter() - t0:.4f} s]\n")
+        for s in streams:
+            s.cancel()
+    srv.stop()
+'''
+
 
 def run_measured(argv: list[str], cwd: Path) -> dict:
     """Spawn and wait; wall seconds, the child's own peak RSS (MB, ``os.wait4``), exit status
@@ -116,6 +150,13 @@ def hostile_cases(work: Path) -> list[tuple[str, list[str]]]:
     with open(work / "10mb.yaml", "w") as fh:
         fh.write("version: v1\n# " + "x" * (10 * 1024 * 1024) + "\n")
     (work / "count.yaml").write_text("gpus:\n- {model: T4, count: 100000000}\n")
+    # An nvidia-smi dump of 4 MB (under the 8 MiB cap): one 4,000,000-character entity used
+    # 99 times. expat's amplification guard starts only at 8 MiB of output, so ElementTree
+    # built a 400 MB product name (818 MB peak, 3.4 s) before the entity was refused.
+    (work / "entity.xml").write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "' + "A" * 4_000_000 + '">]>\n'
+        "<nvidia_smi_log><gpu><uuid>GPU-1</uuid><product_name>" + "&a;" * 99
+        + "</product_name></gpu></nvidia_smi_log>\n")
     dry = [*py, "serve", "--dry-run", "--inventory", str(inv), "--config"]
     return [
         ("baseline: `serve --help` (interpreter + gRPC import)", [*py, "serve", "--help"]),
@@ -125,8 +166,12 @@ def hostile_cases(work: Path) -> list[tuple[str, list[str]]]:
         ("replicas: 1000000000", [*dry, str(work / "replicas.yaml")]),
         ("inventory count: 100000000", [*py, "serve", "--dry-run", "--inventory",
                                         str(work / "count.yaml")]),
+        ("XML entity (4 MB) used 99 times in an nvidia-smi dump of 4 MB",
+         [*py, "serve", "--dry-run", "--inventory", str(work / "entity.xml")]),
         ("1 MB device ID in an Allocate request (plugin serving)",
          [sys.executable, "-c", GRPC_CHILD, str(REPO)]),
+        ("40 ListAndWatch streams never read, then Allocate (plugin serving)",
+         [sys.executable, "-c", STREAMS_CHILD, str(REPO)]),
     ]
 
 
@@ -221,11 +266,13 @@ def main(argv: list[str] | None = None) -> int:
             timing = [l for l in r["err"].splitlines() if l.startswith("[main ")]
             r["main_s"] = float(timing[-1].split()[1]) if timing else float("nan")
             r["err"] = "".join(l + "\n" for l in r["err"].splitlines() if not l.startswith("[main "))
-            grpc_case = name.startswith("1 MB")
+            grpc_case = name.startswith(("1 MB", "40 ListAndWatch"))
             text = (r["out"] if grpc_case or name.startswith("baseline") else r["err"]).strip()
             first = text.splitlines()[0] if text else ""
             first = first.replace(str(work) + "/", "")
-            if grpc_case:  # the status the client got: one short INVALID_ARGUMENT
+            if name.startswith("40 ListAndWatch"):  # Allocate answered, the extras refused
+                one_line = first.startswith("Allocate answered with 4 streams open and 36")
+            elif grpc_case:  # the status the client got: one short INVALID_ARGUMENT
                 one_line = first.startswith("INVALID_ARGUMENT: ") and len(first) < 300
             else:
                 one_line = (r["rc"] == 1 and r["err"].count("\n") == 1

@@ -26,7 +26,10 @@ Three kinds of keys (NVIDIA k8s-device-plugin v0.20.0, api/config/v1/flags.go an
   ``rename``, ``devices`` other than ``all``, ``gfd``, ``imex``, ``flags.nvidiaDriverRoot``
   ...): each gives one warning in :attr:`Config.warnings` (the CLI prints them);
 * anything else is an error: :class:`~lab02_device_plugin.errors.InputError` naming the key
-  path (``sharing.timeSlicing.resources[0].replicas``) and the expected value.
+  path (``sharing.timeSlicing.resources[0].replicas``) and the expected value. This is a
+  deliberate difference: NVIDIA's parser drops unknown keys and matches key names in any
+  case (``migstrategy`` works there), so a misspelled key is silently lost; here it is an
+  error that names the key meant (``did you mean migStrategy?``).
 
 This module opens no sockets and reads no devices; it only turns YAML into a
 :class:`Config`. Defaults are the dataclass defaults, each with the upstream reason.
@@ -34,6 +37,7 @@ This module opens no sockets and reads no devices; it only turns YAML into a
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -43,7 +47,8 @@ from typing import Any
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
-    MAX_CONFIG_BYTES, MAX_REPLICAS, read_text_bounded, safe_load_bounded, short_repr, shorten,
+    MAX_CONFIG_BYTES, MAX_REPLICAS, read_text_bounded, require_utf8, safe_load_bounded, short_repr,
+    shorten,
 )
 
 #: The only config version (NVIDIA ``api/config/v1``: an empty version means v1).
@@ -236,11 +241,24 @@ def _mapping(ctx: _Ctx, value: Any, path: str) -> Mapping:
 
 
 def _check_keys(ctx: _Ctx, data: Mapping, path: str, known: tuple[str, ...]) -> None:
+    """Refuse a key not in ``known``. NVIDIA's parser (``sigs.k8s.io/yaml``, then Go's
+    ``encoding/json``) drops unknown keys and matches key names in any case; this lab refuses
+    both on purpose (a misspelled field must not be lost silently) and says so in the
+    message, with the key meant when one differs only in case or is a near miss."""
     for key in data:
-        if key not in known:
-            where = f"{path}.{key}" if path else key
-            raise InputError(f"{ctx.source}: {shorten(where, 120)}: unknown key; expected one "
-                             f"of {', '.join(known)}")
+        if key in known:
+            continue
+        where = f"{ctx.source}: {shorten(f'{path}.{key}' if path else key, 120)}: unknown key"
+        same_case = [k for k in known if k.lower() == key.lower()]
+        if same_case:
+            raise InputError(f"{where} (did you mean {same_case[0]}? NVIDIA's plugin would "
+                             "ignore the case difference; this lab refuses it)")
+        near = difflib.get_close_matches(key, known, n=1, cutoff=0.8) if len(key) <= 100 else []
+        if near:
+            raise InputError(f"{where} (did you mean {near[0]}? NVIDIA's plugin would "
+                             "silently ignore this key; this lab refuses it)")
+        raise InputError(f"{where}; expected one of {', '.join(known)} (NVIDIA's plugin "
+                         "ignores unknown keys; this lab refuses them)")
 
 
 def _bool(ctx: _Ctx, value: Any, path: str) -> bool:
@@ -472,12 +490,72 @@ def load_config(path: str | Path | None) -> Config:
         return Config()
     path = Path(path)
     text = read_text_bounded(path, MAX_CONFIG_BYTES, "config file")
-    if "\ufffd" in text:
-        raw = path.read_bytes()[:MAX_CONFIG_BYTES]
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: byte {exc.start} is not UTF-8; expected a YAML config "
-                             "file (text)") from None
+    require_utf8(path, text, MAX_CONFIG_BYTES, str(path), "a YAML config file (text)")
     data = safe_load_bounded(text, str(path), "a YAML config file")
     return parse_config(data, str(path))
+
+
+# --------------------------------------------------------------------------- what a reload changes
+
+def _yaml_word(value: Any) -> str:
+    """A config value as it is written in the file: ``true``, ``uuid``, ``[envvar, cdi-cri]``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_yaml_word(v) for v in value) + "]"
+    return str(value)
+
+
+_SHARING_KEYS = {SHARING_TIME_SLICING: "timeSlicing", SHARING_MPS: "mps"}
+
+
+def config_changes(old: Config, new: Config) -> list[str]:
+    """What differs between two configs, one phrase per key, in file order, with the keys
+    and values as the file writes them: ``flags.plugin.deviceListStrategy envvar ->
+    [volume-mounts, cdi-cri]``, ``sharing.timeSlicing.failRequestsGreaterThanOne false ->
+    true``, ``sharing.timeSlicing.resources[nvidia.com/gpu].replicas 4 -> 8``. Warnings are
+    not compared (a comment-only edit changes nothing). Empty when they are equal."""
+    out: list[str] = []
+
+    def diff(key: str, a: Any, b: Any) -> None:
+        if a != b:
+            out.append(f"{key} {_yaml_word(a)} -> {_yaml_word(b)}")
+
+    diff("version", old.version, new.version)
+    diff("flags.migStrategy", old.flags.mig_strategy, new.flags.mig_strategy)
+    diff("flags.mpsRoot", old.flags.mps_root, new.flags.mps_root)
+    a, b = old.flags.plugin, new.flags.plugin
+    for key, attr in (("passDeviceSpecs", "pass_device_specs"),
+                      ("deviceListStrategy", "device_list_strategy"),
+                      ("deviceIDStrategy", "device_id_strategy"),
+                      ("cdiAnnotationPrefix", "cdi_annotation_prefix"),
+                      ("sharedDevicesAllocationPolicy", "shared_devices_allocation_policy")):
+        diff(f"flags.plugin.{key}", getattr(a, attr), getattr(b, attr))
+    sa, sb = old.sharing, new.sharing
+    if sa.strategy != sb.strategy:
+        words = {SHARING_NONE: "none", **_SHARING_KEYS}
+        out.append(f"sharing {words[sa.strategy]} -> {words[sb.strategy]}")
+        if sb.strategy != SHARING_NONE:
+            out += [f"sharing.{_SHARING_KEYS[sb.strategy]}.resources[{r.name}].replicas "
+                    f"{r.replicas}" for r in sb.resources]
+        return out
+    if sa.strategy == SHARING_NONE:
+        return out
+    where = f"sharing.{_SHARING_KEYS[sa.strategy]}"
+    diff(f"{where}.renameByDefault", sa.rename_by_default, sb.rename_by_default)
+    diff(f"{where}.failRequestsGreaterThanOne", sa.fail_requests_greater_than_one,
+         sb.fail_requests_greater_than_one)
+    before = {r.name: r for r in sa.resources}
+    after = {r.name: r for r in sb.resources}
+    for name in list(before) + [n for n in after if n not in before]:
+        ra, rb = before.get(name), after.get(name)
+        key = f"{where}.resources[{name}]"
+        if rb is None:
+            out.append(f"{key} removed")
+        elif ra is None:
+            out.append(f"{key} added (replicas {rb.replicas})")
+        else:
+            diff(f"{key}.replicas", ra.replicas, rb.replicas)
+            diff(f"{key}.rename", ra.rename or "none", rb.rename or "none")
+            diff(f"{key}.devices", ra.devices, rb.devices)
+    return out

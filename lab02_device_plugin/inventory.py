@@ -23,11 +23,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import defusedxml
+import defusedxml.ElementTree as DET
+
 from lab02_device_plugin import mig as migmod
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
-    MAX_GPUS, MAX_INVENTORY_BYTES, MAX_YAML_BYTES, read_text_bounded, safe_load_bounded, short_repr,
-    shorten,
+    MAX_GPU_MEMORY_MIB, MAX_GPUS, MAX_INVENTORY_BYTES, MAX_YAML_BYTES, read_text_bounded,
+    require_utf8, safe_load_bounded, short_repr, shorten,
 )
 
 #: MIG devices one GPU can have: 7 compute slices, at most one MIG device each (NVIDIA MIG
@@ -139,7 +142,7 @@ def _text(el: ET.Element | None, path: str) -> str | None:
 def _mib(value: str | None) -> int | None:
     if value is None:
         return None
-    m = re.match(r"^\s*(\d+)\s*MiB\s*$", value)
+    m = re.match(r"^\s*(\d{1,18})\s*MiB\s*$", value)
     return int(m.group(1)) if m else None
 
 
@@ -155,9 +158,10 @@ def _memory(el: ET.Element, path: str, where: str) -> int:
     if text is None or text == "N/A":
         return 0
     value = _mib(text)
-    if value is None:
-        element = "".join(f"<{part}>" for part in path.split("/"))
-        raise InputError(f"{where}: {element} is {short_repr(text)}; expected '<number> MiB'")
+    element = "".join(f"<{part}>" for part in path.split("/"))
+    if value is None or value > MAX_GPU_MEMORY_MIB:
+        raise InputError(f"{where}: {element} is {short_repr(text)}; expected '<number> MiB', "
+                         f"at most {MAX_GPU_MEMORY_MIB} MiB (1 TiB)")
     return value
 
 
@@ -214,9 +218,19 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         text = read_text_bounded(source, MAX_INVENTORY_BYTES, "inventory")
     if not text.strip():
         raise InputError(f"{src}: empty file; expected `nvidia-smi -q -x` output (XML)")
-    # The DTD line points at a file that is not there; ElementTree ignores DOCTYPE anyway.
+    # The DTD line (`<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">`) points at a
+    # file that is not there and is never loaded. Entity declarations are refused: real dumps
+    # have none, and expat lets an entity expand 100-fold once past 8 MiB, so a 4 MB file
+    # with one 4 MB entity used 99 times would become a GPU model of 400 MB.
     try:
-        root = ET.fromstring(text)
+        root = DET.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except defusedxml.EntitiesForbidden as exc:
+        raise InputError(f"{_where_in(src, text, '<!ENTITY')}: an entity declaration "
+                         f"(<!ENTITY {shorten(str(exc.name))} ...>); expected `nvidia-smi -q -x` "
+                         "output, which declares none (entity expansion is refused)") from None
+    except defusedxml.DefusedXmlException as exc:  # an external reference, a forbidden DTD
+        raise InputError(f"{src}: {shorten(str(exc), 100)}; expected `nvidia-smi -q -x` output, "
+                         "which refers to no external file") from None
     except ET.ParseError as exc:
         line, col = exc.position
         reason = str(exc).rsplit(": line ", 1)[0]  # expat's words, e.g. an entity bomb refused
@@ -246,23 +260,28 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
         if len(mig_elements) > MAX_MIG_DEVICES_PER_GPU:
             raise InputError(f"{where}: {len(mig_elements)} <mig_device> elements; expected at "
                              f"most {MAX_MIG_DEVICES_PER_GPU} (a GPU has 7 compute slices)")
-        for m in mig_elements:
+        if mig_elements and mig_enabled is not True:
+            n = len(mig_elements)
+            raise InputError(f"{where}: {n} <mig_device> element{'s' if n > 1 else ''} while "
+                             f"<mig_mode><current_mig> is {shorten(mig_current or 'absent')}; "
+                             "expected MIG devices only on a GPU whose current MIG mode is "
+                             "Enabled")
+        for pos, m in enumerate(mig_elements):
             gi = _int(_text(m, "gpu_instance_id"))
             ci = _int(_text(m, "compute_instance_id"))
             idx = _int(_text(m, "index"))
-            mem = _memory(m, "fb_memory_usage/total", f"{where} <mig_device> #{len(devices)}")
+            mem = _memory(m, "fb_memory_usage/total", f"{where} <mig_device> #{pos}")
             sms = _int(_text(m, "device_attributes/shared/multiprocessor_count"))
-            profile = _text(m, "profile_name") or _text(m, "mig_profile") or \
-                infer_mig_profile(model, mem, sms)
+            named = _text(m, "profile_name") or _text(m, "mig_profile")
+            profile = re.sub(r"^MIG\s+", "", named) if named else infer_mig_profile(model, mem, sms)
+            index = idx if idx is not None else pos
             if profile is None:
-                profile = f"unknown-{mem}mib"
-                warnings.append(f"{where} MIG device {idx}: cannot name its profile "
-                                f"({mem} MiB, {sms} SMs on {model}); advertised as {profile}")
-            profile = re.sub(r"^MIG\s+", "", profile)
+                warnings.append(_unnamed_mig(f"{where} MIG device {index}", model, mem, sms))
+                continue
             mig_uuid = _text(m, "uuid") or f"MIG-{uuid}/{gi}/{ci}"
-            devices.append(MigDevice(idx if idx is not None else len(devices), profile,
-                                     gi if gi is not None else -1, ci if ci is not None else -1,
-                                     mig_uuid, mem, sms))
+            devices.append(MigDevice(index, profile, gi if gi is not None else -1,
+                                     ci if ci is not None else -1, mig_uuid, mem, sms))
+        devices = check_mig_layout(where, model, devices, warnings)
         numa = _int(_text(g, "numa_node"))
         raw.append((bus or "", uuid, model, memory, mig_enabled, tuple(devices), numa,
                     _int(_text(g, "minor_number"))))
@@ -271,6 +290,118 @@ def from_nvidia_smi_xml(source: str | Path, text: str | None = None) -> Inventor
                  for i, (bus, uuid, model, mem, mig, devs, numa, minor) in enumerate(raw))
     check_device_ids(gpus, src)
     return Inventory(gpus, src, _text(root, "driver_version"), tuple(warnings))
+
+
+def _where_in(src: str, text: str, needle: str) -> str:
+    """``<src>:<line>:<column>`` of the first ``needle`` in ``text`` (``<src>`` if absent)."""
+    at = text.find(needle)
+    if at < 0:
+        return src
+    line = text.count("\n", 0, at) + 1
+    return f"{src}:{line}:{at - (text.rfind(chr(10), 0, at) + 1) + 1}"
+
+
+# --------------------------------------------------------------------------- MIG layouts
+
+def _unnamed_mig(who: str, model: str, memory_mib: int, sms: int | None) -> str:
+    """The warning for a MIG device whose GPU-instance profile cannot be named."""
+    if migmod.canonical_model(model) is None:
+        return (f"{who}: {model} has no MIG profile table here, and the dump names no profile; "
+                "not advertised")
+    return (f"{who}: {memory_mib} MiB and {sms} SMs match no GPU-instance profile of "
+            f"{migmod.canonical_model(model)} (a compute instance smaller than its GPU "
+            "instance?); not advertised, as NVIDIA's plugin exposes only MIG devices whose "
+            "compute instance spans their GPU instance")
+
+
+#: A compute-instance profile smaller than its GPU instance, as nvidia-smi names it
+#: (``1c.3g.40gb``: 1 of the 3 compute slices of a 3g.40gb GPU instance).
+_CI_PROFILE = re.compile(r"^(\d+)c\.(\d+)g\.")
+
+#: How far a MIG device's memory may be from its profile's ``-lgip`` size (as in
+#: :func:`infer_mig_profile`): 5 %.
+_MEMORY_TOLERANCE = 0.05
+
+
+def check_mig_layout(where: str, model: str, devices: list[MigDevice],
+                     warnings: list[str], strict: bool = True) -> tuple[MigDevice, ...]:
+    """Check the MIG devices a file (or NVML) reports for one GPU, and keep those NVIDIA's
+    plugin would advertise.
+
+    Checks, in order:
+
+    * each MIG device index once on the GPU (a repeated index is a pasted or edited dump);
+    * a compute-instance profile smaller than its GPU instance (``1c.3g.40gb``) is dropped
+      with a warning: NVIDIA's plugin exposes only MIG devices whose compute instance spans
+      their GPU instance (``../shared/reference/device-plugin-facts.md``, MIG resources);
+    * a named profile of the model's table must agree with the device's own SM count and
+      memory (within 5 % of the ``-lgip`` size): a ``1g.10gb`` device of 40,000 MiB and 98
+      SMs is no 1g.10gb;
+    * the profiles must be able to coexist on that GPU, as :func:`.mig.plan_layout` checks a
+      requested layout (instance counts, 7 compute and 8 memory slices, placements): a file
+      claiming seven ``7g.40gb`` devices on one A100-40GB, or 3g.40gb + 3 x 2g.20gb (10
+      memory slices of 8), describes no GPU.
+
+    A profile name the table does not have is advertised with a warning (its placement is
+    not checked); a model without a table is not checked. With ``strict=False`` (live NVML:
+    the hardware is the truth, and a mismatch means the table here is wrong) a layout that
+    does not fit becomes a warning and the devices are advertised as reported.
+
+    Returns:
+        The devices to advertise, in the given order.
+
+    Raises:
+        InputError: a repeated index, a profile that contradicts the device's SMs or memory,
+            or (``strict``) profiles that do not fit one GPU of ``model`` (the reason named).
+    """
+    seen: set[int] = set()
+    for d in devices:
+        if d.index in seen:
+            raise InputError(f"{where}: MIG device {d.index} is listed twice; expected each MIG "
+                             "device index once on a GPU")
+        seen.add(d.index)
+    kept = []
+    for d in devices:
+        ci = _CI_PROFILE.match(d.profile)
+        if ci and ci.group(1) != ci.group(2):
+            warnings.append(f"{where} MIG device {d.index}: {shorten(d.profile)} is a compute "
+                            f"instance of {ci.group(1)} of its GPU instance's {ci.group(2)} "
+                            "compute slices; not advertised, as NVIDIA's plugin exposes only "
+                            "MIG devices whose compute instance spans their GPU instance")
+            continue
+        kept.append(d)
+    key = migmod.canonical_model(model)
+    if key is None or not kept:
+        return tuple(kept)
+    table = migmod.PROFILE_TABLES[key]
+    for d in kept:
+        p = table.get(d.profile)
+        if p is None:
+            warnings.append(f"{where} MIG device {d.index}: profile {shorten(d.profile)} is not "
+                            f"in the {key} table here; advertised, its placement not checked")
+            continue
+        table_mib = round(p.memory_gib * 1024) if p.memory_gib else 0
+        sms_differ = (d.multiprocessors is not None and p.multiprocessors is not None
+                      and d.multiprocessors != p.multiprocessors)
+        memory_differs = (d.memory_mib > 0 and table_mib > 0
+                          and abs(d.memory_mib - table_mib) > _MEMORY_TOLERANCE * table_mib)
+        if sms_differ or memory_differs:
+            raise InputError(
+                f"{where}: MIG device {d.index} is named {d.profile} but has {d.memory_mib} MiB "
+                f"and {d.multiprocessors} SMs; expected about {table_mib} MiB (within 5 %) and "
+                f"{p.multiprocessors} SMs, as {key}'s {d.profile} has")
+    known = [d.profile for d in kept if d.profile in table]
+    try:
+        migmod.plan_layout(key, known)
+    except migmod.NoLayoutError as exc:
+        if not strict:
+            warnings.append(f"{where}: MIG devices {' + '.join(known)} cannot all be on one "
+                            f"{key} by the profile table here ({exc.reason}); advertised as "
+                            "reported")
+            return tuple(kept)
+        raise InputError(f"{where}: MIG devices {' + '.join(known)} cannot all be on one {key}: "
+                         f"{exc.reason}; expected a layout nvidia-smi can create") from None
+    return tuple(kept)
 
 
 # --------------------------------------------------------------------------- device IDs
@@ -374,6 +505,8 @@ def from_nvidia_smi_list(text: str, source: str = "<nvidia-smi -L>") -> Inventor
                 memory * p.memory_slices // migmod.MEMORY_SLICES if p is not None else 0)
             devices.append(MigDevice(j, profile, -1, -1, uuid, mem,
                                      p.multiprocessors if p is not None else None))
+        devices = list(check_mig_layout(f"{source}: GPU {g['index']}", g["model"], devices,
+                                        warnings))
         mig_enabled = True if devices else (False if key else None)
         out.append(Gpu(g["index"], g["uuid"], g["model"], memory, mig_enabled, tuple(devices),
                        minor_number=g["index"]))
@@ -389,7 +522,9 @@ def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
 
     Raises:
         InputError: no GPU of the listing is in the inventory (a listing of another node),
-            or a matched MIG device has a different profile in the two sources.
+            a MIG device of the inventory is not in the listing of its GPU (``-L`` lists
+            every MIG device, so the two describe different layouts), or a matched MIG
+            device has a different profile in the two sources.
     """
     by_uuid = {g.uuid: g for g in listing.gpus}
     if not any(g.uuid in by_uuid for g in inventory.gpus):
@@ -403,14 +538,21 @@ def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
             gpus.append(g)
             continue
         real = {m.index: m for m in other.mig_devices}
+        missing = [m.index for m in g.mig_devices if m.index not in real]
+        if missing:
+            listed = ", ".join(str(i) for i in sorted(real)) or "none"
+            raise InputError(f"{listing.source}: GPU {g.index} lists MIG devices {listed}, but "
+                             f"{inventory.source} also has MIG device {missing[0]}; expected "
+                             "listings of the same MIG layout (nvidia-smi -L lists every MIG "
+                             "device)")
         devices = []
         for m in g.mig_devices:
-            r = real.get(m.index)
-            if r is not None and r.profile != m.profile:
+            r = real[m.index]
+            if r.profile != m.profile:
                 raise InputError(f"{listing.source}: GPU {g.index} MIG device {m.index} is "
                                  f"{r.profile}, but {inventory.source} says {m.profile}; expected "
                                  "listings of the same MIG layout")
-            devices.append(replace(m, uuid=r.uuid) if r is not None else m)
+            devices.append(replace(m, uuid=r.uuid))
         gpus.append(replace(g, mig_devices=tuple(devices)))
     return replace(inventory, gpus=tuple(gpus))
 
@@ -498,6 +640,9 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
             raise InputError(f"{path}.memory_mib: expected a positive integer (MiB)"
                              + ("" if default_mem else f"; required for model {short_repr(model)}")
                              + f", got {short_repr(memory)}")
+        if memory > MAX_GPU_MEMORY_MIB:
+            raise InputError(f"{path}.memory_mib: expected at most {MAX_GPU_MEMORY_MIB} MiB (1 TiB; "
+                             f"the largest GPUs have under 300 GB), got {short_repr(memory)}")
         numa = entry.get("numa_node")
         numas = numa if isinstance(numa, list) else [numa] * count
         if len(numas) != count or not all(n is None or (isinstance(n, int) and not isinstance(n, bool)
@@ -583,8 +728,15 @@ def from_nvml(nvml: Any = None) -> Inventory:
     Args:
         nvml: the ``pynvml`` module, or a stand-in with the same functions (tests pass a fake).
 
+    The bounds and checks of files: at most :data:`~.limits.MAX_GPUS` GPUs of at most
+    :data:`~.limits.MAX_GPU_MEMORY_MIB` MiB, at most 7 MIG devices a GPU and the device IDs
+    (:func:`check_device_ids`); the MIG layout is checked against the model's table
+    (:func:`check_mig_layout`) but a misfit is only a warning, as NVML reports what the GPU
+    has.
+
     Raises:
-        InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU).
+        InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU),
+            an NVML call fails for one GPU (named), or a check above fails.
     """
     if nvml is None:
         try:
@@ -602,13 +754,22 @@ def from_nvml(nvml: Any = None) -> Inventory:
     def s(value: Any) -> str:
         return value.decode() if isinstance(value, bytes) else str(value)
 
+    warnings: list[str] = []
+    i = -1
     try:
         driver = s(nvml.nvmlSystemGetDriverVersion())
         gpus = []
-        for i in range(nvml.nvmlDeviceGetCount()):
+        count = int(nvml.nvmlDeviceGetCount())
+        if count > MAX_GPUS:
+            raise InputError(f"NVML: {count} GPUs; expected at most {MAX_GPUS} GPUs on one node "
+                             "(see lab02_device_plugin.limits)")
+        for i in range(count):
             h = nvml.nvmlDeviceGetHandleByIndex(i)
             uuid, name = s(nvml.nvmlDeviceGetUUID(h)), s(nvml.nvmlDeviceGetName(h))
             mem = int(nvml.nvmlDeviceGetMemoryInfo(h).total) // (1024 * 1024)
+            if not 0 <= mem <= MAX_GPU_MEMORY_MIB:
+                raise InputError(f"NVML: GPU {i}: {mem} MiB of memory; expected at most "
+                                 f"{MAX_GPU_MEMORY_MIB} MiB (1 TiB)")
             try:
                 current, _pending = nvml.nvmlDeviceGetMigMode(h)
                 mig_enabled: bool | None = bool(current)
@@ -616,7 +777,8 @@ def from_nvml(nvml: Any = None) -> Inventory:
                 mig_enabled = None
             devices = []
             if mig_enabled:
-                for j in range(nvml.nvmlDeviceGetMaxMigDeviceCount(h)):
+                slots = min(int(nvml.nvmlDeviceGetMaxMigDeviceCount(h)), MAX_MIG_DEVICES_PER_GPU)
+                for j in range(slots):
                     try:
                         m = nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
                     except Exception:  # NVMLError_NotFound: empty slot
@@ -624,10 +786,16 @@ def from_nvml(nvml: Any = None) -> Inventory:
                     mmem = int(nvml.nvmlDeviceGetMemoryInfo(m).total) // (1024 * 1024)
                     attrs = nvml.nvmlDeviceGetAttributes(m)
                     sms = int(attrs.multiprocessorCount)
-                    profile = infer_mig_profile(name, mmem, sms) or f"unknown-{mmem}mib"
+                    profile = infer_mig_profile(name, mmem, sms)
+                    if profile is None:
+                        warnings.append(_unnamed_mig(f"nvml: GPU {i} MIG device {j}", name,
+                                                     mmem, sms))
+                        continue
                     devices.append(MigDevice(j, profile, int(nvml.nvmlDeviceGetGpuInstanceId(m)),
                                              int(nvml.nvmlDeviceGetComputeInstanceId(m)),
                                              s(nvml.nvmlDeviceGetUUID(m)), mmem, sms))
+                devices = list(check_mig_layout(f"nvml: GPU {i}", name, devices, warnings,
+                                                strict=False))
             bus = None
             try:
                 bus = s(nvml.nvmlDeviceGetPciInfo(h).busId)
@@ -636,12 +804,19 @@ def from_nvml(nvml: Any = None) -> Inventory:
             numa = _sysfs_numa_node(bus)
             gpus.append(Gpu(i, uuid, name, mem, mig_enabled, tuple(devices), numa, None, bus,
                             int(nvml.nvmlDeviceGetMinorNumber(h))))
+    except InputError:
+        raise
+    except Exception as exc:  # NVMLError_GpuIsLost, _Unknown, ... on one GPU
+        who = f"GPU {i}" if i >= 0 else "the driver"
+        raise InputError(f"NVML: {who}: {shorten(str(exc) or type(exc).__name__, 100)}; expected "
+                         "every GPU to answer (is one lost? `nvidia-smi` shows it)") from None
     finally:
         try:
             nvml.nvmlShutdown()
         except Exception:
             pass
-    return Inventory(tuple(gpus), "nvml", driver)
+    check_device_ids(gpus, "nvml")
+    return Inventory(tuple(gpus), "nvml", driver, tuple(warnings))
 
 
 def _sysfs_numa_node(bus_id: str | None) -> int | None:
@@ -676,6 +851,8 @@ def load_inventory(path: str | Path) -> Inventory:
     """
     p = Path(path)
     text = read_text_bounded(p, MAX_INVENTORY_BYTES, "inventory")
+    require_utf8(p, text, MAX_INVENTORY_BYTES, str(p), "an nvidia-smi XML dump, nvidia-smi -L "
+                 "output or a YAML GPU spec (text)")
     if p.suffix.lower() == ".xml" or text.lstrip().startswith("<"):
         return from_nvidia_smi_xml(p, text)
     if re.search(r"^GPU \d+: .+\(UUID: GPU-", text, re.MULTILINE):

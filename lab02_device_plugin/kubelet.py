@@ -14,7 +14,15 @@ constants.go; name rules in pkg/apis/core/v1/helper/helpers.go ``IsExtendedResou
   directory). It then dials the plugin's socket (blocking, 10 s) and calls
   ``GetDevicePluginOptions``; if either fails, Register fails. Only then does it answer, and it
   consumes ``ListAndWatch`` in a thread. Registering the same resource again replaces the old
-  endpoint ("newest registration wins").
+  endpoint ("newest registration wins"), as in the kubelet's device manager up to Kubernetes
+  1.36 (``PluginConnected`` keyed by resource name), which is what this mock models by
+  default. Kubernetes PR #135437 (merged May 2026, after 1.36) keys the device manager's
+  clients by resource *and* socket path; its follow-up PR #139338 (open) documents that a
+  second plugin registering at the same (resource, socket path) while the first is still
+  connected is the unsupported case and is refused. ``same_socket="reject"`` models that
+  newer behaviour (from those PR threads; the merged code was not available to check):
+  the second plugin's Register fails until the first one's stream has ended. A takeover at
+  a *different* socket path is accepted in both modes.
 * **ListAndWatch.** Each message is a full snapshot: capacity = all devices, allocatable = the
   ``"Healthy"`` ones (any other health string counts as unhealthy). When a stream ends, every
   device of that resource becomes unhealthy (allocatable 0, capacity kept); after the stop grace
@@ -38,10 +46,10 @@ callback). The mock has no CPU or memory model: only extended resources are admi
 
 Not modelled (and why it does not change what a learner sees here): the Topology Manager's
 NUMA alignment (without a hint the kubelet treats every device as "no affinity", which is what
-this mock does); skipping allocation for containers already running while sources are not
-ready after a restart (there are no running containers here); the ResourceHealthStatus pod
-status; registration through the plugin watcher (plugins_registry). Devices of a deleted pod
-are freed at once, where the kubelet frees them at the start of the next admission.
+this mock does); the ResourceHealthStatus pod status; registration through the plugin watcher (plugins_registry). Devices of a deleted or
+completed pod are freed at once, where the kubelet frees them at the start of the next
+allocation; allocations restored from the checkpoint for pods this kubelet does not know are
+freed, as in the kubelet, before its next allocation (``UpdateAllocatedDevices``).
 
 **Scheduler or direct binding.** By default :meth:`MockKubelet.admit_pod` first does what the
 scheduler's NodeResourcesFit filter does for this one node: a pod whose extended resource
@@ -67,6 +75,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 import socket
@@ -78,6 +87,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from concurrent import futures
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import grpc
@@ -85,7 +95,7 @@ import grpc
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, shorten
+from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, MAX_MESSAGE_CHARS, short_repr, shorten
 
 # Constants of k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1 (constants.go) and the device
 # manager (types.go, endpoint.go) in the Kubernetes source.
@@ -99,6 +109,12 @@ CHECKPOINT_NAME = "kubelet_internal_checkpoint"
 DIAL_TIMEOUT_S = 10.0
 PRE_START_CONTAINER_TIMEOUT_S = 30.0
 ENDPOINT_STOP_GRACE_PERIOD_S = 300.0
+#: What a Register at the (resource, socket path) of a connected plugin does: "replace"
+#: (kubelets up to 1.36) or "reject" (kubernetes PR #135437 and its follow-up #139338).
+SAME_SOCKET_MODES = ("replace", "reject")
+#: Registers that may dial their plugin at once (each waits up to DIAL_TIMEOUT_S): ten
+#: plugins whose sockets never answer no longer hold up an eleventh that does.
+MAX_CONCURRENT_DIALS = 32
 #: Devices with no NUMA topology are checkpointed under this node (pod_devices.go).
 NODE_WITHOUT_TOPOLOGY = -1
 #: Longest narration line (characters): 64 allocated GPU UUIDs (41 characters each) fit.
@@ -170,24 +186,53 @@ def register_error(request: pb.RegisterRequest) -> str | None:
     return None
 
 
-def parse_quantity(value: int | str, where: str) -> int:
+#: A resource.Quantity (apimachinery ``resource.ParseQuantity``): a decimal number, then an
+#: exponent, a decimal SI suffix or a binary suffix.
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:[eE]([+-]?\d{1,3})|"
+                       r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E))?$")
+_SI_EXPONENTS = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+#: Largest quantity taken (int64, the range of a Quantity's integer value).
+MAX_QUANTITY = 2**63 - 1
+
+
+def parse_quantity(value: int | float | str, where: str) -> int:
     """An extended resource quantity as a whole number of devices.
 
-    Extended resources must be integers (the API server refuses ``0.5`` or ``500m``).
-    Raises InputError naming ``where`` (e.g. ``pod-1/main limits[nvidia.com/gpu]``).
+    Any Kubernetes quantity whose value is whole: ``2``, ``"2"``, ``"1k"`` (1000), ``"1e3"``,
+    ``"2Ki"`` (2048), ``"1.5k"`` (1500). Extended resources must be integers: the API server
+    refuses ``0.5`` or ``500m``.
+
+    Raises:
+        InputError: naming ``where`` (e.g. ``pod-1/main limits[nvidia.com/gpu]``): not a
+            quantity, fractional, negative, or above :data:`MAX_QUANTITY`.
     """
     if isinstance(value, bool):
-        raise InputError(f"{where}: expected a whole number of devices, got {value!r}")
+        raise InputError(f"{where}: expected a whole number of devices, got {short_repr(value)}")
     if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        number = int(value)
+        number = Fraction(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        number = Fraction(value)
+    elif isinstance(value, str) and len(value) <= 64 and _QUANTITY.match(value.strip()):
+        digits, exponent, suffix = _QUANTITY.match(value.strip()).groups()
+        number = Fraction(digits)
+        if exponent is not None:
+            number *= Fraction(10) ** int(exponent)
+        elif suffix in _SI_EXPONENTS:
+            number *= Fraction(10) ** _SI_EXPONENTS[suffix]
+        elif suffix in _BINARY_EXPONENTS:
+            number *= 2 ** _BINARY_EXPONENTS[suffix]
     else:
+        raise InputError(f"{where}: expected a whole number of devices (a Kubernetes quantity "
+                         f"such as 1, 8 or 1k), got {short_repr(value)}")
+    if number.denominator != 1:
         raise InputError(f"{where}: expected a whole number of devices (extended resources "
-                         f"cannot be fractional), got {value!r}")
+                         f"cannot be fractional), got {short_repr(value)}")
     if number < 0:
-        raise InputError(f"{where}: expected a non-negative number of devices, got {number}")
-    return number
+        raise InputError(f"{where}: expected a non-negative number of devices, got {short_repr(value)}")
+    if number > MAX_QUANTITY:
+        raise InputError(f"{where}: expected at most {MAX_QUANTITY} devices, got {short_repr(value)}")
+    return int(number)
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,12 +246,21 @@ class Container:
     ``limits`` maps a resource name to a quantity, e.g. ``{"nvidia.com/gpu": 1}``. For an
     extended resource the request, if given, must equal the limit (Kubernetes rule: extended
     resources cannot be overcommitted). Resources without a ``/`` (cpu, memory) are ignored by
-    this mock.
+    this mock. ``restart_policy`` is for init containers only: ``"Always"`` makes one a
+    sidecar (a restartable init container), which keeps running beside the app containers
+    and keeps its devices; any other init container runs to completion first, and its devices
+    can be reused by the app containers.
     """
 
     name: str
     limits: dict[str, int | str] = field(default_factory=dict)
     requests: dict[str, int | str] | None = None
+    restart_policy: str | None = None
+
+    @property
+    def sidecar(self) -> bool:
+        """True for a restartable init container (``restartPolicy: Always``)."""
+        return self.restart_policy == "Always"
 
 
 @dataclass
@@ -325,6 +379,12 @@ class NodeStatus:
     capacity: dict[str, int]
     allocatable: dict[str, int]
 
+    def __str__(self) -> str:
+        """``capacity nvidia.com/gpu=4, allocatable nvidia.com/gpu=3`` (``none`` when empty)."""
+        def counts(values: dict[str, int]) -> str:
+            return ", ".join(f"{r}={n}" for r, n in sorted(values.items())) or "none"
+        return f"capacity {counts(self.capacity)}, allocatable {counts(self.allocatable)}"
+
 
 @dataclass
 class _Allocation:
@@ -368,7 +428,23 @@ class _RegistrationServicer(pb_grpc.RegistrationServicer):
         self._kubelet = kubelet
 
     def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
-        error = self._kubelet._register(request)
+        # The kubelet serves each Register on its own goroutine; here a thread of a pool, so
+        # Registers that are dialling (up to dial_timeout each) are capped below the pool's
+        # size: one more is refused at once instead of queueing behind them.
+        kubelet = self._kubelet
+        with kubelet._lock:
+            full = kubelet.dialling >= kubelet.max_dials
+            if not full:
+                kubelet.dialling += 1
+        if full:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"kubelet: {kubelet.max_dials} registrations are already dialling "
+                          "their plugins; retry")
+        try:
+            error = kubelet._register(request)
+        finally:
+            with kubelet._lock:
+                kubelet.dialling -= 1
         if error is not None:
             # The kubelet returns a plain Go error, which gRPC sends as status UNKNOWN.
             context.abort(grpc.StatusCode.UNKNOWN, shorten(error, MAX_MESSAGE_CHARS))
@@ -393,6 +469,12 @@ class MockKubelet:
             kubernetes/kubernetes#128043 for #125579 and #133382 describes.
         retry_admission_attempts: how many such retries (the proposal: 1); after the last
             one fails, the pod is Failed as without the option.
+        max_dials: Registers dialling their plugin at once; one more is refused with
+            RESOURCE_EXHAUSTED (the Registration server's pool has 4 threads more).
+        same_socket: what a Register does when a plugin for the same resource and socket
+            path is still connected: ``"replace"`` (default; kubelets up to 1.36: the newest
+            registration wins) or ``"reject"`` (the newer kubelet of kubernetes PR
+            #135437/#139338: refused until the first plugin's stream ends).
 
     Use as a context manager (``start`` on enter, ``stop`` on exit). Thread-safe: streams run
     on their own threads, admissions are serialised as in the kubelet's sync loop.
@@ -409,7 +491,8 @@ class MockKubelet:
                  stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
                  clock: Callable[[], float] = time.monotonic,
                  retry_admission_after: float | None = None,
-                 retry_admission_attempts: int = 1) -> None:
+                 retry_admission_attempts: int = 1, same_socket: str = "replace",
+                 max_dials: int = MAX_CONCURRENT_DIALS) -> None:
         self.plugin_dir = Path(plugin_dir)
         self.socket_path = self.plugin_dir / KUBELET_SOCKET_NAME
         self.checkpoint_path = self.plugin_dir / CHECKPOINT_NAME
@@ -425,6 +508,8 @@ class MockKubelet:
         self._changed = threading.Condition(self._lock)
         self._admit_lock = threading.Lock()
         self._narration: list[str] = []
+        self._say_lock = threading.Lock()
+        self._stream_end_explained = False
         self._endpoints: dict[str, _Endpoint] = {}
         self._allocations: list[_Allocation] = []
         self._pods: dict[str, PodStatus] = {}  # UID -> status; survives restarts (API server)
@@ -438,6 +523,15 @@ class MockKubelet:
                              f"{retry_admission_attempts!r}")
         self.retry_admission_after = retry_admission_after
         self.retry_admission_attempts = retry_admission_attempts
+        if same_socket not in SAME_SOCKET_MODES:
+            raise InputError(f"same_socket: expected one of {', '.join(SAME_SOCKET_MODES)}, got "
+                             f"{shorten(repr(same_socket))}")
+        self.same_socket = same_socket
+        if not (isinstance(max_dials, int) and 1 <= max_dials <= 1024):
+            raise InputError(f"max_dials: expected 1 to 1024, got {shorten(repr(max_dials))}")
+        self.max_dials = max_dials
+        #: Register calls in progress (each dials its plugin), at most ``max_dials``.
+        self.dialling = 0
         self._server: grpc.Server | None = None
         self._threads: list[threading.Thread] = []
         self._accepting = False
@@ -468,7 +562,13 @@ class MockKubelet:
         * a Running pod whose containers still run (a kubelet restart) keeps its checkpointed
           devices without an Allocate call: while the kubelet is starting ("sources not
           ready") the device manager skips containers it finds running (the fix of
-          kubernetes#118559);
+          kubernetes#118559). Its app containers and sidecars (``restartPolicy: Always``
+          init containers) run; an init container that completed does not, so it goes
+          through the checks and, with no plugin registered yet, fails the pod
+          (kubernetes#124345);
+        * allocations in the checkpoint of pods that are not bound to this node (this
+          kubelet was started afresh and never told of them) are freed before the first
+          allocation once it has started (``UpdateAllocatedDevices``);
         * after a node reboot (``reboot=True``) no container runs, so every pod goes through
           the device manager's checks, and with no plugin registered yet it ends Failed
           (UnexpectedAdmissionError), not retried (kubernetes#125579) unless the retry
@@ -500,7 +600,8 @@ class MockKubelet:
                       f"{_count(len(removed), 'socket')}" + (f" ({', '.join(removed)})" if removed else ""))
         self._read_checkpoint()
         self._readmit(reboot)
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="kubelet"))
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_dials + 4,
+                                                        thread_name_prefix="kubelet"))
         pb_grpc.add_RegistrationServicer_to_server(_RegistrationServicer(self), server)
         try:
             port = server.add_insecure_port(f"unix://{self.socket_path}")
@@ -577,15 +678,18 @@ class MockKubelet:
     @property
     def narration(self) -> list[str]:
         """Human-readable events so far, oldest first (a copy)."""
-        with self._lock:
+        with self._say_lock:
             return list(self._narration)
 
     def _narrate(self, line: str) -> None:
+        """Record one line and hand it to ``on_event``. One lock orders both, so lines from
+        the gRPC, stream and timer threads reach ``on_event`` one at a time, in the order of
+        :attr:`narration`. (It is taken last: callers may hold the state lock.)"""
         line = shorten(line, MAX_NARRATION_CHARS)  # a plugin's 1 MB device ID stays one short line
-        with self._lock:
+        with self._say_lock:
             self._narration.append(line)
-        if self.on_event is not None:
-            self.on_event(line)
+            if self.on_event is not None:
+                self.on_event(line)
 
     # ---- registration and ListAndWatch ----------------------------------------------------
 
@@ -593,6 +697,16 @@ class MockKubelet:
         who = (f"Register {shorten(request.resource_name) or '<no resource name>'} from "
                f"{shorten(request.endpoint) or '<no endpoint>'}")
         error = register_error(request)
+        if error is None and self.same_socket == "reject":
+            with self._lock:
+                live = self._endpoints.get(request.resource_name)
+                if (live is not None and live.stub is not None and live.stopped_at is None
+                        and live.socket_path == str(self.plugin_dir / request.endpoint)):
+                    error = (f"a device plugin for {request.resource_name} at "
+                             f"{request.endpoint} is still registered; the same resource and "
+                             "socket path are refused until its stream ends (the newer "
+                             "kubelet of kubernetes PR #135437; use another socket path to "
+                             "take over)")
         if error is None:
             socket_path = str(self.plugin_dir / request.endpoint)
             # A fresh connection for every registration: gRPC Python shares subchannels
@@ -663,23 +777,28 @@ class MockKubelet:
         except ValueError:  # channel closed under us
             reason = "connection closed"
         with self._lock:
-            current = self._endpoints.get(endpoint.resource) is endpoint
-            if current:
-                # PluginDisconnected: every device of the resource becomes unhealthy.
-                for device_id in endpoint.devices:
-                    endpoint.devices[device_id] = UNHEALTHY
-                endpoint.stopped_at = self._clock()
-                self._write_checkpoint()
-                self._changed.notify_all()
-        if current:
-            grace = _duration(self.stop_grace_period)
+            if self._endpoints.get(endpoint.resource) is not endpoint:
+                return
+            # PluginDisconnected: every device of the resource becomes unhealthy.
+            for device_id in endpoint.devices:
+                endpoint.devices[device_id] = UNHEALTHY
+            endpoint.stopped_at = self._clock()
+            self._write_checkpoint()
             n = len(endpoint.devices)
-            self._narrate(
-                f"ListAndWatch {endpoint.resource}: stream ended ({reason}). As the kubelet does "
-                f"when a plugin goes away, it marks {'its' if n == 1 else 'all'} "
-                f"{_count(n, 'device')} unhealthy (allocatable 0) until the plugin registers "
-                f"again, and drops the resource after {grace} without it. Normal when a plugin "
-                "stops or restarts")
+            devices = f"{'its' if n == 1 else 'all'} {_count(n, 'device')}"
+            if not self._stream_end_explained:
+                self._stream_end_explained = True
+                line = (f"ListAndWatch {endpoint.resource}: stream ended ({reason}). As the "
+                        f"kubelet does when a plugin goes away, it marks {devices} unhealthy "
+                        "(allocatable 0) until the plugin registers again, and drops the "
+                        f"resource after {_duration(self.stop_grace_period)} without it. Normal "
+                        "when a plugin stops or restarts")
+            else:  # explained once in full; each reload ends every stream again
+                line = (f"ListAndWatch {endpoint.resource}: stream ended ({reason}): {devices} "
+                        "unhealthy (allocatable 0) until the plugin registers again")
+            # Narrated before the waiters wake, so whoever waits for the change sees the line.
+            self._narrate(line)
+            self._changed.notify_all()
 
     def _on_snapshot(self, endpoint: _Endpoint, response: pb.ListAndWatchResponse) -> None:
         devices = {}
@@ -697,24 +816,25 @@ class MockKubelet:
             endpoint.numa = numa
             endpoint.snapshots += 1
             self._write_checkpoint()
-            self._changed.notify_all()
             healthy = len(endpoint.healthy)
             newly_bad = {d for d, h in devices.items() if h != HEALTHY} - was_unhealthy
             hit = sorted({a.pod_name for a in self._allocations
                           if a.resource == endpoint.resource and newly_bad & set(a.device_ids)})
-        change = ""
-        if endpoint.snapshots > 1:
-            change = f" (was {_count(before[1], 'device')}, {before[0]} healthy)"
-        self._narrate(f"ListAndWatch {endpoint.resource}: {_count(len(devices), 'device')}, "
-                      f"{healthy} healthy{change}")
-        if hit and endpoint.snapshots > 1:
-            self._narrate(
-                f"ListAndWatch {endpoint.resource}: {', '.join(sorted(newly_bad)[:4])}"
-                f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under "
-                f"{_count(len(hit), 'running pod')} ({', '.join(hit)}): the kubelet does not "
-                f"stop {'it' if len(hit) == 1 else 'them'}; the device leaves allocatable, and "
-                "the pod's status shows it only with "
-                "the ResourceHealthStatus feature gate (KEP-4680: alpha in 1.31, beta in 1.36)")
+            change = ""
+            if endpoint.snapshots > 1:
+                change = f" (was {_count(before[1], 'device')}, {before[0]} healthy)"
+            # Narrated before the waiters wake, so whoever waits for the change sees the lines.
+            self._narrate(f"ListAndWatch {endpoint.resource}: {_count(len(devices), 'device')}, "
+                          f"{healthy} healthy{change}")
+            if hit and endpoint.snapshots > 1:
+                self._narrate(
+                    f"ListAndWatch {endpoint.resource}: {', '.join(sorted(newly_bad)[:4])}"
+                    f"{' ...' if len(newly_bad) > 4 else ''} went unhealthy under "
+                    f"{_count(len(hit), 'running pod')} ({', '.join(hit)}): the kubelet does not "
+                    f"stop {'it' if len(hit) == 1 else 'them'}; the device leaves allocatable, "
+                    "and the pod's status shows it only with the ResourceHealthStatus feature "
+                    "gate (KEP-4680: alpha in 1.31, beta in 1.36)")
+            self._changed.notify_all()
 
     # ---- node status and waits ------------------------------------------------------------
 
@@ -815,18 +935,28 @@ class MockKubelet:
     def _unschedulable(self, pod: Pod) -> str | None:
         """NodeResourcesFit for this node: the scheduler's message when an extended resource
         request exceeds allocatable minus allocated, else None. The pod's request of a
-        resource is max(sum over app containers, largest init container), as the scheduler
-        computes it; allocated is the devices already given out for that resource."""
+        resource is, as the scheduler computes it with sidecars (KEP-753), the larger of the
+        app containers plus all sidecars and, for each other init container, itself plus the
+        sidecars started before it; allocated is the devices already given out for that
+        resource to the pods bound to this node."""
         status = self.node_status()
         short = []
         for resource in sorted({r for c in pod.init_containers + pod.containers
                                 for r in _extended_limits(c)}):
-            apps = sum(_extended_limits(c).get(resource, 0) for c in pod.containers)
-            inits = max((_extended_limits(c).get(resource, 0) for c in pod.init_containers), default=0)
+            sidecars = 0
+            inits = 0
+            for c in pod.init_containers:
+                n = _extended_limits(c).get(resource, 0)
+                if c.sidecar:
+                    sidecars += n
+                else:
+                    inits = max(inits, sidecars + n)
+            apps = sidecars + sum(_extended_limits(c).get(resource, 0) for c in pod.containers)
             request = max(apps, inits)
             with self._lock:
+                active = self._active_pod_uids()
                 used = len({d for a in self._allocations if a.resource == resource
-                            for d in a.device_ids})
+                            and a.pod_uid in active for d in a.device_ids})
             if request > 0 and request > status.allocatable.get(resource, 0) - used:
                 short.append(f"1 Insufficient {resource}")
         return f"0/1 nodes are available: {', '.join(short)}." if short else None
@@ -880,25 +1010,33 @@ class MockKubelet:
                     message = (f"Node didn't have enough resource: {resource}, requested: "
                                f"{quantity}, used: 0, capacity: 0")
                     return self._reject(pod, f"OutOf{resource}", message, FAILED)
+        self._update_allocated_devices()
         new: list[_Allocation] = []
         reusable: dict[str, list[str]] = {}
         result = AdmissionResult(pod.name, True, RUNNING)
         try:
             for index, container in enumerate(pod.init_containers + pod.containers):
-                is_init = index < len(pod.init_containers)
+                # An init container that ran to completion is not running after a restart:
+                # the device manager checks it (kubernetes#124345); a sidecar still runs.
+                finished = index < len(pod.init_containers) and not container.sidecar
                 for resource, needed in _extended_limits(container).items():
                     if needed == 0:
                         continue
+                    if running and finished:
+                        self._narrate(
+                            f"Allocate {pod.name}/{container.name} {resource}: an init "
+                            "container that has completed is not running, so the starting "
+                            "kubelet checks it as a new container (kubernetes#124345)")
                     allocation = self._allocate_container(pod, container, resource, needed,
                                                           reusable.get(resource, []), new,
-                                                          running=running)
+                                                          running=running and not finished)
                     devs = allocation.device_ids
                     result.devices.setdefault(container.name, {})[resource] = list(devs)
-                    if is_init:
+                    if finished:
                         # Devices of init containers can be reused by the app containers.
                         pool = reusable.setdefault(resource, [])
                         pool.extend(d for d in devs if d not in pool)
-                    else:
+                    else:  # app containers and sidecars keep theirs
                         reusable[resource] = [d for d in reusable.get(resource, []) if d not in devs]
             if not running:
                 for container in pod.init_containers + pod.containers:
@@ -955,6 +1093,34 @@ class MockKubelet:
                     "controller must create a new pod")
         self._narrate(f"Admit {pod.name}: not admitted, {phase} ({reason}): {message}{note}")
         return AdmissionResult(pod.name, False, phase, reason, message)
+
+    def _active_pod_uids(self) -> set[str]:
+        """UIDs of the pods bound to this node that have not terminated (the kubelet's
+        ``activePods``; caller holds the lock)."""
+        return {uid for uid, r in self._pods.items() if r.bound and not r.terminal}
+
+    def _update_allocated_devices(self) -> None:
+        """``UpdateAllocatedDevices`` (manager.go), run before each allocation: once the
+        kubelet's sources are ready, free the devices of every pod in the checkpoint that is
+        not an active pod of this node. A kubelet started afresh (``python -m
+        lab02_device_plugin kubelet`` again on the same directory) restores the allocations
+        of pods it was never told about; this is where they are freed."""
+        if not self._sources_ready:
+            return  # the kubelet returns early too: nothing is freed during its start
+        with self._lock:
+            active = self._active_pod_uids()
+            stale = [a for a in self._allocations if a.pod_uid not in active]
+            if not stale:
+                return
+            self._allocations = [a for a in self._allocations if a.pod_uid in active]
+            self._write_checkpoint()
+        freed: dict[str, list[str]] = {}
+        for a in stale:
+            freed.setdefault(a.pod_name, []).extend(a.device_ids)
+        for name, ids in freed.items():
+            self._narrate(f"kubelet: freed {', '.join(sorted(set(ids)))} of {name} (not a pod "
+                          "of this node any more: the device manager frees it before the next "
+                          "allocation, UpdateAllocatedDevices)")
 
     def _accepting_or_starting(self) -> bool:
         return self._accepting or not self._sources_ready
@@ -1420,6 +1586,10 @@ def _validate_pod(pod: Pod) -> None:
             if container.name in seen:
                 raise InputError(f"{where}.name: duplicate container name {container.name!r}")
             seen.add(container.name)
+            if container.restart_policy is not None and (
+                    kind != "initContainers" or container.restart_policy != "Always"):
+                raise InputError(f"{where}.restartPolicy: {shorten(repr(container.restart_policy))}; "
+                                 "expected Always, on init containers only (a sidecar)")
             for resource in list(container.limits) + list(container.requests or {}):
                 _check_resource_name(resource, f"{where}.resources")
             for resource, value in container.limits.items():
@@ -1477,8 +1647,10 @@ def pods_from_manifests(documents: Iterable[object], source: str) -> list[Pod]:
                 if not isinstance(limits, dict) or not (requests is None or isinstance(requests, dict)):
                     raise InputError(f"{where}: spec.{key}[{index}].resources: expected limits "
                                      "and requests as mappings of resource name to quantity")
+                policy = c.get("restartPolicy") if key == "initContainers" else None
                 out.append(Container(c["name"], dict(limits),
-                                     dict(requests) if requests is not None else None))
+                                     dict(requests) if requests is not None else None,
+                                     None if policy is None else str(policy)))
             return out
 
         pod = Pod(str(meta["name"]), containers("containers"), containers("initContainers"),

@@ -23,12 +23,24 @@ every real input:
   an error message that prints it) would run for hours.
 * :data:`MAX_GPUS` (64 per node): the largest single-host systems have 16 GPUs (DGX-2,
   HGX-2); 4x headroom.
+* :data:`MAX_GPU_MEMORY_MIB` (1 TiB): the largest GPU memory today is under 300 GB (B300:
+  288 GB); a total in an inventory above 1 TiB is a typo or a hostile file, and would be
+  printed into messages and Allocate environment variables digit by digit.
 * :data:`MAX_REPLICAS` (512 per device) and :data:`MAX_DEVICES_PER_RESOURCE` (32,768): the
   kubelet receives every device ID of a resource in one ListAndWatch message, limited to
   gRPC's default 4 MiB (the kubelet does not raise it). A device takes at most 82 bytes
   there (a 63-character ID, the health string, a NUMA node, framing), so 32,768 devices make
   2.7 MB. 64 GPUs x 512 replicas = 32,768. Checking the counts *before* the replica IDs are
   built keeps ``replicas: 1000000000`` from allocating gigabytes first.
+* :data:`MAX_WATCH_STREAMS` (4 per resource) and :data:`UNARY_WORKERS` (8): gRPC Python
+  serves each call on a thread of one pool, and an open ListAndWatch stream holds its thread
+  for as long as it is open. A kubelet holds one stream per plugin (a re-registration opens
+  the next one shortly before the previous one ends), so 4 leave room; more are refused at
+  once with RESOURCE_EXHAUSTED. The pool has :data:`MAX_WATCH_STREAMS` +
+  :data:`UNARY_WORKERS` threads, so however many clients open streams and never read them,
+  Allocate, GetPreferredAllocation, PreStartContainer and GetDevicePluginOptions always find
+  a free thread (the kubelet calls Allocate with no deadline: a queued call would hang pod
+  admission). Before this bound 16 idle streams stopped the plugin answering anything.
 * :data:`MAX_MESSAGE_CHARS` (200) and :data:`MAX_VALUE_CHARS` (60): error lines and gRPC
   error details quote the input, shortened by :func:`shorten` (an ellipsis and the original
   length), so a 10 MB value never becomes a 10 MB error line and a gRPC status stays far
@@ -39,6 +51,10 @@ Everything here is pure: no sockets, no threads.
 
 from __future__ import annotations
 
+import datetime
+import math
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,8 +69,11 @@ MAX_YAML_BYTES = 1024 * 1024
 MAX_YAML_DEPTH = 64
 MAX_YAML_NODES = 100_000
 MAX_GPUS = 64
+MAX_GPU_MEMORY_MIB = 1024 * 1024
 MAX_REPLICAS = 512
 MAX_DEVICES_PER_RESOURCE = 32_768
+MAX_WATCH_STREAMS = 4
+UNARY_WORKERS = 8
 MAX_VALUE_CHARS = 60
 MAX_MESSAGE_CHARS = 200
 #: Longest line accepted on the simulated-Xid FIFO (a command is under 80 characters).
@@ -72,25 +91,96 @@ def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     return f"{text[:limit]}… ({len(text)} characters)"
 
 
-def short_repr(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
-    """``repr(value)`` for an error message, shortened like :func:`shorten`.
+def shorten_words(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """Like :func:`shorten`, for prose: the cut falls between words when a space is near
+    (in the last 40 % of ``limit``), so a message never ends in half a word.
 
-    A long string is cut *before* ``repr`` runs, and containers are shown by type and size
-    only when their repr would be long, so a hostile value (a 10 MB string, a list of a
-    million items, an alias-expanded tree) costs no more than ``limit`` characters to show.
+    Example: ``shorten_words("expected a single document in the stream", 30)`` ->
+    ``"expected a single document in… (40 characters)"``.
     """
+    if len(text) <= limit:
+        return text
+    space = text.rfind(" ", int(limit * 0.6), limit + 1)
+    cut = space if space > 0 else limit
+    return f"{text[:cut]}… ({len(text)} characters)"
+
+
+def short_repr(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """A value read from a YAML (or JSON) file, shown in an error message in the file's
+    words rather than Python's, at most about ``limit`` characters.
+
+    ``True`` -> ``true (a boolean)``, ``None`` -> ``null (no value)``, ``2024-01-01`` (a
+    date) -> ``a date (2024-01-01)``, ``!!binary`` -> ``!!binary data (5 bytes)``,
+    ``float("inf")`` -> ``.inf``, a string -> ``'text'`` (quoted, cut before any repr is
+    built), ``[1, 2]`` -> ``[1, 2]``, a long list -> ``a list of 1000000 items``, an integer
+    of more digits than Python converts -> ``a number of more than 4300 digits``. A hostile
+    value (a 10 MB string, an alias-expanded tree) costs no more than ``limit`` characters.
+    """
+    if isinstance(value, bool):
+        return f"{_flow(value)} (a boolean)"
+    if value is None:
+        return "null (no value)"
     if isinstance(value, str):
         if len(value) <= limit:
             return repr(value)
         return f"{value[:limit]!r}… ({len(value)} characters)"
-    if isinstance(value, (list, tuple, dict, set)):
+    if isinstance(value, datetime.datetime):
+        return f"a timestamp ({value.isoformat(sep=' ')})"
+    if isinstance(value, datetime.date):
+        return f"a date ({value.isoformat()})"
+    if isinstance(value, (bytes, bytearray)):
+        return f"!!binary data ({len(value)} bytes)"
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        kind, noun = {dict: ("mapping", "key"), set: ("set", "item"),
+                      frozenset: ("set", "item")}.get(type(value), ("list", "item"))
+        size = f"a {kind} of {len(value)} {noun}" + ("" if len(value) == 1 else "s")
         if len(value) > limit:  # each item shows at least 1 character: too long for sure
-            return f"<{type(value).__name__} of {len(value)} items>"
-        text = repr(value)
-        if len(text) > limit:
-            return f"<{type(value).__name__} of {len(value)} items>"
-        return text
-    return shorten(repr(value), limit)
+            return size
+        text = _flow(value, limit)
+        return size if text is None or len(text) > limit else text
+    return shorten(_flow(value, limit) or repr(value), limit)
+
+
+def _flow(value: Any, budget: int = MAX_VALUE_CHARS) -> str | None:
+    """``value`` in YAML flow style (``[1, true, 'a']``, ``{a: 1}``), or None once it
+    passes ``budget`` characters (the caller then names its size instead)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, int):
+        try:
+            return str(value)
+        except ValueError:  # more digits than int -> str converts
+            return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    if isinstance(value, str):
+        return repr(value) if len(value) <= budget else None
+    if isinstance(value, (datetime.date, bytes, bytearray)):
+        return short_repr(value)
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        items = value.items() if isinstance(value, dict) else value
+        parts: list[str] = []
+        used = 2
+        for item in items:
+            if isinstance(value, dict):
+                key, val = _flow(item[0], budget), _flow(item[1], budget)
+                part = None if key is None or val is None else f"{key}: {val}"
+            else:
+                part = _flow(item, budget)
+            if part is None:  # an item past the budget
+                return None
+            used += len(part) + 2
+            if used > budget:
+                return None
+            parts.append(part)
+        return ("{" + ", ".join(parts) + "}") if isinstance(value, dict) else "[" + ", ".join(parts) + "]"
+    return shorten(repr(value), budget)
 
 
 def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
@@ -117,6 +207,25 @@ def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
         raise InputError(f"{shorten(str(p), 200)}: {what} is {size}; expected at most {limit} bytes "
                          f"({_size_reason(what)})")
     return data.decode("utf-8", errors="replace")
+
+
+def require_utf8(path: str | Path, text: str, limit: int, where: str, expected: str) -> None:
+    """Refuse a file that :func:`read_text_bounded` read with replacement characters because
+    it is not UTF-8, naming the first bad byte: ``<where>: byte 12 is not UTF-8; expected
+    <expected>``. (A U+FFFD that the file itself holds, correctly encoded, passes.)
+
+    Raises:
+        InputError: the first ``limit`` bytes of ``path`` are not UTF-8.
+    """
+    if "\ufffd" not in text:
+        return
+    try:
+        with Path(path).open("rb") as fh:
+            fh.read(limit + 1)[:limit].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: byte {exc.start} is not UTF-8; expected {expected}") from None
+    except OSError:
+        return
 
 
 def _size_reason(what: str) -> str:
@@ -190,20 +299,96 @@ class _Meter:
             self.total = 0
 
 
+class _Refused(yaml.YAMLError):
+    """A document the strict loader refuses, with its position and a complete message."""
+
+    def __init__(self, mark: Any, message: str) -> None:
+        super().__init__(message)
+        self.mark, self.message = mark, message
+
+
+class _StrictConstructor:
+    """Two rules on top of PyYAML's safe constructor:
+
+    * **duplicate keys.** YAML requires the keys of a mapping to be unique, but PyYAML keeps
+      the last value (``flags: {migStrategy: mixed, migStrategy: none}`` loads as ``none``).
+      Refused here with both positions; keys that merge keys (``<<``) bring in may still be
+      overridden, as YAML's merge rules intend;
+    * **huge integers.** Python refuses to convert an integer of more than 4300 digits; the
+      error names the position and the number of digits instead of Python's words.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: PyYAML's own error follows
+                    continue
+                if first is not None:
+                    raise _Refused(key_node.start_mark,
+                                   f"key {short_repr(key)} given twice (first at "
+                                   f"{first.line + 1}:{first.column + 1}); expected each key "
+                                   "once in a mapping "
+                                   "(YAML requires unique keys; the second value would "
+                                   "silently replace the first)")
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)  # type: ignore[misc]
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[misc]
+        except ValueError:
+            digits = sum(ch.isdigit() for ch in node.value)
+            raise _Refused(node.start_mark, f"a number of {digits} digits; expected at most "
+                                            f"{sys.get_int_max_str_digits()} digits (the "
+                                            "most Python reads)") from None
+
+
+def _strict(base: type) -> type:
+    """``base`` (a safe loader class) with :class:`_StrictConstructor`'s rules. Mappings
+    reach them through ``self.construct_mapping``; integers are registered by function, so
+    their constructor is registered again."""
+    loader = type(f"Strict{base.__name__}", (_StrictConstructor, base), {})
+    loader.add_constructor("tag:yaml.org,2002:int", _StrictConstructor.construct_yaml_int)
+    return loader
+
+
 def _loader_classes() -> tuple[type, type]:
-    if getattr(yaml, "__with_libyaml__", False):
-        return yaml.CSafeLoader, yaml.CSafeLoader
-    return yaml.SafeLoader, yaml.SafeLoader
+    """(event parser, strict loader): libyaml's C classes when available."""
+    base = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    return base, _strict(base)
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _shorten_quoted(text: str) -> str:
+    """Parser words kept whole; only the user's text that they quote is shortened."""
+    def cut(m: re.Match) -> str:
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        quote = "'" if m.group(1) is not None else '"'
+        return f"{quote}{shorten(inner)}{quote}" if len(inner) > MAX_VALUE_CHARS else m.group(0)
+    return shorten_words(_QUOTED.sub(cut, text), MAX_MESSAGE_CHARS)
 
 
 def _yaml_error(exc: yaml.YAMLError, source: str, expected: str) -> InputError:
+    if isinstance(exc, _Refused):
+        mark = exc.mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        return InputError(f"{where}: {exc.message}; expected {expected}"
+                          if "; expected" not in exc.message else f"{where}: {exc.message}")
     mark = getattr(exc, "problem_mark", None)
     where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
     problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "invalid YAML"
     context = getattr(exc, "context", None)
     if context and problem.startswith("but "):  # "expected a single document ... but found another"
         problem = f"{context} {problem}"
-    return InputError(f"{where}: invalid YAML ({shorten(str(problem))}); expected {expected}")
+    return InputError(f"{where}: invalid YAML ({_shorten_quoted(str(problem))}); expected {expected}")
 
 
 def check_yaml(text: str, source: str, expected: str, *, max_depth: int = MAX_YAML_DEPTH,

@@ -16,7 +16,13 @@
   vanished one while kubelet.sock exists also means a kubelet restart), and each file of
   ``watch_files`` (stat, then a content hash, so a ``touch`` or a ConfigMap update with the
   same bytes does nothing): a changed file reloads, as the config-manager sidecar of
-  NVIDIA's Helm chart achieves by writing the file and signalling the plugin;
+  NVIDIA's Helm chart achieves by writing the file and signalling the plugin. A file is
+  read only once its content has stayed the same for ``settle`` seconds (and two polls),
+  and an empty file is taken as a write in progress: a config rewritten in place (``cat >
+  config.yaml``: truncated, then written) is never applied half-written;
+* **only what changed restarts.** A reload that finds config, inventory and plan all equal
+  (a comment-only edit, or the SIGHUP that a config-manager sends after writing the file the
+  watcher already read) restarts nothing and says so; a kubelet restart always re-registers;
 * **a bad reload keeps what serves.** A config or inventory that fails validation is
   reported in one line and the previous plugins keep serving (upstream exits instead, and
   its DaemonSet restarts it, again and again);
@@ -32,13 +38,14 @@ so forgets unhealthy devices) when it restarts its plugins.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lab02_device_plugin.config import Config
+from lab02_device_plugin.config import Config, config_changes
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import DeviceHealth, HealthPolicy, HealthSource
 from lab02_device_plugin.inventory import Inventory
@@ -116,6 +123,21 @@ def _file_digest(path: Path) -> str | None:
         return None
 
 
+#: SHA-256 of an empty file: a watched file with this content is a write in progress.
+_EMPTY_DIGEST = hashlib.sha256(b"").hexdigest()
+
+
+class _Watched:
+    """What the watcher knows of one file: its stat signature and content hash at the last
+    poll, how many polls in a row have seen that content, and the content last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.signature = _file_signature(path)
+        self.digest = _file_digest(path)
+        self.applied = self.digest
+        self.polls = 0
+
+
 class PluginManager:
     """All device plugins of one node.
 
@@ -130,6 +152,8 @@ class PluginManager:
         health_policy: Xid policy and recovery (default from the environment, no recovery).
         pre_start_required: advertise ``pre_start_required``.
         watch_interval: seconds between looks at the kubelet socket and the watched files.
+        settle: seconds a changed watched file must keep the same content (and at least two
+            polls) before it is read: a file written in several steps is read once, whole.
         retry_interval: seconds between registration retries while the kubelet refuses or
             its socket does not answer.
         log: called with one line per lifecycle step (default: silent).
@@ -153,7 +177,7 @@ class PluginManager:
                  health_source: HealthSource | None = None,
                  health_policy: HealthPolicy | None = None,
                  pre_start_required: bool = False, watch_interval: float = 0.05,
-                 retry_interval: float = 5.0, log: Callable[[str], None] | None = None,
+                 retry_interval: float = 5.0, settle: float = 0.2, log: Callable[[str], None] | None = None,
                  loader: Loader | None = None, watch_files: Sequence[str | os.PathLike] = (),
                  health_source_factory: Callable[[Inventory], HealthSource] | None = None) -> None:
         self.inventory = inventory
@@ -169,6 +193,8 @@ class PluginManager:
         self.pre_start_required = pre_start_required
         self.watch_interval = watch_interval
         self.retry_interval = retry_interval
+        #: Polls that must see a changed file's new content before it is read.
+        self.settle_polls = max(2, math.ceil(settle / watch_interval - 1e-9))
         self.loader = loader
         self.watch_files = [Path(f) for f in watch_files]
         self._log = log or (lambda line: None)
@@ -177,7 +203,7 @@ class PluginManager:
         self._watcher: threading.Thread | None = None
         self._last_identity: tuple[int, int] | None = None
         self._last_attempt = 0.0
-        self._files: dict[Path, tuple[tuple[int, int, int] | None, str | None]] = {}
+        self._files: dict[Path, _Watched] = {}
         self._kubelet_absent_said = False
         self.plan: ResourcePlan = _checked_plan(inventory, self.config)
         self.servers: dict[str, DevicePluginServer] = {}
@@ -244,7 +270,7 @@ class PluginManager:
         absent: list[AdvertisedResource] = []
         for res in self.plan.resources:
             srv = DevicePluginServer(res, self.socket_dir, self.kubelet_socket, self.config,
-                                     self.health, self.pre_start_required)
+                                     self.health, self.pre_start_required, log=self._log)
             self.servers[res.name] = srv
             try:
                 srv.serve()
@@ -296,23 +322,28 @@ class PluginManager:
             self._stop_plugins()
             self._start_plugins()
 
-    def reload(self, reason: str = "reload requested", *, restart_anyway: bool = True) -> bool:
+    def reload(self, reason: str = "reload requested", *, restart_anyway: bool = True,
+               restart_unchanged: bool = True) -> bool:
         """Re-read config and inventory (the ``loader``), then restart every plugin with them.
 
         As NVIDIA's plugin on SIGHUP or a kubelet restart: the servers of resources that no
         longer exist stop (the kubelet then marks their devices unhealthy, and drops them
         after its 5-minute grace period), the new resources get servers, and all register.
-        One line says what changed (``nvidia.com/gpu 4 -> 8 devices; ...``).
+        One line says what changed: the resources (``nvidia.com/gpu 4 -> 8 devices``) and
+        the config keys (``sharing.timeSlicing.failRequestsGreaterThanOne false -> true``).
 
         Args:
             reason: what triggered it, for the narration ("SIGHUP").
             restart_anyway: when the loader fails, still restart with the previous plan
                 (a kubelet restart needs it: the sockets are gone); False (a changed file)
                 leaves the plugins untouched.
+            restart_unchanged: restart even when config, inventory and plan are all equal
+                (a kubelet restart); False (SIGHUP, a changed file) keeps them serving.
 
         Returns:
-            True when the new config and inventory were applied; False when they failed
-            validation (the previous ones keep serving; :attr:`last_error` says why).
+            True when the new config and inventory were applied (or equal); False when
+            they failed validation (the previous ones keep serving; :attr:`last_error` says
+            why).
         """
         with self._lock:
             if self._stop.is_set():
@@ -332,13 +363,26 @@ class PluginManager:
                 if restart_anyway:
                     self.restart(reason)
                 return False
-            changes = plan_changes(self.plan, plan)
+            changes = self._changes(inventory, config, plan)
+            if not changes and not restart_unchanged:
+                self._log(f"reload ({reason}): config and inventory unchanged; the plugins "
+                          "keep serving")
+                return True
             self._apply(inventory, config, plan)
             self.reloads += 1
-            self._log(f"reload ({reason}): " + ("; ".join(changes) if changes else
+            self._log(f"reload ({reason}): " + ("; ".join(changes) or
                                                 "config and inventory unchanged"))
             self.restart(reason)
             return True
+
+    def _changes(self, inventory: Inventory, config: Config, plan: ResourcePlan) -> list[str]:
+        """What a new inventory/config/plan changes, in words (empty: nothing at all)."""
+        changes = plan_changes(self.plan, plan) + config_changes(self.config, config)
+        if not changes and inventory != self.inventory:
+            changes.append("inventory changed (the same devices)")
+        if not changes and config != self.config:
+            changes.append("config changed (no key that the plugin acts on)")
+        return changes
 
     def _apply(self, inventory: Inventory, config: Config, plan: ResourcePlan) -> None:
         """Adopt a new inventory/config (caller holds the lock; plugins restart after)."""
@@ -376,9 +420,9 @@ class PluginManager:
         config = self.config if config is None else config
         plan = _checked_plan(inventory, config)
         with self._lock:
-            changes = plan_changes(self.plan, plan)
+            changes = self._changes(inventory, config, plan)
             self._apply(inventory, config, plan)
-            self._log(f"reload ({reason}): " + ("; ".join(changes) if changes else
+            self._log(f"reload ({reason}): " + ("; ".join(changes) or
                                                 "config and inventory unchanged"))
         self.restart(reason)
 
@@ -396,19 +440,34 @@ class PluginManager:
     # ------------------------------------------------------------------ watching
 
     def _remember_files(self) -> None:
-        self._files = {p: (_file_signature(p), _file_digest(p)) for p in self.watch_files}
+        """Take the watched files as read now (a reload reads them all)."""
+        self._files = {p: _Watched(p) for p in self.watch_files}
 
     def _changed_file(self) -> Path | None:
-        """The first watched file whose bytes changed since the last reload, or None."""
+        """The first watched file whose content differs from the one last read and has
+        stayed the same for :attr:`settle_polls` polls; None while there is none.
+
+        A missing file (a ConfigMap update swaps a symlink) and an empty one (``cat >
+        file`` truncates before it writes) are writes in progress: never read here."""
         for p in self.watch_files:
-            sig = _file_signature(p)
-            old_sig, old_digest = self._files.get(p, (None, None))
-            if sig == old_sig or sig is None:  # unchanged, or missing (mid-update): wait
+            w = self._files.setdefault(p, _Watched(p))
+            signature = _file_signature(p)
+            if signature is None:
                 continue
-            digest = _file_digest(p)
-            self._files[p] = (sig, old_digest)
-            if digest != old_digest:
-                return p
+            if signature != w.signature:
+                w.signature = signature
+                digest = _file_digest(p)
+                if digest != w.digest:
+                    w.digest, w.polls = digest, 0
+            w.polls += 1
+            if w.digest == w.applied or w.polls < self.settle_polls:
+                continue
+            if w.digest == _EMPTY_DIGEST:
+                w.applied = w.digest  # said once; the content that follows is read
+                self._log(f"{p} is empty: taken as a write in progress, not applied (the "
+                          "previous config keeps serving; SIGHUP would apply it as it is)")
+                continue
+            return p
         return None
 
     def _own_socket_removed(self) -> bool:
@@ -439,7 +498,7 @@ class PluginManager:
             return
         path = self._changed_file()
         if path is not None:
-            self.reload(f"{path} changed", restart_anyway=False)
+            self.reload(f"{path} changed", restart_anyway=False, restart_unchanged=False)
             return
         if (ident is not None and not self.registered and self.kubelet_socket
                 and time.monotonic() - self._last_attempt >= self.retry_interval):

@@ -34,6 +34,7 @@ import socket
 import stat
 import threading
 import uuid as uuidlib
+from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 
@@ -45,7 +46,9 @@ from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.config import Config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import DeviceHealth, HealthChange
-from lab02_device_plugin.limits import MAX_MESSAGE_CHARS, short_repr, shorten
+from lab02_device_plugin.limits import (
+    MAX_MESSAGE_CHARS, MAX_WATCH_STREAMS, UNARY_WORKERS, short_repr, shorten,
+)
 from lab02_device_plugin.sharing import AdvertisedResource, AllocationError
 
 #: The kubelet API version (``v1beta1.Version``); the only one a kubelet accepts.
@@ -106,7 +109,8 @@ def check_advertisable(resource: AdvertisedResource) -> None:
 
 
 def create_server(socket_path: str, servicer: pb_grpc.DevicePluginServicer,
-                  max_workers: int = 16, shown_as: str | None = None) -> grpc.Server:
+                  max_workers: int = MAX_WATCH_STREAMS + UNARY_WORKERS,
+                  shown_as: str | None = None) -> grpc.Server:
     """Build (not start) a gRPC server for ``servicer`` bound to a unix socket.
 
     ``shown_as`` is the path named in errors when ``socket_path`` is a private name that is
@@ -186,22 +190,28 @@ class _Servicer(pb_grpc.DevicePluginServicer):
 
     def ListAndWatch(self, request, context):
         p = self._p
-        gone = threading.Event()
+        refused = p._open_stream()
+        if refused is not None:
+            _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, refused)
+        try:
+            gone = threading.Event()
 
-        def on_done() -> None:
-            gone.set()
-            p._wake()
+            def on_done() -> None:
+                gone.set()
+                p._wake()
 
-        context.add_callback(on_done)
-        seen = -1
-        while True:
-            with p._cond:
-                while p._version == seen and not gone.is_set() and not p._stopping.is_set():
-                    p._cond.wait(timeout=1.0)
-                if gone.is_set() or p._stopping.is_set():
-                    return
-                seen = p._version
-            yield p.snapshot()
+            context.add_callback(on_done)
+            seen = -1
+            while True:
+                with p._cond:
+                    while p._version == seen and not gone.is_set() and not p._stopping.is_set():
+                        p._cond.wait(timeout=1.0)
+                    if gone.is_set() or p._stopping.is_set():
+                        return
+                    seen = p._version
+                yield p.snapshot()
+        finally:
+            p._close_stream()
 
     def GetPreferredAllocation(self, request, context):
         p = self._p
@@ -279,18 +289,25 @@ class DevicePluginServer:
         config: the plugin config (Allocate strategies, allocation policy).
         health: shared health state; None means every device is always Healthy.
         pre_start_required: advertise ``pre_start_required`` (default False, as upstream).
-        max_workers: gRPC thread pool size; each open ListAndWatch stream holds one.
+        max_workers: gRPC threads kept for the unary calls (Allocate,
+            GetPreferredAllocation, PreStartContainer, GetDevicePluginOptions).
         register_timeout: seconds to wait for the kubelet's Register answer.
+        max_streams: most ListAndWatch streams open at once; one more is refused with
+            RESOURCE_EXHAUSTED. The pool has ``max_streams + max_workers`` threads, so
+            streams that are opened and never read cannot starve Allocate (see
+            :data:`~.limits.MAX_WATCH_STREAMS`).
+        log: called with one line when streams are refused (the 1st, 10th, 100th, ...).
 
-    Counters ``allocate_calls`` and ``prestart_calls`` and the ``registered`` flag are for
-    tests and narration.
+    Counters ``allocate_calls``, ``prestart_calls``, ``open_streams`` and
+    ``refused_streams`` and the ``registered`` flag are for tests and narration.
     """
 
     def __init__(self, resource: AdvertisedResource, socket_dir: str | os.PathLike,
                  kubelet_socket: str | os.PathLike | None = KUBELET_SOCKET,
                  config: Config | None = None, health: DeviceHealth | None = None,
-                 pre_start_required: bool = False, max_workers: int = 16,
-                 register_timeout: float = 10.0) -> None:
+                 pre_start_required: bool = False, max_workers: int = UNARY_WORKERS,
+                 register_timeout: float = 10.0, max_streams: int = MAX_WATCH_STREAMS,
+                 log: Callable[[str], None] | None = None) -> None:
         check_advertisable(resource)
         self.resource = resource
         self.socket_dir = Path(socket_dir).absolute()
@@ -299,7 +316,9 @@ class DevicePluginServer:
         self.health = health
         self.pre_start_required = pre_start_required
         self.max_workers = max_workers
+        self.max_streams = max_streams
         self.register_timeout = register_timeout
+        self._log = log or (lambda line: None)
         self._cond = threading.Condition()
         self._version = 0
         self._stopping = threading.Event()
@@ -308,8 +327,33 @@ class DevicePluginServer:
         self.registered = False
         self.allocate_calls = 0
         self.prestart_calls = 0
+        self.open_streams = 0
+        self.refused_streams = 0
 
     # ------------------------------------------------------------------ state
+
+    def _open_stream(self) -> str | None:
+        """Count a new ListAndWatch stream; the refusal message when ``max_streams`` are
+        already open (then nothing is counted)."""
+        with self._cond:
+            if self.open_streams < self.max_streams:
+                self.open_streams += 1
+                return None
+            self.refused_streams += 1
+            refused = self.refused_streams
+        message = (f"ListAndWatch for {self.resource.name}: {self.max_streams} streams are "
+                   f"already open; expected at most {self.max_streams} (a kubelet holds one)")
+        if refused in (1, 10, 100, 1000, 10000) or refused % 100000 == 0:
+            self._log(f"{message}: refused {refused} extra "
+                      f"{'stream' if refused == 1 else 'streams'} so far")
+        return message
+
+    def _close_stream(self) -> None:
+        with self._cond:
+            self.open_streams -= 1
+
+    def _pool_size(self) -> int:
+        return self.max_streams + self.max_workers
 
     @property
     def socket_path(self) -> Path:
@@ -353,6 +397,10 @@ class DevicePluginServer:
         """
         if self._server is not None:
             return
+        final = str(self.socket_path)
+        if len(final.encode()) > 107:  # before the directory is made: nothing left behind
+            raise InputError(f"{final}: unix socket path is {len(final.encode())} bytes; "
+                             "expected at most 107 (use a shorter --socket-dir)")
         try:
             self.socket_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -366,12 +414,9 @@ class DevicePluginServer:
         # bind a private name and rename it into place (atomic; replaces a stale socket): on
         # stop gRPC unlinks the private name, and we remove the real path only if it is still
         # our inode, so a second plugin process that took the path over keeps its socket.
-        final = str(self.socket_path)
-        if len(final.encode()) > 107:
-            create_server(final, _Servicer(self), self.max_workers)  # raises the length error
         private = self.socket_dir / f".{os.getpid()}-{uuidlib.uuid4().hex[:8]}.sock"
         bind = str(private) if len(str(private).encode()) <= 107 else final
-        server = create_server(bind, _Servicer(self), self.max_workers, shown_as=final)
+        server = create_server(bind, _Servicer(self), self._pool_size(), shown_as=final)
         server.start()
         if bind != final:
             try:

@@ -27,7 +27,9 @@ from pathlib import Path
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.inventory import Inventory
-from lab02_device_plugin.limits import MAX_GPUS, MAX_INVENTORY_BYTES, read_text_bounded, short_repr, shorten
+from lab02_device_plugin.limits import (
+    MAX_GPUS, MAX_INVENTORY_BYTES, read_text_bounded, require_utf8, short_repr, shorten,
+)
 
 _DEVICE_COL = re.compile(r"^(GPU\d+|NIC\d+|mlx\S+)$")
 _LINK = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|PSB|NV\d{1,3}|N/A)$")
@@ -134,6 +136,7 @@ def load_topology(path: str | Path) -> Topology:
     """Read a ``topo -m`` file. Raises InputError for an unreadable or malformed file."""
     p = Path(path)
     text = read_text_bounded(p, MAX_INVENTORY_BYTES, "topology (nvidia-smi topo -m)")
+    require_utf8(p, text, MAX_INVENTORY_BYTES, str(p), "`nvidia-smi topo -m` output (text)")
     return parse_topology(text, str(p))
 
 

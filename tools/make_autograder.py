@@ -62,7 +62,8 @@ class AutograderError(Exception):
 def requirements(root: Path) -> list[str]:
     """The labs' runtime dependencies (pyproject.toml) and what the grader needs."""
     data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    return list(data["project"]["dependencies"]) + list(GRADER_REQUIREMENTS)
+    wanted = list(data["project"]["dependencies"]) + list(GRADER_REQUIREMENTS)
+    return list(dict.fromkeys(wanted))  # once each (defusedxml is in both lists)
 
 
 def solution_only_lines(root: Path, edition_tool, student: Path) -> dict[str, set[str]]:

@@ -16,7 +16,8 @@ def one_gpu_types(catalogue: tuple[InstanceType, ...] = DEFAULT_CATALOGUE) -> tu
 
 def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, image_gib: float = 1.0,
              boot_delay_s: float = 60.0, registration_delay_s: float = 15.0, pull_mib_per_s: float = 128.0,
-             prepull: bool = False, consolidate_after_s: float = 30.0) -> AutoscalerResult:
+             prepull: bool = False, consolidate_after_s: float = 30.0,
+             overflow_duration_s: float | None = None) -> AutoscalerResult:
     """The workshop's mini-lab.
 
     A static 1-GPU node (T4) is time-sliced to ``replicas`` replicas and already has the
@@ -32,6 +33,11 @@ def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, ima
     running ``timeslice_slowdown(4)`` = 4.1x slower (600 s of work ends at 2460 s); pod 5
     binds at 60 + 15 = 75 s, starts at 75 + 1024 / 128 + 1024 / 256 = 87 s (75 s with
     ``prepull``) and, alone on its card, ends at 687 s.
+
+    ``overflow_duration_s`` is the run time of the pods beyond ``replicas`` (pod 5 with the
+    defaults), s; None means ``duration_s``. The workshop's step 3.5 leaves pod 5 running:
+    with ``overflow_duration_s=14400`` pod 5 ends at 87 + 14400 = 14487 s and the second
+    node, never empty before then, is removed at 14487 + 30 = 14517 s.
     """
     static = StaticNode("gpu-node-1", "T4", 1, timeslice_replicas=replicas, cached_images=(MINI_LAB_IMAGE,),
                         pull_mib_per_s=pull_mib_per_s)
@@ -39,7 +45,9 @@ def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, ima
                     consolidate_after_s=consolidate_after_s, boot_delay_s=boot_delay_s,
                     registration_delay_s=registration_delay_s, pull_mib_per_s=pull_mib_per_s,
                     prepulled_images=(MINI_LAB_IMAGE,) if prepull else ())
-    workload = [Pod(f"pod-{i + 1}", 1, duration_s, 0.0, "mini-lab", 500, 1024, MINI_LAB_IMAGE, image_gib)
+    overflow = duration_s if overflow_duration_s is None else overflow_duration_s
+    workload = [Pod(f"pod-{i + 1}", 1, duration_s if i < replicas else overflow, 0.0, "mini-lab", 500, 1024,
+                    MINI_LAB_IMAGE, image_gib)
                 for i in range(pods)]
     return simulate_autoscaler(workload, [pool], [static])
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab02_device_plugin.commands._args import whole_number
-from lab02_device_plugin.commands._output import print_line
+from lab02_device_plugin.commands._output import LinePrinter
 from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
 from lab02_device_plugin.inventory import KNOWN_MODELS, from_yaml_spec
 from lab02_device_plugin.kubelet import AdmissionResult, Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.manager import PluginManager, count
 
 NAME = "demo"
 HELP = "show the whole flow: mock kubelet + plugin, one GPU shared by time-slicing, pods admitted"
@@ -129,7 +129,7 @@ def run_demo(replicas: int = 4, pods: int = 5, model: str = "A100-40GB",
     results: list[AdmissionResult] = []
     try:
         emit(f"== One simulated {gpu.model} ({gpu.uuid}, {gpu.memory_mib} MiB), advertised as "
-             f"{replicas} unit(s) of {RESOURCE}")
+             f"{count(replicas, 'unit')} of {RESOURCE}")
         emit(f"== Plugin directory (temporary): {plugin_dir}")
         emit("== 1. The kubelet starts and serves kubelet.sock")
         source = SimulatedHealthSource()
@@ -144,7 +144,7 @@ def run_demo(replicas: int = 4, pods: int = 5, model: str = "A100-40GB",
                 status = _wait_until_advertised(kubelet, manager, replicas)
                 emit(f"== Node status: capacity {RESOURCE}={status.capacity[RESOURCE]}, "
                      f"allocatable {RESOURCE}={status.allocatable[RESOURCE]} (from one physical GPU)")
-                emit(f"== 3. {pods} pod(s) ask for 1 {RESOURCE} each")
+                emit(f"== 3. {count(pods, 'pod')} ask{'s' if pods == 1 else ''} for 1 {RESOURCE} each")
                 for number in range(1, pods + 1):
                     # From the scheduler: a pod that does not fit is never bound (Pending).
                     pod = Pod(f"pod-{number}", [Container("cuda", limits={RESOURCE: 1})])
@@ -254,7 +254,7 @@ def summary(result: DemoResult) -> list[str]:
             "memory and SMs).",
         ]
     else:
-        out += [f"{len(running)} pod(s) running; with --replicas above 1 and as many pods, they",
+        out += [f"{count(len(running), 'pod')} running; with --replicas above 1 and as many pods, they",
                 "would all share one card: allocation is not isolation."]
     return out
 
@@ -264,7 +264,7 @@ def _interrupt(signum, frame) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    say = (lambda line: None) if args.quiet else print_line
+    say = (lambda line: None) if args.quiet else LinePrinter()
     # SIGTERM cleans up like Ctrl-C: sockets, checkpoint and the temporary directory go.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -14,10 +14,13 @@ import threading
 from pathlib import Path
 
 from lab02_device_plugin.commands._args import seconds
-from lab02_device_plugin.commands._output import print_line
-from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.kubelet import DEVICE_PLUGIN_PATH, MockKubelet, Pod, parse_admit, pods_from_manifests
-from lab02_device_plugin.limits import MAX_YAML_BYTES, read_text_bounded, safe_load_all_bounded
+from lab02_device_plugin.commands._output import LinePrinter
+from lab02_device_plugin.kubelet import (
+    DEVICE_PLUGIN_PATH, SAME_SOCKET_MODES, MockKubelet, Pod, parse_admit, pods_from_manifests,
+)
+from lab02_device_plugin.limits import (
+    MAX_YAML_BYTES, read_text_bounded, require_utf8, safe_load_all_bounded,
+)
 
 #: Upper bounds of the time options (seconds): an hour to wait for a plugin, a week to run,
 #: five minutes to dial a plugin socket (the kubelet uses 10 s).
@@ -47,6 +50,11 @@ restart) ends Failed and is never retried, as in today's kubelet; --retry-admiss
 keeps it Pending and admits it once more after that delay, as the fix proposed in
 kubernetes#128043 would.
 
+A second plugin registering the same resource at the same socket path replaces the first
+("newest registration wins"), as kubelets up to Kubernetes 1.36 do; --same-socket reject
+models the newer device manager (kubernetes PR #135437, #139338), which refuses it until
+the first plugin's stream ends.
+
 examples:
   python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --admit pod-1=nvidia.com/gpu:1
   python -m lab02_device_plugin kubelet --plugin-dir /tmp/dp --pods pods.yaml --duration 60
@@ -74,6 +82,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="how long Register waits for the plugin's socket (above 0, at most "
                              f"{MAX_DIAL_TIMEOUT_S:g}; default: %(default)s, the kubelet's)")
+    parser.add_argument("--same-socket", choices=SAME_SOCKET_MODES, default="replace",
+                        help="a Register at the resource and socket path of a plugin that is "
+                             "still connected: replace it (default; kubelets up to 1.36) or "
+                             "reject it until that plugin's stream ends (kubernetes PR "
+                             "#135437)")
     parser.add_argument("--retry-admission", type=seconds(MAX_RETRY_S), default=None,
                         metavar="SECONDS",
                         help="retry once, after SECONDS, the admission of a pod whose device "
@@ -86,18 +99,9 @@ def _load_pods(path: Path) -> list[Pod]:
     admitted, so a bad pod late in the file does not leave the earlier ones half-applied.
     The file is bounded as every input (:mod:`~lab02_device_plugin.limits`)."""
     text = read_text_bounded(path, MAX_YAML_BYTES, "Pod manifests file")
-    if "\ufffd" in text:
-        try:
-            path.read_bytes()[:MAX_YAML_BYTES].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"--pods {path}: byte {exc.start} is not UTF-8; expected a YAML file "
-                             "of Pod manifests") from None
+    require_utf8(path, text, MAX_YAML_BYTES, f"--pods {path}", "a YAML file of Pod manifests")
     documents = safe_load_all_bounded(text, str(path), "a YAML file of Pod manifests")
     return pods_from_manifests(documents, str(path))
-
-
-def _say(line: str) -> None:
-    print_line(line)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,13 +109,15 @@ def run(args: argparse.Namespace) -> int:
     if args.pods is not None:
         pods += _load_pods(args.pods)
     stop = threading.Event()
+    say = LinePrinter()
 
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    kubelet = MockKubelet(args.plugin_dir, on_event=_say, dial_timeout=args.dial_timeout,
-                          retry_admission_after=args.retry_admission)
+    kubelet = MockKubelet(args.plugin_dir, on_event=say, dial_timeout=args.dial_timeout,
+                          retry_admission_after=args.retry_admission,
+                          same_socket=args.same_socket)
     try:
         kubelet.start()
         for pod in pods:
@@ -125,19 +131,19 @@ def run(args: argparse.Namespace) -> int:
                                      and kubelet.devices(r) != {} or stop.is_set(),
                                      args.wait, f"registration of {resource}")
                 except TimeoutError:
-                    _say(f"Admit {pod.name}: {resource} not registered after {args.wait:g} s; "
+                    say(f"Admit {pod.name}: {resource} not registered after {args.wait:g} s; "
                          f"admitting anyway")
             if stop.is_set():
                 break
             result = kubelet.admit_pod(pod, bound=True)
             for container, options in result.containers.items():
                 for key, value in sorted(options.envs.items()):
-                    _say(f"  {pod.name}/{container}: env {key}={value}")
+                    say(f"  {pod.name}/{container}: env {key}={value}")
         status = kubelet.node_status()
-        _say(f"node status: capacity {status.capacity}, allocatable {status.allocatable}")
+        say(f"node status: {status}")
         stop.wait(args.duration)
         status = kubelet.node_status()
-        _say(f"node status: capacity {status.capacity}, allocatable {status.allocatable}")
+        say(f"node status: {status}")
     finally:
         kubelet.stop()
         for sig, handler in previous.items():

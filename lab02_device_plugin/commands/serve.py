@@ -17,14 +17,18 @@ import sys
 import threading
 from pathlib import Path
 
-from lab02_device_plugin.commands._output import print_line
+from lab02_device_plugin.commands._output import LinePrinter
 from lab02_device_plugin.config import MIG_STRATEGIES, Config, load_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import HealthPolicy, NvmlHealthSource, SimulatedHealthSource
+from lab02_device_plugin.health import (
+    APPLICATION_XIDS, HealthEvent, HealthPolicy, NvmlHealthSource, SimulatedHealthSource,
+)
 from lab02_device_plugin.inventory import (
     Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
-from lab02_device_plugin.limits import MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, shorten
+from lab02_device_plugin.limits import (
+    MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, require_utf8, shorten,
+)
 from lab02_device_plugin.manager import PluginManager, count
 from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
 from lab02_device_plugin.sharing import mps_daemon_commands
@@ -35,7 +39,10 @@ HELP = "run the device plugin: serve a socket per resource, register with the ku
 DESCRIPTION = """\
 Run the device plugin in the foreground, configured with an NVIDIA k8s-device-plugin config
 file (version: v1; flags.migStrategy; flags.plugin.deviceListStrategy / deviceIDStrategy;
-sharing.timeSlicing or sharing.mps). GPUs come from --inventory (an `nvidia-smi -q -x` dump
+sharing.timeSlicing or sharing.mps). Unlike NVIDIA's plugin, which drops unknown keys and
+matches key names in any case, serve refuses an unknown key or one in another case
+(`migstrategy`) in one line that names the key meant: a misspelled field is an error, not
+a setting silently lost. GPUs come from --inventory (an `nvidia-smi -q -x` dump
 or a YAML spec of simulated GPUs; see lab02_device_plugin/examples/) or, without it, from
 NVML (needs nvidia-ml-py and a GPU).
 
@@ -47,7 +54,12 @@ Restarts, as NVIDIA's plugin: on SIGHUP, when the kubelet socket is re-created (
 restart) and when the --config or --inventory file changes (polled; e.g. a ConfigMap
 update), the plugin re-reads config and inventory (or NVML), stops the servers of resources
 that no longer exist, starts the new ones and registers them all again: a MIG repartition
-or a new replica count is advertised within a second. A config or inventory that fails
+or a new replica count is advertised within a second. One line names what changed (the
+resources, and each config key: "sharing.timeSlicing.resources[nvidia.com/gpu].replicas
+4 -> 8"). A changed file is read once its content has stayed the same for 0.2 s, and an
+empty one is taken as a write in progress, so a file rewritten in place is never applied
+half-written; a reload that changes nothing (a comment-only edit, the SIGHUP that follows a
+file the watcher already read) restarts nothing. A config or inventory that fails
 validation is reported in one line and the previous one keeps serving. SIGTERM or Ctrl-C
 removes the sockets and exits 0.
 
@@ -111,11 +123,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: Path) -> str:
-    return read_text_bounded(path, MAX_INVENTORY_BYTES, "listing (nvidia-smi -L)")
+    text = read_text_bounded(path, MAX_INVENTORY_BYTES, "listing (nvidia-smi -L)")
+    require_utf8(path, text, MAX_INVENTORY_BYTES, str(path), "`nvidia-smi -L` output (text)")
+    return text
 
 
 def _resolve_device(inventory: Inventory, token: str) -> str:
     if token.isdigit() and len(token) <= 9:
+        if int(token) >= len(inventory.gpus):
+            raise InputError(f"xid-fifo: no GPU {token}; expected a GPU index 0.."
+                             f"{len(inventory.gpus) - 1}, a GPU-/MIG- UUID of the inventory or all")
         return inventory.gpu(int(token)).uuid
     known = {g.uuid for g in inventory.gpus} | {m.uuid for g in inventory.gpus for m in g.mig_devices}
     if token not in known:
@@ -124,13 +141,16 @@ def _resolve_device(inventory: Inventory, token: str) -> str:
     return token
 
 
-def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSource) -> str:
-    """Apply one FIFO command: ``xid <device> <xid>`` or ``recover <device>``; returns a note.
+def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSource,
+                     policy: HealthPolicy | None = None) -> str:
+    """Apply one FIFO command: ``xid <device> <xid>`` or ``recover <device>``; returns a note
+    that says, with ``policy``, when the plugin ignores the event (an application Xid such
+    as 13, a health check switched off, a recovery without ``--health-recovery``).
 
     ``<device>`` is a GPU index, a GPU or MIG UUID, or ``all``.
 
     Raises:
-        InputError: a malformed line (named), an unknown device.
+        InputError: a malformed line (named), an unknown device (named as the FIFO's).
     """
     parts = line.split()
     if not parts:
@@ -138,18 +158,32 @@ def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSou
     verb = parts[0].lower()
     if verb == "xid" and len(parts) == 3 and parts[2].isdigit() and len(parts[2]) <= 9:
         dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
-        source.inject_xid(dev, int(parts[2]))
-        return f"injected Xid {parts[2]} on {dev or 'every device'}"
+        xid = int(parts[2])
+        source.inject_xid(dev, xid)
+        note = f"injected Xid {xid} on {dev or 'every device'}"
+        if policy is not None and not policy.acts_on(HealthEvent(dev, xid)):
+            if xid in APPLICATION_XIDS and not policy.disabled:
+                note += (f": ignored: Xid {xid} is an application error (NVIDIA's default "
+                         "ignore list), not the GPU's")
+            elif policy.disabled:
+                note += ": ignored: health checks are off (DP_DISABLE_HEALTHCHECKS)"
+            else:
+                note += f": ignored: Xid {xid} is in DP_DISABLE_HEALTHCHECKS"
+        return note
     if verb == "recover" and len(parts) == 2:
         dev = None if parts[1] == "all" else _resolve_device(inventory, parts[1])
         source.recover(dev)
-        return f"recovery on {dev or 'every device'}"
+        note = f"recovery on {dev or 'every device'}"
+        if policy is not None and not policy.recovery:
+            note += (": ignored: an unhealthy device stays unhealthy until the plugin "
+                     "restarts, as NVIDIA's (serve --health-recovery lets it recover)")
+        return note
     raise InputError(f"xid-fifo: {shorten(repr(line))}: expected 'xid <gpu index|uuid|all> <xid>' or "
                      "'recover <gpu index|uuid|all>'")
 
 
 def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
-                 stop: threading.Event, say) -> None:
+                 stop: threading.Event, say, policy: HealthPolicy | None = None) -> None:
     # O_RDWR keeps a writer open ourselves, so the FIFO never reports EOF between writers.
     fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
     buf = b""
@@ -171,7 +205,8 @@ def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
             while b"\n" in buf:
                 raw, buf = buf.split(b"\n", 1)
                 try:
-                    note = handle_fifo_line(raw.decode(errors="replace"), get_inventory(), source)
+                    note = handle_fifo_line(raw.decode(errors="replace"), get_inventory(), source,
+                                            policy)
                 except InputError as exc:
                     print(f"warning: {exc}", file=sys.stderr, flush=True)
                     continue
@@ -232,7 +267,7 @@ def _nvml_source(inventory: Inventory) -> NvmlHealthSource:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; returns 0 after a clean stop."""
-    say = (lambda line: None) if args.quiet else print_line
+    say = (lambda line: None) if args.quiet else LinePrinter()
     inventory, config = load_node(args)
     policy = HealthPolicy.from_env(recovery=args.health_recovery)
     source = _nvml_source(inventory) if args.inventory is None else SimulatedHealthSource()
@@ -290,7 +325,8 @@ def run(args: argparse.Namespace) -> int:
         manager.start()
         if args.xid_fifo is not None:
             fifo_thread = threading.Thread(
-                target=_fifo_reader, args=(args.xid_fifo, lambda: manager.inventory, source, stop, say),
+                target=_fifo_reader, args=(args.xid_fifo, lambda: manager.inventory, source, stop, say,
+                                           policy),
                 name="xid-fifo", daemon=True)
             fifo_thread.start()
             say(f"reading simulated health events from {args.xid_fifo}")
@@ -300,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
         while not stop.wait(0.05):
             if hup.is_set():
                 hup.clear()
-                manager.reload("SIGHUP")
+                manager.reload("SIGHUP", restart_unchanged=False)
     finally:
         stop.set()
         manager.stop()

@@ -114,17 +114,47 @@ def test_bad_values_name_the_key_and_expected_value(text, key, expected):
 
 
 @pytest.mark.parametrize("text, key", [
-    ("flagz: {}", "flagz"),
-    ("flags: {migstrategy: none}", "flags.migstrategy"),
-    ("flags: {plugin: {deviceListStrategies: envvar}}", "flags.plugin.deviceListStrategies"),
-    ("sharing: {timeslicing: {}}", "sharing.timeslicing"),
-    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replica: 2}]}}",
-     "sharing.timeSlicing.resources[0].replica"),
+    ("flagz2: {}", "flagz2"),
+    ("flags: {plugin: {listStrategy: envvar}}", "flags.plugin.listStrategy"),
+    ("sharing: {slicing: {}}", "sharing.slicing"),
 ])
 def test_unknown_keys_are_errors_naming_the_key(text, key):
     with pytest.raises(InputError) as exc:
         cfg(text)
-    assert str(exc.value).startswith(f"c.yaml: {key}: unknown key; expected one of")
+    message = str(exc.value)
+    assert message.startswith(f"c.yaml: {key}: unknown key; expected one of"), message
+    assert message.endswith("(NVIDIA's plugin ignores unknown keys; this lab refuses them)")
+
+
+@pytest.mark.parametrize("text, key, meant", [
+    ("flags: {migstrategy: none}", "flags.migstrategy", "migStrategy"),
+    ("sharing: {timeslicing: {}}", "sharing.timeslicing", "timeSlicing"),
+    ("flags: {plugin: {DEVICELISTSTRATEGY: envvar}}", "flags.plugin.DEVICELISTSTRATEGY",
+     "deviceListStrategy"),
+])
+def test_a_key_in_another_case_names_the_key_meant(text, key, meant):
+    # NVIDIA's parser (sigs.k8s.io/yaml, then encoding/json) matches field names in any
+    # case, so `migstrategy` works there; the lab refuses it and says why.
+    with pytest.raises(InputError) as exc:
+        cfg(text)
+    assert str(exc.value) == (f"c.yaml: {key}: unknown key (did you mean {meant}? NVIDIA's "
+                              "plugin would ignore the case difference; this lab refuses it)")
+
+
+@pytest.mark.parametrize("text, key, meant", [
+    ("flagz: {}", "flagz", "flags"),
+    ("flags: {plugin: {deviceListStrategies: envvar}}", "flags.plugin.deviceListStrategies",
+     "deviceListStrategy"),
+    ("sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replica: 2}]}}",
+     "sharing.timeSlicing.resources[0].replica", "replicas"),
+    ("sharing: {timeSlicing: {renameByDefualt: true, resources: [{name: nvidia.com/gpu, "
+     "replicas: 2}]}}", "sharing.timeSlicing.renameByDefualt", "renameByDefault"),
+])
+def test_a_near_miss_names_the_key_meant(text, key, meant):
+    with pytest.raises(InputError) as exc:
+        cfg(text)
+    assert str(exc.value) == (f"c.yaml: {key}: unknown key (did you mean {meant}? NVIDIA's "
+                              "plugin would silently ignore this key; this lab refuses it)")
 
 
 def test_mps_with_mixed_mig_is_refused():

@@ -224,6 +224,82 @@ def test_nvml_inventory_with_fake_module():
     assert (t4.model, t4.mig_enabled, t4.mig_devices, t4.minor_number) == ("Tesla T4", None, (), 1)
 
 
+def test_nvml_mig_device_with_no_gi_profile_is_skipped_with_a_warning():
+    # A 1c.3g.40gb compute instance: 3g.40gb memory, 14 of its 42 SMs. Before, it was
+    # advertised as nvidia.com/mig-unknown-40192mib.
+    nvml = fake_nvml()
+    nvml_get = nvml.nvmlDeviceGetAttributes
+    nvml.nvmlDeviceGetAttributes = lambda h: (types.SimpleNamespace(multiprocessorCount=14)
+                                              if h == ("mig", 0, 1) else nvml_get(h))
+    inv = from_nvml(nvml)
+    assert [m.uuid for m in inv.gpus[0].mig_devices] == ["MIG-1111"]
+    assert inv.warnings == ("nvml: GPU 0 MIG device 1: 40192 MiB and 14 SMs match no "
+                            "GPU-instance profile of A100-80GB (a compute instance smaller than "
+                            "its GPU instance?); not advertised, as NVIDIA's plugin exposes only "
+                            "MIG devices whose compute instance spans their GPU instance",)
+
+
+def test_nvml_mig_layout_that_misfits_the_profile_table_is_a_warning():
+    # Two MIG devices of 80384 MiB (78.5 GiB x 1024) and 98 SMs: 7g.80gb each, and an
+    # A100-80GB holds one 7g.80gb (7 of 7 compute slices). NVML reports what the GPU has,
+    # so the table here would be wrong: a warning, not a node without GPUs.
+    nvml = fake_nvml()
+    nvml_get_mem, nvml_get_attrs = nvml.nvmlDeviceGetMemoryInfo, nvml.nvmlDeviceGetAttributes
+    nvml.nvmlDeviceGetMemoryInfo = lambda h: (types.SimpleNamespace(total=80384 * 1024 * 1024)
+                                              if h[0] == "mig" else nvml_get_mem(h))
+    nvml.nvmlDeviceGetAttributes = lambda h: (types.SimpleNamespace(multiprocessorCount=98)
+                                              if h[0] == "mig" else nvml_get_attrs(h))
+    inv = from_nvml(nvml)
+    assert [m.profile for m in inv.gpus[0].mig_devices] == ["7g.80gb", "7g.80gb"]
+    assert inv.warnings == ("nvml: GPU 0: MIG devices 7g.80gb + 7g.80gb cannot all be on one "
+                            "A100-80GB by the profile table here (2 x 7g.80gb asked, but at most "
+                            "1 fit on A100-80GB); advertised as reported",)
+
+
+def test_nvml_counts_and_memory_are_bounded():
+    nvml = fake_nvml()
+    nvml.nvmlDeviceGetCount = lambda: 65  # MAX_GPUS is 64
+    with pytest.raises(InputError) as info:
+        from_nvml(nvml)
+    assert str(info.value) == ("NVML: 65 GPUs; expected at most 64 GPUs on one node (see "
+                               "lab02_device_plugin.limits)")
+    nvml = fake_nvml()
+    nvml.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=2 ** 60)  # 2^40 MiB
+    with pytest.raises(InputError) as info:
+        from_nvml(nvml)
+    assert str(info.value) == ("NVML: GPU 0: 1099511627776 MiB of memory; expected at most "
+                               "1048576 MiB (1 TiB)")
+
+
+def test_nvml_asks_for_at_most_7_mig_slots_a_gpu():
+    nvml = fake_nvml()
+    asked = []
+    nvml_mig_handle = nvml.nvmlDeviceGetMigDeviceHandleByIndex
+    nvml.nvmlDeviceGetMaxMigDeviceCount = lambda h: 10 ** 9
+    nvml.nvmlDeviceGetMigDeviceHandleByIndex = lambda h, j: (asked.append(j),
+                                                             nvml_mig_handle(h, j))[1]
+    inv = from_nvml(nvml)
+    assert asked == [0, 1, 2, 3, 4, 5, 6]
+    assert len(inv.gpus[0].mig_devices) == 2
+
+
+def test_an_nvml_error_on_one_gpu_is_one_line_naming_it():
+    nvml = fake_nvml()
+    nvml_uuid = nvml.nvmlDeviceGetUUID
+
+    def uuid(h):
+        if h == ("gpu", 1):
+            raise _Err("GPU is lost")
+        return nvml_uuid(h)
+
+    nvml.nvmlDeviceGetUUID = uuid
+    with pytest.raises(InputError) as info:
+        from_nvml(nvml)
+    assert str(info.value) == ("NVML: GPU 1: GPU is lost; expected every GPU to answer (is one "
+                               "lost? `nvidia-smi` shows it)")
+    assert nvml.calls == ["init", "shutdown"]
+
+
 def test_nvml_init_failure_is_a_clear_input_error():
     nvml = fake_nvml()
 

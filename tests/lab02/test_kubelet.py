@@ -23,6 +23,7 @@ from lab02_device_plugin.kubelet import (
     Pod,
     is_extended_resource_name,
     parse_admit,
+    parse_quantity,
     pods_from_manifests,
     register_error,
 )
@@ -556,3 +557,32 @@ def test_resource_dropped_after_grace_period_is_out_of(plugin_dir, plugins):
         now[0] += 301
         # ...after it, the resource is gone and the node's predicate check refuses the pod.
         assert kubelet.admit_pod(pod("b"), bound=True).reason == f"OutOf{RES}"
+
+
+@pytest.mark.parametrize("value, count", [
+    (2, 2), ("2", 2), (" 3 ", 3), ("1k", 1000), ("1e3", 1000), ("1E9", 1_000_000_000),
+    ("1.5k", 1500), ("2Ki", 2048), ("1Mi", 1_048_576), (4.0, 4), ("0", 0),
+])
+def test_whole_kubernetes_quantities_are_device_counts(value, count):
+    # resource.Quantity syntax: 1k = 1000, 2Ki = 2 x 1024, 1.5k = 1500; before, "1k" and "1e9"
+    # were refused as fractional.
+    assert parse_quantity(value, "q") == count
+
+
+@pytest.mark.parametrize("value, message", [
+    ("500m", "q: expected a whole number of devices (extended resources cannot be "
+             "fractional), got '500m'"),
+    (0.5, "q: expected a whole number of devices (extended resources cannot be fractional), "
+          "got 0.5"),
+    ("1.5", "cannot be fractional), got '1.5'"),
+    ("-1", "q: expected a non-negative number of devices, got '-1'"),
+    ("1e30", "q: expected at most 9223372036854775807 devices, got '1e30'"),
+    ("lots", "q: expected a whole number of devices (a Kubernetes quantity such as 1, 8 or 1k), "
+             "got 'lots'"),
+    (True, "q: expected a whole number of devices, got true (a boolean)"),
+    (float("inf"), "a Kubernetes quantity such as 1, 8 or 1k), got .inf"),
+])
+def test_other_quantities_are_refused_in_one_line(value, message):
+    with pytest.raises(InputError) as info:
+        parse_quantity(value, "q")
+    assert message in str(info.value)

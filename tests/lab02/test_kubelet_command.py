@@ -38,7 +38,7 @@ def test_kubelet_process_admits_pod_from_plugin_and_exits_on_sigterm(plugin_dir)
         kubelet.expect("Allocate pod-1/main example.com/gpu: G-2, G-1 -> FAKE_VISIBLE_DEVICES=G-2,G-1")
         kubelet.expect("pod-1/main: env FAKE_VISIBLE_DEVICES=G-2,G-1")
         line = kubelet.expect("node status")
-        assert "allocatable {'example.com/gpu': 3}" in line
+        assert line == "node status: capacity example.com/gpu=3, allocatable example.com/gpu=3"
         assert plugin.calls.allocate == [["G-2", "G-1"]]
         assert kubelet.terminate() == 0
         assert not (plugin_dir / "kubelet.sock").exists()

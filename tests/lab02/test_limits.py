@@ -4,7 +4,9 @@ Time and memory of each are measured in benchmarks/bench_hostile_inputs.py."""
 
 from __future__ import annotations
 
+import datetime
 import tempfile
+import time
 from pathlib import Path
 
 import grpc
@@ -21,7 +23,7 @@ from lab02_device_plugin.inventory import (
 from lab02_device_plugin.kubelet import MockKubelet, register_error
 from lab02_device_plugin.limits import (
     MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, MAX_GPUS, MAX_REPLICAS, check_yaml,
-    safe_load_bounded, short_repr, shorten,
+    safe_load_all_bounded, safe_load_bounded, short_repr, shorten, shorten_words,
 )
 from lab02_device_plugin.server import DevicePluginServer, check_advertisable
 from lab02_device_plugin.sharing import AdvertisedDevice, AdvertisedResource, advertise
@@ -47,9 +49,48 @@ def test_shorten_keeps_short_text_and_names_the_length_of_long_text():
 def test_short_repr_never_builds_a_huge_repr():
     assert short_repr("ab") == "'ab'"
     assert short_repr("y" * 100, 5) == "'yyyyy'… (100 characters)"
-    assert short_repr(list(range(1_000_000))) == "<list of 1000000 items>"
+    assert short_repr(list(range(1_000_000))) == "a list of 1000000 items"
     assert short_repr([1, 2]) == "[1, 2]"
+    assert short_repr(["x" * 100]) == "a list of 1 item"
     assert short_repr(7) == "7"
+    assert short_repr(int("9" * 4300) * 10) == "a number of more than 4300 digits"
+
+
+@pytest.mark.parametrize("value, shown", [
+    (True, "true (a boolean)"), (False, "false (a boolean)"), (None, "null (no value)"),
+    (datetime.date(2024, 1, 1), "a date (2024-01-01)"),
+    (datetime.datetime(2024, 1, 1, 10, 0), "a timestamp (2024-01-01 10:00:00)"),
+    (b"hello", "!!binary data (5 bytes)"), (float("inf"), ".inf"), (float("-inf"), "-.inf"),
+    (float("nan"), ".nan"), (4.0, "4.0"), ({"a": 1, "b": [True, None]}, "{'a': 1, 'b': [true, null]}"),
+])
+def test_values_are_shown_in_yaml_words_not_python_reprs(value, shown):
+    assert short_repr(value) == shown
+
+
+@pytest.mark.parametrize("text, message", [
+    ("version: v1\nflags: {plugin: {passDeviceSpecs: 'no'}}",
+     "flags.plugin.passDeviceSpecs: expected true or false, got 'no'"),
+    ("version: v1\nflags: {migStrategy: 2024-01-01}",
+     "flags.migStrategy: expected one of none, single, mixed, got a date (2024-01-01)"),
+    ("version: v1\nflags: {mpsRoot: !!binary aGVsbG8=}",
+     "flags.mpsRoot: expected a non-empty string, got !!binary data (5 bytes)"),
+    ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: true}]}}",
+     "sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got true (a boolean)"),
+    ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: .inf}]}}",
+     "sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got .inf"),
+])
+def test_config_errors_show_the_value_as_yaml_writes_it(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_shorten_words_cuts_between_words():
+    assert shorten_words("expected a single document in the stream", 30) == \
+        "expected a single document in… (40 characters)"
+    assert shorten_words("x" * 50, 10) == "xxxxxxxxxx… (50 characters)"  # no space: cut at 10
 
 
 # ----------------------------------------------------------------------- YAML
@@ -94,8 +135,42 @@ def test_a_self_referencing_alias_is_refused():
 
 
 def test_an_integer_of_5000_digits_is_one_line():
-    with pytest.raises(InputError, match="n.yaml: Exceeds the limit"):
+    with pytest.raises(InputError) as info:
         safe_load_bounded("replicas: " + "1" * 5000, "n.yaml", "a YAML config file")
+    assert str(info.value) == ("n.yaml:1:11: a number of 5000 digits; expected at most 4300 "
+                               "digits (the most Python reads)")
+
+
+@pytest.mark.parametrize("text, where, key, first", [
+    ("flags:\n  migStrategy: mixed\n  migStrategy: none\n", "3:3", "migStrategy", "2:3"),
+    ("flags: {migStrategy: mixed, migStrategy: none}\n", "1:29", "migStrategy", "1:9"),
+    ("gpus:\n- model: T4\n  count: 2\n  count: 3\n", "4:3", "count", "3:3"),
+])
+def test_a_key_given_twice_is_refused_with_both_positions(text, where, key, first):
+    # YAML requires unique keys; PyYAML kept the last value silently (migStrategy: none).
+    with pytest.raises(InputError) as info:
+        safe_load_bounded(text, "d.yaml", "a YAML file")
+    assert str(info.value) == (f"d.yaml:{where}: key '{key}' given twice (first at {first}); "
+                               "expected each key once in a mapping (YAML requires unique "
+                               "keys; the second value would silently replace the first)")
+
+
+def test_a_merge_key_may_still_be_overridden_and_documents_load_as_before():
+    assert safe_load_bounded("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  x: 3\n", "m.yaml", "x") == {
+        "base": {"x": 1, "y": 2}, "c": {"x": 3, "y": 2}}
+    assert safe_load_all_bounded("a: 1\n---\na: 2\n", "m.yaml", "x") == [{"a": 1}, {"a": 2}]
+
+
+def test_parser_words_are_kept_and_only_the_quoted_input_is_shortened():
+    with pytest.raises(InputError) as info:
+        safe_load_bounded("a: 1\n---\nb: 2\n", "two.yaml", "a YAML config file")
+    assert str(info.value) == ("two.yaml:2:1: invalid YAML (expected a single document in the "
+                               "stream but found another document); expected a YAML config file")
+    with pytest.raises(InputError) as info:
+        safe_load_bounded("a: !!python/object:" + "x" * 100 + " {}\n", "tag.yaml", "x")
+    assert str(info.value) == (
+        "tag.yaml:1:4: invalid YAML (could not determine a constructor for the tag "
+        "'" + "tag:yaml.org,2002:python/object:" + "x" * 28 + "… (132 characters)'); expected x")
 
 
 # ----------------------------------------------------------------------- config
@@ -284,6 +359,104 @@ def test_a_1_mb_device_id_gets_a_short_invalid_argument_and_the_plugin_keeps_ser
     assert ok.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-1"
 
 
+def _wait(predicate, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_40_streams_that_are_never_read_cannot_starve_allocate():
+    # Real gRPC clients open 40 ListAndWatch streams and never read them. Before the bound,
+    # each held one of 16 pool threads: at 16 GetDevicePluginOptions timed out and Allocate
+    # hung. Now 4 are open (MAX_WATCH_STREAMS), the other 36 are refused at once, and the 8
+    # threads kept for unary calls (UNARY_WORKERS) answer.
+    inventory = Inventory((Gpu(0, "GPU-0", "H100", 81559),))
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="lim-") as d:
+        server = DevicePluginServer(resource, d, kubelet_socket=None, log=lines.append)
+        server.start()
+        channels = [grpc.insecure_channel(f"unix:{server.socket_path}") for _ in range(4)]
+        try:
+            streams = [pb_grpc.DevicePluginStub(channels[i % 4]).ListAndWatch(pb.Empty(), timeout=60)
+                       for i in range(40)]
+            _wait(lambda: server.open_streams == 4 and server.refused_streams == 36,
+                  "4 open and 36 refused streams")
+            stub = pb_grpc.DevicePluginStub(channels[0])
+            assert stub.GetDevicePluginOptions(pb.Empty(), timeout=5).get_preferred_allocation_available
+            answer = stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=["GPU-0"])]), timeout=5)
+            assert answer.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-0"
+            _wait(lambda: sum(s.done() for s in streams) == 36, "36 refused streams to end")
+            refused = [s for s in streams if s.done()]
+            assert {s.code() for s in refused} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+            assert refused[0].details() == ("ListAndWatch for nvidia.com/gpu: 4 streams are "
+                                             "already open; expected at most 4 (a kubelet "
+                                             "holds one)")
+            # One log line at the 1st and the 10th refusal, not 36.
+            assert [line.rsplit(": ", 1)[1] for line in lines] == [
+                "refused 1 extra stream so far", "refused 10 extra streams so far"]
+            # A kubelet's stream still works once a slot is free.
+            for s in streams:
+                s.cancel()
+            _wait(lambda: server.open_streams == 0, "the open streams to close")
+            first = next(stub.ListAndWatch(pb.Empty(), timeout=10))
+            assert [d.ID for d in first.devices] == ["GPU-0"]
+        finally:
+            for channel in channels:
+                channel.close()
+            server.stop()
+
+
+def _register_nowhere(socket: Path, name: str, timeout: float):
+    """A Register naming a plugin socket that does not exist: the kubelet dials until its
+    dial timeout. Returns the gRPC future."""
+    channel = grpc.insecure_channel(f"unix:{socket}")
+    request = pb.RegisterRequest(version="v1beta1", endpoint=f"{name}.sock",
+                                 resource_name=f"example.com/{name}")
+    return channel, pb_grpc.RegistrationStub(channel).Register.future(request, timeout=timeout)
+
+
+def test_registers_that_dial_dead_sockets_do_not_hold_up_a_good_one():
+    # Ten Registers whose sockets never answer each dial for 3 s. With the former pool of 8
+    # threads, an eleventh Register waited for them (two of them 6 s); now it is answered at
+    # once. (Kubelet: one goroutine per call.)
+    inventory = Inventory((Gpu(0, "GPU-0", "H100", 81559),))
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    with tempfile.TemporaryDirectory(prefix="reg-") as d, \
+            MockKubelet(d, dial_timeout=3) as kubelet:
+        pending = [_register_nowhere(kubelet.socket_path, f"dead{i}", 20) for i in range(10)]
+        try:
+            _wait(lambda: kubelet.dialling == 10, "10 dials")
+            server = DevicePluginServer(resource, d, kubelet.socket_path, register_timeout=1.5)
+            server.start()  # serve, then Register: within 1.5 s
+            server.stop()
+            assert kubelet.registrations == 1
+            for _, future in pending:
+                assert future.exception().code() == grpc.StatusCode.UNKNOWN  # dial failed
+        finally:
+            for channel, _ in pending:
+                channel.close()
+
+
+def test_dials_over_the_cap_are_refused_at_once():
+    with tempfile.TemporaryDirectory(prefix="reg-") as d, \
+            MockKubelet(d, dial_timeout=3, max_dials=2) as kubelet:
+        pending = [_register_nowhere(kubelet.socket_path, f"dead{i}", 20) for i in range(2)]
+        try:
+            _wait(lambda: kubelet.dialling == 2, "2 dials")
+            channel, third = _register_nowhere(kubelet.socket_path, "third", 20)
+            pending.append((channel, third))
+            error = third.exception(timeout=1.0)
+            assert (error.code(), error.details()) == (
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "kubelet: 2 registrations are already dialling their plugins; retry")
+        finally:
+            for channel, _ in pending:
+                channel.close()
+
+
 def test_an_unknown_63_character_id_is_named_in_full(plugin):
     _, stub = plugin
     unknown = "GPU-" + "u" * 59
@@ -421,13 +594,37 @@ def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
     assert sorted(int(i[4:]) for i in got) == list(range(32))
 
 
-def test_an_xml_entity_bomb_is_refused_by_the_parser():
-    # 10 ** 9 "lol"s once expanded; expat (2.4.1 and later) refuses the amplification.
+def test_an_xml_entity_bomb_is_refused_at_its_first_declaration():
+    # 10 ** 9 "lol"s once expanded. Refused before any expansion: real `nvidia-smi -q -x`
+    # output declares no entities. Line 2 of the text, column 17 (after the 16 characters of "<!DOCTYPE lolz [").
     from lab02_device_plugin.inventory import from_nvidia_smi_xml
     entities = '<!ENTITY lol0 "lol">' + "".join(
         f'<!ENTITY lol{i} "' + f"&lol{i - 1};" * 10 + '">' for i in range(1, 10))
     text = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n'
             "<nvidia_smi_log><driver_version>&lol9;</driver_version></nvidia_smi_log>")
-    with pytest.raises(InputError, match=r"bomb.xml:3:\d+: malformed XML \(limit on input "
-                                         r"amplification factor"):
+    with pytest.raises(InputError, match=r"^bomb.xml:2:17: an entity declaration "
+                                         r"\(<!ENTITY lol0 \.\.\.>\); expected `nvidia-smi -q -x` "
+                                         r"output, which declares none"):
         from_nvidia_smi_xml("bomb.xml", text)
+
+
+def test_one_large_entity_used_99_times_is_refused_before_it_expands(tmp_path):
+    # The tester's file: one 1 MB entity and 99 references, under the 8 MiB cap. expat's
+    # amplification guard only starts at 8 MiB of output, so ElementTree built a 99 MB
+    # string (228 MB peak); now the declaration itself is refused.
+    from lab02_device_plugin.inventory import load_inventory
+    path = tmp_path / "quad.xml"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "' + "A" * 1_000_000
+                    + '">]>\n<nvidia_smi_log><gpu><uuid>GPU-1</uuid><product_name>'
+                    + "&a;" * 99 + "</product_name></gpu></nvidia_smi_log>\n")
+    with pytest.raises(InputError, match=r"quad.xml:2:14: an entity declaration \(<!ENTITY a"):
+        load_inventory(path)
+
+
+def test_the_real_dumps_with_a_system_doctype_still_load(nvidia_smi_dir):
+    # `<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v1x.dtd">` names a DTD that is never read.
+    from lab02_device_plugin.inventory import load_inventory
+    data = nvidia_smi_dir
+    for name, gpus in (("azure-vm-4x-tesla-k80.q.xml", 4), ("a100-sxm4-80gb-mig.q.xml", 1),
+                       ("rtx-3080-consumer.q.xml", 1)):
+        assert len(load_inventory(data / name).gpus) == gpus, name

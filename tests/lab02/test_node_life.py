@@ -5,13 +5,18 @@ retry option, and the plugin's reloads."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from _node import gpus, node, pod, time_slicing
 from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.kubelet import MockKubelet
+from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
 from lab02_device_plugin.manager import plan_changes
 from lab02_device_plugin.sharing import advertise
 
@@ -92,6 +97,140 @@ def test_kubelet_restart_keeps_running_pods_without_any_check_while_the_plugin_i
         assert n.kubelet.allocations() == {"a": first.devices}
         assert any("container running, kubelet starting: keeps" in line for line in n.kubelet.narration)
         assert n.manager.server(GPU).allocate_calls == calls
+
+
+def test_after_a_kubelet_restart_a_completed_init_container_is_checked_and_fails_the_pod():
+    # kubernetes#124345: devicesToAllocate skips the checks only for containers it finds
+    # running; an init container has exited, so with the plugin not back yet the pod fails
+    # with the device manager's message (the fix PR #127028 was closed unmerged).
+    with node(gpus(count=2), watch_interval=3600) as n:
+        p = Pod("withinit", [Container("main", {GPU: 1})], [Container("init", {GPU: 1})])
+        assert n.kubelet.admit_pod(p).admitted
+        n.kubelet.restart()
+        status = n.kubelet.pod_status("withinit")
+        assert (status.phase, status.reason, status.message) == (
+            "Failed", "UnexpectedAdmissionError", NO_HEALTHY)
+        assert n.kubelet.allocations() == {}
+        assert ("Allocate withinit/init nvidia.com/gpu: an init container that has completed is "
+                "not running, so the starting kubelet checks it as a new container "
+                "(kubernetes#124345)") in n.kubelet.narration
+
+
+def test_after_a_kubelet_restart_a_sidecar_keeps_running_with_its_gpu():
+    # A restartable init container (restartPolicy: Always) runs beside the app: it is found
+    # running, so it keeps its device without a check, and the pod stays Running. Its GPU
+    # is its own (not reused by the app container): 2 GPUs for the pod.
+    with node(gpus(count=2), watch_interval=3600) as n:
+        p = Pod("sidecar", [Container("main", {GPU: 1})],
+                [Container("proxy", {GPU: 1}, restart_policy="Always")])
+        first = n.kubelet.admit_pod(p)
+        assert first.admitted
+        assert first.devices["proxy"][GPU] != first.devices["main"][GPU]
+        n.kubelet.restart()
+        assert n.kubelet.pod_status("sidecar").phase == "Running"
+        assert n.kubelet.allocations() == {"sidecar": first.devices}
+
+
+def test_a_sidecar_counts_with_the_app_containers_for_the_scheduler():
+    # KEP-753: request = max(app containers + sidecars, each other init + the sidecars
+    # before it) = max(1 + 1, 1) = 2, which one GPU cannot hold.
+    with node(gpus(count=1)) as n:
+        p = Pod("big", [Container("main", {GPU: 1})],
+                [Container("proxy", {GPU: 1}, restart_policy="Always")])
+        result = n.kubelet.admit_pod(p)
+        assert (result.phase, result.reason) == ("Pending", "FailedScheduling")
+
+
+def test_restart_policy_is_for_init_containers_and_always_only():
+    from lab02_device_plugin.kubelet import pods_from_manifests
+    doc = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "initContainers": [{"name": "i", "restartPolicy": "OnFailure"}],
+        "containers": [{"name": "c"}]}}
+    with pytest.raises(InputError, match=r"spec.initContainers\[0\].restartPolicy: 'OnFailure'; "
+                                         "expected Always, on init containers only"):
+        pods_from_manifests([doc], "pods.yaml")
+    doc["spec"]["initContainers"][0]["restartPolicy"] = "Always"
+    (pod,) = pods_from_manifests([doc], "pods.yaml")
+    assert pod.init_containers[0].sidecar
+
+
+def test_a_kubelet_started_afresh_frees_the_devices_of_pods_it_does_not_know():
+    # The tester's run on a 1-GPU node: `kubelet --admit pod-1=...`, SIGTERM, then a new
+    # `kubelet --admit pod-2=...` on the same directory. The checkpoint still holds pod-1's
+    # GPU; pod-1 is not a pod of the new kubelet, so UpdateAllocatedDevices frees it before
+    # pod-2's allocation, and pod-2 gets the one GPU (it used to fail: "Requested: 1,
+    # Available: 0" while allocatable said 1).
+    with node(gpus(count=1)) as n:
+        (gpu,) = n.kubelet.admit_pod(pod("pod-1", 1), bound=True).devices["main"][GPU]
+        n.kubelet.stop()
+        fresh = MockKubelet(n.plugin_dir)
+        try:
+            fresh.start()
+            assert fresh.allocations() == {"pod-1": {"main": {GPU: [gpu]}}}  # from the checkpoint
+            fresh.wait_for_resource(GPU, 1, timeout=20)  # the plugin re-registered
+            result = fresh.admit_pod(pod("pod-2", 1), bound=True)
+            assert (result.admitted, result.phase) == (True, "Running")
+            assert result.devices == {"main": {GPU: [gpu]}}
+            assert fresh.allocations() == {"pod-2": {"main": {GPU: [gpu]}}}
+            assert (f"kubelet: freed {gpu} of pod-1 (not a pod of this node any more: the "
+                    "device manager frees it before the next allocation, "
+                    "UpdateAllocatedDevices)") in fresh.narration
+        finally:
+            fresh.stop()
+
+
+def test_nothing_is_freed_while_the_restarted_kubelet_is_still_starting():
+    # The same kubelet restarted: its pods are re-admitted before sources are ready, when
+    # UpdateAllocatedDevices does nothing, and they keep their devices.
+    with node(gpus(count=2), watch_interval=3600) as n:
+        first = n.kubelet.admit_pod(pod("a", 1))
+        n.kubelet.restart()
+        assert n.kubelet.allocations() == {"a": first.devices}
+        assert not any("kubelet: freed" in line for line in n.kubelet.narration)
+
+
+@pytest.mark.parametrize("mode", ["replace", "reject"])
+def test_a_second_plugin_at_the_same_socket_path_in_both_kubelet_modes(mode, tmp_path):
+    # "replace": kubelets up to 1.36, the newest registration wins. "reject": the device
+    # manager of kubernetes PR #135437 refuses the same (resource, socket path) while the
+    # first plugin is connected; once its stream ends, the second registers.
+    from lab02_device_plugin.server import DevicePluginServer, RegistrationError
+    plugin_dir = Path(tempfile.mkdtemp(prefix="same-"))
+    inventory = from_yaml_spec(gpus(count=1), "<spec>")
+    (resource,) = advertise(inventory, parse_config(None)).resources
+    kubelet = MockKubelet(plugin_dir, same_socket=mode)
+    first = DevicePluginServer(resource, plugin_dir, plugin_dir / "kubelet.sock")
+    second = DevicePluginServer(resource, plugin_dir, plugin_dir / "kubelet.sock")
+    try:
+        kubelet.start()
+        first.start()
+        kubelet.wait_for_resource(GPU, 1, timeout=20)
+        second.serve()  # the same socket path, now the second's
+        if mode == "replace":
+            second.register()
+            assert any(line.endswith("replaces the previous registration")
+                       for line in kubelet.narration)
+        else:
+            with pytest.raises(RegistrationError, match=f"a device plugin for {GPU} at "
+                               "nvidia-gpu.sock is still registered"):
+                second.register()
+            assert kubelet.registrations == 1
+        first.stop()
+        if mode == "reject":
+            kubelet.wait_for(lambda: not kubelet.is_registered(GPU), 20, "the first stream to end")
+            second.register()
+        kubelet.wait_for_resource(GPU, 1, timeout=20)
+        assert kubelet.registrations == 2
+    finally:
+        second.stop()
+        first.stop()
+        kubelet.stop()
+        shutil.rmtree(plugin_dir, ignore_errors=True)
+
+
+def test_same_socket_mode_is_checked():
+    with pytest.raises(InputError, match="same_socket: expected one of replace, reject, got 'keep'"):
+        MockKubelet("/tmp/x", same_socket="keep")
 
 
 # ----------------------------------------------------------------------- phases
@@ -175,6 +314,49 @@ def test_a_plugins_stream_end_reads_as_the_kubelets_rule_not_a_fault():
                              "devices unhealthy (allocatable 0) until the plugin registers "
                              "again, and drops the resource after 5 min without it. Normal "
                              "when a plugin stops or restarts")
+
+
+def test_the_stream_end_rule_is_explained_once_then_named_short():
+    # Each reload ends every stream; the long explanation is given once per kubelet.
+    with node(gpus(count=2)) as n:
+        for _ in range(2):
+            n.manager.stop()
+            n.kubelet.wait_for(lambda: not n.kubelet.is_registered(GPU), 20, "stream end")
+            n.manager.start()
+            n.kubelet.wait_for_resource(GPU, 2, timeout=20)
+        first, second = [l for l in n.kubelet.narration if "stream ended" in l]
+        assert first.endswith("Normal when a plugin stops or restarts")
+        assert re.fullmatch(rf"ListAndWatch {GPU}: stream ended \([^)]*\): all 2 devices "
+                            r"unhealthy \(allocatable 0\) until the plugin registers again",
+                            second), second
+
+
+def test_node_status_reads_as_name_equals_count():
+    from lab02_device_plugin.kubelet import NodeStatus
+    status = NodeStatus({GPU: 4, "nvidia.com/mig-1g.10gb": 7}, {GPU: 3, "nvidia.com/mig-1g.10gb": 0})
+    assert str(status) == ("capacity nvidia.com/gpu=4, nvidia.com/mig-1g.10gb=7, "
+                           "allocatable nvidia.com/gpu=3, nvidia.com/mig-1g.10gb=0")
+    assert str(NodeStatus({}, {})) == "capacity none, allocatable none"
+
+
+def test_lines_from_many_threads_never_interleave(capsys):
+    import threading
+    from lab02_device_plugin.commands._output import LinePrinter
+    say = LinePrinter()
+    expected = {f"thread {t} line {i} " + "x" * 200 for t in range(8) for i in range(200)}
+
+    def write(t: int) -> None:
+        for i in range(200):
+            say(f"thread {t} line {i} " + "x" * 200)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[-1] == ""  # the output ends with a newline
+    assert sorted(lines[:-1]) == sorted(expected)  # 1600 whole lines, none empty or merged
 
 
 def test_counts_read_right_for_one_device():

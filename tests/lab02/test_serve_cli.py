@@ -199,6 +199,37 @@ def test_fifo_commands():
         handle_fifo_line("xid GPU-nope 79", inv, src)
     with pytest.raises(InputError, match="expected 'xid"):
         handle_fifo_line("xid 2", inv, src)
+    # The FIFO's error names the FIFO, not the inventory file (8 GPUs: 0..7).
+    with pytest.raises(InputError) as info:
+        handle_fifo_line("xid 99 79", inv, src)
+    assert str(info.value) == ("xid-fifo: no GPU 99; expected a GPU index 0..7, a GPU-/MIG- UUID "
+                               "of the inventory or all")
+
+
+def test_fifo_says_when_the_plugin_ignores_an_event():
+    from lab02_device_plugin.commands.serve import handle_fifo_line
+    from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
+    from lab02_device_plugin.inventory import load_inventory
+
+    inv = load_inventory(example_path("inventory-h100x8.yaml"))
+    src = SimulatedHealthSource()
+    src.start(lambda event: None)
+    gpu = inv.gpus[1].uuid
+    policy = HealthPolicy()
+    assert handle_fifo_line("xid 1 13", inv, src, policy) == (
+        f"injected Xid 13 on {gpu}: ignored: Xid 13 is an application error (NVIDIA's default "
+        "ignore list), not the GPU's")
+    assert handle_fifo_line("xid 1 79", inv, src, policy) == f"injected Xid 79 on {gpu}"
+    assert handle_fifo_line("recover 1", inv, src, policy) == (
+        f"recovery on {gpu}: ignored: an unhealthy device stays unhealthy until the plugin "
+        "restarts, as NVIDIA's (serve --health-recovery lets it recover)")
+    assert handle_fifo_line("recover 1", inv, src, HealthPolicy(recovery=True)) == f"recovery on {gpu}"
+    off = HealthPolicy.from_env({"DP_DISABLE_HEALTHCHECKS": "all"})
+    assert handle_fifo_line("xid 1 79", inv, src, off).endswith(
+        ": ignored: health checks are off (DP_DISABLE_HEALTHCHECKS)")
+    more = HealthPolicy.from_env({"DP_DISABLE_HEALTHCHECKS": "79"})
+    assert handle_fifo_line("xid 1 79", inv, src, more).endswith(
+        ": ignored: Xid 79 is in DP_DISABLE_HEALTHCHECKS")
 
 
 def test_topology_that_does_not_match_the_inventory(tmp_path, capsys, nvidia_smi_dir):

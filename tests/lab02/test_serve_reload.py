@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -136,25 +138,52 @@ def test_serve_before_the_kubelet_says_so_once_then_registers(plugin_dir):
         plugin.kill()
 
 
-def test_a_second_plugin_process_taking_over_the_socket_keeps_the_nodes_devices(plugin_dir):
-    """kubernetes/kubernetes#121994: the kubelet must dial the new process, not reuse the
-    connection it has to the old one (which then exits)."""
+@contextmanager
+def two_plugins(plugin_dir: Path, **kubelet_options) -> Iterator[tuple]:
+    """The mock kubelet, a first ``serve`` registered with it (1 GPU), then a second
+    ``serve`` on the same socket path: yields (kubelet, first, second, registrations before
+    the second); both processes are killed at the end if still running."""
     inventory = "lab02_device_plugin/examples/inventory-1gpu.yaml"
-    with MockKubelet(plugin_dir) as kubelet:
+    with MockKubelet(plugin_dir, **kubelet_options) as kubelet:
         first = serve(plugin_dir, "--inventory", inventory)
         second = None
         try:
             kubelet.wait_for_resource(GPU, 1, timeout=60)
             before = kubelet.registrations
             second = serve(plugin_dir, "--inventory", inventory)
-            kubelet.wait_for_registration(GPU, timeout=60, after=before)
-            assert first.terminate() == 0
-            time.sleep(1.0)  # long enough for a stream on the old process's connection to end
-            assert kubelet.is_registered(GPU)
-            assert kubelet.node_status().allocatable == {GPU: 1}
-            assert second.terminate() == 0
-            kubelet.wait_for(lambda: not kubelet.is_registered(GPU), 20, "the stream to end")
+            yield kubelet, first, second, before
         finally:
             first.kill()
             if second is not None:
                 second.kill()
+
+
+def test_a_second_plugin_process_taking_over_the_socket_keeps_the_nodes_devices(plugin_dir):
+    """kubernetes/kubernetes#121994: the kubelet must dial the new process, not reuse the
+    connection it has to the old one (which then exits)."""
+    with two_plugins(plugin_dir) as (kubelet, first, second, before):
+        kubelet.wait_for_registration(GPU, timeout=60, after=before)
+        assert first.terminate() == 0
+        time.sleep(1.0)  # long enough for a stream on the old process's connection to end
+        assert kubelet.is_registered(GPU)
+        assert kubelet.node_status().allocatable == {GPU: 1}
+        assert second.terminate() == 0
+        kubelet.wait_for(lambda: not kubelet.is_registered(GPU), 20, "the stream to end")
+
+
+def test_with_the_newer_kubelets_rule_a_same_socket_takeover_waits_for_the_first_to_end(plugin_dir):
+    """--same-socket reject (kubernetes PR #135437, #139338): the second process's Register
+    at the same resource and socket path is refused while the first is connected, the node
+    keeps the first one's device, and the second registers once the first has exited (its
+    registration retry, every 5 s)."""
+    with two_plugins(plugin_dir, same_socket="reject") as (kubelet, first, second, before):
+        line = second.expect("failed: UNKNOWN", timeout=60)
+        assert line.startswith(f"{GPU}: registering {GPU} with {plugin_dir / 'kubelet.sock'} "
+                               f"failed: UNKNOWN: a device plugin for {GPU} at "
+                               "nvidia-gpu.sock is still registered")
+        assert kubelet.registrations == before and kubelet.node_status().allocatable == {GPU: 1}
+        assert first.terminate() == 0
+        kubelet.wait_for_registration(GPU, timeout=60, after=before)  # the retry
+        kubelet.wait_for_resource(GPU, 1, timeout=30)
+        second.expect(f"{GPU}: registered with", timeout=30)
+        assert second.terminate() == 0

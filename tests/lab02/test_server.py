@@ -326,6 +326,7 @@ def test_socket_path_too_long_is_a_clear_error_and_nothing_keeps_running(tmp_pat
         m.start()
     assert m._watcher is None
     assert src._callbacks == []  # the health source was stopped again
+    assert not deep.exists()  # checked before the directory is made (it used to be left behind)
 
 
 def test_manager_restarts_when_its_socket_is_removed(sock_dir, kubelet):

@@ -13,6 +13,8 @@ the machine.
 
     python benchmarks/bench_timed.py                       # 50k jobs/5,000 nodes vs 100k jobs/10,000 nodes
     python benchmarks/bench_timed.py --jobs 20000 --nodes 1000 --profile
+    python benchmarks/bench_timed.py --only-large --modes all                   # 100k jobs on 10,000 nodes only
+    python benchmarks/bench_timed.py --only-large --modes all --tree /tmp/main  # the same, another checkout's code
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-# Measure this checkout, not whatever copy of the package is installed.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Measure this checkout (or the one after --tree), not whatever copy of the package is installed.
+_TREE = sys.argv[sys.argv.index("--tree") + 1] if "--tree" in sys.argv[:-1] else str(Path(__file__).resolve().parents[1])
+sys.path.insert(0, _TREE)
 
 from lab01_cluster_sim.commands.simulate import synthetic_jobs  # noqa: E402
 from lab01_cluster_sim.scheduler import Scheduler, adaptive_nodes_to_score
@@ -79,13 +82,17 @@ def main() -> None:
     ap.add_argument("--gang-share", type=float, default=0.0, help="share of multi-GPU jobs that are 2-worker gangs")
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration; the fastest counts")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of each run")
+    ap.add_argument("--only-large", action="store_true", help="run only the J-job, 2N-node configuration")
+    ap.add_argument("--tree", metavar="DIR", help="measure the lab01_cluster_sim of this checkout (e.g. a git "
+                                                  "worktree of main) instead of this one")
     args = ap.parse_args()
     print("| nodes | jobs | policy | nodes scored | wall s | CPU s | decisions | CPU us/decision | CPU us/job | "
           "events | completed | alloc while arriving | p99 wait s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for scoring in args.modes.split(","):
         rows = []
-        for n, jobs in ((args.nodes, args.jobs // 2), (2 * args.nodes, args.jobs)):
+        sizes = ((args.nodes, args.jobs // 2), (2 * args.nodes, args.jobs))
+        for n, jobs in sizes[1:] if args.only_large else sizes:
             k = None if scoring == "all" else adaptive_nodes_to_score(n)
             r = min((run_once(jobs, n, args.policy, k, args.seed, args.profile, args.load, args.gang_share)
                      for _ in range(max(1, args.repeat))), key=lambda x: x["cpu_s"])
@@ -94,6 +101,8 @@ def main() -> None:
                   f"{r['cpu_s']:.1f} | "
                   f"{r['decisions']:,} | {r['us_per_decision']:.1f} | {1e6 * r['cpu_s'] / r['jobs']:.1f} | {r['events']:,} | {r['completed']:,} | "
                   f"{100 * r['arrival_alloc']:.1f}% | {r['wait_p99']:,.0f} |", flush=True)
+        if args.only_large:
+            continue
         print(f"\nscoring {scoring}, {2 * args.nodes:,} vs {args.nodes:,} nodes: ratio of CPU us/decision "
               f"{rows[1]['us_per_decision'] / rows[0]['us_per_decision']:.2f}, of CPU us/job "
               f"{(rows[1]['cpu_s'] / rows[1]['jobs']) / (rows[0]['cpu_s'] / rows[0]['jobs']):.2f}\n", flush=True)

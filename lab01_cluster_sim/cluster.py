@@ -121,6 +121,56 @@ class ClusterState:
             setattr(new, attr, getattr(self, attr).copy())
         return new
 
+    def add_nodes(self, nodes: Sequence[Node]) -> range:
+        """Append ``nodes`` (free, at full capacity) to the cluster; return their indices.
+
+        Every per-node array grows (the GPU axis too when a new node has more GPUs than any
+        before); new nodes rank last for tie-breaking, in the order given; the scoring
+        normalisers (largest node) follow. Used by node-lifecycle plugins (an autoscaler
+        launching nodes); a node is never removed from the arrays (a plugin takes it out of
+        service instead), so indices stay valid for the whole run.
+
+        Raises:
+            InputError: a name already in the cluster or given twice.
+        """
+        nodes = tuple(nodes)
+        first = self.num_nodes
+        for node in nodes:
+            if node.name in self.node_index:
+                raise InputError(f"duplicate node name {node.name!r}")
+            self.node_index[node.name] = len(self.node_index)
+        if not nodes:
+            return range(first, first)
+        k = len(nodes)
+        counts = np.array([node.gpu_count for node in nodes], dtype=np.int64)
+        width = max(self.gpu_free.shape[1], int(counts.max()))
+        if width > self.gpu_free.shape[1]:
+            grow = width - self.gpu_free.shape[1]
+            self.gpu_free = np.pad(self.gpu_free, ((0, 0), (0, grow)))
+            self.tag_count = np.pad(self.tag_count, ((0, 0), (0, grow)))
+        new_free = np.where(np.arange(width)[None, :] < counts[:, None], MILLI_PER_GPU, 0).astype(np.int64)
+        self.nodes = self.nodes + nodes
+        self.gpu_free = np.vstack([self.gpu_free, new_free])
+        self.gpu_idle = np.concatenate([self.gpu_idle, new_free.sum(axis=1)])
+        self.gpu_count = np.concatenate([self.gpu_count, counts])
+        cpu = np.array([node.cpu_milli for node in nodes], dtype=np.int64)
+        mem = np.array([node.memory_mib for node in nodes], dtype=np.int64)
+        self.cpu_capacity = np.concatenate([self.cpu_capacity, cpu])
+        self.mem_capacity = np.concatenate([self.mem_capacity, mem])
+        self.cpu_free = np.concatenate([self.cpu_free, cpu])
+        self.mem_free = np.concatenate([self.mem_free, mem])
+        for node in nodes:
+            if node.gpu_model not in self.model_names:
+                self.model_names = sorted(set(self.model_names) | {node.gpu_model})
+        lookup = {m: i for i, m in enumerate(self.model_names)}
+        self.model_index = np.array([lookup[node.gpu_model] for node in self.nodes], dtype=np.int64)
+        self.tie_rank = np.concatenate([self.tie_rank, np.arange(first, first + k, dtype=np.int64)])
+        self.node_version = np.concatenate([self.node_version, np.zeros(k, dtype=np.int64)])
+        self.tag_count = np.vstack([self.tag_count, np.zeros((k, width + 1), dtype=np.int64)])
+        self.max_cpu_milli = max(self.max_cpu_milli, int(cpu.max()))
+        self.max_gpu_milli = max(self.max_gpu_milli, int(counts.max()) * MILLI_PER_GPU)
+        return range(first, first + k)
+
     def refresh(self) -> None:
         """Recompute ``gpu_idle`` from ``gpu_free`` after a direct write to ``gpu_free``."""
         self.gpu_idle = self.gpu_free.sum(axis=1)

@@ -18,10 +18,16 @@ since its last checkpoint and pays its checkpoint and restore time
 (:class:`~lab01_cluster_sim.disciplines.preemption.CheckpointSpec`). The report gives
 stranded GPUs before and after and the GPU-hours the moves cost. Migration is the
 mechanism of Gandiva (Xiao et al., OSDI 2018) and of Singularity (Microsoft, 2022).
+
+Both remedies are plugins of the one engine (:mod:`lab01_cluster_sim.plugins`):
+:class:`ShapeAwareAdmission` at the Filter point, :class:`Defragmenter` after each scheduling
+cycle; :func:`compare_shape_aware` and :func:`dashboard_data` run them through the
+compatibility :class:`~lab01_cluster_sim.disciplines.runner.Runner`.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,54 +35,96 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.disciplines.preemption import last_checkpoint
-from lab01_cluster_sim.disciplines.runner import Runner, clone_state, place_gang
+from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, last_checkpoint
+from lab01_cluster_sim.disciplines.runner import Runner
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobState, Node
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node
+from lab01_cluster_sim.plugins import register_plugin
+from lab01_cluster_sim.scheduler import worker_slots
 
 
 def stranded_gpus(state: ClusterState, pending: Sequence[Job], mask_for=None) -> float:
     """Stranded GPUs (see the module docstring), in GPUs.
+
+    A pending job's gang can start now iff its worker slots (:func:`worker_slots`, on the
+    nodes ``mask_for`` allows) add up to its workers; the free capacity of every node where
+    one of its workers fits is then usable.
 
     Args:
         state: the cluster now.
         pending: the pending jobs.
         mask_for: optional ``mask_for(job) -> bool (N,) | None`` restricting a job's nodes.
     """
+    return float(stranded_milli_by_node(state, pending, mask_for).sum()) / MILLI_PER_GPU
+
+
+def stranded_milli_by_node(state: ClusterState, pending: Sequence[Job], mask_for=None) -> np.ndarray:
+    """int64 (N,): stranded milli-GPU of each node (:func:`stranded_gpus`, per node), so a
+    report can tell where the stranded capacity sits (e.g. on nodes reserved for whole-node
+    jobs, idle by design, or fragments elsewhere)."""
     free = state.gpu_free.sum(axis=1)
     if not pending or free.sum() == 0:
-        return 0.0
+        return np.zeros(state.num_nodes, dtype=np.int64)
     usable = np.zeros(state.num_nodes, dtype=bool)
     seen: set[tuple] = set()
     for job in pending:
         if job.gpus_per_worker == 0:
             continue
         mask = None if mask_for is None else mask_for(job)
-        key = (Request.of_worker(job), job.workers, None if mask is None else mask.tobytes())
+        request = Request.of_worker(job)
+        key = (request, job.workers, None if mask is None else mask.tobytes())
         if key in seen:
             continue
         seen.add(key)
-        if place_gang(state, job, mask) is None:
-            continue
-        ok = state.feasible(Request.of_worker(job))
+        slots = worker_slots(request, state.cpu_free, state.mem_free, state.gpu_free,
+                             state.model_mask(request.gpu_models))
         if mask is not None:
-            ok &= mask
-        usable |= ok
+            slots = np.where(mask, slots, 0)
+        if int(np.minimum(slots, job.workers).sum()) < job.workers:
+            continue
+        usable |= slots > 0
         if usable.all():
             break
-    return float(free[~usable].sum()) / MILLI_PER_GPU
+    return np.where(usable, 0, free)
+
+
+def simulation_stranded_gpus(sim) -> float:
+    """:func:`stranded_gpus` of a running :class:`~lab01_cluster_sim.simulate.Simulation`: its
+    pending jobs, each on the online nodes its filters allow."""
+    sched = sim.scheduler
+    pending = [r for r in sched.discipline.order() if r.state is JobState.PENDING]
+    records = {r.job_id: r for r in pending}
+
+    def mask_for(job: Job) -> np.ndarray:
+        rec = records[job.job_id]
+        req = sched.request_of(rec)
+        m = sched.online.copy()
+        for extra in sched.extra_filters:
+            m &= extra(req, rec)
+        return m
+
+    state = sim.state
+    if not sched.online.all():
+        state = copy.copy(state)
+        state.gpu_free[~sched.online] = 0
+        state.refresh()
+    return stranded_gpus(state, [r.job for r in pending], mask_for)
 
 
 class ShapeAwareAdmission:
-    """A Runner ``node_filter`` keeping ``reserved_fraction`` of the GPU nodes for whole-node jobs.
+    """Engine plugin (``"shape-aware"``, Filter point) keeping ``reserved_fraction`` of the GPU
+    nodes for whole-node jobs.
 
     The reserved nodes are the last ``ceil(reserved_fraction x GPU nodes)`` GPU nodes in
     the given order. A job is "whole-node" on a node when its workers ask for all of the
-    node's GPUs.
+    node's GPUs. Nodes added during a run are not reserved.
 
     Raises:
         InputError: a fraction outside [0, 1].
     """
+
+    name = "shape-aware"
+    static = True   # depends only on node labels/taints and the job: arrival may reject on it
 
     def __init__(self, nodes: Sequence[Node], reserved_fraction: float) -> None:
         if not 0.0 <= reserved_fraction <= 1.0:
@@ -87,10 +135,39 @@ class ShapeAwareAdmission:
         if k:
             self.reserved[gpu_nodes[-k:]] = True
         self.gpu_count = np.array([n.gpu_count for n in nodes], dtype=np.int64)
+        self._masks: dict[int, np.ndarray] = {}
 
-    def __call__(self, runner: Runner, job: Job) -> np.ndarray:
-        whole = (job.gpus_per_worker > 0) & (self.gpu_count == job.gpus_per_worker)
-        return ~self.reserved | whole
+    def attach(self, sim) -> None:
+        self._sim = sim
+
+    def _grow(self) -> None:
+        sim = getattr(self, "_sim", None)
+        if sim is not None and sim.state.num_nodes > self.reserved.shape[0]:
+            extra = sim.state.num_nodes - self.reserved.shape[0]
+            self.reserved = np.concatenate([self.reserved, np.zeros(extra, dtype=bool)])
+            self.gpu_count = sim.state.gpu_count.copy()
+            self._masks.clear()
+
+    def allows(self, gpus_per_worker: int) -> np.ndarray:
+        """bool (N,): nodes a worker of ``gpus_per_worker`` GPUs may use (cached; do not modify)."""
+        self._grow()
+        mask = self._masks.get(gpus_per_worker)
+        if mask is None:
+            whole = (gpus_per_worker > 0) & (self.gpu_count == gpus_per_worker)
+            mask = self._masks[gpus_per_worker] = ~self.reserved | whole
+        return mask
+
+    def filter(self, request, record) -> np.ndarray:
+        return self.allows(request.num_gpus)
+
+    def __call__(self, runner, job: Job) -> np.ndarray:
+        return self.allows(job.gpus_per_worker)
+
+
+@register_plugin("shape-aware")
+def _shape_aware_plugin(nodes, jobs, reserved: float = 0.25) -> ShapeAwareAdmission:
+    """``--plugin shape-aware:reserved=0.25``."""
+    return ShapeAwareAdmission(nodes, reserved)
 
 
 @dataclass(frozen=True)
@@ -128,15 +205,19 @@ class DefragEvent:
 
 @dataclass
 class Defragmenter:
-    """A Runner ``on_blocked`` hook that migrates checkpointable jobs to unblock a gang.
+    """Engine plugin (``"defrag"``, after each cycle) that migrates checkpointable jobs to
+    unblock a gang.
 
-    At each event batch it looks at the oldest pending job that is blocked only by
-    fragmentation (enough free GPUs in total, no placement) and, if a plan exists, makes
-    the moves and starts it.
+    After each scheduling cycle it looks at the oldest pending job that is blocked only by
+    fragmentation (enough free GPUs on the online nodes in total, no placement) and, if a
+    plan exists, makes the moves and binds the gang exactly where planned (so a PreFilter
+    that would keep it waiting, e.g. a topology wait, cannot undo the plan). At most one
+    defragmentation per instant.
 
     Args:
         movable: predicate ``movable(job) -> bool``; default: jobs whose checkpoint
-            interval is finite (they can be restored elsewhere).
+            interval is finite (they can be restored elsewhere; specs from the simulation's
+            ``checkpoints`` plugin).
         max_moves: most jobs moved for one gang.
         replan_after_s: after a failed plan for a job, wait this long (simulated s) before
             planning for it again, like a controller's reconcile period (default 60 s).
@@ -151,137 +232,163 @@ class Defragmenter:
     events: list[DefragEvent] = field(default_factory=list)
     _failed: tuple | None = field(default=None, repr=False)
     _last_failed: dict = field(default_factory=dict, repr=False)
+    _last_time: float = field(default=-math.inf, repr=False)
+    name: str = field(default="defrag", repr=False)
 
-    def _is_movable(self, runner: Runner, job_id: str) -> bool:
-        run = runner.runs[job_id]
+    @staticmethod
+    def _spec(sim, job_id: str) -> CheckpointSpec:
+        try:
+            return sim.plugin("checkpoints").spec(job_id)
+        except KeyError:
+            return CheckpointSpec()
+
+    def _is_movable(self, sim, rec: JobRecord) -> bool:
         if self.movable is not None:
-            return bool(self.movable(run.job))
-        return math.isfinite(run.spec.interval_s)
+            return bool(self.movable(rec.job))
+        return math.isfinite(self._spec(sim, rec.job_id).interval_s)
 
-    def __call__(self, runner: Runner, now: float) -> None:
-        for job_id in list(runner.pending):
-            job = runner.runs[job_id].job
-            if job.gpus_per_worker == 0:
+    def after_cycle(self, sim) -> None:
+        now = sim.now
+        sched = sim.scheduler
+        if now == self._last_time or not len(sched.discipline):
+            return
+        for rec in list(sched.discipline.order()):
+            if rec.state is not JobState.PENDING or rec.job.gpus_per_worker == 0:
                 continue
-            if runner.try_place(job) is not None:
-                continue
-            free_gpus = runner.state.gpu_free.sum() / MILLI_PER_GPU
-            if free_gpus * MILLI_PER_GPU < job.gpu_milli_total:
+            if int(np.minimum(sched.slots_of(rec), rec.job.workers).sum()) >= rec.job.workers:
+                continue            # it fits now: not blocked (it waits for another reason)
+            free = int(sim.state.gpu_free[sched.online].sum())
+            if free < rec.job.gpu_milli_total:
                 continue            # blocked by capacity, not by fragmentation
-            last = self._last_failed.get(job_id)
+            last = self._last_failed.get(rec.job_id)
             if last is not None and now < last + self.replan_after_s:
                 return               # a plan for this job failed recently: wait for the next round
-            sig = (job_id, frozenset(runner.running))
+            sig = (rec.job_id, frozenset(sched.running))
             if sig == self._failed:
                 return               # same job, same running jobs: the plan would fail again
-            plan = self.plan(runner, job)
+            plan = self.plan(sim, rec)
             if plan is not None:
-                self._apply(runner, job, plan, now)
+                self._last_time = now
+                self._apply(sim, rec, plan, now)
             else:
                 self._failed = sig
-                self._last_failed[job_id] = now
-            return   # only the oldest fragmentation-blocked job per event batch: bounded moves and cost
+                self._last_failed[rec.job_id] = now
+            return   # only the oldest fragmentation-blocked job per instant: bounded moves and cost
 
-    def plan(self, runner: Runner, job: Job) -> tuple[tuple, list[tuple[str, tuple]]] | None:
-        """``(gang allocation, [(moved job id, its new allocation), ...])`` that lets ``job``
+    def plan(self, sim, rec: JobRecord) -> tuple[list, list[tuple[str, list]]] | None:
+        """``(gang placements, [(moved job id, its new placements), ...])`` that lets ``rec``
         start, or None.
 
-        Greedy: rank nodes by the GPU-seconds their movable jobs would lose; empty the
-        cheapest nodes (only nodes whose blocking jobs are all movable) until the gang fits;
-        then re-place every moved job off those nodes (best-fit). Fails if a moved job
-        cannot be re-placed or more than ``max_moves`` would move.
+        Greedy: rank the nodes ``rec`` may use by the GPU-seconds their movable jobs would
+        lose; empty the cheapest nodes (only nodes whose jobs are all movable) until the gang
+        fits; then re-place every moved job off those nodes. Placement is the scheduler's own
+        (its filter and policy) on a copy of the cluster. Fails if a moved job cannot be
+        re-placed or more than ``max_moves`` would move.
         """
-        st = runner.state
-        req = Request.of_worker(job)
-        mask = runner.mask_for(job)
-        on_node: dict[int, list[str]] = {}
-        for rid, run in runner.running.items():
-            for node, _ in run.alloc:
-                on_node.setdefault(node, [])
-                if rid not in on_node[node]:
-                    on_node[node].append(rid)
+        st = sim.state
+        sched = sim.scheduler
+        req = sched.request_of(rec)
+        allowed = sched.online.copy()
+        for extra in sched.extra_filters:
+            allowed &= extra(req, rec)
+        on_node: dict[int, list[JobRecord]] = {}
+        for r in sorted(sched.running.values(), key=lambda x: x.job_id):
+            for p in r.placements:
+                lst = on_node.setdefault(p.node_index, [])
+                if r not in lst:
+                    lst.append(r)
+        now = sim.now
         costs = []
-        for node in range(st.num_nodes):
-            if mask is not None and not mask[node]:
-                continue
+        for node in np.flatnonzero(allowed):
+            node = int(node)
             if st.gpu_count[node] < req.num_gpus:
                 continue
-            ids = on_node.get(node, [])
-            if not ids or not all(self._is_movable(runner, i) for i in ids):
+            jobs = on_node.get(node, [])
+            if not jobs or not all(self._is_movable(sim, r) for r in jobs):
                 continue
             lost = 0.0
-            for i in ids:
-                r = runner.runs[i]
-                p = r.progress_at(runner.now)
-                lost += (p - last_checkpoint(p, r.spec)) * r.job.gpu_milli_total / MILLI_PER_GPU
-            costs.append((lost, len(ids), int(st.tie_rank[node]), node))
+            for r in jobs:
+                p = r.work_done_at(now)
+                lost += (p - last_checkpoint(p, self._spec(sim, r.job_id))) * r.job.gpu_milli_total / MILLI_PER_GPU
+            costs.append((lost, len(jobs), int(st.tie_rank[node]), node))
         costs.sort()
-        trial = clone_state(st)
+        trial = copy.copy(st)
         targets: list[int] = []
-        moved: list[str] = []
+        moved: list[JobRecord] = []
         for _, _, _, node in costs:
-            for i in on_node.get(node, []):
-                if i in moved:
+            for r in on_node.get(node, []):
+                if r in moved:
                     continue
-                r = runner.runs[i]
-                rq = Request.of_worker(r.job)
-                for n, gpus in r.alloc:
-                    trial.release(n, gpus, rq)
-                moved.append(i)
+                rq = sched.request_of(r)
+                for p in r.placements:
+                    trial.release(p.node_index, p.gpus, rq)
+                moved.append(r)
             targets.append(node)
             if len(moved) > self.max_moves:
                 return None
-            if place_gang(trial, job, mask) is not None:
+            slots = worker_slots(req, trial.cpu_free, trial.mem_free, trial.gpu_free, sched._model_ok(req.gpu_models))
+            if int(np.minimum(np.where(allowed, slots, 0), rec.job.workers).sum()) >= rec.job.workers:
                 break
         else:
             return None
-        gang = place_gang(trial, job, mask, bind=True)
-        assert gang is not None
+        gang = sched.plan_placements(trial, rec)
+        if gang is None:
+            return None
         keep_off = np.ones(st.num_nodes, dtype=bool)
         keep_off[targets] = False
         plan = []
-        for i in sorted(moved, key=lambda x: -runner.runs[x].job.gpu_milli_total):
-            r = runner.runs[i]
-            m = runner.mask_for(r.job)
-            alloc = place_gang(trial, r.job, keep_off if m is None else (keep_off & m), bind=True)
+        for r in sorted(moved, key=lambda x: -x.job.gpu_milli_total):
+            ghost = JobRecord(r.job)        # the moved job as if it held nothing
+            ghost.queue_seq = r.queue_seq
+            alloc = sched.plan_placements(trial, ghost, keep_off)
             if alloc is None:
                 return None
-            plan.append((i, alloc))
+            plan.append((r.job_id, alloc))
         return gang, plan
 
-    def _apply(self, runner: Runner, job: Job, planned: tuple[tuple, list[tuple[str, tuple]]], now: float) -> None:
-        """Stop the moved jobs, start the gang and the moved jobs exactly where planned.
-
-        The plan was computed on a copy of this very state, so the binds succeed; the gang
-        starts on the planned nodes whatever the runner's own placer would prefer.
-        """
+    def _apply(self, sim, rec: JobRecord, planned, now: float) -> None:
+        """Evict the moved jobs (migration: checkpoint written on demand, restored at the new
+        place), bind the gang and the moved jobs exactly where planned."""
         gang_alloc, plan = planned
-        pending_jobs = [runner.runs[i].job for i in runner.pending]
-        before = stranded_gpus(runner.state, pending_jobs, runner.mask_for)
+        before = simulation_stranded_gpus(sim)
+        names = sim.state.nodes
         moves = []
         for job_id, alloc in plan:
-            run = runner.runs[job_id]
-            names_from = tuple(sorted({runner.nodes[n].name for n, _ in run.alloc}))
-            overhead = run.spec.checkpoint_s + run.spec.restore_s
-            lost = runner.stop(job_id, run.spec.checkpoint_s, migration=True)
-            moves.append(Move(job_id, names_from, tuple(sorted({runner.nodes[n].name for n, _ in alloc})),
-                              lost, overhead, run.job.gpu_milli_total / MILLI_PER_GPU))
-        # bind the gang first on the nodes just emptied, then the moved jobs, in plan order
-        runner.start(job.job_id, gang_alloc)
+            r = sim.records[job_id]
+            spec = self._spec(sim, job_id)
+            names_from = tuple(sorted({names[p.node_index].name for p in r.placements}))
+            lost_before = r.lost_gpu_s
+            sim.evict(r, f"migrated to unblock {rec.job_id}", migration=True, extra_overhead_s=spec.checkpoint_s)
+            moves.append(Move(job_id, names_from, tuple(sorted({names[n].name for n, _ in alloc})),
+                              r.lost_gpu_s - lost_before, spec.checkpoint_s + spec.restore_s,
+                              r.job.gpu_milli_total / MILLI_PER_GPU))
+        sim.scheduler.bind_placements(rec, gang_alloc)
         for job_id, alloc in plan:
-            runner.start(job_id, alloc)
-        pending_jobs = [runner.runs[i].job for i in runner.pending]
-        after = stranded_gpus(runner.state, pending_jobs, runner.mask_for)
-        self.events.append(DefragEvent(now, job.job_id, tuple(moves), before, after))
+            sim.scheduler.bind_placements(sim.records[job_id], alloc)
+        after = simulation_stranded_gpus(sim)
+        self.events.append(DefragEvent(now, rec.job_id, tuple(moves), before, after))
 
     def gpu_hours_cost(self) -> float:
         """GPU-hours all moves cost: lost progress plus checkpoint/restore time."""
         return sum(e.gpu_hours_cost for e in self.events)
 
 
+@register_plugin("defrag")
+def _defrag_plugin(nodes, jobs, max_moves: int = 8, replan_after_s: float = 60.0) -> Defragmenter:
+    """``--plugin defrag:max_moves=8`` (moves only checkpointing jobs: add ``--plugin checkpoints:...``)."""
+    return Defragmenter(max_moves=max_moves, replan_after_s=replan_after_s)
+
+
 @dataclass(frozen=True)
 class AdmissionRow:
     """One run of the shape-aware admission comparison.
+
+    ``mean_stranded_gpus`` counts every free GPU no pending job can use now, including the
+    idle GPUs of reserved nodes while only small jobs wait (they may not use them): a
+    reservation strands capacity on purpose, and ``mean_stranded_reserved_gpus`` is that part
+    (the rest are fragments on the shared nodes). A reservation lowers stranding only when
+    whole-node jobs come often enough to fill the reserved nodes; on a lightly loaded cluster
+    it raises it.
 
     Mean waits (s) cover every job of the class: a job that never started counts with a
     *censored* wait, from its submission to the end of the run (a lower bound on its true
@@ -296,6 +403,7 @@ class AdmissionRow:
     utilisation: float
     big_jobs_never_started: int = 0
     small_jobs_never_started: int = 0
+    mean_stranded_reserved_gpus: float = 0.0
 
 
 def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: Sequence[float],
@@ -312,8 +420,10 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
     for f in fractions:
         adm = ShapeAwareAdmission(nodes, f)
 
-        def observe(r: Runner, t: float) -> float:
-            return stranded_gpus(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+        def observe(r: Runner, t: float) -> tuple[float, float]:
+            by_node = stranded_milli_by_node(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+            return (float(by_node.sum()) / MILLI_PER_GPU,
+                    float(by_node[adm.reserved[: by_node.shape[0]]].sum()) / MILLI_PER_GPU)
 
         res = Runner(nodes, jobs, discipline, node_filter=adm, observer=observe).run()
         big_ids = {j.job_id for j in jobs if j.gpus_per_worker == full}
@@ -324,18 +434,24 @@ def compare_shape_aware(nodes: Sequence[Node], jobs: Sequence[Job], fractions: S
         small = [w for i, (w, _) in waits.items() if i not in big_ids]
         big_never = sum(1 for i, (_, never) in waits.items() if never and i in big_ids)
         small_never = sum(1 for i, (_, never) in waits.items() if never and i not in big_ids)
-        # time-weighted mean of the stranded samples
         ts = [row[0] for row in res.timeline]
-        vals = res.samples
-        if len(ts) > 1:
-            dt = np.diff(ts)
-            mean_stranded = float(np.dot(vals[:-1], dt) / dt.sum()) if dt.sum() > 0 else float(np.mean(vals))
-        else:
-            mean_stranded = float(vals[0]) if vals else 0.0
+        mean_stranded = _time_weighted(ts, [v[0] for v in res.samples])
+        mean_reserved = _time_weighted(ts, [v[1] for v in res.samples])
         rows.append(AdmissionRow(f, mean_stranded, float(np.mean(big)) if big else 0.0,
                                  float(np.mean(small)) if small else 0.0, res.summary()["utilisation"],
-                                 big_never, small_never))
+                                 big_never, small_never, mean_reserved))
     return rows
+
+
+def _time_weighted(times: Sequence[float], values: Sequence[float]) -> float:
+    """Mean of a step function holding ``values[i]`` from ``times[i]`` to ``times[i + 1]``
+    (the last sample has no width); the plain mean when no time passes, 0 with no sample."""
+    if len(times) > 1:
+        dt = np.diff(times)
+        if dt.sum() > 0:
+            return float(np.dot(values[:-1], dt) / dt.sum())
+        return float(np.mean(values))
+    return float(values[0]) if len(values) else 0.0
 
 
 def job_states(runner: Runner) -> dict[str, JobState]:

@@ -122,7 +122,7 @@ def stranded_gpus(scheduler: Scheduler, pending: Iterable[JobRecord]) -> int:
     """
     shapes = pareto_minimal_shapes(
         (scheduler.request_of(rec), rec.job.workers - len(rec.placements)) for rec in pending)
-    if not shapes:
+    if not shapes or scheduler.state.num_nodes == 0:
         return 0
     st = scheduler.state
     online = scheduler.online
@@ -209,6 +209,13 @@ class MetricsRecorder(SchedulerObserver):
         self._pending: list[int] = []
         self._running: list[int] = []
         scheduler.add_observer(self)
+
+    def capacity_changed(self, removed: np.ndarray) -> None:
+        """Nodes were added or removed during the run (node lifecycle plugins): the allocation
+        ratio is over the GPUs of the nodes present from now on (``removed`` False)."""
+        st = self.scheduler.state
+        self.total_milli = int(st.gpu_count[~removed].sum()) * MILLI_PER_GPU
+        self._dirty = True
 
     def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None:
         self.allocated_milli += len(placement.gpus) * request.gpu_milli

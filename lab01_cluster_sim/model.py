@@ -103,6 +103,11 @@ class Job:
             (e.g. ``checkpoint_interval_s``, ``restore_s``, ``tolerations``, ``tier``).
             Not part of equality or hashing. Keep values immutable (numbers, strings,
             tuples) so a job stays a value.
+        time_limit: the user's runtime estimate and limit, s of wall time per run (Slurm's
+            ``--time``); None = none given. Backfill reserves from it (the simulator does not
+            peek at ``duration`` then), and a run that reaches it is killed at the limit
+            (:attr:`JobState.TIMEOUT`, Slurm's rule with ``OverTimeLimit=0``). Without it
+            the simulator knows the true run time (a perfect estimate).
 
     A ``duration`` of ``math.inf`` is a service that never completes on its own (an
     inference server): it holds its GPUs until the run ends or it is evicted.
@@ -125,9 +130,12 @@ class Job:
     workers: int = 1
     tenant: str = "default"
     extras: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         where = f"job {self.job_id!r}"
+        if self.time_limit is not None and not 0 < self.time_limit <= math.inf:   # NaN fails too
+            raise InputError(f"{where}: time_limit must be a number of seconds > 0 (or None), got {self.time_limit}")
         for attr in ("submit_time", "duration"):
             if math.isnan(getattr(self, attr)):
                 raise InputError(f"{where}: {attr} must be a number, got NaN")
@@ -181,6 +189,8 @@ class JobState(enum.Enum):
     RUNNING = "running"
     PENDING = "pending"
     REJECTED = "rejected"
+    TIMEOUT = "timeout"
+    """Killed on reaching its ``time_limit`` (Slurm's TIMEOUT state); not requeued."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,13 +224,26 @@ class JobRecord:
         reason: why a job is rejected, or what a pending job waits for.
         status: the scheduling framework's outcome word for a rejected or waiting job:
             ``"Unschedulable"`` (not now) or ``"UnschedulableAndUnresolvable"`` (never).
-        remaining: run time still needed, s (starts at ``job.duration``; an extension that
-            evicts a job sets what is left after its last checkpoint).
+        remaining: full-speed seconds still needed as of :attr:`rated_at` (work plus
+            ``overhead_left``); starts at ``job.duration``; after an eviction, what is left
+            after the last checkpoint plus the restore time.
         run_started: when the current run began, s (None when not running).
         preemptions: times the job was evicted.
         lost_work: run time thrown away by evictions, s.
         extras: per-record fields that extensions own (e.g. checkpoint bookkeeping); the
             engine never reads them.
+        overhead_left: part of ``remaining`` that is overhead (checkpoint restore), s; it is
+            not slowed down by contention.
+        slowdown: run-time factor of the job's work now (product of the progress plugins'
+            factors, 1 alone); the last value is kept while pending.
+        rated_at: when ``remaining`` was last brought up to date, s (None when not running).
+        busy_from: when the current run starts computing, s (bind time plus any start delay,
+            e.g. an image pull); None when not running.
+        queue_seq: order of first enqueue (set by the scheduler); requeued jobs keep it.
+        time_limit_at: when the current run hits ``job.time_limit``, s (None: no limit).
+        migrations: times the job was moved (evicted to be placed elsewhere at once).
+        lost_gpu_s: GPU-seconds of progress thrown away by evictions: progress since the
+            last checkpoint x the job's GPUs (whole-GPU equivalents).
     """
 
     job: Job
@@ -236,9 +259,54 @@ class JobRecord:
     preemptions: int = 0
     lost_work: float = 0.0
     extras: dict[str, Any] = field(default_factory=dict)
+    overhead_left: float = 0.0
+    slowdown: float = 1.0
+    rated_at: float | None = None
+    busy_from: float | None = None
+    queue_seq: int = -1
+    time_limit_at: float | None = None
+    migrations: int = 0
+    lost_gpu_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.remaining = self.job.duration
+
+    def progress_at(self, now: float) -> float:
+        """Full-speed seconds of ``remaining`` done between :attr:`rated_at` and ``now``
+        (overhead first, then work at ``1 / slowdown`` per second); 0 when not running."""
+        if self.rated_at is None:
+            return 0.0
+        start = self.rated_at if self.busy_from is None else max(self.rated_at, self.busy_from)
+        elapsed = max(0.0, now - start)
+        if elapsed <= self.overhead_left:
+            return elapsed
+        return min(self.remaining, self.overhead_left + (elapsed - self.overhead_left) / self.slowdown)
+
+    @property
+    def expected_end(self) -> float:
+        """When the current run completes at the current rate, s (``inf`` for a service or a
+        job not running). Includes a pending start delay."""
+        if self.rated_at is None or math.isinf(self.remaining):
+            return math.inf
+        start = self.rated_at if self.busy_from is None else max(self.rated_at, self.busy_from)
+        return start + self.overhead_left + (self.remaining - self.overhead_left) * self.slowdown
+
+    def work_done_at(self, now: float) -> float:
+        """Useful work done by ``now`` (full-speed seconds of ``job.duration``): what was
+        done at :attr:`rated_at` plus the progress since, after any overhead (0 for a
+        service)."""
+        if math.isinf(self.job.duration):
+            return 0.0
+        since = max(0.0, self.progress_at(now) - self.overhead_left)
+        return min(self.job.duration, max(0.0, self.work_done + since))
+
+    @property
+    def work_done(self) -> float:
+        """Useful work done so far (full-speed seconds of ``job.duration``), as of
+        :attr:`rated_at`: ``duration - (remaining - overhead_left)`` (0 for a service)."""
+        if math.isinf(self.job.duration):
+            return 0.0
+        return self.job.duration - (self.remaining - self.overhead_left)
 
     @property
     def job_id(self) -> str:

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU
 
 # --- time-slicing --------------------------------------------------------------------------------
 
@@ -385,7 +386,11 @@ class SharingRow:
         jobs_failed: bound jobs that fail for lack of memory: with time-slicing, those
             beyond what the GPU's memory holds (out-of-memory, no isolation); with MPS,
             every job whose need exceeds its per-client memory limit.
-        note: why jobs fail, empty when none does.
+        note: why jobs fail or wait, empty when every job runs.
+        jobs_waiting: jobs that get no GPU, replica or instance on this GPU and stay pending
+            (exclusive: all but one; MIG: those beyond the instances the GPU holds). Every
+            job is counted once: ``jobs_on_gpu + jobs_waiting`` = the jobs asked about, and
+            ``jobs_failed`` are among those on the GPU.
     """
 
     mode: str
@@ -396,6 +401,7 @@ class SharingRow:
     memory_waste: float
     jobs_failed: int = 0
     note: str = ""
+    jobs_waiting: int = 0
 
 
 def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs: int = 4,
@@ -428,7 +434,8 @@ def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs:
         raise InputError(f"job_compute must be in (0, 1], got {job_compute}")
     if job_memory_gb > gpu_memory_gb:
         raise InputError(f"job_memory_gb {job_memory_gb:g} exceeds the GPU's {gpu_memory_gb:g} GB")
-    rows = [SharingRow("exclusive", {"nvidia.com/gpu": 1}, 1, 1.0, True, 0.0)]
+    rows = [SharingRow("exclusive", {"nvidia.com/gpu": 1}, 1, 1.0, True, 0.0, 0,
+                       f"one job per GPU: {jobs - 1} wait" if jobs > 1 else "", jobs - 1)]
     fit_in_memory = int(gpu_memory_gb // job_memory_gb)
     oom = max(0, jobs - fit_in_memory)
     rows.append(SharingRow("time-slicing", timeslice_resources(1, jobs), jobs,
@@ -450,8 +457,10 @@ def compare_sharing_modes(gpu: str = "A100-80GB", gpu_memory_gb: int = 80, jobs:
             fit = k
             break
     q = quantization_waste(gpu, [(job_memory_gb, job_compute)] * min(fit, jobs))
+    waiting = jobs - min(fit, jobs)
     rows.append(SharingRow(f"mig ({prof.name})", {prof.resource: fit}, min(fit, jobs),
-                           max(1.0, job_compute / (prof.compute_slices / 7)), True, q.memory_waste))
+                           max(1.0, job_compute / (prof.compute_slices / 7)), True, q.memory_waste, 0,
+                           f"{fit} {prof.name} instances fit one {gpu}: {waiting} wait" if waiting else "", waiting))
     return rows
 
 
@@ -491,10 +500,16 @@ def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, 
     blocked job does not block others), and frees it at the end. Jobs no offered profile
     covers are never placed. All GPUs must be of one model.
 
+    Runs on the one engine (:mod:`lab01_cluster_sim.simulate`) as the scheduler sees MIG under
+    the device plugin's mixed strategy: every GPU instance is one unit of its extended resource
+    ``nvidia.com/mig-<profile>`` (modelled as a one-slot node of "model" ``mig-<profile>``), a
+    job asks for one unit of its profile, FIFO-skip binds it to the first free one.
+
     Raises:
         InputError: no layouts, or layouts of different GPU models.
     """
-    import heapq
+    from lab01_cluster_sim.model import Job, Node
+    from lab01_cluster_sim.simulate import Simulation
 
     if not layouts:
         raise InputError("mig_pool_timeline: expected at least one MIG layout")
@@ -502,9 +517,11 @@ def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, 
     if any(layout.gpu != gpu for layout in layouts):
         raise InputError("mig_pool_timeline: all layouts must be of the same GPU model")
     total: dict[str, int] = {}
-    for layout in layouts:
-        for p in layout.profiles:
+    instances = []
+    for i, layout in enumerate(layouts):
+        for j, p in enumerate(layout.profiles):
             total[p] = total.get(p, 0) + 1
+            instances.append(Node(f"gpu{i}-{p}-{j}", f"mig-{p}", 1, 1, 1))
     offered = sorted(total)
     profiles: list[str | None] = []
     for _, _, mem, comp in jobs:
@@ -512,53 +529,184 @@ def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, 
             profiles.append(smallest_profile(gpu, mem, comp, offered).name)
         except InputError:
             profiles.append(None)
-    used = {p: 0 for p in offered}
-    events: list[tuple[float, int, int]] = []   # (time, kind 0=finish 1=arrive, job)
-    for i, (submit, _, _, _) in enumerate(jobs):
-        heapq.heappush(events, (submit, 1, i))
-    waits: list[float | None] = [None] * len(jobs)
-    queue: list[int] = []
+    work = [Job(f"mig-job-{i}", float(submit), float(duration), 1, 1000, 0, 0, (f"mig-{p}",))
+            for i, ((submit, duration, _, _), p) in enumerate(zip(jobs, profiles)) if p is not None]
     times: list[float] = []
     use: dict[str, list[float]] = {p: [] for p in offered}
-    while events:
-        t = events[0][0]
-        while events and events[0][0] == t:
-            _, kind, i = heapq.heappop(events)
-            if kind == 0:
-                used[profiles[i]] -= 1
-            elif profiles[i] is not None:
-                queue.append(i)
-        for i in list(queue):
-            p = profiles[i]
-            if used[p] < total[p]:
-                used[p] += 1
-                waits[i] = t - jobs[i][0]
-                queue.remove(i)
-                heapq.heappush(events, (t + jobs[i][1], 0, i))
-        times.append(t)
-        for p in offered:
-            use[p].append(used[p] / total[p])
+
+    class _Use:
+        name = "mig-use"
+
+        def sample(self, sim, now: float) -> None:
+            held = {p: 0 for p in offered}
+            for rec in sim.scheduler.running.values():
+                held[rec.job.gpu_models[0][4:]] += 1
+            if times and times[-1] == now:
+                times.pop()
+                for p in offered:
+                    use[p].pop()
+            times.append(now)
+            for p in offered:
+                use[p].append(held[p] / total[p])
+
+    waits: list[float | None] = [None] * len(jobs)
+    if work:
+        res = Simulation(instances, work, "first-fit", "gang", "fifo-skip", plugins=[_Use()]).run()
+        for rec in res.records.values():
+            waits[int(rec.job_id.rsplit("-", 1)[1])] = rec.wait
     return MigTimeline(times, use, waits, profiles)
 
 
-class TimeSlicingSpeed:
-    """A :class:`~lab01_cluster_sim.disciplines.runner.Runner` ``speed`` hook for time-sliced GPUs.
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+"""GPU Feature Discovery's label with the time-slicing replicas per GPU (1 without sharing)."""
 
-    A job on a GPU used by ``k`` other running jobs runs :func:`timeslice_slowdown`
-    ``(k + 1)`` times slower. With ``Runner(..., rerate=True)`` the rate follows the
-    neighbours as they come and go (processor sharing); without it the contention a job
-    meets when it starts is kept for its whole run. Fractional requests (``gpu_milli`` =
-    1000 / replicas) are how a time-sliced replica shows up in the simulator's records.
+
+def timesliced_node(name: str, gpu_model: str, gpus: int, replicas: int, cpu_milli: int, memory_mib: int,
+                    labels: Mapping[str, str] | None = None, nvlink_island: int = -1):
+    """A :class:`~lab01_cluster_sim.model.Node` whose ``gpus`` physical GPUs are time-sliced
+    into ``replicas`` each, as the scheduler sees it: ``gpus x replicas`` advertised
+    ``nvidia.com/gpu`` (the node's ``gpu_count``), labelled as GPU Feature Discovery labels it
+    (``nvidia.com/gpu.count`` = physical GPUs, ``nvidia.com/gpu.replicas``,
+    ``nvidia.com/gpu.sharing-strategy=time-slicing``). Replica slot ``s`` is on physical GPU
+    ``s % gpus``, so taking the lowest free slots spreads pods over the GPUs as the NVIDIA
+    plugin's default ``distributed`` allocation does.
+
+    Raises:
+        InputError: ``gpus`` or ``replicas`` < 1.
+    """
+    from lab01_cluster_sim.model import Node
+
+    if gpus < 1 or replicas < 1:
+        raise InputError(f"node {name!r}: time-sliced GPUs and replicas must be >= 1, got {gpus}, {replicas}")
+    lab = dict(labels or {})
+    lab.update({"nvidia.com/gpu.count": str(gpus), REPLICAS_LABEL: str(replicas),
+                "nvidia.com/gpu.sharing-strategy": "time-slicing" if replicas > 1 else "none"})
+    return Node(name, gpu_model, gpus * replicas, cpu_milli, memory_mib, labels=lab, nvlink_island=nvlink_island)
+
+
+class TimeSlicing:
+    """Engine plugin (``"time-slicing"``): jobs sharing a physical GPU take turns, and each
+    runs :func:`timeslice_slowdown` ``(k)`` times slower with ``k`` busy processes on it.
+
+    Who shares a GPU: on a time-sliced node (label ``nvidia.com/gpu.replicas`` = r, see
+    :func:`timesliced_node`) every replica slot a job holds is one process on physical GPU
+    ``slot % (gpu_count / r)``; on other nodes, jobs holding a fractional share
+    (``gpu_milli`` < 1000) of the same GPU share it (a time-sliced replica recorded as a share,
+    as in the Alibaba trace). ``k`` counts the slots of jobs that are computing (past their
+    start delay, e.g. an image pull); a job's factor is that of its most crowded GPU.
+
+    With ``rerate`` (default) the rate follows the neighbours as they come and go (processor
+    sharing: the engine re-rates the jobs of a GPU whenever one starts computing or leaves);
+    without it each job keeps the contention it met when it started.
+
+    Args:
+        params: slice and context-switch times.
+        rerate: re-rate neighbours on every change.
     """
 
-    def __init__(self, params: TimeSlicingParams = TimeSlicingParams()) -> None:
-        self.params = params
+    name = "time-slicing"
 
-    def __call__(self, runner, job, alloc) -> float:
+    def __init__(self, params: TimeSlicingParams = TimeSlicingParams(), rerate: bool = True) -> None:
+        self.params = params
+        self.rerate = rerate
+        self._sim = None
+        self._replicas: list[int] = []
+        self._gpus: list[int] = []        # physical GPUs per node
+        # (node, physical GPU) -> {job id: [record, slots held]}
+        self._on_gpu: dict[tuple[int, int], dict[str, list]] = {}
+
+    def attach(self, sim) -> None:
+        self._sim = sim
+
+    def _physical(self, node: int, slot: int) -> int:
+        if node >= len(self._gpus):
+            sim = self._sim
+            nodes = sim.state.nodes
+            while len(self._replicas) < len(nodes):
+                n = nodes[len(self._replicas)]
+                try:
+                    r = max(1, int(n.labels.get(REPLICAS_LABEL, "1")))
+                except ValueError:
+                    raise InputError(f"node {n.name!r}: label {REPLICAS_LABEL} must be an integer, "
+                                     f"got {n.labels.get(REPLICAS_LABEL)!r}") from None
+                self._replicas.append(r)
+                self._gpus.append(max(1, n.gpu_count // r))
+        return slot % self._gpus[node]
+
+    def _untracked(self, record, placement) -> bool:
+        """Whole GPUs of a node without replicas: nobody can join them (nothing is free on
+        them), so they are neither neighbours nor have any."""
+        if record.job.gpu_milli < MILLI_PER_GPU or not placement.gpus:
+            return not placement.gpus
+        self._physical(placement.node_index, 0)
+        return self._replicas[placement.node_index] == 1
+
+    def on_bind(self, record, placement, request) -> None:
+        if self._untracked(record, placement):
+            return
+        for g in placement.gpus:
+            key = (placement.node_index, self._physical(placement.node_index, g))
+            entry = self._on_gpu.setdefault(key, {}).setdefault(record.job_id, [record, 0])
+            entry[1] += 1
+
+    def on_release(self, record, placement, request) -> None:
+        if self._untracked(record, placement):
+            return
+        for g in placement.gpus:
+            key = (placement.node_index, self._physical(placement.node_index, g))
+            jobs = self._on_gpu.get(key)
+            if jobs is None or record.job_id not in jobs:
+                continue
+            jobs[record.job_id][1] -= 1
+            if jobs[record.job_id][1] <= 0:
+                del jobs[record.job_id]
+            if not jobs:
+                del self._on_gpu[key]
+
+    def _gpus_of(self, record) -> set[tuple[int, int]]:
+        return {(p.node_index, self._physical(p.node_index, g)) for p in record.placements for g in p.gpus}
+
+    def _alone(self, record) -> bool:
+        """A job holding whole GPUs on nodes without replicas shares no GPU (no lookup needed)."""
+        if record.job.gpu_milli < MILLI_PER_GPU:
+            return False
+        if not record.placements:
+            return True
+        self._physical(record.placements[-1].node_index, 0)   # fills the replica table up to there
+        return all(self._replicas[p.node_index] == 1 for p in record.placements)
+
+    def slowdown(self, sim, record) -> float:
+        if self._alone(record):
+            return 1.0
+        now = sim.now
         worst = 1
-        for node, gpus in alloc:
-            for g in gpus:
-                k = sum(1 for r in runner.running.values() if r.job.job_id != job.job_id
-                        and any(n == node and g in gs for n, gs in r.alloc))
-                worst = max(worst, k + 1)
+        for key in self._gpus_of(record):
+            busy = sum(n for rec, n in self._on_gpu.get(key, {}).values()
+                       if rec is record or (rec.busy_from is not None and rec.busy_from <= now))
+            worst = max(worst, busy)
         return timeslice_slowdown(worst, self.params)
+
+    def affected_by(self, sim, record):
+        if not self.rerate or self._alone(record):
+            return []
+        out: dict[str, object] = {}
+        for key in sorted(self._gpus_of(record)):
+            for job_id, (rec, _) in self._on_gpu.get(key, {}).items():
+                out.setdefault(job_id, rec)
+        return list(out.values())
+
+
+TimeSlicingSpeed = TimeSlicing
+"""The old name of :class:`TimeSlicing` (a speed hook of the former extensions' runner)."""
+
+
+def _register() -> None:
+    from lab01_cluster_sim.plugins import register_plugin
+
+    @register_plugin("time-slicing")
+    def _time_slicing_plugin(nodes, jobs, slice_ms: float = 2.0, switch_us: float = 50.0) -> TimeSlicing:
+        """``--plugin time-slicing:slice_ms=2,switch_us=50``."""
+        return TimeSlicing(TimeSlicingParams(slice_ms, switch_us))
+
+
+_register()

@@ -56,10 +56,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.disciplines.runner import Allocation, Runner, place_gang
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, format_seconds
+from lab01_cluster_sim.plugins import Plugin, register_plugin
+from lab01_cluster_sim.scheduler import PreFilterResult
+
+Allocation = tuple[tuple[int, tuple[int, ...]], ...]
+"""One ``(node index, GPU indices)`` per worker."""
 
 NVLINK_H100_GBPS = 450.0
 """GB/s per GPU per direction, H100 SXM5 4th-generation NVLink: 18 links x 25 GB/s (the
@@ -207,118 +210,144 @@ def gpus_per_island(alloc: Allocation, islands: np.ndarray) -> dict[int, int]:
     return out
 
 
-def worker_slots(state: ClusterState, request: Request) -> np.ndarray:
-    """int64 (N,): how many workers asking ``request`` each node could host now (an upper
-    bound for shared GPUs, exact for whole GPUs)."""
-    big = np.iinfo(np.int64).max // 4
-    slots = np.full(state.num_nodes, big, dtype=np.int64)
-    if request.cpu_milli:
-        slots = np.minimum(slots, state.cpu_free // request.cpu_milli)
-    if request.memory_mib:
-        slots = np.minimum(slots, state.mem_free // request.memory_mib)
-    if request.num_gpus:
-        if request.gpu_milli >= MILLI_PER_GPU:
-            g = (state.gpu_free >= MILLI_PER_GPU).sum(axis=1) // request.num_gpus
-        else:
-            g = (state.gpu_free // request.gpu_milli).sum(axis=1)
-        if request.gpu_models:
-            g = np.where(state.model_mask(request.gpu_models), g, 0)
-        slots = np.minimum(slots, g)
-    return slots
+def choose_island(slots: np.ndarray, free_milli: np.ndarray, islands: np.ndarray, workers: int,
+                  grouping: tuple[np.ndarray, np.ndarray] | None = None) -> int | None:
+    """The NVLink island a gang of ``workers`` should go to, or None if no island holds it.
 
-
-def place_in_one_island(state: ClusterState, job: Job, islands: np.ndarray,
-                        mask: np.ndarray | None = None) -> Allocation | None:
-    """Place the whole gang inside one island, best-fit over islands, or None.
-
-    Among the islands that can hold the gang, take the one with the least free milli-GPU
-    (ties: lowest island id), so big holes stay open for big jobs. Islands are first
-    screened by counting worker slots per island (vectorised); the placement itself is
-    tried only on islands that pass, best first.
-    """
-    ids, inverse = np.unique(islands, return_inverse=True)
-    slots = worker_slots(state, Request.of_worker(job))
-    if mask is not None:
-        slots = np.where(mask, slots, 0)
-    per_island = np.bincount(inverse, weights=np.minimum(slots, job.workers), minlength=ids.size)
-    free = np.bincount(inverse, weights=state.gpu_free.sum(axis=1), minlength=ids.size)
-    for k in np.lexsort((ids, free)):
-        if per_island[k] < job.workers:
-            continue
-        m = inverse == k
-        if mask is not None:
-            m = m & mask
-        alloc = place_gang(state, job, m)
-        if alloc is not None:
-            return alloc
-    return None
-
-
-class TopologyAware:
-    """Placement that prefers one NVLink island and waits at most ``max_wait_s`` for it.
-
-    Use as a :class:`~lab01_cluster_sim.disciplines.runner.Runner` ``placer`` together with
-    :meth:`speed`. The bounded wait starts when the job first *could* run spread over
-    islands (enough free GPUs, no single island): it then waits at most ``max_wait_s`` for
-    one island and afterwards takes the spread placement, running ``comm_slowdown`` times
-    slower. (Counting from submission instead would make the bound meaningless in a busy
-    queue, where jobs wait longer than it for any placement at all.)
-    ``max_wait_s = 0`` is topology-oblivious best-fit; ``inf`` never spans (unless the job
-    is larger than any island, which it then does at once).
+    Best-fit over islands: among the islands whose nodes can host all ``workers`` (sum over
+    the island's nodes of ``slots``, each node's worker slots now, see
+    :func:`lab01_cluster_sim.scheduler.worker_slots`), the one with the least free milli-GPU
+    (ties: lowest island id), so big holes stay open for big gangs.
 
     Args:
-        nodes: the cluster (for the island ids).
+        slots: int (N,), workers of the gang each node could host now (0 on nodes the gang
+            may not use).
+        free_milli: int (N,), free milli-GPU per node.
+        islands: int (N,), island id per node (:func:`island_ids`).
+        workers: the gang's size, >= 1.
+        grouping: ``np.unique(islands, return_inverse=True)``, if the caller keeps it.
+    """
+    ids, inverse = grouping if grouping is not None else np.unique(islands, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    per_island = np.bincount(inverse, weights=np.minimum(slots, workers), minlength=ids.size)
+    free = np.bincount(inverse, weights=free_milli, minlength=ids.size)
+    ok = np.flatnonzero(per_island >= workers)
+    if ok.size == 0:
+        return None
+    best = ok[np.lexsort((ids[ok], free[ok]))[0]]
+    return int(ids[best])
+
+
+class TopologyAware(Plugin):
+    """Engine plugin (``"topology"``): prefer one NVLink island, wait at most ``max_wait_s``
+    for it, and slow down jobs whose ring crosses islands.
+
+    - PreFilter: a multi-GPU job that fits in an island is restricted to the best island that
+      can hold it now (:func:`choose_island`). If none can but the job would fit spread over
+      islands, it waits (``Unschedulable``, reason "waiting for one NVLink island") for at most
+      ``max_wait_s`` counted from the first time it could have run spread, then runs spread.
+      (Counting from submission would make the bound meaningless in a busy queue, where jobs
+      wait longer than it for any placement at all.) ``max_wait_s = 0`` is topology-oblivious
+      placement; ``inf`` never spans (unless the job is larger than any island, which then
+      spans at once).
+    - Slowdown: :func:`comm_slowdown` of the job's split over islands (rails = its GPUs in
+      its smallest island), 1 inside one island.
+
+    Args:
+        nodes: the cluster (for the island ids; nodes added later are their own islands).
         max_wait_s: bounded wait for one island, s.
         comm_fraction: job id -> communication fraction; ``default_comm_fraction`` otherwise.
         params: bandwidths.
+
+    Attributes:
+        spannable_since: job id -> first time a spread placement existed while no single
+            island could hold it.
+        spanned: ids of jobs that ran (at least once) on GPUs of more than one island.
     """
+
+    name = "topology"
 
     def __init__(self, nodes: Sequence[Node], max_wait_s: float = 0.0,
                  comm_fraction: Mapping[str, float] | None = None, default_comm_fraction: float = 0.2,
                  params: TopologyParams = TopologyParams()) -> None:
         if not max_wait_s >= 0:   # also rejects NaN (inf = wait without bound)
             raise InputError(f"max_wait_s must be >= 0 (inf = no bound), got {max_wait_s}")
-        self.islands = island_ids(nodes)
+        self.nodes = list(nodes)
+        self.islands = island_ids(self.nodes)
         self.max_wait_s = max_wait_s
         self.comm_fraction = dict(comm_fraction or {})
         self.default_comm_fraction = default_comm_fraction
         self.params = params
         comm_slowdown(default_comm_fraction, 1)  # validates
         sizes: dict[int, int] = {}
-        for node, isl in zip(nodes, self.islands):
+        for node, isl in zip(self.nodes, self.islands):
             sizes[int(isl)] = sizes.get(int(isl), 0) + node.gpu_count
         self.largest_island = max(sizes.values(), default=0)
         self.spannable_since: dict[str, float] = {}
-        """job id -> first time a spread placement existed while no single island could hold it."""
         self.spanned: set[str] = set()
-        """ids of jobs that ran (at least once) on GPUs of more than one island."""
 
-    def __call__(self, runner: Runner, job: Job, now: float) -> Allocation | None:
-        mask = runner.mask_for(job)
-        if job.num_gpus <= 1 or job.num_gpus > self.largest_island:
-            return place_gang(runner.state, job, mask)
-        alloc = place_in_one_island(runner.state, job, self.islands, mask)
-        if alloc is not None:
-            return alloc
-        spread = place_gang(runner.state, job, mask)
-        if spread is None:
+    def _islands_for(self, sim) -> np.ndarray:
+        n = sim.state.num_nodes
+        if self.islands.shape[0] < n:   # nodes added during the run: each its own island
+            base = int(self.islands.max(initial=-1)) + 1
+            extra = np.arange(base, base + n - self.islands.shape[0], dtype=np.int64)
+            self.islands = np.concatenate([self.islands, extra])
+            self._grouping = None
+        if getattr(self, "_grouping", None) is None:
+            self._grouping = np.unique(self.islands, return_inverse=True)
+        return self.islands
+
+    def pre_filter(self, sim, record: JobRecord, request) -> PreFilterResult | None:
+        job = record.job
+        if job.num_gpus <= 1 or job.num_gpus > self.largest_island or sim.mode != "gang":
+            return None
+        islands = self._islands_for(sim)
+        slots = sim.scheduler.slots_of(record)
+        island = choose_island(slots, sim.state.gpu_idle, islands, job.workers, self._grouping)
+        if island is not None:
+            return PreFilterResult(nodes=islands == island)
+        if int(np.minimum(slots, job.workers).sum()) < job.workers:
             return None                      # cannot run anywhere yet: an ordinary wait
-        since = self.spannable_since.setdefault(job.job_id, now)
+        since = self.spannable_since.setdefault(job.job_id, sim.now)
         deadline = since + self.max_wait_s
-        if now >= deadline:
-            return spread
-        if not math.isinf(deadline):
-            runner.wake_at(deadline)
-        return None
+        if sim.now >= deadline:
+            return None                      # waited long enough: span islands
+        return PreFilterResult(wait=f"waiting for one NVLink island until t={format_seconds(deadline)}s "
+                                    f"(bounded wait {format_seconds(self.max_wait_s)} s; it could run across "
+                                    f"islands now)", retry_at=deadline)
 
-    def speed(self, runner: Runner, job: Job, alloc: Allocation) -> float:
-        """Slowdown of ``job`` on ``alloc`` (a Runner ``speed`` hook)."""
-        f = self.comm_fraction.get(job.job_id, self.default_comm_fraction)
-        split = gpus_per_island(alloc, self.islands)
+    def split(self, record: JobRecord) -> dict[int, int]:
+        """Island id -> GPUs of ``record``'s current (or last) placement on it."""
+        alloc = [(p.node_index, p.gpus) for p in (record.placements or record.last_placements)]
+        return gpus_per_island(tuple(alloc), self.islands)
+
+    def speed(self, runner, job: Job, alloc: Allocation) -> float:
+        """Slowdown of ``job`` on ``alloc`` (the former runner's ``speed`` hook; the engine
+        calls :meth:`slowdown`)."""
+        split = gpus_per_island(tuple(alloc), self.islands)
         if len(split) <= 1:
             return 1.0
-        self.spanned.add(job.job_id)
+        f = self.comm_fraction.get(job.job_id, self.default_comm_fraction)
         return comm_slowdown(f, len(split), self.params, rails=min(split.values()))
+
+    def slowdown(self, sim, record: JobRecord) -> float:
+        if len(record.placements) <= 1:
+            return 1.0          # one worker: one node, one island
+        self._islands_for(sim)
+        split = self.split(record)
+        if len(split) <= 1:
+            return 1.0
+        self.spanned.add(record.job_id)
+        f = self.comm_fraction.get(record.job_id, self.default_comm_fraction)
+        return comm_slowdown(f, len(split), self.params, rails=min(split.values()))
+
+
+@register_plugin("topology")
+def _topology_plugin(nodes, jobs, max_wait_s: float = 0.0, comm_fraction: float = 0.2,
+                     intra_gbps: float = NVLINK_H100_GBPS, inter_gbps: float = INFINIBAND_NDR_GBPS) -> TopologyAware:
+    """``--plugin topology:max_wait_s=600,comm_fraction=0.2,intra_gbps=450,inter_gbps=50``."""
+    return TopologyAware(nodes, max_wait_s, default_comm_fraction=comm_fraction,
+                         params=TopologyParams(intra_gbps, inter_gbps))
 
 
 @dataclass(frozen=True)
@@ -343,24 +372,32 @@ class TopologyRow:
 def compare_wait_vs_slowdown(nodes: Sequence[Node], jobs: Sequence[Job], max_waits: Sequence[float],
                              *, discipline: str = "fifo-skip", default_comm_fraction: float = 0.2,
                              params: TopologyParams = TopologyParams()) -> list[TopologyRow]:
-    """Run the workload once per bounded wait and report the trade-off.
+    """Run the workload once per bounded wait (one engine run each, placement :class:`~lab01_cluster_sim.policies.generic.MostAllocated`,
+    the extensions' default) and report the trade-off.
 
-    JCT = end - submit of completed jobs; slowdown is averaged over multi-GPU jobs.
+    JCT = end - submit of completed jobs; slowdown is averaged over the jobs of more than one
+    GPU that started (their last rate); waits over every job not rejected (a job still pending
+    at the end counts its wait so far).
     """
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.simulate import Simulation
+
     rows = []
     for w in max_waits:
         topo = TopologyAware(nodes, w, default_comm_fraction=default_comm_fraction, params=params)
-        runner = Runner(nodes, jobs, discipline, placer=topo, speed=topo.speed)
-        res = runner.run()
-        multi = [o for o in res.outcomes if o.gpus > 1 and o.first_start is not None]
-        started = [r for r in runner.runs.values() if r.job.num_gpus > 1 and r.first_start is not None]
-        spanning = [r for r in started if r.job.job_id in topo.spanned]
+        sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline, plugins=[topo])
+        res = sim.run()
+        started = [r for r in res.records.values() if r.start_time is not None]
+        multi = [r for r in started if r.job.gpu_milli_total > 1000]
+        waits = [r.wait if r.wait is not None else res.end_time - r.job.submit_time
+                 for r in res.records.values() if r.state is not JobState.REJECTED]
+        spanning = [r for r in multi if r.job_id in topo.spanned]
         slowed = [r for r in spanning if r.slowdown > 1.0]
-        done = [o for o in res.outcomes if o.end is not None]
-        waits = res.waits()
+        done = [r for r in res.records.values() if r.state is JobState.COMPLETED]
+        first = min((r.job.submit_time for r in res.records.values()), default=0.0)
         rows.append(TopologyRow(
-            float(w), float(waits.mean()) if waits.size else 0.0,
-            float(np.mean([o.slowdown for o in multi])) if multi else 1.0,
-            float(np.mean([o.end - o.submit for o in done])) if done else 0.0,
-            len(spanning), len(multi), res.end_time - res.start_time, len(slowed)))
+            float(w), float(np.mean(waits)) if waits else 0.0,
+            float(np.mean([r.slowdown for r in multi])) if multi else 1.0,
+            float(np.mean([r.jct for r in done])) if done else 0.0,
+            len(spanning), len(multi), res.end_time - first, len(slowed)))
     return rows

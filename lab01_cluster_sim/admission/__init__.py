@@ -1,7 +1,8 @@
 """Admission: which workloads may start, by quota, before placement decides where.
 
 A Kueue-style admission layer as pure bookkeeping: it never looks at nodes (placement
-never looks at quota). It follows the semantics of **Kueue v0.20** (API
+never looks at quota). It follows the semantics of **Kueue main after v0.19.2** (the v0.20 development line, not
+released when this was written; API
 ``kueue.x-k8s.io/v1beta2``; the CRDs this course reads, ``../shared/data/kueue``, are from
 kubernetes-sigs/kueue commit ff69552e, development after v0.19.2, ``git describe``
 v0.20.0-devel-377), as documented at https://kueue.sigs.k8s.io/docs/concepts/ and
@@ -48,8 +49,9 @@ from lab01_cluster_sim.admission.controller import AdmissionController, Decision
 from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quota import QuotaTree
 
-KUEUE_VERSION = "v0.20"
-"""Kueue release line whose semantics the admission layer follows."""
+KUEUE_VERSION = "v0.20.0-devel"
+"""Kueue version whose semantics the admission layer follows: main after v0.19.2 (commit
+ff69552e, ``git describe`` v0.20.0-devel-377; v0.20 was not released when this was written)."""
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
 """API version of the Kueue objects the scenario reader accepts."""
 

@@ -7,7 +7,7 @@ units (:mod:`.quantity`): CPU in milli-cores, memory in bytes, devices and pods 
 The scenario reader (:mod:`lab01_cluster_sim.scenario`) turns YAML into these records;
 tests and notebooks may build them directly.
 
-Documentation of each rule (Kueue v0.20 line, the version of the CRDs):
+Documentation of each rule (Kueue main after v0.19.2, the v0.20 development line of the CRDs):
 
 - ClusterQueue, resource groups, flavors, nominalQuota / borrowingLimit / lendingLimit,
   queueingStrategy, preemption, flavorFungibility:

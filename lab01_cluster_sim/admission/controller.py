@@ -26,6 +26,17 @@ workload stays pending; only a workload that can never fit (a request above what
 ClusterQueue could ever get, a resource the queue does not cover, no flavor matching its
 nodeSelector or tolerations, or an unknown LocalQueue) is rejected, with the reason.
 
+**Deviation from Kueue.** Kueue rejects none of these: such a Workload stays pending and
+inadmissible (condition ``QuotaReserved=False`` with the same message, e.g. "LocalQueue X
+doesn't exist" or a request above the queue's maximum capacity) and is admitted if the
+LocalQueue or the quota appears later (Kueue docs, "Troubleshooting Jobs",
+https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_jobs/: a Job whose
+Workload is not admitted stays suspended, the reason in the Workload's QuotaReserved
+condition). In a simulation
+no object changes during the run, so "pending for ever" and "rejected" end the same way;
+rejecting says why at once and lets the run end instead of waiting on a workload that can
+never start.
+
 How an engine drives it (one event loop, admission as a stage before placement):
 :meth:`AdmissionController.submit` on arrival; :meth:`AdmissionController.schedule` once per
 scheduling pass (it runs cycles until nothing changes); it answers ``ADMITTED`` (hand the

@@ -87,6 +87,7 @@ class KueueAdmissionPlugin:
         self.controller = controller
         self.default_queue = default_queue
         self.decisions: list = []
+        self._last: dict[str, tuple] = {}
         self._records: dict[str, JobRecord] = {}
         self._jobs: dict[str, Job] = {}
         self._flavor_masks: dict[str, np.ndarray] = {}
@@ -120,14 +121,14 @@ class KueueAdmissionPlugin:
             self._jobs[name] = record.job
             decision = self.controller.submit(workload_of(record.job, self.default_queue), now)
             if decision is not None:
-                self.decisions.append(decision)
+                self._record([decision])
                 reject = getattr(ctx, "reject", None)
                 if reject is not None:
                     reject(record, decision.reason)
                 else:
                     ctx.hold(record, decision.reason)
         decisions = self.controller.schedule(now)
-        self.decisions.extend(decisions)
+        self._record(decisions)
         for d in decisions:
             record = self._records[d.workload]
             if d.outcome is Outcome.ADMITTED:
@@ -142,6 +143,15 @@ class KueueAdmissionPlugin:
                 ctx.evict(record, d.reason)
             elif d.outcome in (Outcome.PENDING, Outcome.PREEMPTING):
                 ctx.hold(record, d.reason)
+
+    def _record(self, decisions: Iterable) -> None:
+        # the report keeps a decision unless it repeats the workload's previous one (same
+        # instant, outcome and message): Kueue updates a condition once, not per retry
+        for d in decisions:
+            key = (d.time, d.outcome, d.reason)
+            if self._last.get(d.workload) != key:
+                self._last[d.workload] = key
+                self.decisions.append(d)
 
     # -- placement filter ----------------------------------------------------------------------
     def filter(self, request, record: JobRecord) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Quota bookkeeping: ClusterQueues and Cohorts as a tree of resource nodes.
 
 This is Kueue's own model (kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go``,
-Kueue v0.20 line), written out so each rule can be checked by hand. Every node (a
+Kueue main after v0.19.2, the v0.20 development line), written out so each rule can be checked by hand. Every node (a
 ClusterQueue, or a Cohort, explicit or implicit) keeps, per ``(flavor, resource)``:
 
 - ``subtree_quota``: its own nominal quota plus what its children make available to it.

@@ -135,5 +135,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
 
+        from lab01_cluster_sim.commands._progress import wrote
+
         autoscaler_figure(res).savefig(args.plot, dpi=120)
+        wrote(args.plot, "autoscaler figure")
     return 0

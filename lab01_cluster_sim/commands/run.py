@@ -19,7 +19,7 @@ strategy and resource weights), Karpenter NodePools, and one Scenario object
 (a trace folder or a seeded generator) and the simulation settings.
 
 Every object is checked first: Kubernetes objects against the official schemas of
-Kubernetes 1.33 (kubernetes-validate, strict), the others against the fields the simulator
+Kubernetes 1.35 (kubernetes-validate, strict), the others against the fields the simulator
 models (those of the Kueue v1beta2 and Karpenter v1 CRDs). A misspelt or unknown field is
 one line naming file:line:column, the object and the field path.
 
@@ -27,13 +27,18 @@ Pods and Jobs carry their run time in the annotation lab01.course/duration (seco
 inf) and their arrival in lab01.course/submit-time (seconds, default 0).
 
 The run writes scenario.json, summary.json / summary.csv (one row per run), per-job or
-per-node CSVs and a figure into --output, and prints where. Objects the current simulator
-cannot execute yet (Kueue admission until the one-engine refactor lands, elastic or
-multi-role gangs, ...) are named in one line and nothing is run; --check validates only.
+per-node CSVs and a figure into --output, and prints where; with Kueue objects also
+admission.csv (every admission decision with Kueue's message) and per-ClusterQueue rows.
+Kueue admission (Kueue v1beta2 API, semantics of Kueue main after v0.19.2) runs as a stage
+of the one engine before placement. Preemptions are counted per job and per run, with the
+GPU-hours of progress they threw away. Objects the simulator cannot execute (elastic or
+multi-role gangs, fields it does not model, ...) are named in one line and nothing is run;
+--check validates only and says what would run.
 
 examples:
-  python -m lab01_cluster_sim run scenarios/gang-vs-naive.yaml
+  python -m lab01_cluster_sim run scenarios/gang-textbook.yaml
   python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml --output out/policies
+  python -m lab01_cluster_sim run scenarios/kueue-borrowing --output out/borrowing
   python -m lab01_cluster_sim run scenarios/kueue-borrowing --check
 """
 
@@ -79,7 +84,13 @@ def _print_row(kind: str, row: dict) -> None:
         states = ", ".join(f"{k} {v}" for k, v in row["states"].items())
         alloc = row["mean_allocation_ratio"]
         print(f"  {row['policy']}: {states}; wait mean {_s(w['mean'])}, p99 {_s(w['p99'])}; JCT mean {_s(j['mean'])}; "
-              f"makespan {_s(row['makespan_s'])}; allocation {'n/a' if alloc is None else f'{100 * alloc:.1f} %'}")
+              f"makespan {_s(row['makespan_s'])}; allocation {'n/a' if alloc is None else f'{100 * alloc:.1f} %'}; "
+              f"preemptions {row['preemptions']} ({row['lost_gpu_hours']:,.2f} GPU-h lost)")
+        for q in row.get("cluster_queues") or []:
+            wait = "n/a" if q["mean_admission_wait_s"] is None else _s(q["mean_admission_wait_s"])
+            print(f"    ClusterQueue {q['cluster_queue']}: {q['admitted']}/{q['submitted']} admitted, "
+                  f"{q['pending']} pending, {q['rejected']} rejected, {q['evictions']} evictions; "
+                  f"admission wait mean {wait}")
         if row["stop_reason"] not in ("empty", "until"):
             print(f"    stopped at t={row['end_time_s']:,.0f} s: {row['stop_reason']}")
         for line in row.get("deadlock") or []:

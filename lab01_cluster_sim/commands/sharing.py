@@ -86,15 +86,29 @@ def run(args: argparse.Namespace) -> int:
             if not (0 < mem < math.inf and 0 < comp <= 1):
                 raise InputError(f"--requests item {item!r}: expected memory > 0 GB and a compute share in (0, 1]")
             reqs.append((mem, comp))
+    layout = None
+    if args.layout:   # checked before anything is printed: a bad layout gives one error line only
+        profiles = tuple(p.strip() for p in args.layout.split(",") if p.strip())
+        if not profiles:
+            raise InputError(f"--layout {args.layout!r}: expected comma-separated MIG profiles, e.g. 3g.40gb,3g.40gb")
+        try:
+            layout = MigLayout(args.gpu, profiles)
+        except InputError as exc:
+            raise InputError(f"--layout {args.layout!r}: {exc}") from None
     rows = compare_sharing_modes(args.gpu, _memory_gb(args.gpu), args.jobs, args.job_memory_gb, args.job_compute,
                                  TimeSlicingParams(args.slice_ms, args.switch_us))
     table = [{"mode": r.mode, "advertised": ", ".join(f"{k}: {v}" for k, v in r.advertised.items()),
-              "jobs_on_gpu": r.jobs_on_gpu, "slowdown": r.slowdown, "memory_isolated": r.memory_isolated,
-              "memory_waste": r.memory_waste, "jobs_failed": r.jobs_failed, "why_failed": r.note or "-"}
+              "jobs_on_gpu": r.jobs_on_gpu, "jobs_waiting": r.jobs_waiting, "jobs_failed": r.jobs_failed,
+              "slowdown": r.slowdown, "memory_isolated": r.memory_isolated, "memory_waste": r.memory_waste,
+              "note": r.note or "-"}
              for r in rows]
-    print(format_rows(table, args.format), end="")
-    if args.layout:
-        layout = MigLayout(args.gpu, tuple(p.strip() for p in args.layout.split(",") if p.strip()))
+    print(format_rows(table, args.format, units={"memory_waste": "ratio", "jobs_on_gpu": "count",
+                                                 "jobs_waiting": "count", "jobs_failed": "count"}), end="")
+    if args.format == "table":
+        print(f"{args.jobs} jobs asked for: jobs_on_gpu + jobs_waiting = {args.jobs} in every row.\n"
+              "jobs_failed: bound jobs that fail for lack of memory (out of memory under\n"
+              "time-slicing, over the per-client limit under MPS).")
+    if layout is not None:
         print(f"\nMIG layout on {args.gpu}: " + ", ".join(f"{k}: {v}" for k, v in layout.advertised().items()))
     if args.requests:
         q = quantization_waste(args.gpu, reqs)
@@ -106,7 +120,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from lab01_cluster_sim.plots.dashboard import sharing_modes_figure
 
+        from lab01_cluster_sim.commands._progress import wrote
+
         sharing_modes_figure(rows).savefig(args.plot, dpi=120)
+        wrote(args.plot, "sharing-modes figure")
     return 0
 
 

@@ -36,7 +36,16 @@ the whole run" allocation is low because the last long jobs run alone for days.
 
 With --trace DIR (the folder of the Alibaba openb CSVs) the cluster is
 openb_node_list_gpu_node.csv and each pod of the pod list arrives at its creation_time
-and runs deletion_time - scheduled_time (deletion - creation for pods never scheduled). The openb pod list is a snapshot of pods whose creation times
+and runs deletion_time - scheduled_time (deletion - creation for pods never scheduled);
+its QoS class (LS, BE, Burstable, ...) is its tenant for DRF.
+
+--plugin NAME[:key=value,...] (repeatable) adds an extension of the one engine, in the
+order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-slicing
+(slice_ms, switch_us), constraints (GPU-node taint), tenancy (free=t1;t2, premium=t3),
+shape-aware (reserved), defrag (max_moves; with checkpoints), checkpoints (interval_s,
+checkpoint_s, restore_s), autoscaler (instance_types=a;b, limit_gpus, consolidation,
+consolidate_after_s, capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
+Any of them combine with each other, every discipline and the trace. The openb pod list is a snapshot of pods whose creation times
 span about 149 days, so replayed in time it keeps well under 1% of the GPUs busy on
 average; the paper's replay method (the compare command) is the standard way to load it.
 
@@ -44,6 +53,8 @@ examples:
   python -m lab01_cluster_sim simulate
   python -m lab01_cluster_sim simulate --jobs 5000 --nodes 200 --policy fgd --plot timeline.png
   python -m lab01_cluster_sim simulate --trace ../shared/data/alibaba-gpu-2023/csv --format json
+  python -m lab01_cluster_sim simulate --discipline drf --plugin topology:max_wait_s=600 \
+      --plugin time-slicing --plugin autoscaler:limit_gpus=64
 """
 
 FORMATS = ("table", "json", "csv")
@@ -86,6 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs-out", metavar="FILE", help="also write one CSV row per job to FILE")
     parser.add_argument("--plot", metavar="FILE", help="save the allocation/stranded timeline figure (png, svg, pdf)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--plugin", action="append", default=[], metavar="NAME[:KEY=VALUE,...]",
+                        help="add an engine extension (repeatable; see the list above)")
 
 
 def trace_jobs(folder: str, pod_list: str | None) -> tuple[list[Node], list[Job]]:
@@ -109,8 +122,9 @@ def trace_jobs(folder: str, pod_list: str | None) -> tuple[list[Node], list[Job]
         start = pods.scheduled_time[i] if not math.isnan(pods.scheduled_time[i]) else created[i]
         end = pods.deletion_time[i]
         duration = float(end - start) if not math.isnan(end) else math.inf
+        tenant = pods.qos[i] or job.tenant   # the QoS class (LS, BE, Burstable, ...) as the tenant, for DRF
         jobs.append(Job(job.job_id, float(created[i] - t0), max(duration, 0.0), job.gpus_per_worker, job.gpu_milli,
-                        job.cpu_milli, job.memory_mib, job.gpu_models, job.priority, job.workers, job.tenant))
+                        job.cpu_milli, job.memory_mib, job.gpu_models, job.priority, job.workers, tenant))
     return nodes, jobs
 
 
@@ -235,10 +249,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share,
                                      args.load)
+    from lab01_cluster_sim.plugins import make_plugin
+
+    plugins = [make_plugin(spec, nodes, jobs) for spec in args.plugin]
     result = simulate(nodes, jobs, policy=args.policy, mode=args.mode, discipline=args.discipline, seed=args.seed,
                       until=args.until, nodes_to_score=_nodes_to_score(args.nodes_to_score, len(nodes)),
                       stranded_interval=None if len(nodes) * len(jobs) <= 10_000_000 else 600.0,
-                      progress=not args.quiet)
+                      progress=not args.quiet, plugins=plugins)
     d = summary_dict(result)
     out = sys.stdout
     if args.format == "json":
@@ -256,7 +273,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(d, out)
     if args.jobs_out:
+        from lab01_cluster_sim.commands._progress import wrote
+
         _write_jobs(result, args.jobs_out)
+        wrote(args.jobs_out, "one row per job")
     if args.plot:
         from lab01_cluster_sim.plots.timeline import plot_timeline
 
@@ -266,6 +286,9 @@ def run(args: argparse.Namespace) -> int:
             fig.savefig(args.plot)
         except (OSError, ValueError) as exc:
             raise InputError(f"--plot {args.plot}: cannot save the figure: {exc}") from None
+        from lab01_cluster_sim.commands._progress import wrote
+
+        wrote(args.plot, "timeline figure")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import textwrap
 
 from lab01_cluster_sim.errors import InputError
 
@@ -20,10 +21,12 @@ GPU, InfiniBand NDR 50 GB/s per 400 Gb/s port: 8 + 8 GPUs cross at 400 GB/s, 7 +
 
 The topology-aware placement prefers one island and waits at most --max-waits seconds for
 it before spanning. For each bound this prints mean wait, mean slowdown of multi-GPU jobs,
-mean JCT and how many jobs spanned islands, on the seeded demo workload (see
-`disciplines --help`) in which a job of g GPUs is a gang of g one-GPU workers (one pod per
-GPU), so the scheduler can spread it over islands. --island-size N groups N nodes into one NVLink domain (9 nodes of 8
-GPUs = a 72-GPU NVL72-style rack).
+mean JCT (and its standard error over the seeds) and how many jobs spanned islands, on the seeded
+demo workload (see `disciplines --help`) in which a job of g GPUs is a gang of g one-GPU
+workers (one pod per GPU), so the scheduler can spread it over islands, averaged over
+--seeds workloads. One workload alone need not be monotonic in the bound: where one job
+starts changes the whole queue behind it. --island-size N groups N nodes into one NVLink
+domain (9 nodes of 8 GPUs = a 72-GPU NVL72-style rack).
 
 examples:
   python -m lab01_cluster_sim topology
@@ -58,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus-per-node", type=positive_int(max_value=64), default=8, help="GPUs per node (default %(default)s)")
     parser.add_argument("--jobs", type=positive_int(max_value=100_000), default=300, help="jobs (default %(default)s)")
     parser.add_argument("--interarrival", type=positive_float(), default=400.0, help="mean gap between arrivals, s")
-    parser.add_argument("--seed", type=seed, default=0, help="workload seed (default %(default)s)")
+    parser.add_argument("--seed", type=seed, default=0, help="first workload seed (default %(default)s)")
+    parser.add_argument("--seeds", type=positive_int(max_value=100), default=3,
+                        help="workloads averaged, seeds SEED..SEED+N-1 (default %(default)s)")
     parser.add_argument("--allreduce-gb", type=positive_float(), default=None,
                         help="also print one all-reduce's time for this many GB of gradients")
     parser.add_argument("--gpus", type=positive_int(max_value=1_000_000), default=16, help="ring size for --allreduce-gb (default %(default)s)")
@@ -69,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from lab01_cluster_sim.commands._progress import steps, wrote
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
     from lab01_cluster_sim.sweep import format_rows
     from lab01_cluster_sim.topology import TopologyParams, allreduce_seconds, compare_wait_vs_slowdown
@@ -101,12 +107,76 @@ def run(args: argparse.Namespace) -> int:
                 line += f"; split {args.gpus - 1} + 1: {lop * 1e3:.2f} ms (x{lop / one:.4g})"
         print(line)
     nodes = demo_cluster(args.nodes, args.gpus_per_node, island_size=args.island_size)
-    jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival,
-                     one_gpu_workers=True)
-    rows = compare_wait_vs_slowdown(nodes, jobs, waits, default_comm_fraction=args.comm_fraction, params=params)
-    print(format_rows([asdict(r) for r in rows], args.format), end="")
+    per_seed: list[list] = []
+    runs = [(s, w) for s in range(args.seed, args.seed + args.seeds) for w in waits]
+    current: dict[int, list] = {}
+    workloads: dict[int, list] = {}
+    for s, w in steps(runs, "topology", total=len(runs)):
+        if s not in workloads:
+            workloads[s] = demo_jobs(s, args.jobs, gpus_per_node=args.gpus_per_node,
+                                     mean_interarrival_s=args.interarrival, one_gpu_workers=True)
+        (row,) = compare_wait_vs_slowdown(nodes, workloads[s], [w], default_comm_fraction=args.comm_fraction,
+                                          params=params)
+        current.setdefault(s, []).append(row)
+    per_seed = [current[s] for s in sorted(current)]
+    rows = mean_rows(per_seed)
+    se = jct_standard_error(per_seed)
+    table = [asdict(r) | {"jct_se_s": e} for r, e in zip(rows, se)]
+    units = {"mean_wait_s": "duration", "mean_jct_s": "duration", "jct_se_s": "duration", "makespan_s": "duration"}
+    print(format_rows(table, args.format, units=units), end="")
+    if args.format == "table":
+        best = min(range(len(rows)), key=lambda i: rows[i].mean_jct_s)
+        name = ["inf" if math.isinf(r.max_wait_s) else f"{r.max_wait_s:g} s" for r in rows]
+        close = [name[i] for i in range(len(rows)) if i != best and not clearly_longer(per_seed, i, best)]
+        verdict = (f"not told apart from {', '.join(close)}" if close else
+                   "shorter than every other bound's by more than twice the standard error of the paired "
+                   "differences")
+        note = (f"Mean over {args.seeds} workloads (seeds {args.seed}..{args.seed + args.seeds - 1}); jct_se: "
+                f"standard error of the mean JCT over them. Shortest mean JCT: wait bound {name[best]}, {verdict}. "
+                "One workload alone is often not monotonic in the bound (where one job starts changes the whole "
+                "queue behind it): compare bounds on the same workloads, and raise --seeds to tell close ones apart.")
+        print(textwrap.fill(note, 78))
     if args.plot:
         from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
 
         wait_vs_slowdown_figure(rows).savefig(args.plot, dpi=120)
+        wrote(args.plot, "wait-versus-slowdown figure")
     return 0 if all(math.isfinite(r.mean_wait_s) for r in rows) else 1
+
+
+def mean_rows(per_seed: list[list]) -> list:
+    """Field-by-field means of the rows of several workloads (one list of rows per seed, the
+    same bounds in the same order); counts become means too."""
+    from dataclasses import fields
+
+    from lab01_cluster_sim.topology import TopologyRow
+
+    out = []
+    for rows in zip(*per_seed):
+        values = {f.name: sum(getattr(r, f.name) for r in rows) / len(rows) for f in fields(TopologyRow)}
+        values["max_wait_s"] = rows[0].max_wait_s
+        out.append(TopologyRow(**values))
+    return out
+
+
+def clearly_longer(per_seed: list[list], i: int, best: int) -> bool:
+    """True when bound ``i``'s mean JCT exceeds bound ``best``'s by more than twice the standard
+    error of their paired differences (the same workloads under both bounds)."""
+    import numpy as np
+
+    d = np.array([rows[i].mean_jct_s - rows[best].mean_jct_s for rows in per_seed])
+    if d.size < 2:
+        return False
+    return bool(d.mean() > 2 * d.std(ddof=1) / math.sqrt(d.size))
+
+
+def jct_standard_error(per_seed: list[list]) -> list[float]:
+    """Standard error over the seeds of each bound's mean JCT, s: the sample standard
+    deviation (n - 1) / sqrt(n); 0 with one seed."""
+    import numpy as np
+
+    out = []
+    for rows in zip(*per_seed):
+        v = np.array([r.mean_jct_s for r in rows])
+        out.append(float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0)
+    return out

@@ -1,45 +1,55 @@
-"""Priority with preemption, DRF and EASY backfill as queue disciplines of the core scheduler.
+"""Priority with preemption, DRF and EASY backfill as queue disciplines of the one engine.
 
-These plug into :class:`lab01_cluster_sim.scheduler.Scheduler` through its
-:class:`~lab01_cluster_sim.scheduler.QueueDiscipline` extension point and are registered
-under ``"priority"``, ``"drf"`` and ``"backfill"``, so
-``simulate(..., discipline="backfill")`` and ``python -m lab01_cluster_sim simulate
---discipline backfill`` use them. The rules are those of
-:mod:`lab01_cluster_sim.disciplines.runner` with two differences imposed by the core's
-interface:
+They plug into :class:`lab01_cluster_sim.scheduler.Scheduler` at its QueueSort point
+(:class:`~lab01_cluster_sim.scheduler.QueueDiscipline`) and are registered under
+``"priority"``, ``"drf"`` and ``"backfill"``, so ``simulate(..., discipline="backfill")`` and
+``python -m lab01_cluster_sim simulate --discipline backfill`` use them; the compatibility
+runner (:mod:`lab01_cluster_sim.disciplines.runner`) runs the same classes.
 
-- ``backfill`` lets a later job start only if it is expected to end by the head's
-  reservation (EASY's first condition). EASY's second condition (a longer job may start
-  if it leaves the head's reservation intact) needs a trial bind that can be undone,
-  which the core scheduler does not offer to disciplines; the runner implements it.
-- ``priority`` evicts through :meth:`Scheduler.evict`; how much work a victim keeps is
-  the simulation's ``evict_hook`` (:func:`checkpoint_evict_hook` gives the
-  checkpoint model; without it a victim restarts from scratch).
+- ``backfill``: EASY (Lifka, JSSPP 1995; Mu'alem & Feitelson, IEEE TPDS 2001). The first job
+  that cannot start (the head) gets a reservation at the *shadow time*, the earliest expected
+  end of running jobs after which it fits (every filter of the head applied: nodeSelector,
+  taints, GPU model). A later job starts now if it is expected to end by the shadow time
+  (EASY's first condition) or if, bound where it would go, it leaves the head able to start
+  at the shadow time (the second condition: it uses only resources the head does not need
+  then, e.g. a CPU-only job beside the reserved GPUs; checked at the Permit point on the trial
+  placement). Expectations come from the jobs' ``time_limit`` (the user's estimate, as
+  Slurm's ``--time``) when given, else from the true remaining run time.
+- ``priority``: highest priority first (then first enqueue); a job that finds no room evicts
+  lower-priority work chosen by :func:`~lab01_cluster_sim.disciplines.preemption.choose_victims`
+  (least work lost). Only victims with a worker on a node the preemptor may use are
+  candidates (the preemptor's filters: model, nodeSelector, taints), and whether enough room
+  is freed is checked with the same filters, so a victim on a node the preemptor cannot use is
+  never evicted. In naive mode, pending jobs holding partial allocations are candidates too
+  (they lose no work; their workers are released and they stay pending).
+- ``drf``: the tenant with the lowest dominant share over (GPUs, CPU, memory) goes next.
+
+How much work a victim keeps is the simulation's business (the ``checkpoints`` plugin,
+:class:`~lab01_cluster_sim.disciplines.preemption.Checkpoints`; or a legacy ``evict_hook`` such
+as :func:`checkpoint_evict_hook`); without either a victim restarts from scratch.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
 
 from lab01_cluster_sim.disciplines.drf import drf_pick_tenant
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, VictimCandidate, choose_victims, last_checkpoint
-from lab01_cluster_sim.disciplines.runner import clone_state, place_gang
-from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState
+from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, format_seconds
 from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver, register_discipline
 
 
 class _Queue(QueueDiscipline):
-    """Pending records in push order (an evicted job goes to the back)."""
+    """Pending records in order of first enqueue (``queue_seq``: an evicted job gets its old
+    place back)."""
 
     def __init__(self) -> None:
         self._items: dict[str, tuple[int, JobRecord]] = {}
-        self._seq = itertools.count()
 
     def push(self, record: JobRecord) -> None:
-        self._items[record.job_id] = (next(self._seq), record)
+        self._items[record.job_id] = (record.queue_seq, record)
 
     def remove(self, record: JobRecord) -> None:
         self._items.pop(record.job_id, None)
@@ -51,44 +61,65 @@ class _Queue(QueueDiscipline):
         return len(self._items)
 
 
-def _expected_end(rec: JobRecord) -> float:
-    return (rec.run_started if rec.run_started is not None else 0.0) + rec.remaining
+def expected_end(rec: JobRecord) -> float:
+    """When a running job is expected to end, as a scheduler that knows only the user's
+    estimate sees it: run start + ``time_limit`` when the job has one, else the true end at
+    its current rate (``record.expected_end``)."""
+    if rec.time_limit_at is not None:
+        return rec.time_limit_at
+    return rec.expected_end
 
 
-def _fits_after(scheduler, head: JobRecord, released: Iterable[JobRecord]) -> bool:
-    trial = clone_state(scheduler.state)
-    for rec in released:
-        req = scheduler.request_of(rec)
-        for p in rec.placements:
-            trial.release(p.node_index, p.gpus, req)
-    return place_gang(trial, head.job, scheduler.online) is not None
+def estimated_run(rec: JobRecord) -> float:
+    """How long a pending job is expected to run once started, s: its ``time_limit`` when
+    given, else the true remaining run time at its last known rate (overhead + work x
+    slowdown)."""
+    if rec.job.time_limit is not None:
+        return rec.job.time_limit
+    return rec.overhead_left + (rec.remaining - rec.overhead_left) * rec.slowdown
 
 
 @register_discipline
 class EasyBackfill(_Queue):
-    """EASY backfill (first condition only, see the module docstring)."""
+    """EASY backfill with both of its conditions (see the module docstring)."""
 
     name = "backfill"
 
     def reservation(self, scheduler, head: JobRecord) -> float:
-        """Earliest expected end of running jobs after which ``head`` fits (inf if never).
+        """The shadow time: the earliest expected end of running jobs after which ``head``
+        fits (inf if never); ``scheduler.now`` if it fits now.
 
-        Releases the running jobs one by one in order of expected end on one copy of the
-        state; the (costly) placement test runs only once enough GPUs are free in total.
+        Releases the running jobs one by one in order of expected end (:func:`expected_end`)
+        on one :class:`~lab01_cluster_sim.scheduler.TrialState`; the fit test applies all of
+        the head's filters and runs only once enough GPUs are free in total on its nodes.
         """
-        running = sorted(scheduler.running.values(), key=lambda r: (_expected_end(r), r.job_id))
-        trial = clone_state(scheduler.state)
+        trial = scheduler.trial()
+        allowed = trial.slots(head) > 0   # nodes the head could use at all are those with slots later too
+        request = scheduler.request_of(head)
+        ok = scheduler.online.copy()
+        for extra in scheduler.extra_filters:
+            ok &= extra(request, head)
         need = head.job.gpu_milli_total
-        free = int(trial.gpu_free[scheduler.online].sum())
-        for rec in running:
+        free = int(trial.gpu[ok].sum())
+        if allowed.any() and trial.fits(head):
+            return scheduler.now
+        for rec in sorted(scheduler.running.values(), key=lambda r: (expected_end(r), r.job_id)):
+            trial.release(rec)
             req = scheduler.request_of(rec)
-            for p in rec.placements:
-                trial.release(p.node_index, p.gpus, req)
-                if scheduler.online[p.node_index]:
-                    free += req.gpu_milli * len(p.gpus)
-            if free >= need and place_gang(trial, head.job, scheduler.online) is not None:
-                return _expected_end(rec)
+            free += sum(req.gpu_milli * len(p.gpus) for p in rec.placements if ok[p.node_index])
+            if free >= need and trial.fits(head):
+                return expected_end(rec)
         return math.inf
+
+    @staticmethod
+    def keeps_reservation(scheduler, head: JobRecord, shadow: float) -> bool:
+        """EASY's second condition, on the state now (a candidate's trial placement bound):
+        once the running jobs expected to end by ``shadow`` are gone, ``head`` still fits."""
+        trial = scheduler.trial()
+        for rec in scheduler.running.values():
+            if expected_end(rec) <= shadow:
+                trial.release(rec)
+        return trial.fits(head)
 
     def run_pass(self, scheduler) -> None:
         head: JobRecord | None = None
@@ -101,8 +132,18 @@ class EasyBackfill(_Queue):
                     head = rec
                     shadow = self.reservation(scheduler, head)
                 continue
-            if scheduler.now + rec.remaining <= shadow:
+            if scheduler.now + estimated_run(rec) <= shadow or math.isinf(shadow):
                 scheduler.try_schedule(rec)
+            elif not scheduler.is_blocked(rec):
+                reserved_for, at = head, shadow
+
+                def permit(candidate: JobRecord, placed, _head=reserved_for, _at=at) -> str | None:
+                    if self.keeps_reservation(scheduler, _head, _at):
+                        return None
+                    return (f"backfill: would delay {_head.job_id}'s reservation at t={format_seconds(_at)}s "
+                            f"(expected to run {format_seconds(estimated_run(candidate))} s)")
+
+                scheduler.try_schedule(rec, permit=permit)
 
 
 @register_discipline
@@ -120,10 +161,11 @@ class DrfDiscipline(_Queue):
         """Keep tenants' usage incrementally through the scheduler's observer hooks."""
         if self._usage is None or self._scheduler is not scheduler:
             usage: dict[str, list[float]] = {}
+            observer = _UsageObserver(usage)
             for rec in scheduler.running.values():
-                _add(usage, rec, 1)
+                observer.on_start(rec)
             self._usage, self._scheduler = usage, scheduler
-            scheduler.add_observer(_UsageObserver(usage))
+            scheduler.add_observer(observer)
         return self._usage
 
     def run_pass(self, scheduler) -> None:
@@ -146,19 +188,25 @@ class DrfDiscipline(_Queue):
 
 
 class _UsageObserver(SchedulerObserver):
-    """Adds a job's GPUs, CPU and memory to its tenant on start; removes them on finish or eviction."""
+    """Adds a job's GPUs, CPU and memory to its tenant on start; removes them on finish or
+    eviction (only for jobs it counted: an admission stage also reports evictions of jobs
+    that were queued, not running)."""
 
     def __init__(self, usage: dict[str, list[float]]) -> None:
         self.usage = usage
+        self.counted: set[str] = set()
 
     def on_start(self, record: JobRecord) -> None:
+        self.counted.add(record.job_id)
         _add(self.usage, record, 1)
 
     def on_finish(self, record: JobRecord) -> None:
-        _add(self.usage, record, -1)
+        if record.job_id in self.counted:
+            self.counted.discard(record.job_id)
+            _add(self.usage, record, -1)
 
     def on_evict(self, record: JobRecord, lost_work: float) -> None:
-        _add(self.usage, record, -1)
+        self.on_finish(record)
 
 
 def _add(usage: dict[str, list[float]], rec: JobRecord, sign: int) -> None:
@@ -171,12 +219,14 @@ def _add(usage: dict[str, list[float]], rec: JobRecord, sign: int) -> None:
 
 @register_discipline
 class PriorityPreemption(_Queue):
-    """Highest priority first; a blocked job evicts lower-priority jobs chosen by
-    :func:`choose_victims` (least lost work).
+    """Highest priority first; a job that finds no room evicts lower-priority work chosen by
+    :func:`choose_victims` (least lost work) among the victims on nodes it may use (see the
+    module docstring).
 
     Args:
         checkpoints: job id -> :class:`CheckpointSpec` used to estimate lost work when
-            choosing victims (default: never checkpoints, so lost work = run time).
+            choosing victims (default: never checkpoints, so lost work = work done).
+        default_checkpoint: spec of the jobs not in ``checkpoints``.
     """
 
     name = "priority"
@@ -191,66 +241,102 @@ class PriorityPreemption(_Queue):
         return [r for (s, r) in sorted(self._items.values(), key=lambda x: (-x[1].job.priority, x[0]))]
 
     def run_pass(self, scheduler) -> None:
-        hopeless: set[tuple] = set()
+        # A job of the same priority and shape as one that found no victims finds none
+        # either -- as long as nothing was bound since (new lower-priority work would be new
+        # candidates): the memo remembers the bind counter.
+        hopeless: dict[tuple, int] = {}
         for rec in list(self.order()):
             if rec.state is not JobState.PENDING:
                 continue
-            if scheduler.try_schedule(rec) is Outcome.STARTED:
+            if scheduler.try_schedule(rec) is not Outcome.WAITING:
                 continue
-            key = (rec.job.priority, scheduler.request_of(rec), rec.job.workers)
-            if key in hopeless:
+            key = (rec.job.priority, scheduler.request_of(rec), rec.job.workers - len(rec.placements),
+                   None if scheduler.interchangeable else rec.job_id)
+            if hopeless.get(key) == scheduler.bound_workers:
                 continue
             victims = self.victims(scheduler, rec)
             if not victims:
-                hopeless.add(key)
-            if victims:
-                for v in victims:
-                    scheduler.evict(scheduler.running[v], f"preempted by {rec.job_id} (priority {rec.job.priority})")
-                scheduler.try_schedule(rec)
+                hopeless[key] = scheduler.bound_workers
+                continue
+            why = f"preempted by {rec.job_id} (priority {rec.job.priority})"
+            for v in victims:
+                victim = scheduler.running.get(v)
+                if victim is not None:
+                    scheduler.evict(victim, why)
+                else:   # naive mode: a pending job holding part of its gang
+                    holder = next(r for r in self.order() if r.job_id == v)
+                    scheduler.release_placements(holder, list(holder.placements))
+                    holder.preemptions += 1
+                    holder.reason = f"partial allocation released: {why}"
+            scheduler.try_schedule(rec)
 
     def victims(self, scheduler, rec: JobRecord) -> list[str] | None:
-        """Lower-priority running jobs to evict so that ``rec`` fits, or None."""
+        """Lower-priority jobs to evict so that ``rec`` fits, or None.
+
+        Candidates: running jobs of lower priority (and, in naive mode, pending ones holding
+        workers) with a worker on a node ``rec`` may use (online, GPU model, every extra
+        filter for ``rec``); whether a set of victims is enough is decided on a trial copy
+        with the same filters (:class:`~lab01_cluster_sim.scheduler.TrialState`).
+        """
+        request = scheduler.request_of(rec)
+        usable = scheduler.online.copy()
+        if request.num_gpus and request.gpu_models:
+            usable &= scheduler._model_ok(request.gpu_models)
+        for extra in scheduler.extra_filters:
+            usable &= extra(request, rec)
+        now = scheduler.now
+        held: dict[str, int] = {}
         cands = []
-        for rid, r in sorted(scheduler.running.items()):
-            if r.job.priority < rec.job.priority:
-                spec = self.checkpoints.get(rid, self.default)
-                progress = progress_of(r, scheduler.now)
-                cands.append(VictimCandidate(rid, r.job.priority, r.job.gpu_milli_total / MILLI_PER_GPU,
-                                             progress - last_checkpoint(progress, spec)))
+        pool = [r for _, r in sorted(scheduler.running.items())]
+        if scheduler.mode == "naive":
+            pool += [r for r in self.order() if r.state is JobState.PENDING and r.placements and r is not rec]
+        for r in pool:
+            if r.job.priority >= rec.job.priority:
+                continue
+            mine = [p for p in r.placements if usable[p.node_index]]
+            if not mine:
+                continue
+            req = scheduler.request_of(r)
+            held[r.job_id] = sum(req.gpu_milli * len(p.gpus) for p in mine)
+            if r.state is JobState.RUNNING:
+                spec = self.checkpoints.get(r.job_id, self.default)
+                progress = r.work_done_at(now)
+                lost = progress - last_checkpoint(progress, spec)
+            else:
+                lost = 0.0
+            cands.append(VictimCandidate(r.job_id, r.job.priority, r.job.gpu_milli_total / MILLI_PER_GPU, lost))
         if not cands:
             return None
         st = scheduler.state
-        free = int(st.gpu_free[scheduler.online].sum())
-        need = rec.job.gpu_milli_total
-        held = {c.job_id: scheduler.running[c.job_id].job.gpu_milli_total for c in cands}
+        free = int(st.gpu_free[usable].sum())
+        need = request.gpu_milli * request.num_gpus * (rec.job.workers - len(rec.placements))
         if free + sum(held.values()) < need:
             return None     # even preempting every candidate would not free enough GPUs
+        by_id = {r.job_id: r for r in pool}
 
         def enough(ids) -> bool:
             if free + sum(held[i] for i in ids) < need:
-                return False    # cheap count check before the trial placement
-            return _fits_after(scheduler, rec, [scheduler.running[i] for i in ids])
+                return False    # cheap count check before the trial
+            trial = scheduler.trial()
+            for i in ids:
+                trial.release(by_id[i])
+            return trial.fits(rec)
 
         return choose_victims(cands, enough)
 
 
 def progress_of(rec: JobRecord, now: float) -> float:
-    """Useful work a running (or evicted) job has done by ``now``, s.
-
-    ``rec.remaining`` at the start of a run includes a restore overhead, kept in
-    ``rec.extras["restore_s"]`` by :func:`checkpoint_evict_hook`; the first seconds of the
-    run pay it back before progress resumes.
-    """
-    pend = float(rec.extras.get("restore_s", 0.0))
-    ran = 0.0 if rec.run_started is None else now - rec.run_started
-    progress = rec.job.duration - (rec.remaining - pend) + max(0.0, ran - pend)
-    return min(rec.job.duration, max(0.0, progress))
+    """Useful work a running (or evicted) job has done by ``now``, s
+    (:meth:`~lab01_cluster_sim.model.JobRecord.work_done_at`: a restore overhead at the start
+    of the run is paid back before progress resumes)."""
+    return rec.work_done_at(now)
 
 
 def checkpoint_evict_hook(checkpoints: Mapping[str, CheckpointSpec] | None = None,
                           default: CheckpointSpec = CheckpointSpec()):
-    """An ``evict_hook`` for :class:`lab01_cluster_sim.simulate.Simulation`: the run time a
-    victim still needs = duration - (progress at its last checkpoint) + restore time."""
+    """A legacy ``evict_hook`` for :class:`lab01_cluster_sim.simulate.Simulation`: the run
+    time a victim still needs = duration - (progress at its last checkpoint) + restore time.
+    Prefer the ``checkpoints`` plugin (:class:`~lab01_cluster_sim.disciplines.preemption.Checkpoints`)."""
     checkpoints = dict(checkpoints or {})
 
     def hook(rec: JobRecord, now: float) -> float:

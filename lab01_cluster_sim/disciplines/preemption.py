@@ -10,7 +10,7 @@ NSDI 2019, which count preemption cost as lost work plus restore overhead).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lab01_cluster_sim.errors import InputError
@@ -114,3 +114,47 @@ def choose_victims(candidates: Sequence[VictimCandidate], enough: Callable[[Sequ
             chosen = [c for c in chosen if c is not cand]
     return [c.job_id for c in chosen]
     ### END SOLUTION
+
+
+class Checkpoints:
+    """Engine plugin (``"checkpoints"``): jobs checkpoint, so an eviction keeps the progress of
+    the last checkpoint and the next run first pays the restore time.
+
+    At the ``keep_progress`` point (see :mod:`lab01_cluster_sim.plugins`): a job evicted after
+    ``p`` s of work keeps :func:`last_checkpoint` ``(p, spec)`` and its next run starts with
+    ``spec.restore_s`` of overhead. A migration (defragmentation) also pays ``checkpoint_s``
+    to write a checkpoint on demand; the migrating plugin adds it.
+
+    Args:
+        checkpoints: job id -> :class:`CheckpointSpec`.
+        default: the spec of every other job (default: never checkpoints: an eviction loses
+            all progress, no restore).
+    """
+
+    name = "checkpoints"
+
+    def __init__(self, checkpoints: Mapping[str, CheckpointSpec] | None = None,
+                 default: CheckpointSpec = CheckpointSpec()) -> None:
+        self.checkpoints = dict(checkpoints or {})
+        self.default = default
+
+    def spec(self, job_id: str) -> CheckpointSpec:
+        """The checkpoint spec of ``job_id``."""
+        return self.checkpoints.get(job_id, self.default)
+
+    def keep_progress(self, sim, record, progress_s: float) -> tuple[float, float]:
+        spec = self.spec(record.job_id)
+        return last_checkpoint(progress_s, spec), spec.restore_s
+
+
+def _register() -> None:
+    from lab01_cluster_sim.plugins import register_plugin
+
+    @register_plugin("checkpoints")
+    def _checkpoints_plugin(nodes, jobs, interval_s: float = math.inf, checkpoint_s: float = 0.0,
+                            restore_s: float = 0.0) -> Checkpoints:
+        """``--plugin checkpoints:interval_s=1800,restore_s=60`` (every job)."""
+        return Checkpoints(default=CheckpointSpec(interval_s, checkpoint_s, restore_s))
+
+
+_register()

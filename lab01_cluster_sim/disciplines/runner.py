@@ -1,43 +1,36 @@
-"""A small discrete-event loop for the queue disciplines and the other Lab 01 extensions.
+"""The extensions' former runner interface, kept as a thin adapter over the one engine.
 
-Events are arrivals and completions (plus preemptions and migrations, which the loop
-performs itself). After each batch of events at the same instant the chosen
-*discipline* decides which pending jobs start:
+Lab 01 used to have a second event loop here for the queue disciplines and the extensions
+(topology slowdown, time-slicing contention, bounded waits, tenancy, migration). That loop is
+gone: :class:`Runner` now builds a :class:`lab01_cluster_sim.simulate.Simulation` with the
+matching plugins (:mod:`lab01_cluster_sim.plugins`) and reports in the old shapes
+(:class:`RunnerResult`, :class:`JobOutcome`), so code and chapters written against it run
+unchanged, on the same engine as ``simulate``:
 
-- ``fifo``: arrival order, strict head-of-line blocking (nothing passes a blocked head).
-- ``fifo-skip``: arrival order, a blocked job is skipped and later jobs may start
-  (big jobs can starve).
-- ``priority``: highest priority first (then arrival); a blocked job may preempt
-  running jobs of strictly lower priority, chosen by
-  :func:`~lab01_cluster_sim.disciplines.preemption.choose_victims` to lose the least work.
-- ``drf``: the tenant with the lowest dominant share over (GPUs, CPU, memory) goes next
-  (:func:`~lab01_cluster_sim.disciplines.drf.drf_pick_tenant`), oldest job first.
-- ``backfill``: EASY backfill (Lifka, "The ANL/IBM SP scheduling system", JSSPP 1995;
-  Mu'alem & Feitelson, IEEE TPDS 2001): the blocked head gets a reservation at the
-  earliest time enough resources free up, from running jobs' expected ends; a later job
-  starts now only if it does not delay that reservation.
+- discipline: ``fifo``, ``fifo-skip``, ``priority``, ``drf``, ``backfill`` (the core's queue
+  disciplines, :mod:`lab01_cluster_sim.disciplines.core`);
+- placement: ``most-allocated`` (the node with the least free GPU capacity that fits, then
+  the least free CPU: the extensions' best-fit, Kubernetes' "MostAllocated");
+- checkpoints: the ``checkpoints`` plugin with ``checkpoints`` / ``default_checkpoint``;
+- ``placer``, ``node_filter``, ``speed``, ``on_blocked``: an engine plugin
+  (:class:`~lab01_cluster_sim.topology.TopologyAware`,
+  :class:`~lab01_cluster_sim.tenancy.TenancyPlacer`,
+  :class:`~lab01_cluster_sim.tenancy.ConstraintFilter`,
+  :class:`~lab01_cluster_sim.defrag.ShapeAwareAdmission`,
+  :class:`~lab01_cluster_sim.sharing_modes.TimeSlicing`,
+  :class:`~lab01_cluster_sim.defrag.Defragmenter`) is registered as it is; a plain callable
+  of the old signature is wrapped in a plugin (``placer(runner, job, now) -> allocation |
+  None`` at the PreFilter point, ``node_filter(runner, job) -> mask`` at Filter,
+  ``speed(runner, job, alloc) -> slowdown`` at the progress point, ``on_blocked(runner, t)``
+  after each cycle);
+- ``observer(runner, t)`` is called after each cycle and its values kept in ``samples``.
 
-Gangs are placed all-or-nothing. The default placement is best-fit (the node with the
-least free GPU capacity that fits, i.e. Kubernetes' "MostAllocated"); extensions pass
-their own ``placer``, an extra ``node_filter`` or a ``speed`` (slowdown) function.
-
-Why a loop of its own next to the core simulation (:mod:`lab01_cluster_sim.simulate`)?
-The queue disciplines also run on the core (:mod:`lab01_cluster_sim.disciplines.core`),
-but several extensions need hooks the core does not offer: a job that runs slower on
-some placements (NVLink topology, time-slicing contention), a placement that may decide
-to wait (topology-aware bounded wait, tenancy tiers), a hook after each pass that may
-migrate running jobs (defragmentation), and a trial bind that can be undone (EASY's
-second condition). This loop is small, uses the core's records
-(:class:`~lab01_cluster_sim.model.Job`, :class:`~lab01_cluster_sim.cluster.ClusterState`)
-and gives those hooks. On the same jobs it gives the same start times as the core for
-FIFO, FIFO-skip and DRF (tests/lab01/ext); backfill differs by design (the
-core applies only EASY's first condition). Time in s, CPU milli-cores, memory MiB.
+Time in s, CPU milli-cores, memory MiB.
 """
 
 from __future__ import annotations
 
 import copy
-import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,16 +38,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.disciplines.drf import dominant_share, drf_pick_tenant
+from lab01_cluster_sim.disciplines.drf import dominant_share
 from lab01_cluster_sim.disciplines.fairness import jain_index
-from lab01_cluster_sim.disciplines.preemption import (
-    CheckpointSpec,
-    VictimCandidate,
-    choose_victims,
-    last_checkpoint,
-)
+from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, Checkpoints
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobState, Node
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node
+from lab01_cluster_sim.plugins import defines
+from lab01_cluster_sim.policies.generic import MostAllocated
+from lab01_cluster_sim.scheduler import PreFilterResult, get_discipline
 
 DISCIPLINES = ("fifo", "fifo-skip", "priority", "drf", "backfill")
 """Names accepted by :class:`Runner`."""
@@ -63,43 +54,73 @@ Allocation = tuple[tuple[int, tuple[int, ...]], ...]
 """One ``(node index, GPU indices)`` per worker."""
 
 
-@dataclass
 class JobRun:
-    """Mutable run state of one job inside :class:`Runner`.
+    """A job's run state as the former runner showed it: a view of its
+    :class:`~lab01_cluster_sim.model.JobRecord` in the engine.
 
-    ``progress_s`` is useful work done (s at full speed) at the start of the current
-    segment; a segment first pays ``overhead_s`` (restore, checkpoint) and then makes
-    progress at ``1 / slowdown`` per second.
+    Attributes:
+        job: the job. spec: its :class:`CheckpointSpec`. record: the engine's record.
     """
 
-    job: Job
-    spec: CheckpointSpec
-    progress_s: float = 0.0
-    first_start: float | None = None
-    seg_start: float | None = None
-    overhead_s: float = 0.0
-    slowdown: float = 1.0
-    alloc: Allocation = ()
-    end_time: float | None = None
-    token: int = 0
-    preemptions: int = 0
-    migrations: int = 0
-    lost_s: float = 0.0
-    state: JobState = JobState.PENDING
-    reason: str = ""
-    pending_overhead_s: float = 0.0
+    __slots__ = ("record", "spec")
+
+    def __init__(self, record: JobRecord, spec: CheckpointSpec) -> None:
+        self.record = record
+        self.spec = spec
+
+    @property
+    def job(self) -> Job:
+        return self.record.job
+
+    @property
+    def state(self) -> JobState:
+        return self.record.state
+
+    @property
+    def alloc(self) -> Allocation:
+        """``((node, gpus), ...)`` of the workers bound now (empty when not running)."""
+        return tuple((p.node_index, p.gpus) for p in self.record.placements)
+
+    @property
+    def first_start(self) -> float | None:
+        return self.record.start_time
+
+    @property
+    def end_time(self) -> float | None:
+        """Completion time once completed; while running, when it is expected to end."""
+        if self.record.end_time is not None:
+            return self.record.end_time
+        return None if self.record.state is not JobState.RUNNING else self.record.expected_end
+
+    @property
+    def preemptions(self) -> int:
+        return self.record.preemptions
+
+    @property
+    def migrations(self) -> int:
+        return self.record.migrations
+
+    @property
+    def lost_s(self) -> float:
+        """GPU-seconds of progress thrown away by evictions."""
+        return self.record.lost_gpu_s
+
+    @property
+    def slowdown(self) -> float:
+        return self.record.slowdown
+
+    @property
+    def reason(self) -> str:
+        return self.record.reason or ""
 
     def progress_at(self, now: float) -> float:
         """Useful work done by ``now`` (s at full speed), at most the job's duration."""
-        if self.seg_start is None:
-            return self.progress_s
-        run = max(0.0, now - self.seg_start - self.overhead_s) / self.slowdown
-        return min(self.job.duration, self.progress_s + run)
+        return self.record.work_done_at(now)
 
-    def remaining_wall(self, overhead: float | None = None) -> float:
-        """Wall time still needed from a fresh segment start."""
-        o = self.pending_overhead_s if overhead is None else overhead
-        return o + (self.job.duration - self.progress_s) * self.slowdown
+    def remaining_wall(self) -> float:
+        """Wall time still needed from a fresh start at the last known rate."""
+        r = self.record
+        return r.overhead_left + (r.remaining - r.overhead_left) * r.slowdown
 
 
 @dataclass(frozen=True)
@@ -133,11 +154,12 @@ class RunnerResult:
     Attributes:
         discipline: its name.
         outcomes: one :class:`JobOutcome` per job, in input order.
-        end_time: time of the last event, s.
+        end_time: time of the last scheduling cycle, s.
+        start_time: first submission, s.
         total_gpus: physical GPUs of the cluster.
         busy_milli_s: integral of allocated milli-GPU over time.
-        timeline: rows ``(time, allocated GPUs, pending jobs, running jobs)`` at each event batch.
-        samples: whatever the ``observer`` returned at each event batch.
+        timeline: rows ``(time, allocated GPUs, pending jobs, running jobs)`` at each cycle.
+        samples: whatever the ``observer`` returned at each cycle.
     """
 
     discipline: str
@@ -148,6 +170,8 @@ class RunnerResult:
     busy_milli_s: float
     timeline: list[tuple[float, float, int, int]] = field(default_factory=list)
     samples: list = field(default_factory=list)
+    share_seconds: dict[str, float] = field(default_factory=dict)
+    backlog_jain: float = float("nan")
 
     def waits(self) -> np.ndarray:
         """Waits of the jobs that started; jobs still pending count their wait so far."""
@@ -170,12 +194,30 @@ class RunnerResult:
             per.setdefault(o.tenant, []).append(1.0 if span <= 0 else min(1.0, o.duration / span))
         return {t: float(np.mean(v)) for t, v in sorted(per.items())}
 
+    def tenant_dominant_share(self) -> dict[str, float]:
+        """Per tenant: its dominant share over (GPUs, CPU, memory) averaged over the run
+        (Ghodsi et al.'s dominant share, integrated over time / run length). This is what DRF
+        equalises among tenants that have work waiting; :meth:`summary`'s
+        ``jain_dominant_share`` is Jain's index over it."""
+        span = self.end_time - self.start_time
+        tenants = sorted({o.tenant for o in self.outcomes if o.state is not JobState.REJECTED})
+        if span <= 0:
+            return {t: 0.0 for t in tenants}
+        return {t: self.share_seconds.get(t, 0.0) / span for t in tenants}
+
     def summary(self) -> dict[str, float]:
         """The trilemma numbers: mean and p99 wait (s), utilisation, Jain's index over tenants, ...
 
         utilisation = allocated GPU-seconds / (GPUs x (end - start)); allocated time includes
         work later lost to preemption and restore overheads, so priority with preemption can
-        show more "utilisation" for the same useful work.
+        show more "utilisation" for the same useful work. ``jain_index`` is Jain's index over
+        the tenants' mean inverse slowdown (:meth:`tenant_service`): how evenly tenants' jobs
+        are slowed by queueing, not how evenly resources are shared. DRF equalises dominant
+        shares, not slowdowns: a tenant of big gangs gets its share in big, slow-to-gather
+        pieces and its jobs wait longer, so DRF can score *lower* than FIFO on this index.
+        ``jain_dominant_share`` is what DRF works on: Jain's index over the dominant shares of
+        the tenants that have work waiting, time-averaged over the moments when at least two
+        do (NaN if that never happens).
         """
         w = self.waits()
         span = self.end_time - self.start_time
@@ -188,12 +230,14 @@ class RunnerResult:
             "utilisation": (self.busy_milli_s / (self.total_gpus * MILLI_PER_GPU * span)
                             if span > 0 and self.total_gpus else 0.0),
             "jain_index": jain_index(list(service.values())) if service else 1.0,
+            "jain_dominant_share": self.backlog_jain,
             "lost_gpu_hours": sum(o.lost_gpu_s for o in self.outcomes) / 3600.0,
             "preemptions": float(sum(o.preemptions for o in self.outcomes)),
             "completed": float(states.count(JobState.COMPLETED)),
             "pending": float(states.count(JobState.PENDING)),
             "running": float(states.count(JobState.RUNNING)),
             "rejected": float(states.count(JobState.REJECTED)),
+            "timeout": float(states.count(JobState.TIMEOUT)),
             "makespan_s": span,
         }
 
@@ -212,61 +256,139 @@ Observer = Callable[["Runner", float], object]
 BlockedHook = Callable[["Runner", float], None]
 
 
-def clone_state(state: ClusterState) -> ClusterState:
-    """A copy of ``state`` whose free-resource arrays can change independently."""
-    c = copy.copy(state)
-    c.gpu_free = state.gpu_free.copy()
-    c.cpu_free = state.cpu_free.copy()
-    c.mem_free = state.mem_free.copy()
-    return c
+# -- adapters from the old callables to plugins ------------------------------------------------
+class _LegacyPlacer:
+    name = "legacy-placer"
+
+    def __init__(self, runner: "Runner", placer: Placer) -> None:
+        self.runner, self.placer = runner, placer
+
+    def pre_filter(self, sim, record, request):
+        alloc = self.placer(self.runner, record.job, sim.now)
+        if alloc is None:
+            return PreFilterResult(wait="the placer found no place now")
+        return PreFilterResult(assign=tuple((int(n), tuple(int(g) for g in gpus)) for n, gpus in alloc))
 
 
-def pick_gpus_best_fit(state: ClusterState, node: int, request: Request) -> tuple[int, ...]:
-    """GPUs of ``node`` for ``request``: whole GPUs in index order, a share on the fullest GPU that fits."""
-    free = state.gpu_free[node, : state.gpu_count[node]]
-    if request.num_gpus == 0:
-        return ()
-    ok = np.flatnonzero(free >= request.gpu_milli)
-    if request.gpu_milli < MILLI_PER_GPU:
-        ok = ok[np.argsort(free[ok], kind="stable")]
-    return tuple(int(g) for g in ok[: request.num_gpus])
+class _LegacyFilter:
+    name = "legacy-node-filter"
+    static = True   # depends only on node labels/taints and the job: arrival may reject on it
+
+    def __init__(self, runner: "Runner", node_filter: NodeFilter) -> None:
+        self.runner, self.node_filter = runner, node_filter
+
+    def filter(self, request, record):
+        n = self.runner.sim.state.num_nodes
+        if record is None:
+            return np.ones(n, dtype=bool)
+        mask = self.node_filter(self.runner, record.job)
+        return np.ones(n, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
 
 
-def place_gang(state: ClusterState, job: Job, mask: np.ndarray | None = None,
-               bind: bool = False) -> Allocation | None:
-    """Best-fit, all-or-nothing placement of every worker of ``job``.
+class _LegacySpeed:
+    name = "legacy-speed"
 
-    Each worker goes to the feasible node (``mask`` restricts them) with the least free
-    milli-GPU (then least free CPU, then lowest ``tie_rank``). ``state`` is left as it
-    was unless ``bind`` is True and the whole gang fits.
-    """
-    req = Request.of_worker(job)
-    placed: list[tuple[int, tuple[int, ...]]] = []
-    for _ in range(job.workers):
-        ok = state.feasible(req)
-        if mask is not None:
-            ok &= mask
-        cand = np.flatnonzero(ok)
-        if cand.size == 0:
-            break
-        if cand.size > 1:
-            idle = state.gpu_free[cand].sum(axis=1)
-            order = np.lexsort((state.tie_rank[cand], state.cpu_free[cand], idle))
-            node = int(cand[order[0]])
+    def __init__(self, runner: "Runner", speed: Speed, rerate: bool) -> None:
+        self.runner, self.speed, self.rerate = runner, speed, rerate
+
+    def slowdown(self, sim, record):
+        alloc = tuple((p.node_index, p.gpus) for p in record.placements)
+        return max(1.0, float(self.speed(self.runner, record.job, alloc)))
+
+    def affected_by(self, sim, record):
+        if not self.rerate:
+            return []
+        mine = {(p.node_index, g) for p in record.placements for g in p.gpus}
+        return [r for r in sim.scheduler.running.values()
+                if any((p.node_index, g) in mine for p in r.placements for g in p.gpus)]
+
+
+class _LegacyBlocked:
+    name = "legacy-on-blocked"
+
+    def __init__(self, runner: "Runner", hook: BlockedHook) -> None:
+        self.runner, self.hook = runner, hook
+
+    def after_cycle(self, sim):
+        if len(sim.scheduler.discipline):
+            self.hook(self.runner, sim.now)
+
+
+class _Recorder:
+    """Busy GPU time, the timeline rows and the observer's samples, per cycle."""
+
+    name = "runner-recorder"
+
+    def __init__(self, runner: "Runner", observer: Observer | None) -> None:
+        self.runner, self.observer = runner, observer
+        self.allocated = 0
+        self.busy = 0.0
+        self.last: float | None = None
+        self.timeline: list[tuple[float, float, int, int]] = []
+        self.samples: list = []
+        self.usage: dict[str, np.ndarray] = {}        # tenant -> (GPUs, milli-CPU, MiB) held now
+        self.share_seconds: dict[str, float] = {}     # tenant -> integral of its dominant share
+        self.backlog_since: tuple[float, float] | None = None
+        self.backlog_weighted = 0.0
+        self.backlog_time = 0.0
+
+    def _advance(self, now: float) -> None:
+        if self.last is not None and now > self.last:
+            dt = now - self.last
+            self.busy += self.allocated * dt
+            cap = self.runner.capacity
+            for tenant, u in self.usage.items():
+                share = float(np.max(np.divide(u, cap, out=np.zeros(3), where=cap > 0)))
+                self.share_seconds[tenant] = self.share_seconds.get(tenant, 0.0) + share * dt
+        self.last = now
+
+    def _hold(self, record, request, sign: int) -> None:
+        u = self.usage.setdefault(record.job.tenant, np.zeros(3))
+        u += sign * np.array([request.num_gpus * request.gpu_milli / MILLI_PER_GPU, request.cpu_milli,
+                              request.memory_mib], dtype=float)
+
+    def on_bind(self, record, placement, request):
+        self._advance(self.runner.sim.now)
+        self.allocated += len(placement.gpus) * request.gpu_milli
+        self._hold(record, request, 1)
+
+    def on_release(self, record, placement, request):
+        self._advance(self.runner.sim.now)
+        self.allocated -= len(placement.gpus) * request.gpu_milli
+        self._hold(record, request, -1)
+
+    def on_reject(self, record):
+        self.runner.sim.request_pass()   # a cycle at every instant with events, as before
+
+    def sample(self, sim, now):
+        self._advance(now)
+        # Jain's index over the dominant shares of the tenants that have work waiting (the
+        # tenants DRF arbitrates between), held until the next cycle
+        waiting = {r.job.tenant for r in sim.scheduler.discipline.order() if r.state is JobState.PENDING}
+        if self.backlog_since is not None:
+            t0, value = self.backlog_since
+            self.backlog_weighted += value * (now - t0)
+            self.backlog_time += now - t0
+            self.backlog_since = None
+        if len(waiting) >= 2:
+            cap = self.runner.capacity
+            shares = [float(np.max(np.divide(self.usage.get(t, np.zeros(3)), cap, out=np.zeros(3), where=cap > 0)))
+                      for t in sorted(waiting)]
+            self.backlog_since = (now, jain_index(shares))
+        row = (now, self.allocated / MILLI_PER_GPU, len(sim.scheduler.discipline), len(sim.scheduler.running))
+        value = self.observer(self.runner, now) if self.observer is not None else None
+        if self.timeline and self.timeline[-1][0] == now:   # several cycles at one instant: keep the last
+            self.timeline[-1] = row
+            if self.observer is not None:
+                self.samples[-1] = value
         else:
-            node = int(cand[0])
-        gpus = pick_gpus_best_fit(state, node, req)
-        state.bind(node, gpus, req)
-        placed.append((node, gpus))
-    complete = len(placed) == job.workers
-    if not (complete and bind):
-        for node, gpus in reversed(placed):
-            state.release(node, gpus, req)
-    return tuple(placed) if complete else None
+            self.timeline.append(row)
+            if self.observer is not None:
+                self.samples.append(value)
 
 
 class Runner:
-    """Run ``jobs`` on ``nodes`` under one queue discipline.
+    """Run ``jobs`` on ``nodes`` under one queue discipline, on the one engine.
 
     Args:
         nodes: the cluster.
@@ -274,17 +396,18 @@ class Runner:
         discipline: one of :data:`DISCIPLINES`.
         checkpoints: job id -> :class:`CheckpointSpec` (default ``default_checkpoint``).
         default_checkpoint: used for jobs not in ``checkpoints``.
-        placer: ``placer(runner, job, now) -> Allocation | None``, must not change the
-            state (default: :func:`place_gang` with ``node_filter``'s mask).
-        node_filter: ``node_filter(runner, job) -> bool mask (N,) | None`` (taints,
-            nodeSelector, shape-aware admission...).
-        speed: ``speed(runner, job, alloc) -> slowdown >= 1`` for the job's run there.
-        observer: called after each event batch; its return values are kept in ``samples``.
-        on_blocked: called after scheduling when jobs are still pending (defragmentation).
-        until: stop at this time (jobs then running stay RUNNING).
-        rerate: re-evaluate ``speed`` for running jobs whenever a job starts on or leaves
-            one of their GPUs (contention that follows the neighbours, e.g. time-slicing),
-            instead of fixing each job's speed when it starts.
+        placer: an engine plugin (topology, tenancy), or ``placer(runner, job, now) ->
+            Allocation | None`` (None: not now).
+        node_filter: an engine plugin with a Filter point (taints, nodeSelector, shape-aware
+            admission), or ``node_filter(runner, job) -> bool mask (N,) | None``.
+        speed: an engine plugin with a slowdown (time-slicing), or ``speed(runner, job,
+            alloc) -> slowdown >= 1``.
+        observer: called after each cycle; its return values are kept in ``samples``.
+        on_blocked: an engine plugin with ``after_cycle`` (defragmentation), or
+            ``on_blocked(runner, t)``, called after each cycle that leaves jobs pending.
+        until: stop after the events at this time (jobs then running stay RUNNING).
+        rerate: re-evaluate a callable ``speed`` for running jobs whenever a job starts on or
+            leaves one of their GPUs (plugins re-rate on their own).
 
     Raises:
         InputError: unknown discipline, duplicate job ids.
@@ -293,372 +416,153 @@ class Runner:
     def __init__(self, nodes: Sequence[Node], jobs: Sequence[Job], discipline: str = "fifo-skip", *,
                  checkpoints: Mapping[str, CheckpointSpec] | None = None,
                  default_checkpoint: CheckpointSpec = CheckpointSpec(),
-                 placer: Placer | None = None, node_filter: NodeFilter | None = None,
-                 speed: Speed | None = None, observer: Observer | None = None,
-                 on_blocked: BlockedHook | None = None, until: float = math.inf, rerate: bool = False) -> None:
+                 placer=None, node_filter=None, speed=None, observer: Observer | None = None,
+                 on_blocked=None, until: float = math.inf, rerate: bool = False) -> None:
+        from lab01_cluster_sim.disciplines.core import PriorityPreemption
+        from lab01_cluster_sim.simulate import Simulation
+
         if discipline not in DISCIPLINES:
             raise InputError(f"unknown discipline {discipline!r}; expected one of: {', '.join(DISCIPLINES)}")
-        self.discipline = discipline
-        self.state = ClusterState(nodes)
-        self.nodes = self.state.nodes
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
+            seen: set[str] = set()
+            dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
             raise InputError(f"duplicate job id {dup!r}")
-        checkpoints = checkpoints or {}
-        self.runs: dict[str, JobRun] = {j.job_id: JobRun(j, checkpoints.get(j.job_id, default_checkpoint))
-                                        for j in jobs}
-        self._order = ids
-        self._rank = {job_id: i for i, job_id in enumerate(ids)}
-        self.placer = placer
-        self.node_filter = node_filter
-        self.speed = speed
-        self.observer = observer
-        self.on_blocked = on_blocked
+        self.discipline = discipline
         self.until = until
-        self.pending: list[str] = []          # in arrival order (re-queued jobs go back by submit time)
-        self.running: dict[str, JobRun] = {}
-        self.now = 0.0
-        self._events: list[tuple[float, int, int, str, int]] = []
-        self._seq = 0
-        self._allocated_milli = 0
-        self._busy = 0.0
-        self._last_t: float | None = None
+        self.checkpoints = Checkpoints(checkpoints, default_checkpoint)
+        disc = (PriorityPreemption(checkpoints, default_checkpoint) if discipline == "priority"
+                else get_discipline(discipline))
+        plugins: list = [self.checkpoints]
+        self._filters: list = []
+        if node_filter is not None:
+            plugin = node_filter if defines(node_filter, "filter") else _LegacyFilter(self, node_filter)
+            plugins.append(plugin)
+            self._filters.append(plugin)
+        if placer is not None:
+            if any(defines(placer, h) for h in ("pre_filter", "filter_devices", "filter")):
+                plugins.append(placer)
+                if defines(placer, "filter"):
+                    self._filters.append(placer)
+            else:
+                plugins.append(_LegacyPlacer(self, placer))
+        if speed is not None:
+            owner = getattr(speed, "__self__", None)
+            if owner is not None and owner in plugins:
+                pass                       # e.g. speed=topo.speed with placer=topo
+            elif defines(speed, "slowdown"):
+                if hasattr(speed, "rerate") and not rerate and type(speed).__name__ == "TimeSlicing":
+                    speed.rerate = False   # the old runner fixed each job's speed at its start
+                plugins.append(speed)
+            else:
+                plugins.append(_LegacySpeed(self, speed, rerate))
+        if on_blocked is not None:
+            plugins.append(on_blocked if defines(on_blocked, "after_cycle") else _LegacyBlocked(self, on_blocked))
+        self._recorder = _Recorder(self, observer)
+        plugins.append(self._recorder)
+        self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", disc, plugins=plugins)
+        self.state: ClusterState = self.sim.state
+        self.runs: dict[str, JobRun] = {i: JobRun(r, self.checkpoints.spec(i)) for i, r in self.sim.records.items()}
+        self._order = ids
         self.capacity = np.array([self.state.total_gpus, int(self.state.cpu_capacity.sum()),
                                   int(self.state.mem_capacity.sum())], dtype=float)
-        self.tenant_usage: dict[str, list[float]] = {}
-        self._failed: set[tuple] = set()
-        self.rerate = rerate
-        self._touched: set[tuple[int, int]] = set()
-        for j in jobs:
-            self._push(j.submit_time, 1, j.job_id, 0)
 
-    # -- event plumbing ------------------------------------------------------------------
-    def _push(self, t: float, kind: int, job_id: str, token: int) -> None:
-        # kind 0 = finish, 1 = arrival, 2 = wake-up: finishes at the same instant are handled first
-        self._seq += 1
-        heapq.heappush(self._events, (t, kind, self._seq, job_id, token))
+    # -- views ---------------------------------------------------------------------------
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        return self.state.nodes
 
-    def wake_at(self, t: float) -> None:
-        """Ask for a scheduling pass at time ``t`` (e.g. when a bounded wait runs out)."""
-        if t > self.now:
-            self._push(t, 2, "", 0)
+    @property
+    def now(self) -> float:
+        return self.sim.now
 
-    def _advance(self, t: float) -> None:
-        if self._last_t is not None:
-            self._busy += self._allocated_milli * (t - self._last_t)
-        self._last_t = t
-        self.now = t
+    @property
+    def pending(self) -> list[str]:
+        """Ids of the pending jobs, in queue order."""
+        return [r.job_id for r in self.sim.scheduler.discipline.order() if r.state is JobState.PENDING]
 
-    # -- placement ------------------------------------------------------------------------
-    def mask_for(self, job: Job) -> np.ndarray | None:
-        """The node mask of ``node_filter`` for ``job`` (None = all nodes)."""
-        return None if self.node_filter is None else self.node_filter(self, job)
+    @property
+    def running(self) -> dict[str, JobRun]:
+        """Id -> run of every running job."""
+        return {i: self.runs[i] for i in sorted(self.sim.scheduler.running)}
 
-    def try_place(self, job: Job, state: ClusterState | None = None) -> Allocation | None:
-        """Where ``job`` would go now (state unchanged), or None.
-
-        With the default placement, a shape (worker request, workers, node mask) that found
-        no room is remembered until resources are released: binds only take resources, so
-        later jobs of the same shape are skipped without work (as the core scheduler does).
-        """
-        if state is not None:
-            return place_gang(state, job, self.mask_for(job))
-        if self.placer is not None:
-            return self.placer(self, job, self.now)
-        mask = self.mask_for(job)
-        key = (Request.of_worker(job), job.workers, None if mask is None else mask.tobytes())
-        if key in self._failed:
-            return None
-        alloc = place_gang(self.state, job, mask)
-        if alloc is None:
-            self._failed.add(key)
-        return alloc
-
-    def start(self, job_id: str, alloc: Allocation) -> None:
-        """Bind ``alloc`` and start (or resume) the job now."""
-        run = self.runs[job_id]
-        req = Request.of_worker(run.job)
-        for node, gpus in alloc:
-            self.state.bind(node, gpus, req)
-        run.alloc = alloc
-        if self.rerate:
-            self._touched.update((node, g) for node, gpus in alloc for g in gpus)
-        run.slowdown = 1.0 if self.speed is None else max(1.0, float(self.speed(self, run.job, alloc)))
-        run.seg_start = self.now
-        run.overhead_s = run.pending_overhead_s
-        run.pending_overhead_s = 0.0
-        if run.first_start is None:
-            run.first_start = self.now
-        run.state = JobState.RUNNING
-        run.token += 1
-        run.end_time = self.now + run.remaining_wall(run.overhead_s)
-        self.running[job_id] = run
-        if job_id in self.pending:
-            self.pending.remove(job_id)
-        self._allocated_milli += run.job.gpu_milli_total
-        self._add_usage(run.job, +1)
-        self._push(run.end_time, 0, job_id, run.token)
-
-    def _add_usage(self, job: Job, sign: int) -> None:
-        u = self.tenant_usage.setdefault(job.tenant, [0.0, 0.0, 0.0])
-        u[0] += sign * job.gpu_milli_total / MILLI_PER_GPU
-        u[1] += sign * job.workers * job.cpu_milli
-        u[2] += sign * job.workers * job.memory_mib
-
-    def _free(self, run: JobRun) -> None:
-        self._failed.clear()
-        if self.rerate:
-            self._touched.update((node, g) for node, gpus in run.alloc for g in gpus)
-        req = Request.of_worker(run.job)
-        for node, gpus in run.alloc:
-            self.state.release(node, gpus, req)
-        self._allocated_milli -= run.job.gpu_milli_total
-        self._add_usage(run.job, -1)
-        run.alloc = ()
-        del self.running[run.job.job_id]
-
-    def stop(self, job_id: str, extra_overhead_s: float = 0.0, *, migration: bool = False) -> float:
-        """Preempt (or, with ``migration``, checkpoint and move) a running job now.
-
-        The job keeps the progress of its last checkpoint, loses what it did since, goes
-        back to the pending queue (by submit time) and will pay its restore overhead
-        (+ ``extra_overhead_s``) when it runs again. Returns the GPU-seconds lost.
-        """
-        run = self.runs[job_id]
-        progress = run.progress_at(self.now)
-        kept = last_checkpoint(progress, run.spec)
-        lost = progress - kept
-        gpus = run.job.gpu_milli_total / MILLI_PER_GPU
-        self._free(run)
-        run.progress_s = kept
-        run.seg_start = None
-        run.end_time = None
-        run.token += 1
-        run.lost_s += lost * gpus
-        run.pending_overhead_s = run.spec.restore_s + extra_overhead_s
-        if migration:
-            run.migrations += 1
-        else:
-            run.preemptions += 1
-        run.state = JobState.PENDING
-        self._enqueue(job_id)
-        return lost * gpus
-
-    def _rerate_touched(self) -> None:
-        """Give running jobs on GPUs whose occupants changed their new speed (``rerate``)."""
-        touched, self._touched = self._touched, set()
-        if not touched or self.speed is None:
-            return
-        for run in list(self.running.values()):
-            if not any((node, g) in touched for node, gpus in run.alloc for g in gpus):
-                continue
-            new = max(1.0, float(self.speed(self, run.job, run.alloc)))
-            if new == run.slowdown:
-                continue
-            progress = run.progress_at(self.now)
-            left_overhead = max(0.0, run.overhead_s - (self.now - run.seg_start))
-            run.progress_s = progress
-            run.seg_start = self.now
-            run.overhead_s = left_overhead
-            run.slowdown = new
-            run.token += 1
-            run.end_time = self.now + left_overhead + (run.job.duration - progress) * new
-            self._push(run.end_time, 0, run.job.job_id, run.token)
-
-    def _enqueue(self, job_id: str) -> None:
-        key = (self.runs[job_id].job.submit_time, self._rank[job_id])
-        i = 0
-        while i < len(self.pending):
-            other = self.runs[self.pending[i]].job
-            if (other.submit_time, self._rank[other.job_id]) > key:
-                break
-            i += 1
-        self.pending.insert(i, job_id)
-
-    # -- disciplines --------------------------------------------------------------------------
-    def _schedule(self) -> None:
-        getattr(self, "_schedule_" + self.discipline.replace("-", "_"))()
-
-    def _schedule_fifo(self) -> None:
-        while self.pending:
-            alloc = self.try_place(self.runs[self.pending[0]].job)
-            if alloc is None:
-                return
-            self.start(self.pending[0], alloc)
-
-    def _schedule_fifo_skip(self) -> None:
-        for job_id in list(self.pending):
-            alloc = self.try_place(self.runs[job_id].job)
-            if alloc is not None:
-                self.start(job_id, alloc)
-
-    def _schedule_priority(self) -> None:
-        order = sorted(self.pending, key=lambda i: (-self.runs[i].job.priority, self.runs[i].job.submit_time,
-                                                    self._rank[i]))
-        for job_id in order:
-            job = self.runs[job_id].job
-            alloc = self.try_place(job)
-            if alloc is None:
-                victims = self._victims_for(job)
-                if victims:
-                    for v in victims:
-                        self.stop(v)
-                    alloc = self.try_place(job)
-            if alloc is not None:
-                self.start(job_id, alloc)
-
-    def _victims_for(self, job: Job) -> list[str] | None:
-        cands = []
-        for rid, run in sorted(self.running.items()):
-            if run.job.priority < job.priority:
-                progress = run.progress_at(self.now)
-                cands.append(VictimCandidate(rid, run.job.priority, run.job.gpu_milli_total / MILLI_PER_GPU,
-                                             progress - last_checkpoint(progress, run.spec)))
-        if not cands:
-            return None
-
-        def enough(ids: Sequence[str]) -> bool:
-            trial = clone_state(self.state)
-            for rid in ids:
-                r = self.runs[rid]
-                req = Request.of_worker(r.job)
-                for node, gpus in r.alloc:
-                    trial.release(node, gpus, req)
-            return place_gang(trial, job, self.mask_for(job)) is not None
-
-        return choose_victims(cands, enough)
-
-    def _schedule_drf(self) -> None:
-        blocked: set[str] = set()
-        while True:
-            by_tenant: dict[str, str] = {}
-            for job_id in self.pending:
-                if job_id not in blocked:
-                    by_tenant.setdefault(self.runs[job_id].job.tenant, job_id)
-            tenant = drf_pick_tenant(self.tenant_usage, self.capacity, sorted(by_tenant))
-            if tenant is None:
-                return
-            job_id = by_tenant[tenant]
-            alloc = self.try_place(self.runs[job_id].job)
-            if alloc is None:
-                blocked.add(job_id)
-            else:
-                self.start(job_id, alloc)
+    @property
+    def tenant_usage(self) -> dict[str, list[float]]:
+        """Tenant -> [GPUs, milli-CPU, MiB] held by its running jobs."""
+        out: dict[str, list[float]] = {}
+        for rec in self.sim.scheduler.running.values():
+            u = out.setdefault(rec.job.tenant, [0.0, 0.0, 0.0])
+            u[0] += rec.job.gpu_milli_total / MILLI_PER_GPU
+            u[1] += rec.job.workers * rec.job.cpu_milli
+            u[2] += rec.job.workers * rec.job.memory_mib
+        return out
 
     def dominant_shares(self) -> dict[str, float]:
         """Tenant -> current dominant share over (GPUs, CPU, memory) of the running jobs."""
         return {t: dominant_share(u, self.capacity) for t, u in sorted(self.tenant_usage.items())}
 
-    def reservation_time(self, job: Job) -> float:
-        """EASY's shadow time: the earliest expected end of running jobs after which ``job`` fits (inf if never)."""
-        trial = clone_state(self.state)
-        mask = self.mask_for(job)
-        if place_gang(trial, job, mask) is not None:
-            return self.now
-        need = job.gpu_milli_total
-        free = int(trial.gpu_free.sum())
-        for run in sorted(self.running.values(), key=lambda r: (r.end_time, r.job.job_id)):
-            req = Request.of_worker(run.job)
-            for node, gpus in run.alloc:
-                trial.release(node, gpus, req)
-            free += run.job.gpu_milli_total
-            # the placement test is the costly part: only once enough GPUs are free in total
-            if free >= need and place_gang(trial, job, mask) is not None:
-                return float(run.end_time)
-        return math.inf
-
-    def _schedule_backfill(self) -> None:
-        self._schedule_fifo()
-        if not self.pending:
-            return
-        head = self.runs[self.pending[0]].job
-        shadow = self.reservation_time(head)
-        for job_id in list(self.pending[1:]):
-            run = self.runs[job_id]
-            alloc = self.try_place(run.job)
-            if alloc is None:
-                continue
-            if self.now + run.remaining_wall() <= shadow or self._keeps_reservation(run, alloc, head, shadow):
-                self.start(job_id, alloc)
-
-    def _keeps_reservation(self, cand: JobRun, alloc: Allocation, head: Job, shadow: float) -> bool:
-        if math.isinf(shadow):
-            return True
-        trial = clone_state(self.state)
-        req = Request.of_worker(cand.job)
-        for node, gpus in alloc:
-            trial.bind(node, gpus, req)
-        for run in self.running.values():
-            if run.end_time <= shadow:
-                r = Request.of_worker(run.job)
-                for node, gpus in run.alloc:
-                    trial.release(node, gpus, r)
-        return place_gang(trial, head, self.mask_for(head)) is not None
-
-    # -- main loop ------------------------------------------------------------------------------
-    def _arrive(self, job_id: str) -> None:
-        run = self.runs[job_id]
-        job = run.job
+    def mask_for(self, job: Job) -> np.ndarray | None:
+        """bool (N,): the nodes the registered filters leave to ``job`` (None = all)."""
+        if not self._filters:
+            return None
+        rec = self.sim.records.get(job.job_id) or JobRecord(job)
         req = Request.of_worker(job)
-        fits_empty = self.state.fits_empty(req)
-        mask = self.mask_for(job)
-        if mask is not None:
-            fits_empty = fits_empty & mask
-        if job.workers > 1 and req.num_gpus > 0:
-            slots = (self.state.gpu_count[fits_empty] // req.num_gpus).sum()
-            if slots < job.workers:
-                run.state = JobState.REJECTED
-                run.reason = f"needs {job.workers} workers of {req.num_gpus} GPUs; the cluster can never hold them"
-                return
-        if not fits_empty.any():
-            run.state = JobState.REJECTED
-            run.reason = "no node can ever hold one worker (GPUs, model, CPU, memory or node filter)"
-            return
-        self._enqueue(job_id)
+        mask = np.ones(self.state.num_nodes, dtype=bool)
+        for f in self._filters:
+            mask &= f.filter(req, rec)
+        return mask
 
+    def wake_at(self, t: float) -> None:
+        """Ask for a scheduling cycle at time ``t``."""
+        self.sim.request_pass_at(t)
+
+    def try_place(self, job: Job, state: ClusterState | None = None) -> Allocation | None:
+        """Where ``job`` would go now under the runner's placement (the state is unchanged), or None."""
+        sched = self.sim.scheduler
+        trial_state = copy.copy(state if state is not None else self.state)
+        mask = self.mask_for(job)
+        rec = self.sim.records.get(job.job_id) or JobRecord(job)
+        placed = sched.plan_placements(trial_state, rec, mask)
+        return None if placed is None else tuple(placed)
+
+    def start(self, job_id: str, alloc: Allocation) -> None:
+        """Bind ``alloc`` and start (or resume) the job now."""
+        self.sim.scheduler.bind_placements(self.sim.records[job_id], alloc)
+
+    def stop(self, job_id: str, extra_overhead_s: float = 0.0, *, migration: bool = False) -> float:
+        """Preempt (or, with ``migration``, checkpoint and move) a running job now; returns the
+        GPU-seconds lost (progress since its last checkpoint x its GPUs)."""
+        rec = self.sim.records[job_id]
+        before = rec.lost_gpu_s
+        self.sim.evict(rec, "stopped by an extension", migration=migration, extra_overhead_s=extra_overhead_s)
+        return rec.lost_gpu_s - before
+
+    # -- run -----------------------------------------------------------------------------
     def run(self) -> RunnerResult:
         """Run to the end (or ``until``) and return the result."""
         start = min((r.job.submit_time for r in self.runs.values()), default=0.0)
-        timeline: list[tuple[float, float, int, int]] = []
-        samples: list = []
-        while self._events and self._events[0][0] <= self.until:
-            t = self._events[0][0]
-            self._advance(t)
-            while self._events and self._events[0][0] == t:
-                _, kind, _, job_id, token = heapq.heappop(self._events)
-                if kind == 2:
-                    continue
-                run = self.runs[job_id]
-                if kind == 1:
-                    self._arrive(job_id)
-                elif token == run.token and run.state is JobState.RUNNING:
-                    run.progress_s = run.job.duration
-                    self._free(run)
-                    run.state = JobState.COMPLETED
-            self._schedule()
-            if self.pending and self.on_blocked is not None:
-                self.on_blocked(self, t)
-            if self.rerate:
-                self._rerate_touched()
-            timeline.append((t, self._allocated_milli / MILLI_PER_GPU, len(self.pending), len(self.running)))
-            if self.observer is not None:
-                samples.append(self.observer(self, t))
-        end = self.now if math.isinf(self.until) else max(self.now, min(self.until, self.now))
-        self._advance(end)
+        if math.isinf(self.until):
+            self.sim.run()
+        else:
+            self.sim.run(until=math.nextafter(self.until, math.inf))
+        rec = self._recorder
+        end = rec.timeline[-1][0] if rec.timeline else start
+        rec._advance(end)
         outcomes = []
         for job_id in self._order:
-            run = self.runs[job_id]
-            j = run.job
+            r = self.sim.records[job_id]
+            j = r.job
             outcomes.append(JobOutcome(
-                job_id, j.tenant, run.state, j.submit_time, run.first_start,
-                run.end_time if run.state is JobState.COMPLETED else None,
-                j.gpu_milli_total / MILLI_PER_GPU, j.duration, run.preemptions, run.migrations,
-                run.lost_s, run.slowdown, run.reason))
-        return RunnerResult(self.discipline, outcomes, end, start, self.state.total_gpus, self._busy,
-                            timeline, samples)
+                job_id, j.tenant, r.state, j.submit_time, r.start_time,
+                r.end_time if r.state is JobState.COMPLETED else None,
+                j.gpu_milli_total / MILLI_PER_GPU, j.duration, r.preemptions, r.migrations,
+                r.lost_gpu_s, r.slowdown, r.reason or ""))
+        backlog = rec.backlog_weighted / rec.backlog_time if rec.backlog_time > 0 else float("nan")
+        return RunnerResult(self.discipline, outcomes, end, start, self.state.total_gpus, rec.busy,
+                            rec.timeline, rec.samples, dict(rec.share_seconds), backlog)
 
 
 def run_discipline(nodes: Sequence[Node], jobs: Sequence[Job], discipline: str, **kwargs) -> RunnerResult:
     """Convenience: ``Runner(nodes, jobs, discipline, **kwargs).run()``."""
     return Runner(nodes, jobs, discipline, **kwargs).run()
+

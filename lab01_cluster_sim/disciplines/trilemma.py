@@ -5,7 +5,11 @@ head; FIFO-skip keeps GPUs busy but starves big jobs; priority with preemption s
 important jobs first and throws away work; DRF equalises tenants' dominant shares; EASY
 backfill keeps utilisation high without starving the head. :func:`trilemma_report` runs
 every discipline on the same jobs and returns one row each (the numbers of
-:meth:`RunnerResult.summary`; Jain's index is over tenants' mean inverse slowdown).
+:meth:`RunnerResult.summary`). Two fairness indices, because "fair" means two things:
+``jain_index`` is Jain's index over the tenants' mean inverse slowdown (how evenly queueing
+slows them: strict FIFO scores high, since everyone waits in one line), ``jain_dominant_share``
+over the dominant shares of the tenants with work waiting (what DRF equalises: DRF scores
+high, while its big-gang tenant's jobs may wait longer and lower the first index).
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from lab01_cluster_sim.disciplines.runner import DISCIPLINES, run_discipline
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 
-COLUMNS = ("discipline", "mean_wait_s", "p99_wait_s", "utilisation", "jain_index", "lost_gpu_hours",
-           "preemptions", "completed", "pending", "rejected")
+COLUMNS = ("discipline", "mean_wait_s", "p99_wait_s", "utilisation", "jain_index", "jain_dominant_share",
+           "lost_gpu_hours", "preemptions", "completed", "pending", "rejected")
 """Columns of a trilemma row, in report order."""
 
 

@@ -94,12 +94,14 @@ def sharing_modes_figure(rows: Sequence) -> Figure:
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     ax1, ax2, ax3 = fig.subplots(1, 3)
     failed = [getattr(r, "jobs_failed", 0) for r in rows]
+    waiting = [getattr(r, "jobs_waiting", 0) for r in rows]
     ax1.bar(x, [r.jobs_on_gpu - f for r, f in zip(rows, failed)], color="tab:blue", label="run")
     ax1.bar(x, failed, bottom=[r.jobs_on_gpu - f for r, f in zip(rows, failed)], color="tab:red",
             label="fail: out of memory / over MPS limit")
-    ax1.set_ylabel("jobs bound to one GPU")
-    if any(failed):
-        ax1.set_ylim(0, 1.4 * max(r.jobs_on_gpu for r in rows))   # room for the legend
+    ax1.bar(x, waiting, bottom=[r.jobs_on_gpu for r in rows], color="tab:gray", label="wait: no GPU / instance")
+    ax1.set_ylabel("jobs asked for, on one GPU")
+    if any(failed) or any(waiting):
+        ax1.set_ylim(0, 1.4 * max(r.jobs_on_gpu + w for r, w in zip(rows, waiting)))   # room for the legend
         ax1.legend(loc="upper left", fontsize="small")
     ax2.bar(x, [r.slowdown for r in rows], color=["tab:green" if r.memory_isolated else "tab:red" for r in rows])
     ax2.set_ylabel("slowdown (red: no memory isolation)")

@@ -8,27 +8,39 @@ from matplotlib.figure import Figure
 
 
 def trilemma_figure(rows: Sequence[Mapping]) -> Figure:
-    """Three panels over disciplines: mean and p99 wait (h), utilisation, Jain's index.
+    """Wait (mean and p99, h), utilisation and fairness per discipline: the wait panel on top,
+    utilisation and fairness below (7 in wide, so the labels stay readable on a page).
+
+    Fairness shows Jain's index over tenants' mean inverse slowdown (``jain_index``: how evenly
+    queueing slows the tenants) and, when the rows have it, over the dominant shares of the
+    tenants with work waiting (``jain_dominant_share``: what DRF equalises).
 
     Args:
         rows: rows of :func:`lab01_cluster_sim.disciplines.trilemma.trilemma_report`.
     """
     names = [r["discipline"] for r in rows]
-    x = range(len(names))
-    fig = Figure(figsize=(11, 3.6), layout="constrained")
-    ax1, ax2, ax3 = fig.subplots(1, 3)
+    x = list(range(len(names)))
+    fig = Figure(figsize=(7, 6), layout="constrained")
+    axes = fig.subplot_mosaic([["wait", "wait"], ["util", "fair"]])
+    ax1, ax2, ax3 = axes["wait"], axes["util"], axes["fair"]
     w = 0.4
     ax1.bar([i - w / 2 for i in x], [r["mean_wait_s"] / 3600 for r in rows], w, label="mean")
     ax1.bar([i + w / 2 for i in x], [r["p99_wait_s"] / 3600 for r in rows], w, label="p99")
     ax1.set_ylabel("queueing delay (h)")
     ax1.legend()
-    ax2.bar(list(x), [r["utilisation"] for r in rows], color="tab:green")
-    ax2.set_ylabel("GPU utilisation")
-    ax2.set_ylim(0, 1)
-    ax3.bar(list(x), [r["jain_index"] for r in rows], color="tab:purple")
+    ax2.bar(x, [100 * r["utilisation"] for r in rows], color="tab:green")
+    ax2.set_ylabel("GPU utilisation (%)")
+    ax2.set_ylim(0, 100)
+    shares = [r.get("jain_dominant_share") for r in rows]
+    if all(v is not None for v in shares):
+        ax3.bar([i - w / 2 for i in x], [r["jain_index"] for r in rows], w, color="tab:purple", label="slowdown")
+        ax3.bar([i + w / 2 for i in x], shares, w, color="tab:orange", label="dominant share")
+        ax3.legend(loc="lower right", fontsize="small")
+    else:
+        ax3.bar(x, [r["jain_index"] for r in rows], color="tab:purple")
     ax3.set_ylabel("Jain's index over tenants")
     ax3.set_ylim(0, 1.05)
     for ax in (ax1, ax2, ax3):
-        ax.set_xticks(list(x), names, rotation=30, ha="right")
+        ax.set_xticks(x, names, rotation=30, ha="right")
     fig.suptitle("Scheduling trilemma: wait vs utilisation vs fairness")
     return fig

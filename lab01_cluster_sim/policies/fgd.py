@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload, fragmentation_of
+from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload, weighted_fragmentation
 from lab01_cluster_sim.model import MILLI_PER_GPU
 from lab01_cluster_sim.policies.base import pick_lowest_free_gpus, register
 
@@ -19,7 +19,8 @@ from lab01_cluster_sim.policies.base import pick_lowest_free_gpus, register
 def fgd_score_of(delta_milli: np.ndarray) -> np.ndarray:
     """FGD's node score from the drop in fragmentation dF = F_n - F_n' (milli-GPU):
     ``trunc(100 * sigmoid(dF / 1000))``, int64 in 0..100; 50 means no change
-    (fgd-facts.md 4.6)."""
+    (fgd-facts.md 4.6). :class:`FGD` passes an exact dF (integer weighted sums divided once),
+    so no change gives exactly 0 and 50, never 49 from rounding noise."""
     return np.trunc(100.0 / (1.0 + np.exp(-np.asarray(delta_milli, dtype=np.float64) / 1000.0))).astype(np.int64)
 
 
@@ -36,8 +37,10 @@ class FGD:
     - Whole/multi-GPU pod: the k lowest-index fully free GPUs are taken (which free GPUs
       does not change F_n'). CPU-only pod: only the CPU changes.
 
-    Scores are pure functions of the node's state, so they are cached per pod shape and per
-    node, and recomputed only for nodes whose ``node_version`` changed since.
+    Scores are pure functions of the node's state and the pod (dF is computed from exact
+    integer weighted sums, :func:`~lab01_cluster_sim.fragmentation.weighted_fragmentation`,
+    so a node scores the same whichever nodes are scored beside it), cached per pod shape and
+    per node, and recomputed only for nodes whose ``node_version`` changed since.
 
     Args:
         target: the target workload M (built from the original pod list).
@@ -65,7 +68,8 @@ class FGD:
         """Scores of ``nodes`` (int64 (C,)) and, for a shared pod, the chosen GPU of each
         (int64 (C,); -1 for other pods), computed from scratch (no cache)."""
         tracker = self._bind_state(state)
-        before = tracker.node_values()[nodes]
+        before = tracker.weighted_values()[nodes]
+        total = float(self.target.weights.sum())
         access = self.target.access(state.model_names)
         L = state.gpu_free[nodes]
         cpu_after = state.cpu_free[nodes] - request.cpu_milli
@@ -75,9 +79,9 @@ class FGD:
             # one hypothetical state per (node, GPU): GPU i loses u
             hyp = np.repeat(L[:, None, :], g, axis=1)  # (C, G, G)
             hyp[:, np.arange(g), np.arange(g)] -= request.gpu_milli
-            after = fragmentation_of(hyp.reshape(c * g, g), np.repeat(cpu_after, g), np.repeat(models, g),
-                                     access, self.target).reshape(c, g)
-            s = fgd_score_of(before[:, None] - after)
+            after = weighted_fragmentation(hyp.reshape(c * g, g), np.repeat(cpu_after, g), np.repeat(models, g),
+                                           access, self.target).reshape(c, g)
+            s = fgd_score_of((before[:, None] - after) / total)
             s = np.where(L >= request.gpu_milli, s, -1)
             return s.max(axis=1), s.argmax(axis=1)  # argmax: the first GPU reaching the max
         hyp = L.copy()
@@ -86,8 +90,8 @@ class FGD:
             free = hyp >= MILLI_PER_GPU
             take = free & (np.cumsum(free, axis=1) <= request.num_gpus)
             hyp[take] = 0
-        after = fragmentation_of(hyp, cpu_after, models, access, self.target)
-        return fgd_score_of(before - after), np.full(c, -1, dtype=np.int64)
+        after = weighted_fragmentation(hyp, cpu_after, models, access, self.target)
+        return fgd_score_of((before - after) / total), np.full(c, -1, dtype=np.int64)
 
     # -- the policy contract ----------------------------------------------------------
     def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
@@ -95,7 +99,7 @@ class FGD:
         self._bind_state(state)
         key = (request.cpu_milli, request.num_gpus, request.gpu_milli)
         entry = self._cache.get(key)
-        if entry is None:
+        if entry is None or entry[0].shape[0] != state.num_nodes:
             entry = (np.zeros(state.num_nodes, dtype=np.int64), np.full(state.num_nodes, -1, dtype=np.int64))
             self._cache[key] = entry
         scores, seen = entry

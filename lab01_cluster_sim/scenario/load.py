@@ -29,8 +29,8 @@
 - the ``Scenario`` object (``lab01.course/v1alpha1``): description, node CSV, workload
   (trace or generator), simulation settings.
 
-Bounds: at most :data:`MAX_FILES` files and :data:`MAX_OBJECTS` objects per scenario (each
-file is bounded by :mod:`.yamlio`). Objects that are valid but that the current simulator
+Bounds: at most :data:`MAX_FILES` files, :data:`~.yamlio.MAX_SCENARIO_BYTES` bytes and
+:data:`MAX_OBJECTS` objects per scenario (each file is bounded by :mod:`.yamlio`). Objects that are valid but that the current simulator
 cannot execute are listed in :attr:`Scenario.unsupported` (``run`` refuses them in one line).
 """
 
@@ -49,12 +49,14 @@ from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, parse_quantit
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
-from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, iter_files, load_documents, where
+from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,
+                                               load_documents, read_text, where)
 
-MAX_FILES = 1000
+MAX_FILES = 200
 """Most YAML files in a scenario folder."""
-MAX_OBJECTS = 100_000
-"""Most objects in one scenario."""
+MAX_OBJECTS = 20_000
+"""Most objects in one scenario (a 3,000-Pod file, 780 kB, is read and checked in about 6 s of
+CPU)."""
 
 DURATION = "lab01.course/duration"
 SUBMIT_TIME = "lab01.course/submit-time"
@@ -65,6 +67,7 @@ GPU_CLIQUE = "nvidia.com/gpu.clique"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 WPC_LABEL = "kueue.x-k8s.io/priority-class"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 MIB = 2**20
 KNOWN_RESOURCES = (CPU, MEMORY, GPU, "ephemeral-storage")
 
@@ -164,8 +167,13 @@ def load_scenario(path: str | Path) -> Scenario:
             raise ScenarioError(f"{path}: more than {MAX_FILES} YAML files; a scenario folder holds at most that many")
         files.append(f)
     docs: list[Document] = []
+    total = 0
     for f in files:
-        docs.extend(load_documents(f))
+        text = read_text(f)
+        total += len(text)
+        if total > MAX_SCENARIO_BYTES:
+            raise ScenarioError(f"{f}: the scenario's files hold more than {MAX_SCENARIO_BYTES // 2**20} MiB together")
+        docs.extend(load_documents(f, text))
         if len(docs) > MAX_OBJECTS:
             raise ScenarioError(f"{f}: the scenario holds more than {MAX_OBJECTS:,} objects")
     if not docs:
@@ -222,6 +230,48 @@ class _Builder:
             raise _err(doc, ("spec", "workload"), "give either trace or generator, not both")
         self.sc.sources["Scenario"] = _src(doc)
         self._scenario_doc = doc
+        for path, value in _walk(spec, ("spec",)):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise _err(doc, path, f"expected a finite number, got {value}")
+        from lab01_cluster_sim.policies.base import check_policy_name
+
+        names = [(("spec", "simulation", "policy"), sim["policy"])] if "policy" in sim else []
+        names += [(("spec", "simulation", "comparePolicies", i), n) for i, n in enumerate(sim.get("comparePolicies", []))]
+        for path, name in names:
+            try:
+                check_policy_name(name)
+            except InputError as exc:
+                raise _err(doc, path, str(exc)) from None
+        if "trace" in workload:
+            self._trace(doc, dict(workload["trace"]))
+        csv = spec.get("nodes", {}).get("csv")
+        if csv is not None and not self._resolve(csv).is_file():
+            raise _err(doc, ("spec", "nodes", "csv"), f"{self._resolve(csv)}: not a regular file (an openb node-list CSV "
+                       "is expected, relative to the scenario)")
+
+    def _trace(self, doc: Document, trace: dict) -> None:
+        """Check the trace folder and pod list now (``run --check`` must catch what ``run``
+        would fail on) and keep both as resolved paths in ``spec``."""
+        from lab01_cluster_sim.workloads.openb import DEFAULT_POD_LIST
+
+        base = ("spec", "workload", "trace")
+        folder = self._resolve(trace["path"])
+        if not folder.is_dir():
+            raise _err(doc, base + ("path",), f"{folder}: not a folder (the trace folder holds "
+                       "openb_node_list_gpu_node.csv and the pod lists; relative paths start at the scenario)")
+        name = trace.get("podList", "default")
+        if name == "default":
+            candidates = [folder / DEFAULT_POD_LIST]
+        else:
+            candidates = [folder / name, folder / f"openb_pod_list_{name}.csv", folder / f"{name}.csv"]
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            known = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv")
+                           for p in folder.glob("openb_pod_list_*.csv"))
+            raise _err(doc, base + ("podList",), f"no pod list {name!r} in {folder} (a name such as 'default' or "
+                       f"'gpushare40', or a CSV file in that folder); found: {', '.join(known) or 'none'}")
+        self.sc.spec["workload"] = {**self.sc.spec.get("workload", {}),
+                                    "trace": {**trace, "path": str(folder), "podList": str(found)}}
 
     # -- priorities --------------------------------------------------------------------------------
     def _priority_classes(self) -> None:
@@ -291,7 +341,26 @@ class _Builder:
         try:
             fn()
         except InputError as exc:
-            raise ScenarioError(f"{where(doc.file, doc.pos(()))}: {exc}") from None
+            raise self._placed(str(exc), doc) from None
+
+    def _placed(self, message: str, default: Document) -> ScenarioError:
+        """The admission layer's message ``"Kind/name: field.path: what"`` placed at that
+        object's file:line:column (the field's when the path is found), else at ``default``."""
+        doc, path = default, ()
+        m = _OWNER.match(message)
+        if m:
+            kind, name, rest = m.groups()
+            for d in self.by_kind(kind):
+                meta = d.data["metadata"]
+                key = f"{meta.get('namespace', 'default')}/{meta['name']}" if kind == "LocalQueue" else meta["name"]
+                if key == name:
+                    doc, path = d, _field_path(rest)
+                    break
+        elif message.startswith("fairSharing.") and self.by_kind("Configuration"):
+            doc = self.by_kind("Configuration")[0]
+            path = _field_path(message)
+            message = f"{object_name(doc.data)}: {message}"
+        return ScenarioError(f"{where(doc.file, doc.pos(path))}: {message}")
 
     def _weight(self, doc: Document, spec: dict) -> float:
         fs = spec.get("fairSharing")
@@ -305,8 +374,14 @@ class _Builder:
             flavors = []
             for fi, f in enumerate(g["flavors"]):
                 resources = {}
+                if f["name"] in [x.name for x in flavors]:
+                    raise _err(doc, ("spec", "resourceGroups", gi, "flavors", fi, "name"), f"flavor {f['name']!r} listed "
+                               "twice (the CRD keys this list by name: x-kubernetes-list-type: map)")
                 for ri, r in enumerate(f["resources"]):
                     base = ("spec", "resourceGroups", gi, "flavors", fi, "resources", ri)
+                    if r["name"] in resources:
+                        raise _err(doc, base + ("name",), f"resource {r['name']!r} listed twice in this flavor (the CRD "
+                                   "keys this list by name: x-kubernetes-list-type: map)")
 
                     def val(key, r=r, base=base):
                         if key not in r:
@@ -344,6 +419,8 @@ class _Builder:
             def q(r, res=res, base=base, doc=doc):
                 return resource_value(r, res[r], f"{where(doc.file, doc.pos(base + (r,)))}: {object_name(doc.data)}: "
                                       f"{format_path(base + (r,))}")
+            if GPU in res:
+                _integer_device_count(doc, base + (GPU,), res[GPU])
             gpus = q(GPU) if GPU in res else 0
             model = labels.get(GPU_PRODUCT, "GPU" if gpus else "")
             island = -1
@@ -482,6 +559,9 @@ class _Builder:
             value = float(text)
         except ValueError:
             raise _err(doc, path, f"expected a number of seconds, got {text!r}") from None
+        if math.isinf(value) and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
+            raise _err(doc, path, f"{text!r} is too large a number of seconds (write 'inf' for a service that "
+                       "never ends)")
         if math.isnan(value) or value < 0 or (key == SUBMIT_TIME and math.isinf(value)):
             raise _err(doc, path, f"expected a number of seconds >= 0{'' if key == DURATION else ' (finite)'}, "
                        f"got {text!r}")
@@ -509,6 +589,13 @@ class _Builder:
                 raise _err(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
             tmeta_path = ("metadata",)
         pod = _get(d, pod_path)
+        for mpath in (("metadata",), ("spec", "template", "metadata")):
+            _check_course_keys(doc, mpath, _get(d, mpath) or {})
+            annotations = (_get(d, mpath) or {}).get("annotations") or {}
+            if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
+                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
+                                           f"{DO_NOT_DISRUPT} is not modelled yet (the autoscaler would consolidate "
+                                           "the node anyway)")
         requests = self._pod_requests(doc, pod_path, pod)
         labels = {**meta.get("labels", {})}
         if kind == "Job":
@@ -553,6 +640,13 @@ class _Builder:
         queue = labels.get(QUEUE_KEY)
         if queue is not None:
             extras[QUEUE_KEY] = queue
+            known = {(q.namespace, q.name) for q in self.sc.kueue.local_queues}
+            if self.sc.kueue and (ns, queue) not in known:
+                lpath = (("metadata", "labels", QUEUE_KEY) if QUEUE_KEY in meta.get("labels", {})
+                         else ("spec", "template", "metadata", "labels", QUEUE_KEY))
+                here = sorted(q for n, q in known if n == ns)
+                raise _err(doc, lpath, f"LocalQueue {queue!r} is not defined in namespace {ns} (LocalQueues there: "
+                           f"{', '.join(here) or 'none'})")
         minp = meta.get("annotations", {}).get(MIN_PARALLELISM)
         if minp is not None:
             try:
@@ -583,6 +677,7 @@ class _Builder:
         for group, agg in (("containers", "sum"), ("initContainers", "max")):
             for ci, c in enumerate(pod.get(group, [])):
                 res = c.get("resources", {})
+                _check_extended(doc, pod_path + (group, ci, "resources"), res)
                 req = dict(res.get("limits", {}))
                 req.update(res.get("requests", {}))    # a request defaults to its limit
                 for rname, value in req.items():
@@ -630,6 +725,91 @@ class _Builder:
         self.sc.sources[job_id] = _src(doc)
         self.sc.pod_images[job_id] = self.sc.pod_images[first.job_id]
         return gang
+
+
+COURSE_KEYS = (DURATION, SUBMIT_TIME, GPU_MILLI, IMAGE_GIB)
+"""Every ``lab01.course/`` annotation the reader knows; any other is an error."""
+KNOWN_KEYS = (QUEUE_KEY, WPC_LABEL, MIN_PARALLELISM, POD_GROUP_LABEL)
+"""Kueue and coscheduling labels/annotations the reader reads; a near miss is an error."""
+
+
+def _check_course_keys(doc: Document, meta_path: tuple, meta: dict) -> None:
+    """Refuse unknown ``lab01.course/*`` keys and near misses of the Kueue and coscheduling
+    keys the reader reads (a misspelt key would otherwise be ignored)."""
+    import difflib
+
+    for where_ in ("annotations", "labels"):
+        for key in meta.get(where_, {}) or {}:
+            path = meta_path + (where_, key)
+            if key.startswith("lab01.course/") and key not in COURSE_KEYS:
+                close = difflib.get_close_matches(key, COURSE_KEYS, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise _key_err(doc, path, f"unknown annotation ({hint}expected one of: {', '.join(COURSE_KEYS)})")
+            if key not in KNOWN_KEYS and key.startswith(("kueue.x-k8s.io/", "scheduling.x-k8s.io/")):
+                close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.85)
+                if close:
+                    raise _key_err(doc, path, f"unknown key; did you mean {close[0]!r}?")
+
+
+def _key_err(doc: Document, path: tuple, message: str) -> ScenarioError:
+    return ScenarioError(f"{where(doc.file, doc.key_pos(path))}: {object_name(doc.data)}: {format_path(path)}: {message}")
+
+
+def _integer_device_count(doc: Document, path: tuple, value: Any) -> None:
+    try:
+        exact = parse_quantity(value, "")
+    except InputError:
+        return   # the quantity error itself is reported where the value is read
+    if exact.denominator != 1:
+        raise _err(doc, path, f"must be an integer, got {value!r} (an extended resource such as {GPU} counts whole "
+                   "devices; a share of a GPU is the annotation lab01.course/gpu-milli)")
+
+
+def _check_extended(doc: Document, path: tuple, res: dict) -> None:
+    """Kubernetes' rules for extended resources such as nvidia.com/gpu (Kubernetes docs,
+    "Schedule GPUs"; API validation of ResourceRequirements): whole numbers only; a request
+    needs a limit; request and limit equal (they cannot be overcommitted)."""
+    limits, requests = res.get("limits", {}) or {}, res.get("requests", {}) or {}
+    for part, values in (("limits", limits), ("requests", requests)):
+        if GPU in values:
+            _integer_device_count(doc, path + (part, GPU), values[GPU])
+    if GPU in requests and GPU not in limits:
+        raise _err(doc, path + ("requests", GPU), f"a request of {GPU} needs a limit: Kubernetes refuses requests "
+                   "without limits for resources that cannot be overcommitted (give limits only)")
+    if GPU in requests and GPU in limits:
+        try:
+            same = parse_quantity(requests[GPU], "") == parse_quantity(limits[GPU], "")
+        except InputError:
+            return
+        if not same:
+            raise _err(doc, path + ("requests", GPU), f"must equal the {GPU} limit ({limits[GPU]}), got "
+                       f"{requests[GPU]!r}: extended resources cannot be overcommitted")
+
+
+def _walk(data: Any, path: tuple) -> Any:
+    """(path, value) of every leaf under ``data``."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _walk(v, path + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _walk(v, path + (i,))
+    else:
+        yield path, data
+
+
+_OWNER = re.compile(r"(ResourceFlavor|ClusterQueue|LocalQueue|Cohort)/([^:\s]+): (.*)")
+_PATH_PART = re.compile(r"([A-Za-z][A-Za-z0-9]*)|\[(\d+)\]")
+
+
+def _field_path(text: str) -> tuple:
+    """``"spec.resourceGroups[0].flavors[1] (h100).resources: ..."`` -> the path
+    ``("spec", "resourceGroups", 0, "flavors", 1, "resources")``; () when the text does not
+    start with a field path."""
+    head = re.sub(r" \([^)]*\)", "", text.split(": ", 1)[0])
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*(\.[A-Za-z][A-Za-z0-9]*|\[\d+\])*", head):
+        return ()
+    return tuple(int(i) if i else k for k, i in _PATH_PART.findall(head))
 
 
 def _get(data: Any, path: tuple) -> Any:

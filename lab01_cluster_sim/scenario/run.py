@@ -1,6 +1,6 @@
-"""Running a scenario through the simulator's current entry points, writing metrics and figures.
+"""Running a scenario through the simulator's entry points, writing metrics and figures.
 
-Which entry point (phase 1 of issue 12; phase 2 puts everything on the one engine):
+Which entry point:
 
 - **timed** (default): :func:`lab01_cluster_sim.simulate.simulate` on the scenario's nodes and
   jobs (or the trace / generator of ``spec.workload``), with ``spec.simulation`` (mode,
@@ -18,12 +18,12 @@ Which entry point (phase 1 of issue 12; phase 2 puts everything on the one engin
 
 What the current simulator cannot execute is never run with a part left out: :func:`blockers`
 lists it and ``run`` refuses in one line; ``--check`` validates any scenario without running
-it. Kueue admission runs as a stage of the one engine: a
+it. Kueue admission runs as a stage of the one engine (timed mode): a
 :class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
-(engine-design.md section 5), passed as ``simulate(..., plugins=[...])``. Until the engine
-takes plugins (:func:`engine_has_plugins`), a scenario with Kueue objects is checked and
-refused; afterwards the same code runs it and also writes ``admission.csv`` (every admission
-decision with Kueue's message) and per-ClusterQueue figures in ``summary.json``.
+(engine-design.md section 5), passed as ``simulate(..., plugins=[...])``; the run then also
+writes ``admission.csv`` (every admission decision with Kueue's message) and per-ClusterQueue
+figures in ``summary.json`` / ``summary.csv``. Every timed run reports its preemptions
+(evictions, and the GPU-hours of progress they threw away) per job and in the summary.
 """
 
 from __future__ import annotations
@@ -78,12 +78,6 @@ def kind_of(sc: Scenario) -> str:
 def blockers(sc: Scenario) -> list[str]:
     """Everything in ``sc`` the current simulator cannot execute (empty: it can run)."""
     out: list[str] = []
-    if sc.kueue and not engine_has_plugins():
-        names = [f"ClusterQueue/{c.name}" for c in sc.kueue.cluster_queues]
-        names += [f"LocalQueue/{q.namespace}/{q.name}" for q in sc.kueue.local_queues]
-        names += [f"ResourceFlavor/{f.name}" for f in sc.kueue.flavors] + [f"Cohort/{c.name}" for c in sc.kueue.cohorts]
-        out.append(f"Kueue admission ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) runs as a stage "
-                   "of the one engine (issue 11), not merged yet")
     out.extend(sc.unsupported)
     kind = kind_of(sc)
     if sc.kueue and kind != "timed":
@@ -119,8 +113,8 @@ def blockers(sc: Scenario) -> list[str]:
 
 
 def engine_has_plugins() -> bool:
-    """True once :func:`lab01_cluster_sim.simulate.simulate` takes ``plugins=`` (the one engine,
-    engine-design.md): then Kueue admission runs as its Admission-point plugin."""
+    """True when :func:`lab01_cluster_sim.simulate.simulate` takes ``plugins=`` (the one engine,
+    engine-design.md), where Kueue admission runs as its Admission-point plugin."""
     import inspect
 
     from lab01_cluster_sim.simulate import simulate
@@ -201,27 +195,30 @@ def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> Ru
     """Run ``sc`` and write its metrics and figures under ``output`` (created).
 
     Raises:
-        ScenarioError: something in the scenario cannot be executed yet (one line, see
+        ScenarioError: something in the scenario cannot be executed (one line, see
             :func:`blockers`), or conflicting settings.
-        InputError: the output folder cannot be written; a trace file is bad.
+        InputError: the output folder cannot be written; a trace file is bad. A folder the
+            run created is removed again when the run fails.
     """
     items = blockers(sc)
     if items:
         raise ScenarioError(refusal(sc, items))
     out = Path(output)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--output {out}: cannot create the folder: {exc.strerror or exc}") from None
     kind = kind_of(sc)
-    if kind == "autoscaler":
-        result = _run_autoscaler(sc, out)
-    elif kind == "replay":
-        result = _run_replay(sc, out)
-    elif kind == "topology":
-        result = _run_topology(sc, out)
-    else:
-        result = _run_timed(sc, out, progress)
+    runner = {"autoscaler": _run_autoscaler, "replay": _run_replay, "topology": _run_topology}.get(kind)
+    try:
+        result = runner(sc, out) if runner else _run_timed(sc, out, progress)
+    except BaseException:
+        if created:     # a failed run leaves no half-written folder behind
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     _write_json(out / "scenario.json", {
         "scenario": sc.name, "description": sc.description, "path": str(sc.path), "kind": kind,
         "objects": sc.objects, "runs": result.rows})
@@ -241,7 +238,7 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         label = policy if isinstance(policy, str) else policy.describe()
         extra: dict[str, Any] = {}
         plugin = None
-        if sc.kueue:   # only reached once the engine takes plugins (see blockers)
+        if sc.kueue:
             from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
 
             plugin = KueueAdmissionPlugin(sc.kueue.controller())
@@ -252,6 +249,9 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
                           **extra)
         d = summary_dict(result)
         d["policy"] = label
+        records = list(result.records.values())
+        d["preemptions"] = sum(r.preemptions for r in records)
+        d["lost_gpu_hours"] = sum(r.lost_gpu_s for r in records) / 3600.0
         if plugin is not None:
             d["cluster_queues"] = plugin.queue_summary()
             decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
@@ -259,7 +259,9 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         rows.append(d)
         timelines[label] = result.timeline
         for row in result.jobs_table():
-            job_rows.append({"policy": label, **row, "placements": " ".join(row["placements"])})
+            rec = result.records[row["job"]]
+            job_rows.append({"policy": label, **row, "placements": " ".join(row["placements"]),
+                             "preemptions": rec.preemptions, "lost_gpu_hours": rec.lost_gpu_s / 3600.0})
     files = ["summary.json", "summary.csv", "jobs.csv", "timeline.png"]
     if decision_rows:
         _write_csv(out / "admission.csv", decision_rows)
@@ -269,7 +271,7 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     _write_csv(out / "jobs.csv", job_rows)
     end = max((float(tl.time[-1]) for tl in timelines.values() if len(tl.time)), default=0.0)
     unit = "s" if end <= 600 else "min" if end <= 3 * 3600 else "h"   # readable ticks for short and long runs
-    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} jobs on {len(nodes)} nodes", time_unit=unit)
+    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} job{'s' * (len(jobs) != 1)} on {len(nodes)} node{'s' * (len(nodes) != 1)}", time_unit=unit)
     _save(fig, out / "timeline.png")
     return RunResult("timed", rows, out, files)
 

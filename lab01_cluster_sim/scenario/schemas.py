@@ -232,7 +232,7 @@ SCENARIO = top(SCENARIO_API, "Scenario", {"spec": obj({
         }, ("path",)),
         "generator": obj({
             "name": string(enum=("synthetic",)),
-            "seed": integer(minimum=0),
+            "seed": integer(minimum=0, maximum=2**32 - 1),
             "jobs": integer(minimum=1, maximum=1_000_000),
             "nodes": integer(minimum=1, maximum=100_000),
             "load": number(exclusiveMinimum=0, maximum=10),
@@ -244,7 +244,7 @@ SCENARIO = top(SCENARIO_API, "Scenario", {"spec": obj({
         "discipline": string(enum=DISCIPLINES, default="fifo-skip"),
         "policy": string(),
         "comparePolicies": array(string(), minItems=1, maxItems=16),
-        "seed": integer(minimum=0, default=0),
+        "seed": integer(minimum=0, maximum=2**32 - 1, default=0),
         "until": number(exclusiveMinimum=0),
         "topology": obj({
             "maxWaitSeconds": array(number(minimum=0), minItems=1, maxItems=16),

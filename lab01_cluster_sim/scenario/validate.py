@@ -1,8 +1,11 @@
 """Checking each scenario object against its schema, with one-line errors.
 
-- Kubernetes core objects (:data:`CORE_KINDS`) go through ``kubernetes-validate`` in strict
-  mode (unknown fields are errors, as ``kubectl apply --validate=strict``) against the
-  official schemas of Kubernetes :data:`KUBERNETES_VERSION`.
+- Kubernetes core objects (:data:`CORE_KINDS`) are checked against the official schemas of
+  Kubernetes :data:`KUBERNETES_VERSION` that ``kubernetes-validate`` ships, in their strict form
+  (unknown fields are errors, as ``kubectl apply --validate=strict``). One validator is built
+  per kind and reused (``kubernetes_validate.validate`` re-reads the schema files for every
+  object), and every error is looked at, so a misspelt field is reported as an unknown field
+  rather than as the required field it hides.
 - The kinds of :data:`~.schemas.SCHEMAS` go through ``jsonschema`` with the reader's own
   typed subset (unknown fields are errors too).
 
@@ -14,20 +17,19 @@ Every error is a :class:`~.yamlio.ScenarioError` naming ``file:line:column``, th
 from __future__ import annotations
 
 import difflib
+import functools
+import re
 from typing import Any
-
-import jsonschema
 
 from lab01_cluster_sim.scenario.schemas import SCHEMAS
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
-KUBERNETES_VERSION = "1.33"
-"""Kubernetes version whose API schemas core objects are checked against."""
+KUBERNETES_VERSION = "1.35"
+"""Kubernetes version whose API schemas core objects are checked against (the book's)."""
 
 CORE_KINDS = {("v1", "Node"), ("v1", "Pod"), ("batch/v1", "Job"), ("scheduling.k8s.io/v1", "PriorityClass")}
 """Kubernetes kinds checked with kubernetes-validate."""
 
-_VALIDATORS: dict[tuple[str, str], jsonschema.protocols.Validator] = {}
 
 
 def object_name(data: Any) -> str:
@@ -72,21 +74,70 @@ def validate_document(doc: Document) -> None:
                             f"{kind!r} is not a kind scenarios accept; expected one of: {', '.join(supported_kinds())}")
 
 
-def _validate_core(doc: Document) -> None:
-    import kubernetes_validate
+def _jsonschema() -> Any:
+    """``jsonschema``, imported on first use so that cheap checks (size, YAML, kinds) answer
+    first. Its format module would build the ``rfc3987_syntax`` grammars at import (seconds
+    of CPU); the validators here check no formats, so that optional import is skipped while
+    jsonschema loads (an import of rfc3987_syntax elsewhere afterwards works as usual)."""
+    import sys
 
-    try:
-        kubernetes_validate.validate(doc.data, KUBERNETES_VERSION, strict=True)
-    except kubernetes_validate.ValidationError as exc:
-        raise _schema_error(doc, exc) from None
-    except kubernetes_validate.utils.SchemaNotFoundError as exc:  # pragma: no cover - CORE_KINDS all exist
-        raise ScenarioError(f"{where(doc.file, doc.pos(()))}: {object_name(doc.data)}: {exc.message}") from None
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes its import fail
+        try:
+            import jsonschema
+        finally:
+            del sys.modules["rfc3987_syntax"]
+    import jsonschema
+
+    return jsonschema
+
+
+@functools.lru_cache(maxsize=None)
+def _core_validator(api: str, kind: str) -> Any:
+    """The strict Kubernetes :data:`KUBERNETES_VERSION` schema of ``kind`` as a reusable
+    validator (file names as kubernetes-validate lays them out: ``pod-v1.json``)."""
+    jsonschema = _jsonschema()
+    from kubernetes_validate.utils import schema_contents
+    from referencing import Registry, Resource
+
+    folder = f"kubernetes-json-schema/v{KUBERNETES_VERSION}.0-local-strict"
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api)
+    schema = schema_contents(f"{folder}/{kind.lower()}-{group}.json", KUBERNETES_VERSION)
+    registry = Resource.from_contents(schema) @ Registry()
+    registry = Resource.from_contents(schema_contents(f"{folder}/_definitions.json", KUBERNETES_VERSION)) @ registry
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+@functools.lru_cache(maxsize=None)
+def _own_validator(key: tuple[str, str]) -> Any:
+    jsonschema = _jsonschema()
+    return jsonschema.Draft202012Validator(SCHEMAS[key])
+
+
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _validate_core(doc: Document) -> None:
+    _report(doc, _core_validator(doc.data["apiVersion"], doc.data["kind"]))
+    # the API server's name rules, which the OpenAPI schemas do not carry: object names are
+    # DNS-1123 subdomains (at most 253 characters), namespaces DNS-1123 labels (at most 63)
+    meta = doc.data.get("metadata") or {}
+    for key, rx, most, what in (("name", _SUBDOMAIN, 253, "a DNS-1123 subdomain"),
+                                ("namespace", _LABEL, 63, "a DNS-1123 label")):
+        value = meta.get(key)
+        if isinstance(value, str) and (len(value) > most or not rx.fullmatch(value)):
+            raise ScenarioError(f"{where(doc.file, doc.pos(('metadata', key)))}: {object_name(doc.data)}: "
+                                f"metadata.{key}: {value!r} is not a valid {key}: Kubernetes names are lower-case "
+                                f"letters, digits, '-'{' and .' if key == 'name' else ''} ({what}, at most {most} "
+                                "characters)")
 
 
 def _validate_schema(doc: Document, key: tuple[str, str]) -> None:
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        validator = _VALIDATORS[key] = jsonschema.Draft202012Validator(SCHEMAS[key])
+    _report(doc, _own_validator(key))
+
+
+def _report(doc: Document, validator: Any) -> None:
     # An unknown field is usually the cause of the other errors (a misspelt required field):
     # report it first, then the rest in document order.
     errors = sorted(validator.iter_errors(doc.data),

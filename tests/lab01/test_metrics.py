@@ -37,7 +37,7 @@ def test_jct_wait_makespan_and_allocation_ratio_by_hand():
     assert r.timeline.allocation_ratio.tolist() == [0.5, 1.0, 0.5, 1.0, 0.0]
     # time-weighted over [0, 15]: 0.5*2 + 1*4 + 0.5*4 + 1*5 = 12 -> 12 / 15 = 0.8
     assert s.mean_allocation_ratio == pytest.approx(0.8)
-    assert s.states == {"completed": 3, "running": 0, "pending": 0, "rejected": 0}
+    assert s.states == {"completed": 3, "running": 0, "pending": 0, "rejected": 0, "timeout": 0}
 
 
 def test_fractional_allocation_ratio_counts_milli_gpu():

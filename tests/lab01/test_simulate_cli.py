@@ -132,3 +132,28 @@ def test_defaults_show_contention(capsys):
     assert skip["wait_s"]["mean"] > 60 and skip["peak_stranded_gpus"] > 0
     assert skip["arrival_allocation_ratio"] > 0.6
     assert fifo["wait_s"]["mean"] > skip["wait_s"]["mean"]  # head-of-line blocking costs waiting
+
+
+def test_simulate_combines_plugins_from_the_command_line(capsys):
+    # 300 synthetic jobs on 4 nodes, DRF, topology-aware waits, time-slicing and an autoscaler
+    # that may add up to 64 GPUs: every job completes (the autoscaler grows the cluster), and
+    # the JSON is the usual summary.
+    import json
+
+    from lab01_cluster_sim.cli import main
+
+    argv = ["simulate", "--jobs", "300", "--nodes", "4", "--discipline", "drf", "--format", "json", "--quiet",
+            "--plugin", "topology:max_wait_s=600", "--plugin", "time-slicing",
+            "--plugin", "autoscaler:limit_gpus=64,consolidate_after_s=600"]
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["states"]["completed"] == d["jobs"] == 300 and d["discipline"] == "drf"
+
+
+def test_simulate_refuses_a_bad_plugin_in_one_line(capsys):
+    from lab01_cluster_sim.cli import main
+
+    assert main(["simulate", "--jobs", "10", "--nodes", "2", "--plugin", "topology:wait=5"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("error: --plugin 'topology:wait=5': unknown option 'wait'; topology takes: max_wait_s, "
+                   "comm_fraction, intra_gbps, inter_gbps\n")

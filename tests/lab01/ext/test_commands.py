@@ -162,9 +162,18 @@ def test_sharing_reports_jobs_that_do_not_fit_in_memory(capsys):
     import json
 
     rows = {r["mode"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["time-slicing"]["jobs_failed"] == 95 and "out of memory" in rows["time-slicing"]["why_failed"]
-    assert rows["mps"]["jobs_failed"] == 100 and "0.8 GB < 15 GB" in rows["mps"]["why_failed"]
-    assert rows["exclusive"]["jobs_failed"] == 0
+    assert rows["time-slicing"]["jobs_failed"] == 95 and "out of memory" in rows["time-slicing"]["note"]
+    assert rows["mps"]["jobs_failed"] == 100 and "0.8 GB < 15 GB" in rows["mps"]["note"]
+    # exclusive: one job per GPU, 99 wait; MIG: 3 x 2g.20gb per A100-80GB, 97 wait
+    assert (rows["exclusive"]["jobs_failed"], rows["exclusive"]["jobs_waiting"]) == (0, 99)
+    assert (rows["mig (2g.20gb)"]["jobs_on_gpu"], rows["mig (2g.20gb)"]["jobs_waiting"]) == (3, 97)
+
+
+def test_sharing_layout_is_checked_before_anything_is_printed(capsys):
+    # 7g.80gb takes the whole GPU: a 1g.10gb cannot fit beside it. One error line, nothing on stdout.
+    assert main(["sharing", "--layout", "7g.80gb,1g.10gb"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: --layout '7g.80gb,1g.10gb': MIG layout") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -97,21 +97,27 @@ def test_compare_shape_aware_stranded_time_average():
     assert (none.big_job_mean_wait_s, half.big_job_mean_wait_s) == (99, 0)
 
 
-def test_migration_starts_the_gang_where_planned_even_if_the_placer_would_wait():
+def test_migration_starts_the_gang_where_planned_even_if_a_prefilter_would_wait():
     # Regression: the gang used to be re-placed through the runner's placer after the moves;
     # a placer that keeps it waiting (e.g. topology-aware) made the same moves repeat forever.
-    from lab01_cluster_sim.disciplines.runner import place_gang
+    # On the engine the plan is bound as computed (no PreFilter runs for it).
+    from lab01_cluster_sim.disciplines.preemption import Checkpoints
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.scheduler import PreFilterResult
+    from lab01_cluster_sim.simulate import simulate
+
+    class Stubborn:
+        name = "stubborn"
+
+        def pre_filter(self, sim, record, request):
+            return PreFilterResult(wait="never placed by the scheduler") if record.job_id == "g" else None
 
     nodes, jobs = _fragmenting_workload()
     spec = CheckpointSpec(interval_s=30, checkpoint_s=2, restore_s=3)
-
-    def stubborn(runner, job, now):
-        return None if job.job_id == "g" else place_gang(runner.state, job, None)
-
     defrag = Defragmenter()
-    res = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, placer=stubborn, on_blocked=defrag).run()
-    assert res.outcome("g").first_start == 20 and len(defrag.events) == 1
-    assert res.outcome("c").migrations == 1
+    res = simulate(nodes, jobs, MostAllocated(), plugins=[Checkpoints(default=spec), Stubborn(), defrag])
+    assert res.records["g"].start_time == 20 and len(defrag.events) == 1
+    assert res.records["c"].migrations == 1
 
 
 def test_jobs_that_never_start_are_counted_not_averaged_away():

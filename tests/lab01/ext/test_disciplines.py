@@ -157,8 +157,16 @@ def test_every_job_in_one_state_and_rejections_have_reasons():
             Job("wrongmodel", 0, 5, gpus_per_worker=1, gpu_milli=1000, gpu_models=("H100",))]
     res = run_discipline(nodes, jobs, "fifo")
     assert res.outcome("ok").state is JobState.COMPLETED
-    assert res.outcome("huge").state is JobState.REJECTED and "never" in res.outcome("huge").reason
-    assert res.outcome("wrongmodel").state is JobState.REJECTED
+    # the same rejections, with the same reasons, as the core simulation (one engine, one rule)
+    from lab01_cluster_sim.simulate import simulate
+
+    core = simulate(nodes, jobs, discipline="fifo").records
+    for job_id in ("huge", "wrongmodel"):
+        assert res.outcome(job_id).state is JobState.REJECTED is core[job_id].state
+        assert res.outcome(job_id).reason == core[job_id].reason
+    # 4 GPUs on the only node: one worker of 4 fits, a gang of 2 never does
+    assert res.outcome("huge").reason == ("gang of 2 workers cannot fit even on the empty cluster: "
+                                          "room for 1 worker(s) of this shape")
     # only 'ok' ran: 1 GPU x 5 s over 4 GPUs x 5 s = 0.25
     assert res.summary()["utilisation"] == pytest.approx(0.25)
 

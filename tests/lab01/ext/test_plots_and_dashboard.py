@@ -87,5 +87,6 @@ def test_sharing_figure_shows_jobs_that_fail_for_memory():
     fig = sharing_modes_figure(compare_sharing_modes("A100-80GB", 80, jobs=10, job_memory_gb=15.0))
     ax1 = fig.axes[0]
     heights = [p.get_height() for p in ax1.patches]
-    # first 4 bars: jobs that run (exclusive 1, time-slicing 5, MPS 0, MIG 3); then those that fail
-    assert heights == [1, 5, 0, 3, 0, 5, 10, 0]
+    # first 4 bars: jobs that run (exclusive 1, time-slicing 5, MPS 0, MIG 3); then those that
+    # fail (0, 5, 10, 0); then those that wait for a GPU or instance (exclusive 9, MIG 10 - 3 = 7)
+    assert heights == [1, 5, 0, 3, 0, 5, 10, 0, 9, 0, 0, 7]

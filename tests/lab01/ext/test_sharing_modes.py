@@ -169,4 +169,11 @@ def test_memory_failures_are_reported():
     assert rows["mps"].jobs_failed == 100 and "limit" in rows["mps"].note
     # the default 4 x 15 GB = 60 GB <= 80 GB: nothing fails; MPS limit 20 GB >= 15 GB
     rows = {r.mode.split()[0]: r for r in compare_sharing_modes()}
-    assert all(r.jobs_failed == 0 and r.note == "" for r in rows.values())
+    assert all(r.jobs_failed == 0 for r in rows.values())
+    # but not every job gets the GPU: exclusive binds 1 of the 4 (3 wait); MIG rounds 15 GB and a
+    # quarter of the SMs up to 2g.20gb (2/7 >= 0.25), of which 3 fit one A100-80GB: 1 waits.
+    # Every job is counted once: on the GPU or waiting.
+    assert [(m, rows[m].jobs_on_gpu, rows[m].jobs_waiting) for m in ("exclusive", "time-slicing", "mps", "mig")] == \
+        [("exclusive", 1, 3), ("time-slicing", 4, 0), ("mps", 4, 0), ("mig", 3, 1)]
+    assert rows["mig"].note == "3 2g.20gb instances fit one A100-80GB: 1 wait"
+    assert rows["time-slicing"].note == "" and rows["mps"].note == ""

@@ -121,21 +121,30 @@ def test_compare_wait_vs_slowdown_rows():
     assert rows[0].mean_wait_s == 0 and rows[1].mean_wait_s == pytest.approx(33)
 
 
-def test_place_in_one_island_prefers_the_fullest_island_that_fits():
+def test_choose_island_prefers_the_fullest_island_that_fits():
+    import numpy as np
+
     from lab01_cluster_sim.cluster import ClusterState, Request
-    from lab01_cluster_sim.topology import place_in_one_island, worker_slots
+    from lab01_cluster_sim.scheduler import worker_slots
+    from lab01_cluster_sim.topology import choose_island
 
     nodes = [Node(f"n{i}", "H100", 8, 96000, 10 ** 6) for i in range(3)]
     st = ClusterState(nodes)
     st.bind(0, tuple(range(6)), Request(0, 0, 6, 1000))     # n0: 2 free
     st.bind(1, tuple(range(4)), Request(0, 0, 4, 1000))     # n1: 4 free
-    assert worker_slots(st, Request(1000, 0, 2, 1000)).tolist() == [1, 2, 4]   # 2 // 2, 4 // 2, 8 // 2
     islands = island_ids(nodes)
-    four = Job("four", gpus_per_worker=4, gpu_milli=1000)
-    # fits n1 (4 free) and n2 (8 free): the fuller n1 wins, keeping n2 whole
-    assert place_in_one_island(st, four, islands) == ((1, (4, 5, 6, 7)),)
-    gang = Job("gang", gpus_per_worker=4, gpu_milli=1000, workers=3)      # 12 GPUs: no island of 8 holds it
-    assert place_in_one_island(st, gang, islands) is None
+
+    def slots(k: int) -> np.ndarray:
+        return worker_slots(Request(1000, 0, k, 1000), st.cpu_free, st.mem_free, st.gpu_free, np.ones(3, bool))
+
+    assert slots(2).tolist() == [1, 2, 4]   # 2 // 2, 4 // 2, 8 // 2
+    # one worker of 4 GPUs fits n1 (4 free) and n2 (8 free): the fuller n1 (4000 milli free) wins
+    assert choose_island(slots(4), st.gpu_idle, islands, 1) == 1
+    # a gang of 3 x 4 GPUs: no island of 8 holds 12
+    assert choose_island(slots(4), st.gpu_idle, islands, 3) is None
+    # nodes 0 and 1 as one island (6 free GPUs, 2 + 4): a gang of 3 x 2 fits it (1 + 2 slots)
+    # and it is fuller (6000) than n2 (8000)
+    assert choose_island(slots(2), st.gpu_idle, np.array([0, 0, 1]), 3) == 0
 
 
 @pytest.mark.parametrize("kwargs", [{"intra_island_gbps": float("nan")}, {"inter_island_gbps": float("nan")},

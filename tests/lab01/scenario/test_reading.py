@@ -41,7 +41,8 @@ def test_positions_of_values_and_keys(tmp_path):
 @pytest.mark.parametrize("text,expected", [
     ("a: &x [1]\nb: *x\n", "FILE:2:4: YAML aliases (*name) are not accepted in scenarios; write the value out"),
     ("a: 1\na: 2\n", "FILE:2:1: a: duplicate key 'a'"),
-    ("a: [1, 2\n", "FILE:2:1: invalid YAML: expected ',' or ']', but got '<stream end>'"),
+    # libyaml's wording (PyYAML's pure-Python parser says "expected ',' or ']', but got '<stream end>'")
+    ("a: [1, 2\n", "FILE:2:1: invalid YAML: did not find expected ',' or ']'"),
     ("base: &b {x: 1}\nc:\n  <<: *b\n", "FILE:3:7: YAML aliases (*name) are not accepted in scenarios; write the value out"),
     ("? [1, 2]\n: v\n", "FILE:1:3: (document): mapping keys must be plain strings"),
 ])
@@ -86,7 +87,7 @@ def test_missing_path_and_empty_file(tmp_path):
      "    image: x\n    resourcs: {}\n",
      "FILE:13:5: Pod/p: spec.containers[0].resourcs: unknown field (did you mean 'resources'? expected one of: args, "
      "command, env, envFrom, image, imagePullPolicy, lifecycle, livenessProbe, name, ports, readinessProbe, "
-     "resizePolicy, resources, restartPolicy, securityContext, startupProbe, stdin, stdinOnce, "
+     "resizePolicy, resources, restartPolicy, restartPolicyRules, securityContext, startupProbe, stdin, stdinOnce, "
      "terminationMessagePath, terminationMessagePolicy, tty, volumeDevices, volumeMounts, workingDir)"),
     # a Kueue kind, our typed subset
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: team-a}\nspec:\n  resourceGroups:\n"
@@ -132,7 +133,8 @@ def test_schema_errors_name_file_object_and_field(tmp_path, text, expected):
     (NODE + "---\n" + NODE, "FILE:8:18: Node/n0: defined twice (first at FILE:1:1)"),
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: t}\n"
      "spec: {clusterQueue: missing}\n",
-     "FILE:1:1: LocalQueue/t/q: spec.clusterQueue: ClusterQueue 'missing' is not defined"),
+     # placed at the value of spec.clusterQueue: line 4, "spec: {clusterQueue: " is 21 characters
+     "FILE:4:22: LocalQueue/t/q: spec.clusterQueue: ClusterQueue 'missing' is not defined"),
     (NODE + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
      "  - {name: c, image: x, resources: {requests: {cpu: '1'}}}\n",
      "FILE:8:11: Pod/p: metadata.annotations: annotation lab01.course/duration missing; give the run time in "

@@ -1,5 +1,6 @@
 """``python -m lab01_cluster_sim run``: the example scenarios run from a fresh clone with the
-hand-worked results their comments state; what cannot run yet is refused in one line."""
+hand-worked results their comments state (Kueue admission on the one engine included); what
+cannot run is refused in one line."""
 
 from __future__ import annotations
 
@@ -60,6 +61,11 @@ def test_priority_preemption(tmp_path, capsys):
     # urgent preempts batch at 10 and runs 10..110; batch restarts at 110 and ends at 1110
     assert (jobs["urgent"]["start"], jobs["urgent"]["end"]) == ("10.0", "110.0")
     assert jobs["batch"]["end"] == "1110.0"
+    # the preemption shows: batch evicted once, its 10 s on 8 GPUs (80 GPU-s) thrown away
+    assert (jobs["batch"]["preemptions"], jobs["urgent"]["preemptions"]) == ("1", "0")
+    assert float(jobs["batch"]["lost_gpu_hours"]) == pytest.approx(80 / 3600, abs=1e-4)
+    (row,) = json.loads((tmp_path / "summary.json").read_text())
+    assert (row["preemptions"], row["lost_gpu_hours"]) == (1, pytest.approx(0.0222, abs=1e-4))
 
 
 def test_scoring_packs_gpus(tmp_path, capsys):
@@ -107,15 +113,65 @@ def test_alibaba_replay(tmp_path, capsys, alibaba_csv):
     assert [r["policy"] for r in rows][:2] == ["random", "dot-prod"]
 
 
-@pytest.mark.parametrize("folder", ["kueue-borrowing", "kueue-static-partition"])
-def test_kueue_scenarios_are_refused_in_one_line_until_the_engine(tmp_path, capsys, folder):
-    status, out, err = _run(capsys, str(SCENARIOS / folder), "--output", str(tmp_path))
-    assert status == 1
-    assert err.count("\n") == 1
-    assert err.startswith(f"error: {SCENARIOS / folder}: cannot execute yet (1): Kueue admission (ClusterQueue/team-a")
-    assert not (tmp_path / "summary.json").exists()      # nothing half-run
-    status, out, _ = _run(capsys, str(SCENARIOS / folder), "--check")
-    assert status == 0 and "would not run yet (1):" in out
+def _admissions(out):
+    with open(out / "admission.csv") as fh:
+        return [(float(r["time"]), r["workload"], r["outcome"]) for r in csv.DictReader(fh)
+                if r["outcome"] in ("Admitted", "Evicted")]
+
+
+def test_kueue_borrowing_then_reclaim_by_preemption(tmp_path, capsys):
+    status, out, err = _run(capsys, str(SCENARIOS / "kueue-borrowing"), "--output", str(tmp_path))
+    assert status == 0, err
+    # Cohort "research": team-a and team-b, 8 GPUs nominal each (16 in the cohort).
+    # t=0..3: a-train-0..3 (4 GPUs each) are all admitted: 0-1 within team-a's 8, 2-3 borrow
+    #   team-b's idle 8 (Kueue: borrowing needs a cohort; no borrowingLimit = any unused quota).
+    # t=1800: b-train-0 (4 GPUs, within team-b's nominal 8) finds the cohort full (16 used):
+    #   reclaimWithinCohort: Any preempts team-a's most recently admitted workload, a-train-3
+    #   (admitted at 3), and b-train-0 is admitted at once.
+    # t=3600: a-train-0 ends; team-a uses 8 (a-1, a-2), team-b 4: 4 GPUs unused in the cohort,
+    #   so a-train-3 is admitted again (borrowing) and runs 3600..7200.
+    assert _admissions(tmp_path) == [
+        (0.0, "team-a/a-train-0", "Admitted"), (1.0, "team-a/a-train-1", "Admitted"),
+        (2.0, "team-a/a-train-2", "Admitted"), (3.0, "team-a/a-train-3", "Admitted"),
+        (1800.0, "team-a/a-train-3", "Evicted"), (1800.0, "team-b/b-train-0", "Admitted"),
+        (3600.0, "team-a/a-train-3", "Admitted")]
+    jobs = _jobs(tmp_path)
+    assert (jobs["team-a/a-train-2"]["start"], jobs["team-a/a-train-2"]["end"]) == ("2.0", "3602.0")
+    assert (jobs["team-a/a-train-3"]["end"], jobs["team-a/a-train-3"]["preemptions"]) == ("7200.0", "1")
+    assert (jobs["team-b/b-train-0"]["start"], jobs["team-b/b-train-0"]["end"]) == ("1800.0", "5400.0")
+    # lost: a-train-3 ran 3..1800 = 1797 s on 4 GPUs = 7188 GPU-s = 1.9967 GPU-h
+    assert float(jobs["team-a/a-train-3"]["lost_gpu_hours"]) == pytest.approx(7188 / 3600, abs=1e-4)
+    (row,) = json.loads((tmp_path / "summary.json").read_text())
+    # JCTs 3600, 3600, 3600, 7197 (team-a) and 3600 (team-b): mean 21597 / 5 = 4319.4 s
+    assert row["jct_s"]["mean"] == pytest.approx(4319.4)
+    assert (row["preemptions"], row["makespan_s"]) == (1, 7200.0)
+    # busy GPU-s: 4 x (5 x 3600 + 1797) = 79188 of 16 x 7200 = 115200 -> 68.74 %
+    assert row["mean_allocation_ratio"] == pytest.approx(79188 / 115200, abs=1e-4)
+    queues = {q["cluster_queue"]: q for q in row["cluster_queues"]}
+    assert (queues["team-a"]["evictions"], queues["team-a"]["admitted"], queues["team-b"]["evictions"]) == (1, 4, 0)
+    assert "preemptions 1 (2.00 GPU-h lost)" in out
+    assert "ClusterQueue team-a: 4/4 admitted, 0 pending, 0 rejected, 1 evictions" in out
+    assert out.rstrip().endswith("jobs.csv, timeline.png, admission.csv")
+
+
+def test_kueue_static_partition_keeps_idle_quota_idle(tmp_path, capsys):
+    status, out, err = _run(capsys, str(SCENARIOS / "kueue-static-partition"), "--output", str(tmp_path))
+    assert status == 0, err
+    # No cohort: team-a admits at most its own 8 GPUs, so a-train-2 and a-train-3 wait for
+    # a-train-0 (ends 3600) and a-train-1 (ends 3601) while team-b's 4 other GPUs stay idle.
+    assert _admissions(tmp_path) == [
+        (0.0, "team-a/a-train-0", "Admitted"), (1.0, "team-a/a-train-1", "Admitted"),
+        (1800.0, "team-b/b-train-0", "Admitted"), (3600.0, "team-a/a-train-2", "Admitted"),
+        (3601.0, "team-a/a-train-3", "Admitted")]
+    (row,) = json.loads((tmp_path / "summary.json").read_text())
+    # JCTs 3600, 3600, 7198, 7198, 3600: mean 25196 / 5 = 5039.2 s; waits 3598 x 2 / 5 = 1439.2 s
+    assert row["jct_s"]["mean"] == pytest.approx(5039.2)
+    assert row["wait_s"]["mean"] == pytest.approx(1439.2)
+    assert (row["preemptions"], row["lost_gpu_hours"], row["makespan_s"]) == (0, 0.0, 7201.0)
+    # busy GPU-s: 5 x 4 x 3600 = 72000 of 16 x 7201 = 115216 -> 62.49 %
+    assert row["mean_allocation_ratio"] == pytest.approx(72000 / 115216, abs=1e-4)
+    queues = {q["cluster_queue"]: q for q in row["cluster_queues"]}
+    assert queues["team-a"]["mean_admission_wait_s"] == pytest.approx(1799.0)   # (0 + 0 + 3598 + 3598) / 4
 
 
 def test_misspelt_field_exits_1_naming_file_object_and_field(tmp_path, capsys):
@@ -135,27 +191,3 @@ def test_every_example_scenario_is_valid(capsys):
     for path in examples:
         status, out, err = _run(capsys, str(path), "--check")
         assert status == 0, err
-
-
-def test_kueue_scenario_hands_an_admission_plugin_to_an_engine_that_takes_plugins(tmp_path, monkeypatch):
-    # Wiring only: once simulate() takes plugins= (the one engine), run passes a
-    # KueueAdmissionPlugin built from the scenario's Kueue objects. The engine itself is
-    # stood in for by the current simulate (which ignores the plugin).
-    import lab01_cluster_sim.simulate as simulate_module
-    from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
-    from lab01_cluster_sim.scenario import load_scenario, run_scenario
-
-    real = simulate_module.simulate
-    seen = []
-
-    def engine_simulate(nodes, jobs, *args, plugins=(), **kwargs):
-        seen.extend(plugins)
-        return real(nodes, jobs, *args, **kwargs)
-
-    monkeypatch.setattr(simulate_module, "simulate", engine_simulate)
-    sc = load_scenario(SCENARIOS / "kueue-borrowing")
-    result = run_scenario(sc, tmp_path)
-    (plugin,) = seen
-    assert isinstance(plugin, KueueAdmissionPlugin)
-    assert sorted(plugin.controller.cluster_queues) == ["team-a", "team-b"]
-    assert [r["cluster_queue"] for r in result.rows[0]["cluster_queues"]] == ["team-a", "team-b"]

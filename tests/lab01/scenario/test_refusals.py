@@ -1,0 +1,244 @@
+"""What Kubernetes or Kueue would refuse, the reader refuses too, in one line naming
+file:line:column, the object and the field (tester report findings 4-8, 15, 18); and
+``run --check`` catches what ``run`` would fail on."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO_ROOT
+from lab01_cluster_sim.cli import main
+from lab01_cluster_sim.scenario import ScenarioError, load_scenario
+
+NODE = """apiVersion: v1
+kind: Node
+metadata: {name: n0}
+status: {allocatable: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "2"}}
+---
+"""
+
+
+def _pod(resources: str, annotations: str = 'lab01.course/duration: "100"', name: str = "p0") -> str:
+    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  annotations: {{{annotations}}}\nspec:\n"
+            f"  containers:\n  - name: c\n    image: x\n    resources: {resources}\n")
+
+
+def _error(tmp_path, text, name="s.yaml") -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(ScenarioError) as exc:
+        load_scenario(p)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    return msg.replace(str(p), "FILE")
+
+
+# Lines of NODE + _pod(...): the Pod starts at line 6; "annotations" is line 10, "resources"
+# line 15. Columns: "    resources: " is 15 characters, "{limits: {" 10 and "nvidia.com/gpu: " 16, so
+# a limit's value starts at column 42; "{requests: {" is 12 (column 44); after
+# '{limits: {nvidia.com/gpu: "1"}, requests: {' (43 characters) at column 15 + 43 + 16 + 1 = 75.
+@pytest.mark.parametrize("resources,expected", [
+    ('{limits: {nvidia.com/gpu: "0.5"}}',
+     "FILE:15:42: Pod/p0: spec.containers[0].resources.limits.nvidia.com/gpu: must be an integer, got '0.5'"),
+    ('{limits: {nvidia.com/gpu: "100m"}}',
+     "FILE:15:42: Pod/p0: spec.containers[0].resources.limits.nvidia.com/gpu: must be an integer, got '100m'"),
+    ('{requests: {nvidia.com/gpu: "1"}}',
+     "FILE:15:44: Pod/p0: spec.containers[0].resources.requests.nvidia.com/gpu: a request of nvidia.com/gpu needs "
+     "a limit"),
+    ('{limits: {nvidia.com/gpu: "1"}, requests: {nvidia.com/gpu: "2"}}',
+     "FILE:15:75: Pod/p0: spec.containers[0].resources.requests.nvidia.com/gpu: must equal the nvidia.com/gpu "
+     "limit (1), got '2'"),
+])
+def test_gpu_requests_follow_the_kubernetes_rules(tmp_path, resources, expected):
+    # Kubernetes docs, "Schedule GPUs": limits only (or requests equal to limits), whole GPUs
+    assert _error(tmp_path, NODE + _pod(resources)).startswith(expected)
+
+
+def test_gpu_limit_with_an_equal_request_is_accepted(tmp_path):
+    p = tmp_path / "ok.yaml"
+    p.write_text(NODE + _pod('{limits: {nvidia.com/gpu: "2"}, requests: {nvidia.com/gpu: 2, cpu: "1"}}'))
+    (job,) = load_scenario(p).jobs
+    assert (job.gpus_per_worker, job.cpu_milli) == (2, 1000)
+
+
+def test_node_with_half_a_gpu_is_refused(tmp_path):
+    text = NODE.replace('nvidia.com/gpu: "2"', 'nvidia.com/gpu: "0.5"') + _pod('{limits: {nvidia.com/gpu: "1"}}')
+    assert _error(tmp_path, text).startswith(
+        "FILE:4:64: Node/n0: status.allocatable.nvidia.com/gpu: must be an integer, got '0.5'")
+
+
+# '  annotations: {' is 16 characters: the first key starts at column 17, a key after
+# 'lab01.course/duration: "100", ' (30 characters) at column 47.
+@pytest.mark.parametrize("annotations,expected", [
+    ('lab01.course/duration: "100", lab01.course/submit-tme: "50"',
+     "FILE:10:47: Pod/p0: metadata.annotations.lab01.course/submit-tme: unknown annotation (did you mean "
+     "'lab01.course/submit-time'?"),
+    ('lab01.course/duration: "100", lab01.course/gpu-mili: "500"',
+     "FILE:10:47: Pod/p0: metadata.annotations.lab01.course/gpu-mili: unknown annotation (did you mean "
+     "'lab01.course/gpu-milli'?"),
+    ('lab01.course/duraton: "100"',
+     "FILE:10:17: Pod/p0: metadata.annotations.lab01.course/duraton: unknown annotation (did you mean "
+     "'lab01.course/duration'?"),
+    ('lab01.course/duration: "100", kueue.x-k8s.io/job-min-paralelism: "1"',
+     "FILE:10:47: Pod/p0: metadata.annotations.kueue.x-k8s.io/job-min-paralelism: unknown key; did you mean "
+     "'kueue.x-k8s.io/job-min-parallelism'?"),
+    ('lab01.course/duration: "1e400"',
+     "FILE:10:40: Pod/p0: metadata.annotations.lab01.course/duration: '1e400' is too large a number of seconds"),
+])
+def test_misspelt_or_overflowing_annotations_are_errors(tmp_path, annotations, expected):
+    assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "1"}}', annotations)).startswith(expected)
+
+
+def test_misspelt_queue_label_is_an_error(tmp_path):
+    text = NODE + _pod("{}").replace("  annotations:", "  labels: {kueue.x-k8s.io/queue-nam: q}\n  annotations:")
+    # the label is on line 10, its key after "  labels: {" (11 characters): column 12
+    assert _error(tmp_path, text) == ("FILE:10:12: Pod/p0: metadata.labels.kueue.x-k8s.io/queue-nam: unknown key; did "
+                                      "you mean 'kueue.x-k8s.io/queue-name'?")
+
+
+def test_core_field_misspelt_is_an_unknown_field_not_a_missing_one(tmp_path):
+    text = NODE + _pod("{}").replace("  containers:", "  container:")
+    # kubernetes-validate alone reports "'containers' is a required property"
+    assert _error(tmp_path, text).startswith("FILE:12:3: Pod/p0: spec.container: unknown field (did you mean "
+                                             "'containers'?")
+
+
+def test_pod_name_must_be_a_dns_subdomain(tmp_path):
+    assert _error(tmp_path, NODE + _pod("{}", name="P_0")).startswith(
+        "FILE:9:9: Pod/P_0: metadata.name: 'P_0' is not a valid name: Kubernetes names are lower-case")
+
+
+def test_duplicate_resource_in_a_flavor_is_an_error(tmp_path):
+    text = ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n---\n"
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n"
+            "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - name: f\n      resources:\n"
+            "      - {name: cpu, nominalQuota: 1}\n      - {name: cpu, nominalQuota: 2}\n")
+    assert _error(tmp_path, text).startswith(
+        "FILE:15:16: ClusterQueue/cq: spec.resourceGroups[0].flavors[0].resources[1].name: resource 'cpu' listed "
+        "twice")
+
+
+KUEUE = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: f
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: 2}
+"""
+QUEUES = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: good, namespace: default}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: bad, namespace: default}
+spec: {clusterQueue: nope}
+"""
+
+
+def test_kueue_cross_reference_error_names_the_file_and_line_of_the_object(tmp_path):
+    folder = tmp_path / "kq"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(KUEUE)
+    (folder / "zz-queues.yaml").write_text(QUEUES)
+    with pytest.raises(ScenarioError) as exc:
+        load_scenario(folder)
+    # the bad LocalQueue is the second object of zz-queues.yaml: spec on line 9, value at column 22
+    assert str(exc.value) == (f"{folder / 'zz-queues.yaml'}:9:22: LocalQueue/default/bad: spec.clusterQueue: "
+                              "ClusterQueue 'nope' is not defined")
+
+
+def test_job_naming_a_missing_local_queue_is_an_error(tmp_path):
+    text = NODE + KUEUE + "---\n" + QUEUES.split("---\n")[0] + "---\n" + _pod(
+        '{limits: {nvidia.com/gpu: "1"}}').replace("  annotations:", "  labels: {kueue.x-k8s.io/queue-name: nope}\n"
+                                                   "  annotations:")
+    msg = _error(tmp_path, text)
+    # the Pod starts on line 26 (5 + 15 + 5 + 1); its label value on line 30, after
+    # "  labels: {kueue.x-k8s.io/queue-name: " (38 characters): column 39
+    assert msg == ("FILE:30:39: Pod/p0: metadata.labels.kueue.x-k8s.io/queue-name: LocalQueue 'nope' is not defined "
+                   "in namespace default (LocalQueues there: good)")
+
+
+SCENARIO = """apiVersion: lab01.course/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+"""
+
+
+# "  simulation: {" is 15 characters, so "policy: " puts its value at column 24; "  workload: {" 13.
+@pytest.mark.parametrize("spec,expected", [
+    ("  simulation: {policy: no-such}\n", "FILE:5:24: Scenario/s: spec.simulation.policy: unknown policy 'no-such'"),
+    ("  simulation: {comparePolicies: [fgd, nope]}\n",
+     "FILE:5:39: Scenario/s: spec.simulation.comparePolicies[1]: unknown policy 'nope'"),
+    ("  simulation: {until: .nan}\n", "FILE:5:23: Scenario/s: spec.simulation.until: expected a finite number, got nan"),
+    ("  workload: {generator: {name: synthetic, load: .nan}}\n",
+     "FILE:5:49: Scenario/s: spec.workload.generator.load: expected a finite number, got nan"),
+    ("  workload: {trace: {path: /nonexistent}}\n",
+     "FILE:5:28: Scenario/s: spec.workload.trace.path: /nonexistent: not a folder"),
+    ("  simulation: {seed: 1180591620717411303424}\n",
+     "FILE:5:22: Scenario/s: spec.simulation.seed: 1180591620717411303424 is greater than the maximum of 4294967295"),
+])
+def test_scenario_settings_run_would_fail_on_are_refused_by_check(tmp_path, capsys, spec, expected):
+    text = SCENARIO + spec
+    assert _error(tmp_path, text).startswith(expected)
+    p = tmp_path / "s.yaml"
+    assert main(["run", str(p), "--check"]) == 1
+    assert capsys.readouterr().err.startswith("error: " + expected.replace("FILE", str(p)))
+
+
+def test_pod_list_outside_the_trace_folder_is_refused(tmp_path):
+    (tmp_path / "trace").mkdir()
+    text = SCENARIO + "  workload: {trace: {path: trace, podList: ../../../../etc/passwd}}\n"
+    assert _error(tmp_path, text).startswith(
+        f"FILE:5:44: Scenario/s: spec.workload.trace.podList: no pod list '../../../../etc/passwd' in "
+        f"{tmp_path / 'trace'}")
+
+
+def test_failed_run_leaves_no_output_folder(tmp_path, capsys, monkeypatch):
+    import lab01_cluster_sim.scenario.run as run_module
+    from lab01_cluster_sim.errors import InputError
+
+    good = tmp_path / "s.yaml"
+    good.write_text(NODE + _pod('{limits: {nvidia.com/gpu: "1"}}'))
+
+    def broken(*args, **kwargs):
+        raise InputError("trace.csv:3: bad row")
+
+    monkeypatch.setattr(run_module, "_run_timed", broken)
+    out = tmp_path / "out"
+    assert main(["run", str(good), "--output", str(out), "--quiet"]) == 1
+    assert capsys.readouterr().err == "error: trace.csv:3: bad row\n"
+    assert not out.exists()
+    kept = tmp_path / "kept"        # a folder that was there before is left as it was
+    kept.mkdir()
+    assert main(["run", str(good), "--output", str(kept), "--quiet"]) == 1
+    assert kept.is_dir()
+
+
+def test_every_example_still_passes_the_stricter_checks():
+    for path in sorted((REPO_ROOT / "scenarios").iterdir()):
+        if path.suffix == ".yaml" or path.is_dir():
+            load_scenario(path)
+
+
+def test_do_not_disrupt_with_node_pools_is_named_not_ignored(tmp_path):
+    # karpenter.sh/do-not-disrupt is not modelled by the autoscaler yet: with NodePools the run
+    # is refused naming it rather than consolidating the node the annotation protects
+    text = (REPO_ROOT / "scenarios" / "autoscaler-karpenter.yaml").read_text().replace(
+        "lab01.course/duration:", 'karpenter.sh/do-not-disrupt: "true", lab01.course/duration:', 1)
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    sc = load_scenario(p)
+    (item,) = [u for u in sc.unsupported if "do-not-disrupt" in u]
+    assert item.endswith("karpenter.sh/do-not-disrupt is not modelled yet (the autoscaler would consolidate the "
+                         "node anyway)")

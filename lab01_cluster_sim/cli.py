@@ -14,10 +14,13 @@ expected>``); 130 interrupted; 3 an internal error (a bug), printed with its tra
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import pkgutil
+import re
 import sys
+import textwrap
 import traceback
 from collections.abc import Sequence
 
@@ -40,6 +43,82 @@ class OneLineParser(argparse.ArgumentParser):
         if message.startswith("argument "):
             message = message[len("argument "):]
         self.exit(1, f"error: {message} (see {self.prog} --help)\n")
+
+
+HELP_WIDTH = 80
+"""Widest line of a command's description in ``--help`` (fewer on a narrower terminal)."""
+
+_ITEM = re.compile(r"(\d+\. |- )")
+
+
+class DescriptionFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps a command description's layout but re-wraps its prose to the terminal.
+
+    Lines are grouped: a paragraph (unindented lines), or an item whose continuation lines
+    hang under its text (``1. text`` / ``naive: text`` / ``  term  text`` followed by lines
+    indented to where the text starts). Each group is filled to ``min(width, HELP_WIDTH)``
+    with its hanging indent; anything else (example command lines, a line ending in ``\\``,
+    a lone indented line) is kept as written.
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        width = max(40, min(width, HELP_WIDTH))
+        out: list[str] = []
+        for block in re.split(r"\n[ \t]*\n", text.strip("\n")):
+            out.append("\n".join(self._fill_group(g, width, indent) for g in _groups(block.splitlines())))
+        return "\n\n".join(out)
+
+    @staticmethod
+    def _fill_group(lines: list[str], width: int, indent: str) -> str:
+        first = lines[0]
+        lead = len(first) - len(first.lstrip())
+        raw = "\n".join(indent + line for line in lines)
+        if any(line.rstrip().endswith("\\") or line.lstrip().startswith(("python -m", "http")) for line in lines):
+            return raw
+        if len(lines) == 1 and lead > 0 and len(first) <= width:
+            return raw
+        hang = len(lines[1]) - len(lines[1].lstrip()) if len(lines) > 1 else lead
+        if len(lines) == 1 and lead > 0:
+            gap = re.search(r"\S  +", first[lead:])       # "  term  text": hang under the text
+            hang = lead + gap.end() if gap is not None else lead
+        return textwrap.fill(" ".join(line.strip() for line in lines), width, initial_indent=indent + " " * lead,
+                             subsequent_indent=indent + " " * hang, break_on_hyphens=False,
+                             break_long_words=False)
+
+
+def _hangs(first: str, column: int) -> bool:
+    """True when text on ``first`` starts at ``column`` after a label (``1. ``, ``naive: ``,
+    ``  term  ``), so lines indented to ``column`` continue it."""
+    lead = len(first) - len(first.lstrip())
+    if column <= lead or column > len(first) or first[column - 1] != " " or first[column:column + 1] == " ":
+        return False
+    label = first[lead:column].strip()
+    return bool(_ITEM.fullmatch(first[lead:column])) or (lead == 0 and label.endswith(":") and " " not in label) \
+        or (lead > 0 and first[column - 2:column] == "  ")
+
+
+def _groups(lines: list[str]) -> list[list[str]]:
+    """Split a block's lines into paragraphs and hanging items (see DescriptionFormatter)."""
+    groups: list[list[str]] = []
+    for line in lines:
+        ind = len(line) - len(line.lstrip())
+        if groups:
+            g = groups[-1]
+            g_lead = len(g[0]) - len(g[0].lstrip())
+            if len(g) > 1:
+                cont = len(g[1]) - len(g[1].lstrip())
+                if ind == cont and cont > g_lead:
+                    g.append(line)
+                    continue
+            elif ind > g_lead and _hangs(g[0], ind):
+                g.append(line)
+                continue
+            if ind == 0 and g_lead == 0 and (len(g) == 1 or len(g[1]) == len(g[1].lstrip())) \
+                    and not _ITEM.match(line) and not _ITEM.match(g[0]):
+                g.append(line)
+                continue
+        groups.append([line])
+    return groups
 
 
 def _discover_commands() -> list:
@@ -73,13 +152,33 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
             module.NAME,
             help=module.HELP,
             description=getattr(module, "DESCRIPTION", module.HELP),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=DescriptionFormatter,
         )
         module.add_arguments(p)
         modules[module.NAME] = module
-    help_p = sub.add_parser("help", help="show help for a command")
-    help_p.add_argument("help_command", nargs="?", metavar="COMMAND")
+    help_p = sub.add_parser("help", help="show help for a command",
+                            description="Show the help of COMMAND (the same as COMMAND --help), or this "
+                                        "program's help without one.")
+    help_p.add_argument("help_command", nargs="?", metavar="COMMAND", choices=sorted(modules),
+                        help=f"one of: {', '.join(sorted(modules))}")
     return parser, modules
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: Sequence[str]) -> None:
+    """Exit 1 with one line naming the arguments no parser took, and for a misspelt option the
+    nearest one the command has (``--polices`` -> ``did you mean --policies?``)."""
+    target = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and getattr(args, "command", None) in action.choices:
+            target = action.choices[args.command]
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    option = next((e.split("=", 1)[0] for e in extra if e.startswith("-")), None)
+    if option is not None:
+        known = [o for a in target._actions for o in a.option_strings if o.startswith("--")]
+        close = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
+        if close:
+            message += f"; did you mean {close[0]}?"
+    target.error(message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_unknown(parser, args, extra)
     if args.command is None:
         parser.print_help()
         sys.stdout.flush()

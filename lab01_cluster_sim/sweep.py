@@ -11,17 +11,21 @@ its parameters and its metrics. A run that raises is reported in its row (``stat
 Runners (``runner`` column):
 
 - ``disciplines``: the extensions' discipline runner on the seeded demo workload
-  (:mod:`lab01_cluster_sim.disciplines.demo`); ``policy`` is the queue discipline.
+  (:mod:`lab01_cluster_sim.disciplines.demo`, with the ``disciplines`` command's defaults: 4
+  nodes of 8 GPUs, a 300 s mean gap, tenant ``research`` the big one); ``policy`` is the
+  queue discipline, params ``nodes``, ``gpus_per_node``, ``interarrival``.
 - ``replay``: the paper's replay (:func:`lab01_cluster_sim.replay.replay`); ``workload`` is
   ``synthetic`` or ``DIR[:POD_LIST]``, ``policy`` a placement policy, params ``inflation``
   and ``workload_seed``.
 - ``simulate``: the core timed-mode simulation (:func:`lab01_cluster_sim.simulate.simulate`)
-  on its synthetic workload; ``workload`` is a job count, ``policy`` a placement policy,
-  params ``nodes``, ``discipline``, ``mode``, ``interarrival``, ``gang_share``.
+  on its synthetic workload, with the ``simulate`` command's defaults (20 nodes, load 2,
+  discipline fifo-skip, gang mode); ``workload`` is a job count, ``policy`` a placement
+  policy, params ``nodes``, ``load``, ``discipline``, ``mode``, ``interarrival``, ``gang_share``.
 
 Each runner is imported when a run starts. :func:`grid` checks every axis against the
 runner before anything runs (:func:`runner_policies`, :data:`RUNNER_PARAMS`,
-:data:`RUNNER_WORKLOADS`).
+:data:`RUNNER_WORKLOADS`, and every number against :data:`PARAM_BOUNDS` and
+:data:`WORKLOAD_MAX`, the bounds of the matching command's options).
 
 Seeds are used as the matching command uses them, so a sweep row reproduces that
 command's run: ``replay`` seeds the replay with ``seed`` and the synthetic workload with
@@ -51,24 +55,40 @@ RUNNERS = ("disciplines", "replay", "simulate")
 RUNNER_PARAMS: dict[str, tuple[str, ...]] = {
     "disciplines": ("gpus_per_node", "interarrival", "nodes"),
     "replay": ("inflation", "workload_seed"),
-    "simulate": ("discipline", "gang_share", "interarrival", "mode", "nodes"),
+    "simulate": ("discipline", "gang_share", "interarrival", "load", "mode", "nodes"),
 }
 """Parameter keys (``--param KEY=...``) each runner reads; any other key is rejected, so a
 row is never labelled with a parameter the run did not use."""
 
 RUNNER_WORKLOADS: dict[str, str] = {
-    "disciplines": "a number of jobs >= 1 (e.g. 200)",
+    "disciplines": "a number of jobs from 1 to 100,000 (e.g. 300)",
     "replay": "'synthetic' or DIR[:POD_LIST], a folder of openb CSVs",
-    "simulate": "a number of jobs >= 1 (e.g. 2000)",
+    "simulate": "a number of jobs from 1 to 1,000,000 (e.g. 2000)",
 }
 """What each runner's ``workload`` names."""
 
 RUNNER_DEFAULT_WORKLOADS: dict[str, tuple[str, ...]] = {
-    "disciplines": ("200",),
+    "disciplines": ("300",),
     "replay": ("synthetic",),
     "simulate": ("2000",),
 }
 """The ``--workloads`` each runner uses when none is given."""
+
+WORKLOAD_MAX: dict[str, int] = {"disciplines": 100_000, "simulate": 1_000_000}
+"""Most jobs in one run, as ``disciplines --jobs`` and ``simulate --jobs`` allow."""
+
+PARAM_BOUNDS: dict[str, dict[str, tuple[str, float, float]]] = {
+    "disciplines": {"nodes": ("int", 1, 10_000), "gpus_per_node": ("int", 1, 64),
+                    "interarrival": ("positive", 0, 1e7)},
+    "simulate": {"nodes": ("int", 1, 100_000), "interarrival": ("positive", 0, 1e7), "load": ("positive", 0, 10),
+                 "gang_share": ("fraction", 0, 1)},
+}
+"""Numeric parameters per runner: (kind, low, high) as the matching command's options
+bound them: ``int`` a whole number in [low, high]; ``positive`` a finite number > low and
+<= high; ``fraction`` a number in [low, high]. NaN, infinity and text are refused."""
+
+DISCIPLINES_DEFAULTS = {"nodes": 4, "gpus_per_node": 8, "interarrival": 300.0}
+"""The ``disciplines`` command's defaults, used by the disciplines runner."""
 
 MAX_RUNS = 100_000
 """Most runs in one grid (the paper's full grid is 1,020)."""
@@ -166,6 +186,7 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
             if v not in choices:
                 raise InputError(f"--param {key}={v}: the {runner} runner does not know {v!r}; expected one of: "
                                  f"{', '.join(choices)}")
+    _check_param_bounds(runner, params)
     for w in workloads:
         _check_workload(runner, w)
     if runner == "replay":
@@ -181,6 +202,26 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
     combos = list(itertools.product(*(params[k] for k in keys))) if keys else [()]
     return [RunSpec(runner, p, w, int(s), tuple(zip(keys, c)))
             for p in policies for w in workloads for s in seeds for c in combos]
+
+
+def _check_param_bounds(runner: str, params: Mapping[str, Sequence[object]]) -> None:
+    """Raise InputError for a numeric parameter out of :data:`PARAM_BOUNDS` (so ``nodes=0``
+    or ``interarrival=nan`` is refused before any run, not in every row)."""
+    for key, (kind, low, high) in PARAM_BOUNDS.get(runner, {}).items():
+        for v in params.get(key, ()):
+            number = not isinstance(v, bool) and isinstance(v, (int, float))
+            if kind == "int":
+                ok = number and isinstance(v, int) and low <= v <= high
+                want = f"a whole number from {low:,} to {high:,}"
+            elif kind == "positive":
+                ok = number and math.isfinite(v) and low < v <= high
+                want = f"a finite number > {low:g} and <= {high:,.0f}" if float(high).is_integer() else \
+                    f"a finite number > {low:g} and <= {high:g}"
+            else:
+                ok = number and math.isfinite(v) and low <= v <= high
+                want = f"a number from {low:g} to {high:g}"
+            if not ok:
+                raise InputError(f"--param {key}={v}: the {runner} runner expects {want}")
 
 
 def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequence[str]) -> None:
@@ -204,7 +245,7 @@ def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequ
 def _check_workload(runner: str, workload: str) -> None:
     """Raise InputError unless ``runner`` can run ``workload``."""
     if runner in ("disciplines", "simulate"):
-        if not (workload.isdigit() and int(workload) >= 1):
+        if not (workload.isdigit() and 1 <= int(workload) <= WORKLOAD_MAX[runner]):
             raise InputError(f"--workloads {workload!r}: the {runner} runner expects {RUNNER_WORKLOADS[runner]}")
     elif workload != "synthetic":
         folder = workload.partition(":")[0]
@@ -217,11 +258,11 @@ def _run_disciplines(spec: RunSpec) -> dict:
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
     from lab01_cluster_sim.disciplines.runner import run_discipline
 
-    p = dict(spec.params)
-    nodes = demo_cluster(int(p.get("nodes", 4)), int(p.get("gpus_per_node", 8)))
+    p = {**DISCIPLINES_DEFAULTS, **dict(spec.params)}
+    nodes = demo_cluster(int(p["nodes"]), int(p["gpus_per_node"]))
     _check_workload("disciplines", spec.workload)
-    jobs = demo_jobs(spec.seed, int(spec.workload), gpus_per_node=int(p.get("gpus_per_node", 8)),
-                     mean_interarrival_s=float(p.get("interarrival", 400.0)))
+    jobs = demo_jobs(spec.seed, int(spec.workload), gpus_per_node=int(p["gpus_per_node"]),
+                     mean_interarrival_s=float(p["interarrival"]), big_tenant="research")
     return run_discipline(nodes, jobs, spec.policy).summary()
 
 
@@ -233,7 +274,7 @@ def _run_replay(spec: RunSpec) -> dict:
 
     Metrics: ``alloc_100`` and ``alloc_end`` (GPU allocation ratio, %, at arrived 100 % and at
     the end, the discretised columns ``compare`` shows), ``final_alloc_pct`` (after the
-    last pod), ``final_frag_pct``, ``unallocated_gpus``, ``stranded_gpus``, ``placed``,
+    last pod), ``final_frag_pct`` (both %, to 2 decimals as compare's), ``unallocated_gpus``, ``stranded_gpus``, ``placed``,
     ``failed``."""
     from lab01_cluster_sim.replay import DEFAULT_INFLATION, replay
 
@@ -252,31 +293,40 @@ def _run_replay(spec: RunSpec) -> dict:
     inflation = float(p.get("inflation", DEFAULT_INFLATION))
     res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=inflation)
     return {"alloc_100": res.alloc_at(100), "alloc_end": res.alloc_at(int(round(100 * inflation))),
-            "final_alloc_pct": res.final_alloc_pct, "final_frag_pct": res.final_frag_pct,
+            "final_alloc_pct": round(res.final_alloc_pct, 2), "final_frag_pct": round(res.final_frag_pct, 2),
             "unallocated_gpus": res.unallocated_gpus,
             "stranded_gpus": res.stranded_gpus if res.stranded_gpus >= 0 else None,
             "placed": res.placed, "failed": res.failed}
 
 
 def _run_simulate(spec: RunSpec) -> dict:
-    """The core timed simulation on its synthetic workload. ``workload``: number of jobs;
-    ``policy``: placement policy. Params: ``nodes`` (default 100), ``discipline``
-    (default fifo-skip), ``mode`` (gang), ``interarrival`` (default: ~90% load), ``gang_share``."""
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    """The core timed simulation on its synthetic workload, as ``simulate`` runs it.
+    ``workload``: number of jobs; ``policy``: placement policy. Params, with the
+    ``simulate`` command's defaults: ``nodes`` (20), ``load`` (2.0), ``discipline``
+    (fifo-skip), ``mode`` (gang), ``interarrival`` (default: from ``load``), ``gang_share`` (0).
+
+    Metrics: as ``simulate --format json``: ``mean_wait_s`` and ``p99_wait_s`` (over the
+    jobs that started), ``mean_jct_s``, ``p99_jct_s``, ``makespan_s``,
+    ``arrival_allocation_ratio`` (time-weighted while jobs arrive) and
+    ``mean_allocation_ratio`` (over the whole run), both in [0, 1],
+    ``mean_stranded_gpus``, and ``state_*`` job counts."""
+    from lab01_cluster_sim.commands.simulate import DEFAULT_LOAD, DEFAULT_NODES, stranded_interval, synthetic_jobs
     from lab01_cluster_sim.simulate import simulate
 
     p = dict(spec.params)
     if not spec.workload.isdigit():
         raise InputError(f"simulate runner: workload must be a number of jobs, got {spec.workload!r}")
     interarrival = p.get("interarrival")
-    nodes, jobs = synthetic_jobs(int(spec.workload), int(p.get("nodes", 100)), spec.seed,
-                                 None if interarrival is None else float(interarrival), float(p.get("gang_share", 0.0)))
+    nodes, jobs = synthetic_jobs(int(spec.workload), int(p.get("nodes", DEFAULT_NODES)), spec.seed,
+                                 None if interarrival is None else float(interarrival), float(p.get("gang_share", 0.0)),
+                                 float(p.get("load", DEFAULT_LOAD)))
     res = simulate(nodes, jobs, spec.policy, mode=str(p.get("mode", "gang")),
-                   discipline=str(p.get("discipline", "fifo-skip")), seed=spec.seed)
+                   discipline=str(p.get("discipline", "fifo-skip")), seed=spec.seed,
+                   stranded_interval=stranded_interval(len(nodes), len(jobs)))
     s = res.summary
     out = {"jobs": s.jobs, "mean_wait_s": s.wait.mean, "p99_wait_s": s.wait.p99, "mean_jct_s": s.jct.mean,
-           "p99_jct_s": s.jct.p99, "makespan_s": s.makespan, "mean_allocation_ratio": s.mean_allocation_ratio,
-           "mean_stranded_gpus": s.mean_stranded_gpus}
+           "p99_jct_s": s.jct.p99, "makespan_s": s.makespan, "arrival_allocation_ratio": s.arrival_allocation_ratio,
+           "mean_allocation_ratio": s.mean_allocation_ratio, "mean_stranded_gpus": s.mean_stranded_gpus}
     out.update({f"state_{k}": v for k, v in sorted(s.states.items())})
     return out
 
@@ -427,7 +477,7 @@ def _number(v: str) -> object:
     return v
 
 
-UNIT_KINDS = ("percent", "ratio", "duration", "count")
+UNIT_KINDS = ("percent", "ratio", "duration", "count", "index", "mean")
 """What :func:`format_rows`' ``units`` may say of a column (see there)."""
 
 
@@ -445,7 +495,10 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
     (:mod:`lab01_cluster_sim.commands._format`) print it: ``"percent"`` (a value in %, one
     decimal, ``" %"`` added to the header), ``"ratio"`` (a value in [0, 1] shown as %, the
     same), ``"duration"`` (seconds shown in s, min or h, one unit for the whole column,
-    named in the header: ``mean_wait_s`` -> ``mean_wait (min)``), ``"count"`` (integers).
+    named in the header: ``mean_wait_s`` -> ``mean_wait (min)``), ``"count"`` (integers;
+    in CSV and JSON too, where a whole float count such as ``56.0`` becomes ``56``),
+    ``"index"`` (a score such as Jain's index or a slowdown, 3 decimals, so ``0.903`` and
+    ``0.988`` line up), ``"mean"`` (an average of counts, 2 decimals).
 
     Raises:
         InputError: an unknown format.
@@ -465,6 +518,10 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
             for k in r:
                 if k not in columns:
                     columns.append(k)
+    counts = [c for c in columns if units.get(c) == "count"]
+    if counts and fmt in ("json", "csv"):
+        rows = [{**r, **{c: int(r[c]) for c in counts
+                         if isinstance(r.get(c), float) and math.isfinite(r[c]) and r[c].is_integer()}} for r in rows]
     if fmt == "json":
         return json.dumps([clean_record({c: r.get(c) for c in columns}) for r in rows], indent=2, default=str,
                           allow_nan=False)
@@ -505,6 +562,11 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
             head.append(f"{c.removesuffix('_s')} ({name})")
             cols.append([format_duration(v, unit=name, show_unit=False, missing="-")
                          if isinstance(v, (int, float)) and not isinstance(v, bool) else plain(v) for v in values])
+        elif kind in ("index", "mean"):
+            head.append(str(c))
+            places = 3 if kind == "index" else 2
+            cols.append([plain(v) if not isinstance(v, (int, float)) or isinstance(v, bool)
+                         or not math.isfinite(v) else f"{v:.{places}f}" for v in values])
         elif kind == "count":
             head.append(str(c))
             cols.append([format_number(v, missing="-").replace(",", "")

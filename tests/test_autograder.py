@@ -1,28 +1,45 @@
-"""The Gradescope autograder, dry-run in simulated /autograder folders, and batch grading.
+"""The Gradescope autograder, dry-run in simulated /autograder folders, batch grading, and
+every attack of the adversarial review (reports/grading-review.md) as a regression test.
 
-``make autograder`` builds the zip once per session; five submissions made from this
-checkout are graded by ``tools/grade_submissions.py`` (which runs the zip's own
+``make autograder`` builds the zip once per session. The submissions below, made from this
+checkout, are graded by ``tools/grade_submissions.py`` (which runs the zip's own
 ``run_autograder`` in a temporary folder standing for ``/autograder``, two at a time), and
-one more by calling ``run_autograder`` directly:
+the solutions once more by calling ``run_autograder`` directly. As root (Gradescope's
+case) learner code runs as a transient unprivileged uid, with an interpreter that uid can
+read (``grading.toolbox.readable_runtime``); not as root, as this user (partial isolation).
 
-=====================  ===============================================================  ======
-submission             what it holds                                                    score
-=====================  ===============================================================  ======
-unchanged/             the student edition's files; metrics.py in a wrong folder,        0
-                       health.py left out
-partial/               parts 1A, 1C, 1E, 2A, 2C solved; the unsolved parts' files are    32
-                       broken (an import error, a syntax error) or try to read the
-                       hidden tests
-solutions/             the instructor's files (the reference solutions), flat            65
-solutions-folder.zip   the same files zipped inside a folder, one of them loose          65
-rigged/                ``partial``'s honest files, plus a rigged package ``__init__``,   <= 32
-                       root conftest.py and grading plugin, and a metrics.py that
-                       patches the grader, flips pytest's outcomes and overwrites
-                       results.json at exit
-=====================  ===============================================================  ======
+==========================  ===========================================================  =====
+submission                  what it holds                                                score
+==========================  ===========================================================  =====
+unchanged/                  the student edition's files; metrics.py in a wrong folder,     0
+                            health.py left out
+partial/                    parts 1A, 1C, 1E, 2A, 2C solved; the unsolved parts' files     32
+                            are broken (an import error, a syntax error) or try to read
+                            the hidden tests
+solutions/                  the instructor's files (the reference solutions), flat         65
+solutions-folder.zip        the same files zipped inside a folder, one of them loose       65
+rigged/                     ``partial``'s honest files, a rigged package ``__init__``,   <= 32
+                            root conftest.py and grading plugin, and a metrics.py that
+                            patches the grader, flips pytest's outcomes and overwrites
+                            results.json at exit (the issue's attacks)
+honest-1A/                  the student edition with part 1A solved                         7
+a01-a06/                    empty; a01 + a06: a plugin forging ``partial_credit``           0
+a02/                        honest-1A + a02: 10 clones of every test                     <= 7
+a03-a10/                    empty; a03 + a10: replaced ``runtest``, clones that pass       0
+a04/                        empty; a04: a forged JUnit report and os._exit                 0
+a05/                        every stub returns an object equal to everything                0
+a07-a09/                    empty; a07: a fork-hopping survivor; a09: a daemon that         0
+                            rewrites results.json when it runs as root
+helpers/                    the solutions, but metrics.py imports a helper module of      57
+                            the learner's (not taken): 1B loses its 7 + 1 points
+notebooks.zip               only the notebooks                                              0
+z*.zip, bomb.zip ...        the review's 8 malformed zips and 5 more (a bomb, a link,       0
+                            absolute and .. paths, a duplicate member)
+==========================  ===========================================================  =====
 
 Points by hand: visible tests 1A 6, 1B 7, 1C 5, 1D 8, 1E 5, 2A 6, 2B 7, 2C 5, 2D 7 (56);
-hidden tests 1 per part (9); so ``partial`` = 6 + 5 + 5 + 6 + 5 = 27 visible + 5 hidden = 32.
+hidden tests 1 per part (9); so ``partial`` = 6 + 5 + 5 + 6 + 5 = 27 visible + 5 hidden = 32,
+``honest-1A`` = 6 + 1 = 7, ``helpers`` = 65 - (7 + 1) = 57 (1B's visible and hidden points).
 """
 
 from __future__ import annotations
@@ -34,6 +51,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -41,16 +59,19 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grading.toolbox import load_tool
-from grading import catalog, junit, layout, runner
+from grading import catalog, layout, runner
+from grading.toolbox import load_tool, readable_runtime
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+ATTACKS = REPO_ROOT / "tests" / "grading_attacks"
 SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())
 SPEC = json.loads((REPO_ROOT / "tests" / "grading" / "submission.json").read_text())
 LEARNER_FILES: dict[str, list[str]] = SPEC["files"]
 TIMEOUT_S = 900  # a safety net for a hung grader, not a speed goal
 VISIBLE = {"1A": 6, "1B": 7, "1C": 5, "1D": 8, "1E": 5, "2A": 6, "2B": 7, "2C": 5, "2D": 7}
 PARTIAL = ("1A", "1C", "1E", "2A", "2C")
+BAD_ZIPS = ("z10_badcrc.zip", "z11_truncated.zip", "z1_file_then_dir.zip", "z2_longname.zip",
+            "z5_dir_then_file.zip", "z8_encrypted.zip", "z9_method99.zip")
 edition_tool = load_tool("make_student_edition")
 
 
@@ -78,11 +99,18 @@ def _replace_stub(text: str, part: str, body: str) -> str:
     return text[:stub.start()] + "".join(f"{indent}{ln}\n" for ln in body.splitlines()) + text[stub.end():]
 
 
+def attack(name: str, markers: Path) -> str:
+    """The code of one attack file of tests/grading_attacks/ (its marker folder filled in)."""
+    return (ATTACKS / name).read_text().replace("@MARKERS@", str(markers))
+
+
 READER = '''import pathlib
 found = []
 for base in (pathlib.Path.cwd(), pathlib.Path("/autograder/source"), pathlib.Path({root!r}) / "source"):
-    if base.is_dir():
+    try:
         found += [p.read_text()[:300] for p in base.rglob("test_hidden_*.py")]
+    except OSError:
+        pass
 raise AssertionError("hidden tests seen: " + repr(found)[:500] if found else "nothing found")'''
 
 RIG = '''
@@ -129,6 +157,60 @@ _rig()
 '''
 
 
+def _zip_with(path: Path, members: list[tuple[zipfile.ZipInfo | str, bytes]], compress: int = zipfile.ZIP_STORED):
+    with zipfile.ZipFile(path, "w", compress) as zf:
+        for info, data in members:
+            zf.writestr(info, data)
+
+
+def _crafted_zips(folder: Path) -> None:
+    """The review's zips (tests/grading_attacks/zips) and five more made here."""
+    for name in BAD_ZIPS:
+        shutil.copy2(ATTACKS / "zips" / name, folder / name)
+    _zip_with(folder / "bomb.zip", [("lab01_cluster_sim/metrics.py", b"0" * (300 * 1024 * 1024))],
+              zipfile.ZIP_DEFLATED)  # 300 MiB of zeros in about 300 kB
+    link = zipfile.ZipInfo("lab01_cluster_sim/metrics.py")
+    link.external_attr = 0o120777 << 16  # a symbolic link to a file outside
+    _zip_with(folder / "link.zip", [(link, b"/etc/passwd")])
+    _zip_with(folder / "absolute.zip", [("/tmp/lab01_cluster_sim/metrics.py", b"x = 1\n")])
+    _zip_with(folder / "dotdot.zip", [("../lab01_cluster_sim/metrics.py", b"x = 1\n")])
+    with zipfile.ZipFile(folder / "duplicate.zip", "w") as zf:
+        zf.writestr("lab01_cluster_sim/metrics.py", "x = 1\n")
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            zf.writestr("lab01_cluster_sim/metrics.py", "x = 2\n")
+
+
+# -- session fixtures -----------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def open_tmp() -> Path:
+    """A temporary folder that the learner's unprivileged uid can traverse (pytest's are 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="grading-tests-"))
+    os.chmod(path, 0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def worker_args(open_tmp: Path) -> list[str]:
+    """grade_submissions' options for the learner's interpreter (as root: one the uid can read)."""
+    if os.geteuid() != 0:
+        return []
+    found = readable_runtime(open_tmp / "runtime")
+    if found is None:
+        pytest.skip("as root, no interpreter an unprivileged user can run (needs /usr/bin/python3.X)")
+    python, path = found
+    return ["--worker-python", python, *[a for p in path for a in ("--worker-path", p)]]
+
+
+@pytest.fixture(scope="session")
+def markers(open_tmp: Path) -> Path:
+    """Where attacks that survive would write (world-writable, sticky)."""
+    path = open_tmp / "markers"
+    path.mkdir()
+    os.chmod(path, 0o1777)
+    return path
+
+
 @pytest.fixture(scope="session")
 def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``make autograder`` into a temporary file."""
@@ -142,15 +224,17 @@ def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def submissions(tmp_path_factory: pytest.TempPathFactory, student_edition) -> dict[str, Path]:
+def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Path]:
     """The submissions of the module docstring, in one folder; ``root`` is where the rigs
     believe /autograder to be (the direct dry run's folder)."""
-    base = tmp_path_factory.mktemp("submissions")
-    folder, root = base / "in", base / "root"
+    folder, root = open_tmp / "in", open_tmp / "root"
+    folder.mkdir()
     student, _ = student_edition
     plain = {rel: (student / rel).read_text() for rel in LEARNER_FILES}
     solutions = {rel: (REPO_ROOT / rel).read_text() for rel in LEARNER_FILES}
     honest = {rel: with_parts(rel, PARTIAL) for rel in LEARNER_FILES}
+    honest_1a = {rel: with_parts(rel, ("1A",)) for rel in LEARNER_FILES}
+    answers = "<html>" + "".join(f"<p>my answer {k}</p>" for k in range(5)) + "</html>"
 
     unchanged = dict(plain)
     unchanged["lab01_cluster_sim/disciplines/metrics.py"] = unchanged.pop("lab01_cluster_sim/metrics.py")
@@ -166,12 +250,12 @@ def submissions(tmp_path_factory: pytest.TempPathFactory, student_edition) -> di
                                                              READER.format(root=str(root)))
     _write(folder / "partial", partial)
 
-    _write(folder / "solutions", solutions)
-    (folder / "solutions" / "written_answers.html").write_text("<html>answers</html>")
+    _write(folder / "solutions", {**solutions, "written_answers.html": answers})
     with zipfile.ZipFile(folder / "solutions-folder.zip", "w") as zf:
         for rel, text in solutions.items():
             name = "my lab/" + (Path(rel).name if rel.endswith("generic.py") else rel)  # one loose file
             zf.writestr(name, text)
+        zf.writestr("my lab/written_answers.html", answers)
 
     rigged = dict(honest)
     rigged["lab01_cluster_sim/metrics.py"] = honest["lab01_cluster_sim/metrics.py"] + RIG.format(root=str(root))
@@ -179,18 +263,50 @@ def submissions(tmp_path_factory: pytest.TempPathFactory, student_edition) -> di
     rigged["conftest.py"] = "import pytest\n" + RIG.format(root=str(root))
     rigged["tests/grading/plugin.py"] = "def pytest_configure(config):\n    pass\n"
     _write(folder / "rigged", rigged)
-    # the direct dry run: the solutions, once more, as run_autograder sees them
+
+    # the review's attacks, each appended to learner files (they run when the file is imported)
+    def rig(base: dict[str, str], into: dict[str, list[str]]) -> dict[str, str]:
+        out = dict(base)
+        for rel, names in into.items():
+            out[rel] = out[rel] + "".join(attack(n, markers) for n in names)
+        return out
+
+    _write(folder / "honest-1A", honest_1a)
+    _write(folder / "a02", rig(honest_1a, {"lab01_cluster_sim/scheduler.py": ["a02_duplicate_items.py"]}))
+    _write(folder / "a01-a06", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a01_partial_credit_property.py"],
+                                           "lab02_device_plugin/sharing.py": ["a06_a01_without_flagged_words.py"]}))
+    _write(folder / "a03-a10", rig(plain, {"lab01_cluster_sim/metrics.py": ["a03_replace_test_functions.py"],
+                                           "lab02_device_plugin/mig.py": ["a10_duplicates_that_pass.py"]}))
+    _write(folder / "a04", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a04_forged_report_exit.py"],
+                                       "lab02_device_plugin/sharing.py": ["a04_forged_report_exit.py"]}))
+    always_equal = {rel: re.sub(r'raise NotImplementedError\("your code here \(\w+\)"\)', "return _AnyValue()", text)
+                    + attack("a05_always_equal.py", markers) for rel, text in plain.items()}
+    _write(folder / "a05", always_equal)
+    _write(folder / "a07-a09", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a07_fork_hopper.py"],
+                                           "lab02_device_plugin/sharing.py": ["a09_root_fallback_rewrites_results.py"]}))
+
+    # common mistakes: a helper module the autograder does not take; only the notebooks
+    helpers = dict(solutions)
+    helpers["lab01_cluster_sim/metrics.py"] = solutions["lab01_cluster_sim/metrics.py"].replace(
+        "\nimport math\n", "\nimport math\nfrom lab01_cluster_sim.my_helpers import helper  # noqa\n", 1)
+    helpers["lab01_cluster_sim/my_helpers.py"] = "def helper():\n    return 1\n"
+    _write(folder / "helpers", helpers)
+    with zipfile.ZipFile(folder / "notebooks.zip", "w") as zf:
+        for nb in SPEC["notebooks"]:
+            zf.write(student / nb, nb)
+    _crafted_zips(folder)
     return {"folder": folder, "root": root, "solutions": folder / "solutions"}
 
 
 @pytest.fixture(scope="session")
-def batch(tmp_path_factory: pytest.TempPathFactory, submissions, autograder_zip) -> dict:
+def batch(open_tmp: Path, submissions, autograder_zip: Path, worker_args: list[str], markers: Path) -> dict:
     """tools/grade_submissions.py over the folder, 2 at a time: the gradebook and each results.json."""
-    out = tmp_path_factory.mktemp("gradebook") / "gradebook.csv"
+    out = open_tmp / "gradebook" / "gradebook.csv"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    start = time.monotonic()
     proc = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "grade_submissions.py"),
                            str(submissions["folder"]), "--out", str(out), "--autograder", str(autograder_zip),
-                           "--jobs", "2"], env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+                           "--jobs", "2", *worker_args], env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(out, newline="") as f:
         rows = {r["submission"]: r for r in csv.DictReader(f)}
@@ -199,13 +315,16 @@ def batch(tmp_path_factory: pytest.TempPathFactory, submissions, autograder_zip)
         doc = json.loads(path.read_text())
         jsonschema.validate(doc, SCHEMA)
         results[path.name.removesuffix(".json")] = doc
-    return {"rows": rows, "results": results, "log": proc.stderr}
+    return {"rows": rows, "results": results, "log": proc.stderr, "seconds": time.monotonic() - start,
+            "ended": time.monotonic(), "markers": markers}
 
 
 @pytest.fixture(scope="session")
-def dry_run(submissions, autograder_zip) -> dict:
+def dry_run(submissions, autograder_zip: Path, worker_args: list[str]) -> dict:
     """run_autograder itself, in a folder laid out as Gradescope's /autograder."""
     root: Path = submissions["root"]
+    root.mkdir()
+    os.chmod(root, 0o755)
     with zipfile.ZipFile(autograder_zip) as zf:
         zf.extractall(root / "source")
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
@@ -213,6 +332,9 @@ def dry_run(submissions, autograder_zip) -> dict:
     shutil.copytree(submissions["solutions"], root / "submission")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
+    if worker_args:
+        env["AUTOGRADER_WORKER_PYTHON"] = worker_args[1]
+        env["AUTOGRADER_WORKER_PATH"] = ":".join(worker_args[3::2])
     start = time.monotonic()
     proc = subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True,
                           timeout=TIMEOUT_S)
@@ -233,13 +355,12 @@ def _hidden(doc: dict) -> list[dict]:
 def _by_part(doc: dict) -> dict[str, float]:
     out: dict[str, float] = {}
     for t in doc["tests"]:
-        if t.get("tags"):
-            out[t["tags"][0]] = out.get(t["tags"][0], 0.0) + t["score"]
+        out[t["tags"][0]] = out.get(t["tags"][0], 0.0) + t["score"]
     return out
 
 
-def _notes(doc: dict) -> dict:
-    return next(t for t in doc["tests"] if t["name"].startswith("Grader notes"))
+def _notes(doc: dict) -> str:
+    return "\n".join(doc["extra_data"]["grader_notes"])
 
 
 # -- the zip --------------------------------------------------------------------------------
@@ -253,6 +374,7 @@ def test_zip_has_gradescope_files_and_no_solution(autograder_zip: Path) -> None:
     assert sorted(n for n in names if n.startswith("hidden/")) == [
         "hidden/tests/hidden/test_hidden_lab01.py", "hidden/tests/hidden/test_hidden_lab02.py"]
     assert not [n for n in names if n.startswith("course/tests/hidden")]
+    assert "course/tests/grading/worker.py" in names and "course/tests/grading/proxy.py" in names
     # every line that exists only inside a solution region of this checkout is absent
     for rel in LEARNER_FILES:
         text = (REPO_ROOT / rel).read_text()
@@ -275,6 +397,8 @@ def test_submission_list_matches_the_student_edition(student_edition) -> None:
     student, regions = student_edition
     assert {k: tuple(v) for k, v in LEARNER_FILES.items()} == catalog.learner_files(student)
     assert {r.path for r in regions if "#" not in r.path} == set(LEARNER_FILES)
+    assert {(f.file, f.part) for f in catalog.learner_functions(student)} == {
+        (r.path, r.part) for r in regions if "#" not in r.path}
 
 
 # -- the dry run and the batch ---------------------------------------------------------------
@@ -282,22 +406,33 @@ def test_dry_run_of_the_solutions_scores_full_marks_with_a_right_execution_time(
     doc = dry_run["doc"]
     assert dry_run["rc"] == 0, dry_run["log"][-3000:]
     # 56 visible + 9 hidden
-    assert doc["score"] == 65.0
+    assert doc["score"] == 65.0, dry_run["log"][-3000:]
     assert all(t["status"] == "passed" for t in _visible(doc) + _hidden(doc))
     assert len(_visible(doc)) == 30 and len(_hidden(doc)) == 9
-    # execution_time: whole seconds from run_autograder's start to the results, rounded up
-    assert dry_run["wall"] - 2 <= doc["execution_time"] <= dry_run["wall"] + 1, (doc["execution_time"], dry_run["wall"])
+    # execution_time: whole seconds from run_autograder's start to the results, rounded up; the
+    # wall time measured here also holds what comes after the results are written (removing
+    # the working folders, the interpreter's exit), seconds on a busy 2-core machine
+    assert dry_run["wall"] - 6 <= doc["execution_time"] <= dry_run["wall"] + 1, (doc["execution_time"], dry_run["wall"])
     # the hidden tests were read into memory and removed before any learner code ran
     assert not (dry_run["root"] / "source" / "hidden" / "tests").exists()
+    # pytest's own figures of the whole run (instructors only: stdout) agree: 39 tests, no failure
+    counts = json.loads(re.search(r"pytest's own counts \(visible \+ hidden\): (\{.*\})", dry_run["log"]).group(1))
+    assert counts["pytest"]["tests"] == 39 and counts["pytest"]["failures"] == 0
+    assert counts["hidden"] == {"passed": 9, "failed": 0, "skipped": 0, "not run": 0}
+    notes = _notes(doc)
+    if os.geteuid() == 0:
+        assert re.search(r"learner code ran as the transient uid \d+", notes), notes
+        assert "Note:" not in doc["output"]  # full isolation: nothing to say to the learner
+    else:
+        assert "partial isolation" in doc["output"]
 
 
 def test_batch_gradebook_has_the_scores_by_hand(batch) -> None:
     rows = batch["rows"]
-    assert sorted(rows) == ["partial", "rigged", "solutions", "solutions-folder.zip", "unchanged"]
-    assert [rows[n]["autograded score"] for n in ("unchanged", "partial", "solutions", "solutions-folder.zip")] == [
-        "0", "32", "65", "65"]
+    assert [rows[n]["autograded score"] for n in ("unchanged", "partial", "solutions", "solutions-folder.zip",
+                                                   "honest-1A")] == ["0", "32", "65", "65", "7"]
     assert float(rows["rigged"]["autograded score"]) <= 32
-    assert all(r["autograded max"] == "65" for r in rows.values())
+    assert all(r["autograded max"] == "65" for n, r in rows.items() if r["autograded score"])
     # per part, visible + hidden: partial has its five parts, 1A 6+1, 1C 5+1, 1E 5+1, 2A 6+1, 2C 5+1
     assert {p: float(rows["partial"][p]) for p in VISIBLE} == {
         p: (VISIBLE[p] + 1.0 if p in PARTIAL else 0.0) for p in VISIBLE}
@@ -305,15 +440,17 @@ def test_batch_gradebook_has_the_scores_by_hand(batch) -> None:
     written = [c for c in rows["partial"] if "(by hand" in c]
     assert written == ["1A-written (by hand, /2)", "1C-written (by hand, /2)", "1D-written (by hand, /2)",
                        "2A-written (by hand, /2)", "2C-written (by hand, /2)"]
-    assert "[5/5]" in batch["log"] or "5/5" in batch["log"]
+    n = len(rows)
+    assert f"[{n}/{n}]" in batch["log"]
+    if os.geteuid() == 0:
+        assert "learner code ran as the transient uid" in batch["log"]  # the isolation of each run, shown
 
 
 def test_folder_zip_scores_as_the_flat_submission(batch) -> None:
     flat, zipped = batch["results"]["solutions"], batch["results"]["solutions-folder.zip"]
-    assert [(t["number"], t["score"]) for t in flat["tests"] if t.get("tags")] == [
-        (t["number"], t["score"]) for t in zipped["tests"] if t.get("tags")]
-    notes = _notes(zipped)["output"]
-    assert "found as my lab/generic.py (loose), used" in notes
+    assert [(t["number"], t["score"]) for t in flat["tests"]] == [(t["number"], t["score"]) for t in zipped["tests"]]
+    assert "found as my lab/generic.py (loose), used" in _notes(zipped)
+    assert "written_answers.html found in the submission." in zipped["output"]
 
 
 def test_missing_and_misplaced_files_are_named(batch) -> None:
@@ -344,20 +481,21 @@ def test_a_file_that_does_not_import_costs_only_its_parts(batch) -> None:
     assert "your code here (1B)" in t["output"] and t["output"].startswith(f"lab01_cluster_sim/metrics.py:{metrics}")
 
 
-def test_a_learner_function_that_reads_hidden_tests_gets_nothing(batch, dry_run) -> None:
+def test_learner_code_reads_no_test_file_visible_or_hidden(batch) -> None:
+    """partial's next_health looks for the hidden tests in its folder, /autograder/source and
+    the dry run's folder, in the visible and in the hidden run: it finds nothing."""
     doc = batch["results"]["partial"]
-    visible_2d = [t for t in _visible(doc) if t["tags"] == ["2D"]]
-    assert visible_2d and all("nothing found" in t["output"] for t in visible_2d)
-    # in the hidden run the hidden tests are in its own folder (after_published: seen after grading)
-    assert any("hidden tests seen" in t["output"] for t in _hidden(doc) if t["tags"] == ["2D"])
+    tests_2d = [t for t in doc["tests"] if t["tags"] == ["2D"]]
+    assert len(tests_2d) == 5 and all("nothing found" in t["output"] for t in tests_2d), tests_2d
 
 
-@pytest.mark.parametrize("name", ["unchanged", "partial", "solutions", "rigged"])
+@pytest.mark.parametrize("name", ["unchanged", "partial", "solutions", "rigged", "a05"])
 def test_hidden_outcomes_and_points_appear_nowhere_visible(batch, name: str) -> None:
     doc = batch["results"][name]
     hidden = _hidden(doc)
     assert len(hidden) == 9 and all(t["number"].split(".")[1].startswith("h") for t in hidden)
-    visible_text = doc["output"] + "".join(t["output"] + t["name"] for t in _visible(doc))
+    visible_text = doc["output"] + "".join(t["output"] + t["name"] for t in _visible(doc)) + json.dumps(
+        doc["extra_data"])
     for t in hidden:
         assert t["name"] not in visible_text and t["number"] not in visible_text
     assert "test_hidden" not in visible_text
@@ -365,113 +503,219 @@ def test_hidden_outcomes_and_points_appear_nowhere_visible(batch, name: str) -> 
     visible_score = sum(t["score"] for t in _visible(doc))
     assert total.group(1) == "30" and float(total.group(3)) == visible_score and total.group(4) == "56"
     assert doc["visibility"] == "visible" and doc["stdout_visibility"] == "hidden"
-    assert _notes(doc)["visibility"] == "hidden" and _notes(doc)["max_score"] == 0
+    assert {t["visibility"] for t in doc["tests"]} == {"visible", "after_published"}  # no "hidden" entry
 
 
 @pytest.mark.parametrize("name", ["unchanged", "partial", "solutions"])
-def test_scores_agree_with_pytests_own_counts(batch, name: str) -> None:
-    counts = _notes(batch["results"][name])["extra_data"]["counts"]
-    for run, declared in (("visible", 30), ("hidden", 9)):
-        c = counts[run]
-        pytest_counts = c["pytest"]
-        assert c["passed"] + c["failed"] + c["skipped"] + c["not run"] == declared
-        assert pytest_counts["tests"] == c["passed"] + c["failed"] + c["skipped"]
-        assert pytest_counts["failures"] + pytest_counts["errors"] == c["failed"]
-        assert pytest_counts["skipped"] == c["skipped"]
+def test_visible_counts_agree_with_the_tests(batch, name: str) -> None:
     doc = batch["results"][name]
-    assert sum(t["status"] == "passed" for t in _visible(doc)) == counts["visible"]["passed"]
+    counts = doc["extra_data"]["visible_counts"]
+    assert sum(counts.values()) == 30
+    assert counts["passed"] == sum(t["status"] == "passed" for t in _visible(doc))
 
 
 def test_rigged_submission_scores_no_more_than_its_honest_parts(batch, dry_run) -> None:
     doc = batch["results"]["rigged"]
-    assert doc["score"] <= 32
-    notes = _notes(doc)["output"]
-    # the hook that flips outcomes to "passed" stopped the runs (the guard; else the control tests)
-    assert "the grader's guard stopped the run" in notes or "tampered" in notes
+    assert doc["score"] == 32  # exactly its honest parts
+    notes = _notes(doc)
     for ignored in ("conftest.py", "lab01_cluster_sim/__init__.py", "tests/grading/plugin.py"):
         assert ignored in notes.split("not used for grading:")[1]
     assert "_pytest" in notes and "gc.get_objects" in notes  # pointed out for review
+    assert dry_run["doc"]["score"] == 65  # the rig's atexit did not overwrite the direct run's results
 
 
-# -- batch grading input errors -----------------------------------------------------------
-def test_batch_refuses_an_empty_folder(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "grade_submissions.py"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1
-    assert proc.stderr.strip() == f"error: {tmp_path}: no .zip files or folders to grade"
+# -- the review's attacks ------------------------------------------------------------------------
+@pytest.mark.parametrize("name, honest", [
+    ("a01-a06", 0),   # partial_credit forged by a plugin (a01), the same without flagged words (a06): was 65
+    ("a02", 7),       # 10 clones of every graded test on top of an honest 1A: was 77
+    ("a03-a10", 0),   # runtest replaced (a03), clones that pass (a10): were 65 and 715
+    ("a04", 0),       # a forged JUnit report and os._exit: was 65
+    ("a05", 0),       # stubs return an object equal to everything: was 34
+    ("a07-a09", 0),   # a fork-hopping survivor (a07), a root daemon rewriting results.json (a09): a09 was 65
+])
+def test_an_attack_scores_no_more_than_its_honest_parts(batch, name: str, honest: float) -> None:
+    doc = batch["results"][name]
+    assert doc["score"] == honest, [(t["number"], t["output"][:200]) for t in doc["tests"] if t["score"]]
+    assert len(doc["tests"]) == 39  # exactly the declared tests, once each
+    assert batch["rows"][name]["autograded score"] == f"{honest:g}"
 
 
-# -- pieces, on tiny inputs ---------------------------------------------------------------
-def test_layout_accepts_unambiguous_layouts_only(tmp_path: Path) -> None:
-    expected = ["pkg/sub/a.py", "pkg/b.py", "pkg/c.py", "pkg/d.py"]
-    _write(tmp_path, {
-        "deep/x/pkg/sub/a.py": "A",            # nested: found
-        "b.py": "B",                           # loose: found
-        "one/pkg/c.py": "C1", "two/pkg/c.py": "C2",   # two different copies: ambiguous
-        "pkg/sub/d.py": "D",                   # only inside the package, elsewhere: wrong place
-    })
-    found = layout.resolve(tmp_path, expected)
-    assert {k: v.how for k, v in found.items()} == {
-        "pkg/sub/a.py": "nested", "pkg/b.py": "loose", "pkg/c.py": "ambiguous", "pkg/d.py": "wrong-place"}
-    assert found["pkg/c.py"].message() == ("pkg/c.py: several different copies (one/pkg/c.py, two/pkg/c.py); "
-                                           "keep only the one at pkg/c.py")
-    (tmp_path / "two" / "pkg" / "c.py").write_text("C1")  # identical copies are fine
-    assert layout.resolve(tmp_path, expected)["pkg/c.py"].ok
+def test_an_object_equal_to_everything_is_refused_with_a_message(batch) -> None:
+    """a05: the decoder takes back plain data only, so the tests fail with a message that
+    says what was returned (and the graded tests check types before values besides)."""
+    doc = batch["results"]["a05"]
+    refused = [t for t in doc["tests"] if "returned a lab" in t["output"] and "_AnyValue object, which the grader "
+               "does not take back" in t["output"]]
+    assert len(refused) >= 15, [t["output"][:200] for t in doc["tests"]]
 
 
-def test_zip_extraction_refuses_unsafe_members(tmp_path: Path) -> None:
-    evil = tmp_path / "evil.zip"
-    with zipfile.ZipFile(evil, "w") as zf:
-        zf.writestr("../outside.py", "x")
-    with pytest.raises(layout.SubmissionError, match=r"unsafe member name '\.\./outside\.py'"):
-        layout.extract_zip(evil, tmp_path / "out")
-    link = tmp_path / "link.zip"
-    with zipfile.ZipFile(link, "w") as zf:
-        info = zipfile.ZipInfo("pkg/b.py")
-        info.external_attr = 0o120777 << 16  # a symbolic link
-        zf.writestr(info, "/etc/passwd")
-        zf.writestr("pkg/c.py", "C")
-    assert layout.extract_zip(link, tmp_path / "ok") == ["pkg/b.py"]
-    assert not (tmp_path / "ok" / "pkg" / "b.py").exists() and (tmp_path / "ok" / "pkg" / "c.py").is_file()
+def test_no_learner_process_survives_its_grading(batch) -> None:
+    """a07: a process that forks and exits in a loop, started each time the module is
+    imported (import check, visible and hidden workers), would write its marker 3 s later."""
+    time.sleep(max(0.0, 4.0 - (time.monotonic() - batch["ended"])))
+    survivors = list(batch["markers"].glob("a07-alive"))
+    assert not survivors, [p.read_text() for p in survivors]
 
 
-def test_junit_reports_are_parsed_safely() -> None:
-    good = (b'<?xml version="1.0"?><testsuites><testsuite tests="2" failures="1" errors="0" skipped="0">'
-            b'<testcase classname="tests.x.test_a" name="test_b" file="tests/x/test_a.py">'
-            b'<properties><property name="partial_credit" value="0.5"/></properties>'
-            b'<failure message="AssertionError: no">trace</failure></testcase>'
-            b'<testcase classname="" name="tests.x.test_c"><error message="collection failure">E boom</error>'
-            b'</testcase></testsuite></testsuites>')
-    report = junit.parse(good)
-    assert [(c.nodeid, c.outcome, c.properties) for c in report.cases] == [
-        ("tests/x/test_a.py::test_b", "failed", {"partial_credit": "0.5"}),
-        ("tests/x/test_c.py", "collection-error", {})]
-    bomb = b'<?xml version="1.0"?><!DOCTYPE t [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>'
-    with pytest.raises(junit.ReportError, match="forbidden XML features"):
-        junit.parse(bomb)
-    with pytest.raises(junit.ReportError, match="not well-formed"):
-        junit.parse(good + good)  # a second document appended by learner code
-    with pytest.raises(junit.ReportError, match="larger than"):
-        junit.parse(b" " * (junit.MAX_REPORT_BYTES + 1))
-    with pytest.raises(junit.ReportError, match="not a pytest JUnit report"):
-        junit.parse(b"<html/>")
+def test_malformed_zips_give_one_line_and_never_stop_the_batch(batch) -> None:
+    rows, results = batch["rows"], batch["results"]
+    expected = {
+        "z10_badcrc.zip": "cannot be read (BadZipFile: Bad CRC-32",
+        "z11_truncated.zip": "not a readable zip archive",
+        "z1_file_then_dir.zip": "'lab01_cluster_sim' is both a file and a folder",
+        "z2_longname.zip": "is too long",
+        "z5_dir_then_file.zip": "'lab01_cluster_sim/metrics.py' is both a file and a folder",
+        "z8_encrypted.zip": "is encrypted",
+        "z9_method99.zip": "unknown compression method (99)",
+        "bomb.zip": "more than",
+        "absolute.zip": "unsafe member name",
+        "dotdot.zip": "unsafe member name",
+        "duplicate.zip": "appears twice",
+    }
+    for name, message in expected.items():
+        assert rows[name]["autograded score"] == "0", name
+        assert message in rows[name]["problems"], (name, rows[name]["problems"])
+        assert "Traceback" not in results[name]["output"]
+        assert results[name]["output"].count("could not be unpacked") == 1, results[name]["output"]
+    # a link is skipped, not followed: the file it stood for is then missing
+    assert rows["link.zip"]["autograded score"] == "0"
+    assert "lab01_cluster_sim/metrics.py: expected in the submission" in results["link.zip"]["output"]
 
 
-def test_children_run_as_an_unprivileged_user_when_root(tmp_path: Path) -> None:
-    """As root: a child switched to ``nobody`` cannot read a root-only file, and can still
-    write its report through the inherited pipe. Not root: no user to switch to, said so."""
+def test_common_mistakes_get_a_message_for_the_learner(batch) -> None:
+    helpers = batch["results"]["helpers"]
+    assert ("lab01_cluster_sim/my_helpers.py: in your upload, but the autograder takes only the files that hold "
+            "your code") in helpers["output"]
+    assert "No module named 'lab01_cluster_sim.my_helpers'" in helpers["output"]
+    assert helpers["score"] == 65 - 7 - 1  # 1B (7 visible + 1 hidden) lost with metrics.py
+    notebooks = batch["results"]["notebooks.zip"]
+    assert "your upload holds notebooks but none of the lab files" in notebooks["output"]
+    assert notebooks["score"] == 0
+    assert "written_answers.html NOT found" in batch["results"]["honest-1A"]["output"]
+    assert "written_answers.html found in the submission." in batch["results"]["solutions"]["output"]
+
+
+# -- the grader's own guarantees ---------------------------------------------------------------------
+def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, env: dict | None = None) -> dict:
+    """runner.py of the autograder (not run_autograder) on one submission."""
+    course = base / "course"
+    if not course.exists():
+        with zipfile.ZipFile(autograder_zip) as zf:
+            zf.extractall(base)
+        os.chmod(base, 0o700)  # as run_autograder does: nothing of the autograder readable by the learner
+    results = base / f"results-{len(list(base.glob('results-*')))}.json"
+    proc = subprocess.run([sys.executable, "-m", "grading.runner", "--course", str(course), "--submission",
+                           str(submission), "--results", str(results), "--hidden", str(base / "hidden"), *args],
+                          cwd=course / "tests", env={**{k: v for k, v in os.environ.items()
+                                                        if not k.startswith(("PYTHON", "PYTEST"))}, **(env or {})},
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(results.read_text())
+    doc["_stdout"] = proc.stdout
+    return doc
+
+
+def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(open_tmp: Path, autograder_zip: Path,
+                                                                              submissions) -> None:
+    """The review's finding 8: as root, when the learner's user cannot run the interpreter
+    (this test's interpreter lives under /root), nothing of the submission runs and it
+    scores 0 with a message for the learner, instead of running as root."""
     if os.geteuid() != 0:
-        iso = runner.choose_isolation("auto", sys.executable)
-        assert iso.user is None and "not root" in iso.note
-        return
-    secret = tmp_path / "secret"
-    secret.write_text("hidden test text")
-    secret.chmod(0o600)
-    tmp_path.chmod(0o755)
-    iso = runner.Isolation("nobody", 65534, 65534, note="test")
-    result = runner.run_child(
-        lambda fd: ["/bin/sh", "-c", f"id -u; cat {secret} || echo refused; echo report > /dev/fd/{fd}"],
-        Path("/"), {"PATH": "/usr/bin:/bin"}, iso, timeout=60)
-    assert result.report == b"report\n"
-    assert result.output.splitlines()[0] == "65534"
-    assert "hidden test text" not in result.output and "refused" in result.output
+        pytest.skip("needs root (switching users)")
+    unreadable = Path(sys.executable).resolve()
+    try:
+        runs = subprocess.run([str(unreadable), "-c", "pass"], user=65534, group=65534, extra_groups=[],
+                              capture_output=True, timeout=60).returncode == 0
+    except PermissionError:
+        runs = False
+    if runs:
+        pytest.skip(f"{unreadable} can be run by an unprivileged user here")
+    base = Path(tempfile.mkdtemp(prefix="refuse-", dir=open_tmp))
+    doc = _run_grader(autograder_zip, submissions["folder"] / "a07-a09", base, "--worker-python", str(unreadable))
+    assert doc["score"] == 0
+    assert "could not start a safe process for your code, so it did not run it" in doc["output"]
+    assert "do not import as uid" in "\n".join(doc["extra_data"]["grader_notes"])
+    assert all("did not run it" in t["output"] for t in doc["tests"])
+
+
+def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograder_zip: Path, student_edition,
+                                                        worker_args: list[str]) -> None:
+    """Every learner function loops for ever: the grading still ends within its budget (here
+    20 s instead of the default 480, under Gradescope's 10 minutes), each test says why."""
+    student, _ = student_edition
+    loops = {rel: re.sub(r'raise NotImplementedError\("your code here \(\w+\)"\)', "while True:\n        pass",
+                         (student / rel).read_text()) for rel in LEARNER_FILES}
+    sub = _write(open_tmp / "loops", loops)
+    base = Path(tempfile.mkdtemp(prefix="loops-", dir=open_tmp))
+    start = time.monotonic()
+    doc = _run_grader(autograder_zip, sub, base, "--budget", "20", *worker_args)
+    wall = time.monotonic() - start
+    assert doc["score"] == 0
+    # the budget, plus at most the grace a stopped trusted run gets and starting the processes
+    # (without a budget: 39 tests of 10 s of worker time each, 390 s)
+    assert wall < 20 + runner.TRUSTED_GRACE_S + 30, wall
+    outputs = [t["output"] for t in doc["tests"]]
+    # a call cut by its own timeout, or a test not run (or a worker not started, on a machine
+    # so busy that starting it took the rest of the budget) because the budget ran out; that
+    # one call's timeout is 10 s is shown in grading/test_sandbox.py
+    assert all("timed out after" in o or "time budget ran out" in o for o in outputs), outputs
+
+
+def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, autograder_zip: Path,
+                                                                submissions, markers: Path) -> None:
+    """The review's a08 (batch grading on an instructor's laptop, not as root): mallory's
+    module starts a daemon that leaves its session, finds tools/grade_submissions.py in /proc,
+    waits for it to end and gives her row full marks. Every process her code starts is
+    ended with the worker (a PID namespace where the kernel allows, else the grader kills
+    what was reparented to it), so the gradebook keeps her honest 0; a malformed zip in
+    the same folder is one line in its row. (Without root her code runs as the instructor:
+    it can read what the instructor can, the autograder zip's hidden tests included; the
+    README says so and recommends root; the test checks that the daemon got that far, so
+    it was alive when the batch ran.) As root, the batch runs as ``nobody``."""
+    base = Path(tempfile.mkdtemp(prefix="a08-", dir=open_tmp))
+    os.chmod(base, 0o777)
+    folder = base / "in"
+    student = submissions["folder"]
+    _write(folder / "alice", {rel: (student / "honest-1A" / rel).read_text() for rel in LEARNER_FILES})
+    plain = {rel: (student / "unchanged" / rel).read_text() for rel in LEARNER_FILES if (student / "unchanged" / rel).is_file()}
+    mallory = {rel: text + attack("a08_batch_gradebook_rewrite.py", markers) if rel.endswith(("scheduler.py", "sharing.py"))
+               else text for rel, text in plain.items()}
+    _write(folder / "mallory", mallory)
+    shutil.copy2(ATTACKS / "zips" / "z1_file_then_dir.zip", folder / "zed.zip")
+    shutil.copy2(autograder_zip, base / "autograder.zip")
+    (base / "home").mkdir()
+    for path in [base, *base.rglob("*")]:
+        os.chmod(path, 0o777 if path.is_dir() else 0o666)
+    user: dict = {}
+    python = sys.executable
+    if os.geteuid() == 0:
+        found = readable_runtime(open_tmp / "runtime")
+        if found is None or found[1]:
+            pytest.skip("as root, no virtual environment an unprivileged user can run")
+        python = found[0]
+        user = {"user": 65534, "group": 65534, "extra_groups": []}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(base / "home"), "TMPDIR": str(base / "home"),
+           "LANG": "C.UTF-8"}
+    # full paths: the attack needs no access to the batch's working folder to find them
+    proc = subprocess.run([python, str(REPO_ROOT / "tools" / "grade_submissions.py"), str(folder), "--out",
+                           str(base / "gradebook.csv"), "--autograder", str(base / "autograder.zip"), "--jobs", "2",
+                           "--python", python],
+                          cwd=base, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, **user)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    before = (base / "gradebook.csv").read_text()
+    time.sleep(3)  # a daemon that survived would rewrite the gradebook as soon as the batch ends
+    with open(base / "gradebook.csv", newline="") as f:
+        rows = {r["submission"]: r for r in csv.DictReader(f)}
+    assert (base / "gradebook.csv").read_text() == before
+    alice = json.loads((base / "gradebook-results" / "alice.json").read_text())
+    assert rows["alice"]["autograded score"] == "7", (alice["output"], alice["extra_data"], alice["tests"][0])
+    assert rows["mallory"]["autograded score"] == "0"
+    assert "both a file and a folder" in rows["zed.zip"]["problems"]
+    assert "partial isolation" in json.loads((base / "gradebook-results" / "mallory.json").read_text())["output"]
+    # the attack did run: its daemon found the batch and copied the hidden tests out of the
+    # autograder zip, which the instructor's own user can read (the residual risk the README
+    # states for grading without root)
+    log = (markers / "a08.log").read_text() if (markers / "a08.log").is_file() else ""
+    assert (markers / "a08-hidden").is_dir(), log
+    assert sorted(p.name for p in (markers / "a08-hidden").iterdir()) == ["test_hidden_lab01.py",
+                                                                          "test_hidden_lab02.py"]

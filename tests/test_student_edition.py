@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from grading.toolbox import load_tool
+from grading.toolbox import load_tool, readable_runtime
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO_ROOT / "tests" / "grading" / "results.schema.json").read_text())
@@ -121,8 +122,11 @@ def test_student_notebooks_open_with_exercise_outputs_cleared(editions) -> None:
     for path in notebooks:
         nb = nbformat.read(student / "labs" / path.name, as_version=4)
         nbformat.validate(nb)
-        for cell in nb.cells:
-            if cell.cell_type == "code" and {"exercise", "check"} & set(cell.metadata.get("tags", [])):
+        first = next(k for k, c in enumerate(nb.cells) if "exercise" in c.metadata.get("tags", []))
+        for k, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and ({"exercise", "check"} & set(cell.metadata.get("tags", []))
+                                             or k > first and "keep-output" not in cell.metadata.get("tags", [])):
+                # exercises, checks, and what comes after them (outputs of the solutions: review, 18)
                 assert cell.outputs == [] and cell.execution_count is None, (path.name, cell.source[:60])
             if cell.cell_type == "code":
                 assert "### BEGIN SOLUTION" not in cell.source
@@ -220,11 +224,14 @@ def test_notebook_regions_and_exercise_outputs(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("intro"),
+        nbformat.v4.new_code_cell("print('before the exercises')"),
         nbformat.v4.new_code_cell("answer = 1\n### BEGIN SOLUTION 1C\nanswer = 42\n### END SOLUTION\n"),
-        nbformat.v4.new_code_cell("print('demo')"),
+        nbformat.v4.new_code_cell("print(answer)"),
         nbformat.v4.new_code_cell("check('1C')"),
+        nbformat.v4.new_code_cell("print('a table that does not use the answer')"),
     ]
-    nb.cells[3].metadata["tags"] = ["check"]
+    nb.cells[4].metadata["tags"] = ["check"]
+    nb.cells[5].metadata["tags"] = ["keep-output"]
     for cell in nb.cells[1:]:
         cell.outputs = [nbformat.v4.new_output("stream", text="out\n")]
         cell.execution_count = 1
@@ -232,9 +239,11 @@ def test_notebook_regions_and_exercise_outputs(tmp_path: Path) -> None:
     out = nbformat.reads(raw, as_version=4)
     nbformat.validate(out)
     assert [r.part for r in regions] == ["1C"]
-    assert out.cells[1].source == 'answer = 1\nraise NotImplementedError("your code here (1C)")\n'
-    assert out.cells[1].outputs == [] and out.cells[3].outputs == []   # solution and check cells cleared
-    assert out.cells[2].outputs[0]["text"] == "out\n"                   # a plain demo cell keeps its output
+    assert out.cells[2].source == 'answer = 1\nraise NotImplementedError("your code here (1C)")\n'
+    assert out.cells[2].outputs == [] and out.cells[4].outputs == []   # solution and check cells cleared
+    assert out.cells[3].outputs == []   # after the first exercise: computed with the solution (review, 18)
+    assert out.cells[1].outputs[0]["text"] == "out\n"                   # before any exercise: kept
+    assert out.cells[5].outputs[0]["text"] == "out\n"                   # tagged keep-output: kept
 
 
 def test_build_refuses_a_non_empty_folder(tmp_path: Path) -> None:
@@ -304,13 +313,20 @@ def test_student_readme_and_makefile_commands_work(learner_checkout: Path) -> No
     # batch grading works from the student edition too (its autograder has no hidden tests)
     (root / "subs").mkdir()
     shutil.copy2(root / "submission.zip", root / "subs" / "learner.zip")
-    proc = subprocess.run([sys.executable, "tools/grade_submissions.py", "subs", "--out", "book.csv", "--jobs", "1"],
-                          cwd=root, env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))},
-                          capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    with tempfile.TemporaryDirectory(prefix="runtime-") as tmp:
+        os.chmod(tmp, 0o711)
+        runtime = readable_runtime(Path(tmp) / "rt")  # as root: an interpreter the learner's uid can run
+        worker = ["--worker-python", runtime[0], *[a for p in runtime[1] for a in ("--worker-path", p)]] \
+            if runtime else []
+        proc = subprocess.run([sys.executable, "tools/grade_submissions.py", "subs", "--out", "book.csv", "--jobs",
+                               "1", *worker], cwd=root, capture_output=True, text=True, timeout=GRADE_TIMEOUT_S,
+                              env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "grading without hidden tests" in proc.stderr
-    row = (root / "book.csv").read_text().splitlines()[1].split(",")
+    book = (root / "book.csv").read_text()
+    row = book.splitlines()[1].split(",")
     assert row[:3] == ["learner.zip", "0", "56"]  # the student edition's stubs: 0 of the 56 visible points
+    assert "safe process" not in book  # graded, not refused: the learner's code ran (and failed its tests)
 
 
 def test_student_edition_drops_grading_guides_and_the_instructors_readme(student_edition) -> None:
@@ -344,3 +360,43 @@ def test_edited_plugin_and_root_conftest_refuse_local_grading(learner_checkout: 
     assert plugin.read_text() == original and not (root / "conftest.py").exists()
     proc = _make(root, "grade")
     assert proc.returncode == 0 and re.search(r"^total\s+30\s+0\s+0 / 56", proc.stdout, re.M), proc.stdout[-2000:]
+
+
+FLIP = (REPO_ROOT / "tests" / "grading_attacks" / "flip_plugin.py").read_text()
+
+
+def test_a_module_that_shadows_the_grading_tools_refuses_local_grading(learner_checkout: Path) -> None:
+    """The review's T14: a root-level ``pytest_timeout.py`` holding a hook that marks every
+    test passed, loaded by ``-p pytest_timeout``. ``make grade`` (python -P: the checkout is
+    not first on sys.path) and the review's own command (without -P: the file is imported)
+    are both refused; the file is moved aside and the next run grades the learner's code."""
+    root = learner_checkout
+    shadow = root / "pytest_timeout.py"
+    shadow.write_text(FLIP)
+    proc = _make(root, "grade")
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "grading refused" in text and "pytest_timeout.py" in text, text[-2000:]
+    assert not shadow.exists() and (root / "test-artifacts" / "grading-backup" / "pytest_timeout.py").is_file()
+    shadow.write_text(FLIP)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "pytest_timeout", "--grade", "-q",
+                           "--grade-json=test-artifacts/t14.json", "-p", "no:cacheprovider"], cwd=root,
+                          env={**_env(root), "PYTHONPATH": ""}, capture_output=True, text=True, timeout=GRADE_TIMEOUT_S)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "grading refused" in text, text[-2000:]
+    assert "pytest_timeout (pytest_timeout.py) loaded from this checkout" in text
+    assert json.loads((root / "test-artifacts" / "t14.json").read_text())["score"] == 0
+    assert not shadow.exists()
+    proc = _make(root, "grade")
+    assert proc.returncode == 0 and re.search(r"^total\s+30\s+0\s+0 / 56", proc.stdout, re.M), proc.stdout[-2000:]
+
+
+def test_the_1A_question_does_not_state_its_own_answer(student_edition) -> None:
+    """The review's finding 15: the question before 1A's answer cell used to explain the order
+    (packing keeps whole GPUs free, FGD scores the growth of fragmentation), which is the
+    grading guide's second point. It now asks for that explanation."""
+    student, _ = student_edition
+    nb = nbformat.read(student / "labs" / "lab01_cluster_sim.ipynb", as_version=4)
+    index = next(k for k, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "1A-written")
+    question = nb.cells[index - 1].source
+    assert "explain the order" in question
+    assert "leaves whole GPUs free" not in question and "*increases* the" not in question

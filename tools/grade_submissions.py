@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 3600.0
-"""Upper bound on one submission's grading (the grader bounds each test run itself)."""
+TIMEOUT_S = 900.0
+"""Upper bound on one submission's grading (the grader keeps to its own budget, 480 s by default)."""
 
 
 def _load(name: str):
@@ -73,6 +73,8 @@ class Row:
     parts: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    isolation: str = ""
+    log: str = ""
 
 
 def submissions(folder: Path) -> list[Path]:
@@ -82,31 +84,46 @@ def submissions(folder: Path) -> list[Path]:
 
 
 def grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, run_as: str,
-              timeout: float = TIMEOUT_S) -> Row:
-    """Grade one submission in its own temporary /autograder folder."""
+              timeout: float = TIMEOUT_S, extra_env: dict[str, str] | None = None) -> Row:
+    """Grade one submission in its own temporary /autograder folder; never raises (a problem
+    with this submission goes into its row)."""
     start = time.monotonic()
     row = Row(entry.name)
+    try:
+        _grade_one(entry, autograder, results_dir, python, run_as, timeout, extra_env or {}, row)
+    except Exception as exc:  # noqa: BLE001 - one bad submission never stops the batch
+        row.problems.append(f"not graded: {type(exc).__name__}: {str(exc)[:300]}")
+    row.seconds = time.monotonic() - start
+    return row
+
+
+def _grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, run_as: str, timeout: float,
+               extra_env: dict[str, str], row: Row) -> None:
     with tempfile.TemporaryDirectory(prefix="autograder-root-") as tmp:
         root = Path(tmp)
+        os.chmod(root, 0o755)
         with zipfile.ZipFile(autograder) as zf:
             zf.extractall(root / "source")
         for name in ("run_autograder", "setup.sh"):
             os.chmod(root / "source" / name, 0o755)
         shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
-        try:
-            _layout().unpack(entry, root / "submission")
-        except _layout().SubmissionError as exc:
-            row.problems.append(f"could not unpack: {exc}")
-            (root / "submission").mkdir(exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
-        env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python, AUTOGRADER_RUN_AS=run_as)
+        (root / "submission").mkdir()
+        if entry.is_dir():  # Gradescope's "Export Submissions" layout, a checkout: copied, bounded
+            try:
+                _layout().copy_tree(entry, root / "submission")
+            except _layout().SubmissionError as exc:
+                row.problems.append(f"could not copy: {exc}")
+        else:  # a zip goes in as uploaded: the grader unpacks it (and says so if it cannot)
+            shutil.copyfile(entry, root / "submission" / entry.name)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST", "AUTOGRADER_"))}
+        env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python, AUTOGRADER_RUN_AS=run_as, **extra_env)
         try:
             proc = subprocess.run(["bash", str(root / "run_autograder")], cwd=root, env=env,
                                   capture_output=True, text=True, timeout=timeout)
-            log = proc.stdout[-4000:] + proc.stderr[-4000:]
+            row.log = proc.stdout[-8000:] + proc.stderr[-4000:]
         except subprocess.TimeoutExpired:
-            log = f"stopped after {timeout:g} s"
-            row.problems.append(log)
+            row.log = f"stopped after {timeout:g} s"
+            row.problems.append(row.log)
         results = root / "results" / "results.json"
         if results.is_file():
             doc = json.loads(results.read_text(encoding="utf-8"))
@@ -114,19 +131,20 @@ def grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, run
             shutil.copyfile(results, results_dir / f"{entry.name}.json")
             row.score = float(doc.get("score", 0.0))
             for t in doc.get("tests", []):
-                if not t.get("tags"):  # the grader's notes
+                if not t.get("tags"):
                     continue
                 part = t["tags"][0]
                 row.parts[part] = row.parts.get(part, 0.0) + float(t.get("score", 0.0))
                 row.max_score += float(t.get("max_score", 0.0))
+            notes = (doc.get("extra_data") or {}).get("grader_notes") or []
+            row.isolation = notes[0] if notes else ""
             output = doc.get("output", "")
             if "Problems with the submitted files:" in output:
                 row.problems += [ln.strip() for ln in output.split("Problems with the submitted files:", 1)[1]
                                  .splitlines() if ln.strip()]
         else:
-            row.problems.append(f"no results.json ({log.strip().splitlines()[-1] if log.strip() else 'no output'})")
-    row.seconds = time.monotonic() - start
-    return row
+            log = row.log.strip()
+            row.problems.append(f"no results.json ({log.splitlines()[-1] if log else 'no output'})")
 
 
 def written_columns(autograder: Path) -> list[tuple[str, float]]:
@@ -173,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-as", default="auto", metavar="auto|none|USER",
                         help="user the learner's code runs as (default auto: an unprivileged user when root)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the grader")
+    parser.add_argument("--worker-python", help="interpreter of the learners' code (readable by the user it runs "
+                                                "as; default: --python)")
+    parser.add_argument("--worker-path", action="append", default=[],
+                        help="extra sys.path entry of the learners' code (repeatable)")
+    parser.add_argument("--budget", type=float, help="time budget of one submission in seconds (default: the "
+                                                     "grader's, 480)")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"error: {args.folder}: not a folder of submissions", file=sys.stderr)
@@ -202,16 +226,24 @@ def main(argv: list[str] | None = None) -> int:
         elif not zipfile.is_zipfile(autograder):
             print(f"error: --autograder {autograder}: not a zip file", file=sys.stderr)
             return 1
+        extra_env = {}
+        if args.worker_python:
+            extra_env["AUTOGRADER_WORKER_PYTHON"] = args.worker_python
+        if args.worker_path:
+            extra_env["AUTOGRADER_WORKER_PATH"] = ":".join(args.worker_path)
+        if args.budget:
+            extra_env["AUTOGRADER_BUDGET"] = f"{args.budget:g}"
         rows: list[Row] = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            futures = {pool.submit(grade_one, e, autograder, results_dir, args.python, args.run_as): e
-                       for e in entries}
+            futures = {pool.submit(grade_one, e, autograder, results_dir, args.python, args.run_as, TIMEOUT_S,
+                                   extra_env): e for e in entries}
             for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
                 row = future.result()
                 rows.append(row)
                 score = "no score" if row.score is None else f"{row.score:g}/{row.max_score:g}"
                 print(f"[{done}/{len(entries)}] {row.name}: {score} ({row.seconds:.0f} s)"
-                      + (f"; {len(row.problems)} problem(s)" if row.problems else ""), file=sys.stderr)
+                      + (f"; {len(row.problems)} problem(s)" if row.problems else "")
+                      + (f"; {row.isolation}" if row.isolation else ""), file=sys.stderr)
         write_gradebook(rows, args.out, written_columns(autograder))
     print(f"wrote {args.out} ({len(rows)} submissions) and {results_dir}/ (one results.json each)")
     return 0

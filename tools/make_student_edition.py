@@ -13,8 +13,9 @@ that git does not ignore) in which:
   at the region's indentation; the docstring and everything outside the region stay;
 - the part id comes from the marker itself (``### BEGIN SOLUTION 1A``) or, when the marker
   has none, from :data:`PART_OF`, keyed by ``path::function``;
-- notebook cells tagged ``exercise`` or ``check`` lose their outputs (the learner has not
-  run them yet);
+- notebook cells tagged ``exercise`` or ``check``, and every code cell after a notebook's
+  first exercise (its outputs were computed with the solutions), lose their outputs (the
+  learner has not run them yet); a cell tagged ``keep-output`` keeps them;
 - ``tests/hidden/`` is left out and the grading manifest is regenerated without it, so
   no hidden test text travels in ``tests/grading/pristine.json``;
 - the written-answer cells of the notebooks lose their grading guide (the lines from
@@ -47,6 +48,8 @@ LAB_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
 NOTEBOOK_DIR = "labs"
 HIDDEN_DIR = "tests/hidden"
 CLEARED_TAGS = {"exercise", "check"}
+KEEP_TAG = "keep-output"
+"""A code cell after the first exercise keeps its outputs in the student edition only with this tag."""
 WRITTEN_TAG = "written-answer"
 GUIDE_BEGIN, GUIDE_END = "<!-- BEGIN GRADING GUIDE -->", "<!-- END GRADING GUIDE -->"
 """The grading guide of a written-answer cell (instructor edition only)."""
@@ -187,9 +190,12 @@ def strip_between(text: str, begin: str, end: str, path: str) -> str:
 
 
 def strip_notebook(raw: str, path: str) -> tuple[str, list[Region]]:
-    """A notebook (JSON text) with solution regions stripped and exercise/check outputs cleared."""
+    """A notebook (JSON text) with solution regions stripped and the outputs of exercise and
+    check cells, and of every code cell after the first exercise (unless tagged
+    ``keep-output``), cleared."""
     nb = json.loads(raw)
     regions: list[Region] = []
+    after_exercise = False
     for index, cell in enumerate(nb.get("cells", [])):
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else source
@@ -201,7 +207,12 @@ def strip_notebook(raw: str, path: str) -> tuple[str, list[Region]]:
         if found:
             cell["source"] = new.splitlines(keepends=True)
             regions += found
-        if found or set(cell.get("metadata", {}).get("tags", [])) & CLEARED_TAGS:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        after_exercise = after_exercise or bool(found) or "exercise" in tags
+        # outputs computed with the solutions never ship: every code cell from the first
+        # exercise on is cleared (the learner runs it with their own code), unless tagged
+        # keep-output (its output does not depend on the learner's code)
+        if found or tags & CLEARED_TAGS or (after_exercise and KEEP_TAG not in tags):
             cell["outputs"] = []
             cell["execution_count"] = None
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n", regions

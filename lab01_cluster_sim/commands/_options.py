@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 
 __all__ = ["positive_float", "nonnegative_float", "positive_int", "nonnegative_int", "seed", "fraction",
-           "MAX_SEED"]
+           "MAX_SEED", "check_output_path"]
 
 #: Largest seed accepted: numpy's SeedSequence takes any non-negative int, but a bound keeps
 #: typos (and 20-digit numbers) out; 2**32 - 1 is what most tools accept.
@@ -126,3 +126,31 @@ def positive_or_inf(text: str) -> float:
     if not value > 0:  # also rejects NaN
         raise argparse.ArgumentTypeError(f"expected a number > 0 or inf, got {text!r}")
     return value
+
+
+def check_output_path(path: str, option: str) -> None:
+    """Fail before any work when ``path`` (the file an ``option`` such as ``--plot`` or
+    ``--output`` names) cannot be written: its folder is missing, a path component is a
+    file (``/etc/passwd/x.png``), the path is a folder, or it is not writable.
+
+    Raises:
+        lab01_cluster_sim.errors.InputError: ``<option> <path>: <what is wrong>``.
+    """
+    import os
+    from pathlib import Path
+
+    from lab01_cluster_sim.errors import InputError
+
+    if not path:
+        raise InputError(f"{option}: expected a file name, got an empty one")
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        blocker = next((a for a in (parent, *parent.parents) if a.exists() or a.is_symlink()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise InputError(f"{option} {path}: {blocker} is a file, not a folder")
+        raise InputError(f"{option} {path}: folder {parent} does not exist")
+    if p.is_dir():
+        raise InputError(f"{option} {path}: is a folder; expected a file name")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"{option} {path}: not writable")

@@ -33,8 +33,10 @@ time, disruptions per workload.
 examples:
   python -m lab01_cluster_sim autoscale
   python -m lab01_cluster_sim autoscale --scenario mini-lab --prepull
-  python -m lab01_cluster_sim autoscale --scenario burst --pods 80 --spot --spot-rate 0.5 --plot scale.png
-  python -m lab01_cluster_sim autoscale --scenario burst --consolidation WhenEmptyOrUnderutilized --limit-gpus 32
+  python -m lab01_cluster_sim autoscale --scenario burst --pods 80 --spot \\
+      --spot-rate 0.5 --plot scale.png
+  python -m lab01_cluster_sim autoscale --scenario burst \\
+      --consolidation WhenEmptyOrUnderutilized --limit-gpus 32
 """
 
 

@@ -47,8 +47,10 @@ JSON). Progress and notes go to stderr (--quiet: none).
 
 examples:
   python -m lab01_cluster_sim compare
-  python -m lab01_cluster_sim compare --trace ../shared/data/alibaba-gpu-2023/csv --seeds 42-51
-  python -m lab01_cluster_sim compare --trace DIR --pod-list gpushare40 --policies best-fit,fgd
+  python -m lab01_cluster_sim compare \\
+      --trace ../shared/data/alibaba-gpu-2023/csv --seeds 42-51
+  python -m lab01_cluster_sim compare --trace DIR --pod-list gpushare40 \\
+      --policies best-fit,fgd
   python -m lab01_cluster_sim compare --format csv --plot alloc.png
 """
 
@@ -145,12 +147,18 @@ _COUNTS = ("failed_pods", "stranded_gpus")
 """Columns that are counts: integers when whole (one seed), a mean otherwise."""
 
 
+_PLACES = {"alloc_100": 2, "alloc_end": 2, "alloc_end_sd": 2, "frag_pct": 2, "frag_ratio_pct": 2,
+           "unallocated_gpus": 3}
+"""Decimals kept in CSV and JSON: percentages to 2 (the paper's precision, as the replay
+rounds alloc% and frag%), GPUs to 3 (one milli-GPU)."""
+
+
 def row_dict(r: PolicySummary, workload: str = "") -> dict:
     """One policy's figures, cleaned for CSV and JSON (:func:`~lab01_cluster_sim.commands._format.clean_number`:
-    no float noise; whole counts as integers); None where the run cannot give one:
+    no float noise; percentages to 2 decimals and GPUs to 3, :data:`_PLACES`; whole counts as integers); None where the run cannot give one:
     ``alloc_100`` when the arrived load never reached 100 % (inflation below 1),
     ``alloc_end_sd`` with one seed, ``stranded_gpus`` when not computed."""
-    d = {c: clean_number(getattr(r, c)) for c in COLUMNS[1:]}
+    d = {c: clean_number(getattr(r, c), _PLACES.get(c)) for c in COLUMNS[1:]}
     for c in _COUNTS:
         if isinstance(d[c], float) and d[c].is_integer():
             d[c] = int(d[c])
@@ -167,9 +175,9 @@ def legend(x_end: int, inflation: float, policies: Sequence[str]) -> str:
     ]
     if x_end != 100:
         entries.append((f"alloc@{x_end} %", f"the same at the end of the arrivals, {x_end} % of the capacity "
-                                            f"(--inflation {inflation:g})"))
+                                            f"(--inflation {inflation:g}){';' if x_end > 100 else ''}"))
         if x_end > 100:
-            entries.append(("", "demand exceeds supply, so the gap to 100 is capacity lost to placement"))
+            entries.append(("", "demand then exceeds supply, so the gap to 100 is capacity lost to placement"))
     entries += [
         ("sd", f"sample standard deviation of alloc@{x_end} over the seeds, in points ('-' with one seed)"),
         ("failed pods", "pods that fit no node when they arrived (never retried), mean over seeds"),
@@ -274,11 +282,9 @@ def check_plot_path(path: str) -> None:
     if ext not in formats:
         raise InputError(f"--plot {path}: expected a file name ending in one of "
                          f"{', '.join('.' + e for e in sorted(formats))}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--plot {path}: folder {parent} does not exist")
-    if p.is_dir():
-        raise InputError(f"--plot {path}: is a folder; expected a file name")
+    from lab01_cluster_sim.commands._options import check_output_path
+
+    check_output_path(path, "--plot")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -304,8 +310,9 @@ def run(args: argparse.Namespace) -> int:
 
         trace = default_trace(args.workload_seed)
         nodes, jobs = list(trace.nodes), list(trace.jobs)
-        label = trace.description
-    n_seeds = f"{len(seeds)} seed{'' if len(seeds) == 1 else 's'}"
+        # "(seed 0)" is the workload's seed, beside the replay seeds at the end of the line
+        label = trace.description.replace(f"(seed {args.workload_seed})", f"(workload seed {args.workload_seed})", 1)
+    n_seeds = f"{len(seeds)} replay seed{'' if len(seeds) == 1 else 's'}"
     workload = (f"{label}; replayed to {args.inflation * 100:g} % of the GPU capacity (--inflation "
                 f"{args.inflation:g}), {n_seeds} ({args.seeds})")
     if not args.quiet and args.format != "table":  # the table carries this line itself
@@ -319,6 +326,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet and rows and rows[0].x_end < 100:
         print(f"note: alloc@100 is '-': the arrived load stops at {rows[0].x_end} % of the GPU capacity "
               f"(--inflation {args.inflation:g}), so it never reached 100 %", file=sys.stderr)
+    if not args.quiet and args.trace:
+        from lab01_cluster_sim.workloads.openb import unknown_models_note
+
+        note = unknown_models_note(nodes, jobs, node_list)
+        if note:
+            print(note, file=sys.stderr)
     if not args.quiet and rows and any(math.isnan(r.stranded_gpus) for r in rows):
         print("note: stranded GPUs are '-': lab01_cluster_sim.metrics.count_stranded_gpus is not implemented yet "
               "(Lab 01 exercise)", file=sys.stderr)

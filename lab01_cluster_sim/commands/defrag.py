@@ -30,8 +30,10 @@ use of each MIG profile of a pool of MIG GPUs (--mig-gpus GPUs with --mig-layout
 
 examples:
   python -m lab01_cluster_sim defrag
-  python -m lab01_cluster_sim defrag --reserved 0,0.25,0.5 --dashboard dashboard.png
-  python -m lab01_cluster_sim defrag --checkpoint-interval 300 --restore 30 --format csv
+  python -m lab01_cluster_sim defrag --reserved 0,0.25,0.5 \\
+      --dashboard dashboard.png
+  python -m lab01_cluster_sim defrag --checkpoint-interval 300 \\
+      --restore 30 --format csv
 """
 
 
@@ -92,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
         next(bar, None)
         admission.extend(compare_shape_aware(nodes, jobs, [share]))
     print("shape-aware admission")
-    durations = {"big_job_mean_wait_s": "duration", "small_job_mean_wait_s": "duration", "utilisation": "ratio"}
+    durations = {"big_job_mean_wait_s": "duration", "small_job_mean_wait_s": "duration", "utilisation": "ratio",
+                 "mean_stranded_gpus": "mean", "mean_stranded_reserved_gpus": "mean",
+                 "big_jobs_never_started": "count", "small_jobs_never_started": "count"}
     print(format_rows([asdict(r) for r in admission], args.format, units=durations), end="")
     if args.format == "table":
         notes = ["mean_stranded_gpus: free GPUs no pending job could use, averaged over time; "
@@ -115,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
              "gpu_hours_cost": defrag.gpu_hours_cost()}]
     print("\ndefragmentation by migration")
     print(format_rows(rows, args.format, units={"mean_wait_s": "duration", "p99_wait_s": "duration",
-                                                "utilisation": "ratio"}), end="")
+                                                "utilisation": "ratio", "moves": "count",
+                                                "gpu_hours_cost": "mean"}), end="")
     if defrag.events and args.format == "table":
         print("\nfirst moves (time s, for job: moved jobs; stranded GPUs before -> after):")
         for e in defrag.events[:5]:

@@ -32,8 +32,10 @@ The workload (lab01_cluster_sim.disciplines.demo): --nodes nodes of --gpus-per-n
 
 examples:
   python -m lab01_cluster_sim disciplines
-  python -m lab01_cluster_sim disciplines --checkpoint-interval 600 --restore 60 --plot trilemma.png
-  python -m lab01_cluster_sim disciplines --disciplines fifo-skip,backfill --format csv
+  python -m lab01_cluster_sim disciplines --checkpoint-interval 600 \\
+      --restore 60 --plot trilemma.png
+  python -m lab01_cluster_sim disciplines \\
+      --disciplines fifo-skip,backfill --format csv
 """
 
 
@@ -57,6 +59,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--restore", type=nonnegative_float(), default=0.0, help="restore overhead after a preemption, s (default 0)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"), help="output format")
     parser.add_argument("--plot", metavar="FILE", help="save the trilemma figure (png, svg, pdf)")
+
+
+def _why_fairness_differs(by_slow: str, by_share: str) -> str:
+    """The sentence explaining why two disciplines top the two fairness columns ("" when one
+    discipline tops both)."""
+    if by_slow == by_share:
+        return ""
+    text = (f"The two measure different things, so {by_slow} can top jain_index while {by_share} tops "
+            "jain_dominant_share")
+    if by_slow == "fifo" and by_share == "drf":
+        text += (": in one FIFO line every tenant's jobs wait behind the same head, so queueing slows all tenants "
+                 "about alike even when one of them holds most of the GPUs; DRF lets the tenant with the smallest "
+                 "dominant share go first, which evens out shares but makes some tenants wait more than others")
+    return text + ". "
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for name in steps(names, "disciplines"):
         rows.extend(trilemma_report(nodes, jobs, [name], checkpoint=spec))
-    units = {"mean_wait_s": "duration", "p99_wait_s": "duration", "utilisation": "ratio"}
+    units = {"mean_wait_s": "duration", "p99_wait_s": "duration", "utilisation": "ratio", "jain_index": "index",
+             "jain_dominant_share": "index", "lost_gpu_hours": "mean", "preemptions": "count", "completed": "count",
+             "pending": "count", "rejected": "count"}
     print(format_rows(rows, args.format, COLUMNS, units=units), end="")
     if args.format == "table":
         import textwrap
@@ -104,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
             "jain_index: Jain's index over tenants of their jobs' mean inverse slowdown (how evenly queueing "
             f"slows them; highest here: {by_slow}). jain_dominant_share: Jain's index over the dominant shares of "
             f"the tenants with work waiting, averaged over time (what DRF equalises; highest here: {by_share}). "
-            "utilisation counts work later lost to preemption as busy time.", 78))
+            + _why_fairness_differs(by_slow, by_share)
+            + "utilisation counts work later lost to preemption as busy time.", 78))
     if args.plot:
         from lab01_cluster_sim.plots.fairness import trilemma_figure
 

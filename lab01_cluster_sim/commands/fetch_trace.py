@@ -31,8 +31,10 @@ default source:
 
 examples:
   python -m lab01_cluster_sim fetch-trace ~/data/alibaba-gpu-2023
-  python -m lab01_cluster_sim fetch-trace ~/data/alibaba-gpu-2023 --files openb_node_list_gpu_node.csv,openb_pod_list_default.csv
-  python -m lab01_cluster_sim compare --trace ~/data/alibaba-gpu-2023 --seeds 42-51
+  python -m lab01_cluster_sim fetch-trace ~/data/alibaba-gpu-2023 \\
+      --files openb_node_list_gpu_node.csv,openb_pod_list_default.csv
+  python -m lab01_cluster_sim compare --trace ~/data/alibaba-gpu-2023 \\
+      --seeds 42-51
 """
 
 

@@ -27,7 +27,8 @@ gang:  a job is placed all-or-nothing; train-a runs first, train-b after it.
 
 examples:
   python -m lab01_cluster_sim gang-demo
-  python -m lab01_cluster_sim gang-demo --workers 4 --gpus-per-worker 2 --policy worst-fit
+  python -m lab01_cluster_sim gang-demo --workers 4 --gpus-per-worker 2 \\
+      --policy worst-fit
 """
 
 

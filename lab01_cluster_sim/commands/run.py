@@ -37,8 +37,10 @@ multi-role gangs, fields it does not model, ...) are named in one line and nothi
 
 examples:
   python -m lab01_cluster_sim run scenarios/gang-textbook.yaml
-  python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml --output out/policies
-  python -m lab01_cluster_sim run scenarios/kueue-borrowing --output out/borrowing
+  python -m lab01_cluster_sim run scenarios/policies-synthetic.yaml \\
+      --output out/policies
+  python -m lab01_cluster_sim run scenarios/kueue-borrowing \\
+      --output out/borrowing
   python -m lab01_cluster_sim run scenarios/kueue-borrowing --check
 """
 
@@ -52,10 +54,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _check_scenario_path(text: str) -> None:
+    """Refuse, in one line, a SCENARIO that is empty (it would silently mean the current
+    folder), missing, or neither a regular file nor a folder (a FIFO, /dev/zero)."""
+    import stat
+
+    from lab01_cluster_sim.errors import InputError
+
+    if not text.strip():
+        raise InputError("SCENARIO: empty; expected a scenario YAML file or a folder of them (e.g. scenarios/)")
+    try:
+        mode = Path(text).stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"{text}: no such file or folder; expected a scenario YAML file or a folder of them") \
+            from None
+    except OSError as exc:
+        raise InputError(f"{text}: cannot read: {exc.strerror or exc}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(f"{text}: is not a regular file or folder (a device, FIFO or socket); expected a scenario "
+                         "YAML file or a folder of them")
+
+
 def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.scenario import blockers, kind_of, load_scenario, run_scenario
     from lab01_cluster_sim.scenario.validate import KUBERNETES_VERSION
 
+    _check_scenario_path(args.scenario)
     sc = load_scenario(args.scenario)
     counts = ", ".join(f"{n} {k}" for k, n in sorted(sc.objects.items()))
     print(f"scenario {sc.name}: {counts} (valid; Kubernetes {KUBERNETES_VERSION} schemas, Kueue v1beta2, "

@@ -17,7 +17,7 @@ memory is isolated, and the memory wasted.
 
 Time-slicing: n co-located compute-bound jobs each run n x (slice + switch) / slice times
 longer (--slice-ms, --switch-us: assumptions, documented in lab01_cluster_sim.sharing_modes).
-MPS: each replica gets 100/n %% of the SMs and 1/n of the memory. MIG: each job is rounded
+MPS: each replica gets 100/n % of the SMs and 1/n of the memory. MIG: each job is rounded
 up to the smallest profile covering it (quantization waste); the node advertises
 nvidia.com/mig-<profile>: <count>.
 
@@ -33,8 +33,10 @@ on the CPU node instead of the GPU node.
 
 examples:
   python -m lab01_cluster_sim sharing
-  python -m lab01_cluster_sim sharing --gpu H100-80GB --layout 3g.40gb,2g.20gb,1g.10gb,1g.10gb
-  python -m lab01_cluster_sim sharing --gpu A100-80GB --requests 6:0.125,25:0.3,12:0.2
+  python -m lab01_cluster_sim sharing --gpu H100-80GB \\
+      --layout 3g.40gb,2g.20gb,1g.10gb,1g.10gb
+  python -m lab01_cluster_sim sharing --gpu A100-80GB \\
+      --requests 6:0.125,25:0.3,12:0.2
   python -m lab01_cluster_sim sharing --tenancy --plot sharing.png
 """
 

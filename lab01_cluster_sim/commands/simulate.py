@@ -37,7 +37,10 @@ the whole run" allocation is low because the last long jobs run alone for days.
 With --trace DIR (the folder of the Alibaba openb CSVs) the cluster is
 openb_node_list_gpu_node.csv and each pod of the pod list arrives at its creation_time
 and runs deletion_time - scheduled_time (deletion - creation for pods never scheduled);
-its QoS class (LS, BE, Burstable, ...) is its tenant for DRF.
+its QoS class (LS, BE, Burstable, ...) is its tenant for DRF. The openb pod list is a
+snapshot of pods whose creation times span about 149 days, so replayed in time it keeps
+well under 1% of the GPUs busy on average; the paper's replay method (the compare
+command) is the standard way to load it.
 
 --plugin NAME[:key=value,...] (repeatable) adds an extension of the one engine, in the
 order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-slicing
@@ -45,16 +48,17 @@ order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-
 shape-aware (reserved), defrag (max_moves; with checkpoints), checkpoints (interval_s,
 checkpoint_s, restore_s), autoscaler (instance_types=a;b, limit_gpus, consolidation,
 consolidate_after_s, capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
-Any of them combine with each other, every discipline and the trace. The openb pod list is a snapshot of pods whose creation times
-span about 149 days, so replayed in time it keeps well under 1% of the GPUs busy on
-average; the paper's replay method (the compare command) is the standard way to load it.
+Any of them combine with each other, every discipline and the trace.
 
 examples:
   python -m lab01_cluster_sim simulate
-  python -m lab01_cluster_sim simulate --jobs 5000 --nodes 200 --policy fgd --plot timeline.png
-  python -m lab01_cluster_sim simulate --trace ../shared/data/alibaba-gpu-2023/csv --format json
-  python -m lab01_cluster_sim simulate --discipline drf --plugin topology:max_wait_s=600 \
-      --plugin time-slicing --plugin autoscaler:limit_gpus=64
+  python -m lab01_cluster_sim simulate --jobs 5000 --nodes 200 \\
+      --policy fgd --plot timeline.png
+  python -m lab01_cluster_sim simulate \\
+      --trace ../shared/data/alibaba-gpu-2023/csv --format json
+  python -m lab01_cluster_sim simulate --discipline drf \\
+      --plugin topology:max_wait_s=600 --plugin time-slicing \\
+      --plugin autoscaler:limit_gpus=64
 """
 
 FORMATS = ("table", "json", "csv")
@@ -94,7 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="feasible nodes scored per worker: 'all', 'adaptive' (kube-scheduler's default) or N")
     parser.add_argument("--until", type=positive_float(), default=None, help="stop at this simulated time, s (> 0)")
     parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default %(default)s)")
-    parser.add_argument("--jobs-out", metavar="FILE", help="also write one CSV row per job to FILE")
+    parser.add_argument("--jobs-out", metavar="FILE",
+                        help="also write one CSV row per job to FILE; its placements column has one NODE:GPUS "
+                             "entry per worker (the worker's GPU indices, comma-separated), workers separated by "
+                             "spaces: a 4-GPU pod is 'h100-0:0,1,2,3', a gang of four 1-GPU workers "
+                             "'node-0:1 node-0:2 node-0:3 node-1:0'")
     parser.add_argument("--plot", metavar="FILE", help="save the allocation/stranded timeline figure (png, svg, pdf)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--plugin", action="append", default=[], metavar="NAME[:KEY=VALUE,...]",
@@ -167,6 +175,13 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
     return nodes, jobs
 
 
+def stranded_interval(num_nodes: int, num_jobs: int) -> float | None:
+    """How often, simulated s, ``simulate`` samples stranded GPUs: at every event (None) up to
+    10,000,000 node-jobs, every 600 s above (counting them at every event costs
+    O(nodes) each)."""
+    return None if num_nodes * num_jobs <= 10_000_000 else 600.0
+
+
 def _nodes_to_score(text: str, num_nodes: int) -> int | None:
     if text == "all":
         return None
@@ -209,18 +224,23 @@ def _print_table(d: dict, out) -> None:
         return "n/a" if x is None else (f"{x:,.1f}{unit}" if isinstance(x, float) else f"{x}{unit}")
 
     print(f"policy {d['policy']}, mode {d['mode']}, discipline {d['discipline']}, seed {d['seed']}: "
-          f"{d['jobs']} jobs, stopped: {d['stop_reason']} at t={d['end_time_s']:,.0f} s", file=out)
+          f"{d['jobs']} job{'' if d['jobs'] == 1 else 's'}, stopped: {d['stop_reason']} at "
+          f"t={d['end_time_s']:,.0f} s", file=out)
     print("  states:         " + ", ".join(f"{k} {v}" for k, v in d["states"].items()), file=out)
     ns = d["never_started"]
     started = d["jobs"] - ns["pending"] - ns["rejected"]
     notes = {"wait_s": f" (over the {started} jobs that started; never started: {ns['pending']} still pending, "
                        f"{ns['rejected']} rejected)" if ns["pending"] + ns["rejected"] else "",
              "jct_s": ""}
+    from lab01_cluster_sim.commands._format import format_duration
+
+    def t(x):   # each in its readable unit: 42.0 s, 40.2 min, 6.5 h
+        return format_duration(x, missing="n/a")
+
     for key, label in (("wait_s", "queueing delay"), ("jct_s", "JCT")):
         v = d[key]
-        print(f"  {label + ':':<16}mean {f(v['mean'], ' s')}, p50 {f(v['p50'], ' s')}, p99 {f(v['p99'], ' s')}"
-              f"{notes[key]}", file=out)
-    print(f"  makespan:       {f(d['makespan_s'], ' s')}", file=out)
+        print(f"  {label + ':':<16}mean {t(v['mean'])}, p50 {t(v['p50'])}, p99 {t(v['p99'])}{notes[key]}", file=out)
+    print(f"  makespan:       {format_duration(d['makespan_s'], missing='n/a')}", file=out)
     ratio = d["mean_allocation_ratio"]
     busy = d["arrival_allocation_ratio"]
     print(f"  allocation:     {'n/a' if busy is None else f'{100 * busy:.2f}'} % while jobs arrive, "
@@ -246,6 +266,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--pod-list needs --trace DIR (the folder holding the openb CSVs)")
     if args.trace:
         nodes, jobs = trace_jobs(args.trace, args.pod_list)
+        from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, unknown_models_note
+
+        note = None if args.quiet else unknown_models_note(nodes, jobs, DEFAULT_NODE_LIST)
+        if note:
+            print(note, file=sys.stderr)
     else:
         nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share,
                                      args.load)
@@ -254,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     plugins = [make_plugin(spec, nodes, jobs) for spec in args.plugin]
     result = simulate(nodes, jobs, policy=args.policy, mode=args.mode, discipline=args.discipline, seed=args.seed,
                       until=args.until, nodes_to_score=_nodes_to_score(args.nodes_to_score, len(nodes)),
-                      stranded_interval=None if len(nodes) * len(jobs) <= 10_000_000 else 600.0,
+                      stranded_interval=stranded_interval(len(nodes), len(jobs)),
                       progress=not args.quiet, plugins=plugins)
     d = summary_dict(result)
     out = sys.stdout
@@ -281,7 +306,8 @@ def run(args: argparse.Namespace) -> int:
         from lab01_cluster_sim.plots.timeline import plot_timeline
 
         fig = plot_timeline({f"{result.policy} ({result.mode})": result.timeline},
-                            title=f"{d['jobs']} jobs on {len(nodes)} nodes")
+                            title=f"{d['jobs']} job{'' if d['jobs'] == 1 else 's'} on {len(nodes)} "
+                                  f"node{'' if len(nodes) == 1 else 's'}")
         try:
             fig.savefig(args.plot)
         except (OSError, ValueError) as exc:

@@ -21,14 +21,19 @@ fails is reported in its row and the sweep goes on; the exit status is 1 if any 
 Runners (default policies and workloads in brackets):
   disciplines  the queue-discipline runner on the seeded demo workload; --policies are
                disciplines [fifo,fifo-skip,priority,drf,backfill], --workloads are job
-               counts [200]; params: nodes, gpus_per_node, interarrival
+               counts [300]; params: nodes [4], gpus_per_node [8], interarrival [300 s],
+               the disciplines command's defaults
   replay       the paper's replay; --policies are placement policies [the textbook three and
                the paper's five, as compare; the paper's six with --trace], --workloads are
                'synthetic' or DIR[:POD_LIST], a folder of openb CSVs [synthetic];
                params: inflation, workload_seed
   simulate     the core timed simulation on its synthetic workload; --policies are placement
                policies [first-fit,best-fit,worst-fit], --workloads are job counts [2000];
-               params: nodes, discipline, mode, interarrival, gang_share
+               params: nodes [20], load [2], discipline [fifo-skip], mode [gang],
+               interarrival [from load], gang_share [0], the simulate command's defaults
+
+Numbers are checked against the matching command's bounds before anything runs
+(nodes=0, interarrival=nan or --workloads 10000000 for simulate are refused).
 
 Seeds, as in the matching command, so a row reproduces that command's run:
   replay       --seeds seed the replay (order, ties, random policies) like compare --seeds;
@@ -39,34 +44,32 @@ Seeds, as in the matching command, so a row reproduces that command's run:
 
 Numbers in the CSV carry no float noise (12 significant digits); a figure a run cannot
 give is an empty cell. Times are in seconds (columns ending in _s); alloc_* and *_pct
-columns are in %, ratios (utilisation, mean_allocation_ratio) in [0, 1].
+columns are in %, ratios (utilisation, *_allocation_ratio) in [0, 1].
 
 The fragmentation paper's full grid is 6 policies x 17 workloads x 10 seeds = 1,020 runs.
 
 examples:
-  python -m lab01_cluster_sim sweep --policies fifo,fifo-skip,backfill --seeds 0-9 --output sweep.csv
-  python -m lab01_cluster_sim sweep --policies backfill --param interarrival=300,400,600 --workers 2
-  python -m lab01_cluster_sim sweep --policies fifo,drf --seeds 0-3 --dask local --workers 2
-  python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 --output replay.csv
-  python -m lab01_cluster_sim sweep --runner replay --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
+  python -m lab01_cluster_sim sweep --policies fifo,fifo-skip,backfill \\
+      --seeds 0-9 --output sweep.csv
+  python -m lab01_cluster_sim sweep --policies backfill \\
+      --param interarrival=300,400,600 --workers 2
+  python -m lab01_cluster_sim sweep --policies fifo,drf --seeds 0-3 \\
+      --dask local --workers 2
+  python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 \\
+      --output replay.csv
+  python -m lab01_cluster_sim sweep --runner replay \\
+      --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
       --seeds 42-51 --output grid.csv
-  python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 --policies best-fit --param discipline=fifo,backfill
+  python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 \\
+      --policies best-fit --param discipline=fifo,backfill
 """
 
 
 def _check_writable(path: str) -> None:
     """Fail before any run when --output cannot be written (the runs would be lost)."""
-    import os
-    from pathlib import Path
+    from lab01_cluster_sim.commands._options import check_output_path
 
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"--output {path}: folder {parent} does not exist")
-    if p.is_dir():
-        raise InputError(f"--output {path}: is a folder; expected a file name")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise InputError(f"--output {path}: not writable")
+    check_output_path(path, "--output")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated; queue disciplines for the disciplines runner, placement policies "
                              "for replay and simulate (default: see Runners above)")
     parser.add_argument("--workloads", default=None,
-                        help="comma-separated (default: 200 jobs for disciplines, synthetic for replay, 2000 jobs "
+                        help="comma-separated (default: 300 jobs for disciplines, synthetic for replay, 2000 jobs "
                              "for simulate)")
     parser.add_argument("--trace", metavar="DIR",
                         help="replay runner: folder of the openb CSVs (python -m lab01_cluster_sim fetch-trace DIR "
@@ -146,12 +149,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()  # the rows before the notes, also when both go to one terminal
     failed = result.failed
-    if args.output and not args.quiet:
+    if not args.quiet:
         axes = (f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'} x {len(workloads)} "
                 f"workload{'' if len(workloads) == 1 else 's'} x {len(seeds)} seed{'' if len(seeds) == 1 else 's'}"
                 + "".join(f" x {len(v)} {k}" for k, v in sorted(params.items())))
-        print(f"wrote {len(result.rows)} runs ({axes}; {len(result.rows) - failed} ok, {failed} failed) "
-              f"to {args.output}", file=sys.stderr)
+        runs = f"{len(result.rows)} run{'' if len(result.rows) == 1 else 's'}"
+        print(f"wrote {runs} ({axes}; {len(result.rows) - failed} ok, {failed} failed) "
+              f"to {args.output or 'stdout'}", file=sys.stderr)
     if failed:
         print(f"{failed} of {len(result.rows)} runs failed (see the status and error columns)", file=sys.stderr)
         return 1

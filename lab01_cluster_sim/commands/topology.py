@@ -30,7 +30,8 @@ domain (9 nodes of 8 GPUs = a 72-GPU NVL72-style rack).
 
 examples:
   python -m lab01_cluster_sim topology
-  python -m lab01_cluster_sim topology --max-waits 0,600,3600,inf --comm-fraction 0.3 --plot topo.png
+  python -m lab01_cluster_sim topology --max-waits 0,600,3600,inf \\
+      --comm-fraction 0.3 --plot topo.png
   python -m lab01_cluster_sim topology --allreduce-gb 10 --gpus 16
 """
 
@@ -122,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     rows = mean_rows(per_seed)
     se = jct_standard_error(per_seed)
     table = [asdict(r) | {"jct_se_s": e} for r, e in zip(rows, se)]
-    units = {"mean_wait_s": "duration", "mean_jct_s": "duration", "jct_se_s": "duration", "makespan_s": "duration"}
+    units = {"mean_wait_s": "duration", "mean_jct_s": "duration", "jct_se_s": "duration", "makespan_s": "duration",
+             "mean_slowdown": "index", "spanning_jobs": "mean", "multi_gpu_jobs": "mean", "slowed_jobs": "mean"}
     print(format_rows(table, args.format, units=units), end="")
     if args.format == "table":
         best = min(range(len(rows)), key=lambda i: rows[i].mean_jct_s)
@@ -131,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         verdict = (f"not told apart from {', '.join(close)}" if close else
                    "shorter than every other bound's by more than twice the standard error of the paired "
                    "differences")
-        note = (f"Mean over {args.seeds} workloads (seeds {args.seed}..{args.seed + args.seeds - 1}); jct_se: "
+        over = (f"{args.seeds} workloads (seeds {args.seed}..{args.seed + args.seeds - 1})" if args.seeds > 1
+                else f"1 workload (seed {args.seed})")
+        note = (f"Mean over {over}; jct_se: "
                 f"standard error of the mean JCT over them. Shortest mean JCT: wait bound {name[best]}, {verdict}. "
                 "One workload alone is often not monotonic in the bound (where one job starts changes the whole "
                 "queue behind it): compare bounds on the same workloads, and raise --seeds to tell close ones apart.")

@@ -26,14 +26,24 @@ Behaviour of :func:`fetch_trace`:
   (:class:`ChecksumMismatch`); nothing unverified is left under a trace file's name;
 - every input is bounded: at most :data:`MAX_FILE_BYTES` per file (a server that sends more
   is cut off), a sums file of at most :data:`MAX_SUMS_BYTES` and :data:`MAX_FILES` entries,
-  file names of plain characters only (no folders, no ``..``), a timeout per request.
+  file names of plain characters only (no folders, no ``..``), a timeout per request and a
+  deadline per file (:func:`file_deadline_s`: 60 s plus 10 kB/s of its size), so a server
+  that trickles bytes cannot hold a file for hours;
+- nothing is written through a link: a ``.part`` or trace file that is a symbolic link, a
+  folder or anything but a regular file is refused (one line, nothing followed or deleted
+  behind it), and the ``.part`` is opened with ``O_NOFOLLOW``;
+- a malformed ``--base-url`` (bad port, bad IPv6 literal, spaces or control characters, a
+  ``user:password@`` part) is one line, not a traceback.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import re
+import stat
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -74,6 +84,23 @@ TIMEOUT_S = 30.0
 """Default timeout of one HTTP request (connect and each read), s."""
 
 CHUNK_BYTES = 64 * 1024
+
+DEADLINE_BASE_S = 60.0
+"""Fixed part of the deadline of one file's download, s."""
+
+MIN_RATE_BYTES_PER_S = 10_000
+"""Slowest average rate accepted over a whole file (10 kB/s: the 710,698-byte largest trace
+file then gets 60 + 71 = 131 s)."""
+
+
+def file_deadline_s(size: int | None, max_bytes: int = MAX_FILE_BYTES) -> float:
+    """Seconds one file's download may take in all: :data:`DEADLINE_BASE_S` plus its size
+    (``max_bytes`` when the server does not say) at :data:`MIN_RATE_BYTES_PER_S`.
+
+    >>> file_deadline_s(1_000)
+    60.1
+    """
+    return DEADLINE_BASE_S + (max_bytes if size is None else size) / MIN_RATE_BYTES_PER_S
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _LINE = re.compile(r"([0-9a-fA-F]{64}) [ *](.+)")
@@ -206,19 +233,36 @@ def check_base_url(base_url: str) -> str:
     """The base URL without a trailing ``/``.
 
     Raises:
-        InputError: not an ``http://`` or ``https://`` URL with a host.
+        InputError: not an ``http://`` or ``https://`` URL with a host; a port that is not
+            a number from 1 to 65535, a malformed IPv6 literal, whitespace or control
+            characters, or a ``user:password@`` part (credentials are not sent, nor echoed).
     """
-    parts = urllib.parse.urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InputError(f"--base-url {base_url!r}: expected an http:// or https:// URL of the folder holding the "
-                         "files")
+    def bad(what: str, shown: str = base_url) -> InputError:
+        return InputError(f"--base-url {shown[:200]!r}: {what + '; ' if what else ''}expected an http:// or "
+                          "https:// URL of the folder holding the files")
+
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):
+        raise bad("contains a space or control character (quote spaces as %20)")
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        port = parts.port
+    except ValueError as exc:
+        raise bad(f"malformed ({exc})") from None
+    if parts.username is not None or parts.password is not None:
+        hidden = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+        raise bad("has a user:password@ part, which is not supported", hidden)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise bad("")
+    if port == 0:
+        raise bad("port 0")
     return base_url.rstrip("/")
 
 
 def fetch_trace(dest: str | os.PathLike, base_url: str = DEFAULT_BASE_URL, sums: Mapping[str, str] | None = None,
                 files: Iterable[str] | None = None, progress: Progress | None = None, *,
                 max_bytes: int = MAX_FILE_BYTES, timeout: float = TIMEOUT_S,
-                opener: Callable[..., object] = urllib.request.urlopen) -> list[FetchedFile]:
+                opener: Callable[..., object] = urllib.request.urlopen,
+                clock: Callable[[], float] = time.monotonic) -> list[FetchedFile]:
     """Download the trace files into ``dest`` and verify them (see the module docstring).
 
     Args:
@@ -230,6 +274,7 @@ def fetch_trace(dest: str | os.PathLike, base_url: str = DEFAULT_BASE_URL, sums:
         max_bytes: most bytes accepted for one file.
         timeout: seconds per HTTP request.
         opener: ``urllib.request.urlopen`` or a stand-in with its signature.
+        clock: seconds, monotonic (for the per-file deadline, :func:`file_deadline_s`).
 
     Returns:
         One :class:`FetchedFile` per file, in order.
@@ -239,7 +284,8 @@ def fetch_trace(dest: str | os.PathLike, base_url: str = DEFAULT_BASE_URL, sums:
             before it stay, verified).
         InputError: a bad base URL, an unknown file name, ``dest`` not a folder, an HTTP
             error, an unreachable server, a file larger than ``max_bytes`` or shorter than
-            the server announced; each one line naming the file or URL.
+            the server announced, a download past its deadline, a ``.part`` or trace file
+            that is a link, folder or device; each one line naming the file or URL.
     """
     base = check_base_url(base_url)
     sums = dict(shipped_sums() if sums is None else sums)
@@ -259,19 +305,41 @@ def fetch_trace(dest: str | os.PathLike, base_url: str = DEFAULT_BASE_URL, sums:
     out = []
     for name in names:
         out.append(_fetch_one(folder, name, sums[name], f"{base}/{urllib.parse.quote(name)}", progress,
-                              max_bytes, timeout, opener))
+                              max_bytes, timeout, opener, clock))
     return out
 
 
+def _kind(path: Path) -> str | None:
+    """None when ``path`` is missing or a regular file (not a link); else what it is."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file (a device, FIFO or socket)"
+
+
 def _fetch_one(folder: Path, name: str, expected: str, url: str, progress: Progress | None, max_bytes: int,
-               timeout: float, opener) -> FetchedFile:
+               timeout: float, opener, clock: Callable[[], float] = time.monotonic) -> FetchedFile:
     final = folder / name
+    part = folder / (name + ".part")
+    for path in (final, part):
+        kind = _kind(path)
+        if kind is not None:
+            raise InputError(f"{path}: is {kind}; expected a regular file or nothing there (remove it and run "
+                             "again; nothing was written through it)")
     if final.is_file() and sha256_of(final, max_bytes) == expected:
         result = FetchedFile(name, final, "present", final.stat().st_size, 0, expected)
         if progress is not None:
             progress.done(result)
         return result
-    part = folder / (name + ".part")
     already = part.stat().st_size if part.is_file() else 0
     if already > max_bytes:
         part.unlink()
@@ -280,14 +348,15 @@ def _fetch_one(folder: Path, name: str, expected: str, url: str, progress: Progr
     headers = {"User-Agent": "lab01_cluster_sim fetch-trace"}
     if already:
         headers["Range"] = f"bytes={already}-"
-    request = urllib.request.Request(url, headers=headers)
+    started = clock()
     try:
+        request = urllib.request.Request(url, headers=headers)
         response = opener(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and already:  # the .part is already complete (or longer than the file)
             return _finish(part, final, name, expected, url, _hash_file(part, h), already, 0, "resumed", progress)
         raise InputError(f"{url}: HTTP {exc.code} {exc.reason}; expected the file {name}") from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise InputError(f"{url}: cannot download {name}: {reason}") from None
     with response:
@@ -304,9 +373,14 @@ def _fetch_one(folder: Path, name: str, expected: str, url: str, progress: Progr
         if progress is not None:
             progress.start(name, total, already)
         size = already
+        deadline = file_deadline_s(None if total is None else total - already, max_bytes)
+        # read1 returns what has arrived (at most one socket read, each bounded by the
+        # timeout), so the deadline is checked at least once per timeout however slow the server
+        read = getattr(response, "read1", None) or response.read
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resumed else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
         try:
-            with part.open("ab" if resumed else "wb") as fh:
-                while chunk := response.read(CHUNK_BYTES):
+            with os.fdopen(os.open(part, flags, 0o644), "wb") as fh:
+                while chunk := read(CHUNK_BYTES):
                     size += len(chunk)
                     if size > max_bytes:
                         fh.close()
@@ -316,7 +390,11 @@ def _fetch_one(folder: Path, name: str, expected: str, url: str, progress: Progr
                     h.update(chunk)
                     if progress is not None:
                         progress.advance(len(chunk))
-        except OSError as exc:  # (TimeoutError and socket errors are OSErrors)
+                    if clock() - started > deadline:
+                        raise InputError(f"{url}: download of {name} took over {deadline:,.0f} s (60 s plus 10 kB/s "
+                                         f"of its size) and was stopped after {size:,} bytes; the server is too "
+                                         "slow; run again to resume, or use another --base-url")
+        except (OSError, http.client.HTTPException) as exc:  # (TimeoutError and socket errors are OSErrors)
             raise InputError(f"{url}: download of {name} broke off after {size:,} bytes ({exc}); run again to "
                              "resume") from None
         if total is not None and size < total:
@@ -340,7 +418,10 @@ def _finish(part: Path, final: Path, name: str, expected: str, url: str, h, size
         part.unlink(missing_ok=True)
         final.unlink(missing_ok=True)  # a stale file of that name failed its check too: no unverified data stays
         raise ChecksumMismatch(name, expected, actual, url)
-    os.replace(part, final)
+    try:
+        os.replace(part, final)
+    except OSError as exc:
+        raise InputError(f"{final}: cannot put the verified download in place: {exc.strerror or exc}") from None
     result = FetchedFile(name, final, status, size, downloaded, actual)
     if progress is not None:
         progress.done(result)

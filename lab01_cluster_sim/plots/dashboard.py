@@ -19,7 +19,6 @@ def check_figure_path(path: str, option: str) -> None:
     Raises:
         InputError: naming ``option`` and ``path`` and what was expected.
     """
-    import os
     from pathlib import Path
 
     from lab01_cluster_sim.errors import InputError
@@ -29,13 +28,9 @@ def check_figure_path(path: str, option: str) -> None:
     if p.suffix.lower().lstrip(".") not in formats:
         raise InputError(f"{option} {path}: expected a file name ending in one of "
                          f"{', '.join('.' + e for e in sorted(formats))}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"{option} {path}: folder {parent} does not exist")
-    if p.is_dir():
-        raise InputError(f"{option} {path}: is a folder; expected a file name")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise InputError(f"{option} {path}: not writable")
+    from lab01_cluster_sim.commands._options import check_output_path
+
+    check_output_path(path, option)
 
 
 def fragmentation_dashboard(times: Sequence[float], stranded: Sequence[float], allocation_ratio: Sequence[float],

@@ -19,7 +19,10 @@ Bounds (so that no value overflows the int64 arithmetic of the fragmentation mea
 typo is caught): a node has at most :data:`MAX_GPUS_PER_NODE` (16) GPUs (the openb nodes have
 at most 8; the largest common servers 8 or 16); a pod asks at most 16 GPUs; CPU at most
 :data:`MAX_CPU_MILLI` (10,000,000 milli-cores, 10,000 cores) and memory at most
-:data:`MAX_MEMORY_MIB` (2**30 MiB, 1 PiB) per node or pod.
+:data:`MAX_MEMORY_MIB` (2**30 MiB, 1 PiB) per node or pod. A list must be a regular file of at
+most :data:`MAX_FILE_BYTES` (32 MiB) with lines of at most :data:`MAX_LINE_CHARS` (4,096)
+characters and at most :data:`MAX_ROWS` (200,000) rows; the size is checked before reading, so
+a device such as /dev/zero, a FIFO or a sparse multi-gigabyte file is refused at once.
 
 Deviation from the FGD simulator's ``pod_csv_to_yaml.py`` (fgd-facts.md sec. 1), which clamps
 ``gpu_milli`` above 1000 to 1000 and zeroes the share of a pod with ``num_gpu`` 0: no row of
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +63,15 @@ MAX_MEMORY_MIB = 2**30
 _MAX = {"gpu": MAX_GPUS_PER_NODE, "num_gpu": MAX_GPUS_PER_NODE, "cpu_milli": MAX_CPU_MILLI,
         "memory_mib": MAX_MEMORY_MIB, "gpu_milli": MILLI_PER_GPU}
 DEFAULT_POD_LIST = "openb_pod_list_default.csv"
+MAX_FILE_BYTES = 32 * 2**20
+"""Largest node or pod list, bytes, the loaders read (32 MiB; the largest published list,
+``openb_pod_list_cpu300.csv``, is 710,698 bytes). Checked before reading, so a huge or sparse
+file costs nothing."""
+MAX_LINE_CHARS = 4096
+"""Longest CSV line, characters, the loaders accept (the published lists have at most 119)."""
+MAX_ROWS = 200_000
+"""Most data rows in one node or pod list (the published lists have at most 10,094; a
+200,000-pod list already takes minutes to replay)."""
 
 
 @dataclass(frozen=True)
@@ -107,17 +120,54 @@ class PodList:
         return int(sum(j.gpus_per_worker * j.gpu_milli for j in self.jobs))
 
 
-def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    if path.is_dir():
+def _lines(handle, path: Path):
+    """Yield the lines of ``handle``, refusing one longer than :data:`MAX_LINE_CHARS` or more
+    than :data:`MAX_ROWS` + 1 lines, so a hostile file cannot exhaust memory."""
+    number = 0
+    while True:
+        text = handle.readline(MAX_LINE_CHARS + 2)
+        if not text:
+            return
+        number += 1
+        if len(text.rstrip("\r\n")) > MAX_LINE_CHARS:
+            raise TraceFormatError(str(path), number, None,
+                                   f"line longer than {MAX_LINE_CHARS:,} characters; expected a CSV row of "
+                                   "the openb trace (at most about 120 characters)")
+        if number > MAX_ROWS + 1:
+            raise TraceFormatError(str(path), number, None,
+                                   f"more than {MAX_ROWS:,} rows; expected at most {MAX_ROWS:,} rows")
+        yield text
+
+
+def _check_file(path: Path) -> None:
+    """Refuse a path that is not a regular file of at most :data:`MAX_FILE_BYTES` (a folder,
+    a device such as /dev/zero, a FIFO, a sparse multi-gigabyte file) before opening it."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise TraceFormatError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
         raise TraceFormatError(str(path), None, None, "is a folder; expected a CSV file")
+    if not stat.S_ISREG(info.st_mode):
+        raise TraceFormatError(str(path), None, None, "is not a regular file (a device, FIFO or socket); "
+                                                      "expected a CSV file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise TraceFormatError(str(path), None, None,
+                               f"is {info.st_size:,} bytes; expected a CSV file of at most "
+                               f"{MAX_FILE_BYTES:,} bytes ({MAX_FILE_BYTES // 2**20} MiB)")
+
+
+def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    _check_file(path)
     try:
         handle = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise TraceFormatError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from None
     line = 1
+    reader = None
     try:
         with handle:
-            reader = csv.reader(handle)
+            reader = csv.reader(_lines(handle, path))
             header = next(reader, None)
             if header is None:
                 raise TraceFormatError(str(path), 1, None,
@@ -139,15 +189,21 @@ def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[in
                     raise TraceFormatError(str(path), 1, col,
                                            f"missing column {col!r}; expected columns {', '.join(required)}")
             rows = []
-            for line, values in enumerate(reader, start=2):
+            for values in reader:
+                line = reader.line_num
                 if not values:
                     continue
                 if len(values) != len(header):
                     raise TraceFormatError(str(path), line, None,
                                            f"{len(values)} fields, expected {len(header)} as in the header")
                 rows.append((line, dict(zip(header, values))))
+    except csv.Error as exc:
+        where = reader.line_num if reader is not None and reader.line_num else line
+        raise TraceFormatError(str(path), where, None, f"malformed CSV ({exc}); expected comma-separated "
+                                                       "fields, quotes closed on the same line") from None
     except UnicodeDecodeError:
-        raw = path.read_bytes()
+        with open(path, "rb") as raw_handle:
+            raw = raw_handle.read(MAX_FILE_BYTES)
         try:
             raw.decode("utf-8-sig")
             start = 0  # pragma: no cover - the decoder failed above
@@ -285,6 +341,36 @@ def load_pods(path: str | Path) -> PodList:
         raise TraceFormatError(str(path), None, None, "no pods")
     return PodList(path=path, jobs=tuple(jobs), qos=tuple(qos), phase=tuple(phase),
                    creation_time=times[:, 0], deletion_time=times[:, 1], scheduled_time=times[:, 2])
+
+
+def unknown_gpu_models(nodes: Sequence[Node], jobs: Sequence[Job]) -> tuple[int, tuple[str, ...]]:
+    """Pods that ask for GPU models no node has, so they can never be placed.
+
+    Returns:
+        (number of such pods, the models they ask for, sorted); a pod with no ``gpu_models``
+        (any model) or with one model some node has is not counted.
+    """
+    have = {n.gpu_model for n in nodes if n.gpu_count > 0}
+    count, asked = 0, set()
+    for j in jobs:
+        if j.gpu_models and j.gpus_per_worker > 0 and not have.intersection(j.gpu_models):
+            count += 1
+            asked.update(j.gpu_models)
+    return count, tuple(sorted(asked))
+
+
+def unknown_models_note(nodes: Sequence[Node], jobs: Sequence[Job], node_list: str) -> str | None:
+    """A one-line note for the commands when some pods ask for GPU models ``node_list`` lacks
+    (e.g. ``note: 16,151 of 16,151 pods ask only for GPU model NOSUCHGPU, which no node of
+    openb_node_list_gpu_node.csv has: they can never be placed``), or None."""
+    count, models = unknown_gpu_models(nodes, jobs)
+    if not count:
+        return None
+    have = sorted({n.gpu_model for n in nodes if n.gpu_count > 0})
+    shown = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+    return (f"note: {count:,} of {len(jobs):,} pods ask only for GPU model{'s' if len(models) > 1 else ''} {shown}, "
+            f"which no node of {node_list} has ({', '.join(have[:8]) or 'no GPU nodes'}"
+            f"{' ...' if len(have) > 8 else ''}): they can never be placed")
 
 
 def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:

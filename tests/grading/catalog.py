@@ -46,6 +46,11 @@ class DeclaredTest:
         title: first paragraph of the docstring (the test's name in the results), else the
             function name.
         parametrized: the function carries ``@pytest.mark.parametrize``.
+        cases: how many cases pytest makes of it (1 unless parametrized; the product of
+            the lengths of literal ``parametrize`` lists; 0 when a list is not literal, and
+            then no case of it is scored).
+        uses_partial_credit: the function asks for the ``partial_credit`` fixture (only
+            then does a ``partial_credit`` property in the report count).
     """
 
     nodeid: str
@@ -56,6 +61,8 @@ class DeclaredTest:
     visibility: str
     title: str
     parametrized: bool = False
+    cases: int = 1
+    uses_partial_credit: bool = False
 
     @property
     def file(self) -> str:
@@ -66,6 +73,20 @@ class DeclaredTest:
 def _is_mark(dec: ast.expr, name: str) -> bool:
     func = dec.func if isinstance(dec, ast.Call) else dec
     return isinstance(func, ast.Attribute) and func.attr == name
+
+
+def _case_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Cases of a parametrized test from literal ``parametrize`` argument lists; 0 if unknown."""
+    total = 1
+    for dec in node.decorator_list:
+        if not (isinstance(dec, ast.Call) and _is_mark(dec, "parametrize")):
+            continue
+        values = dec.args[1] if len(dec.args) > 1 else next(
+            (k.value for k in dec.keywords if k.arg == "argvalues"), None)
+        if not isinstance(values, (ast.List, ast.Tuple)):
+            return 0
+        total *= len(values.elts)
+    return total
 
 
 def declared_tests(paths: list[Path], rootpath: Path) -> list[DeclaredTest]:
@@ -81,7 +102,7 @@ def declared_tests(paths: list[Path], rootpath: Path) -> list[DeclaredTest]:
             files.update(p for p in path.rglob("test_*.py") if "__pycache__" not in p.parts)
         elif path.is_file() and path.name.startswith("test_") and path.suffix == ".py":
             files.add(path)
-    raw: list[tuple[str, float, str, str | None, bool, str, str, bool]] = []
+    raw: list[tuple] = []
     for file in sorted(files, key=lambda p: p.as_posix()):
         try:
             if file.stat().st_size > MAX_SOURCE_BYTES:
@@ -112,19 +133,22 @@ def declared_tests(paths: list[Path], rootpath: Path) -> list[DeclaredTest]:
                 title = " ".join(doc.strip().split("\n\n")[0].split()) if doc and doc.strip() else node.name
                 visibility = kwargs.get("visibility", "after_published" if hidden else "visible")
                 number = kwargs.get("number") if isinstance(kwargs.get("number"), str) else None
+                params = [a.arg for a in node.args.args + node.args.kwonlyargs]
                 raw.append((f"{rel}::{prefix}{node.name}", points, part, number, hidden,
-                            str(visibility), title, parametrized))
+                            str(visibility), title, parametrized, _case_count(node) if parametrized else 1,
+                            "partial_credit" in params))
     explicit = {r[3] for r in raw if r[3]}
     counters: dict[str, int] = {}
     out = []
-    for nodeid, points, part, number, hidden, visibility, title, parametrized in raw:
+    for nodeid, points, part, number, hidden, visibility, title, parametrized, cases, credit in raw:
         if number is None:
             while True:
                 counters[part] = counters.get(part, 0) + 1
                 number = f"{part}.{counters[part]}"
                 if number not in explicit:
                     break
-        out.append(DeclaredTest(nodeid, points, part, number, hidden, visibility, title, parametrized))
+        out.append(DeclaredTest(nodeid, points, part, number, hidden, visibility, title, parametrized, cases,
+                                credit))
     return out
 
 
@@ -152,6 +176,55 @@ def learner_files(course: Path) -> dict[str, tuple[str, ...]]:
             if parts:
                 found[path.relative_to(course).as_posix()] = tuple(parts)
     return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True)
+class LearnerFunction:
+    """A function the learner writes: a module-level function of a learner file whose body
+    holds a ``your code here (PART)`` stub in the student edition.
+
+    Attributes:
+        module: dotted module, ``lab01_cluster_sim.metrics``.
+        name: function name, ``count_stranded_gpus``.
+        part: the part id of its stub.
+        file: the file, POSIX, relative to the course root.
+    """
+
+    module: str
+    name: str
+    part: str
+    file: str
+
+
+def learner_functions(course: Path) -> list[LearnerFunction]:
+    """The learner's functions of a student edition, in file order (read with ``ast``).
+
+    Raises:
+        ValueError: a stub outside a module-level function (the grader can only proxy
+            module-level functions); the message names the file and line.
+    """
+    out: list[LearnerFunction] = []
+    for rel in learner_files(course):
+        tree = ast.parse((course / rel).read_text(encoding="utf-8"))
+        module = rel[:-3].replace("/", ".").removesuffix(".__init__")
+        owned: set[int] = set()
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            parts = sorted({p for sub in ast.walk(node) if isinstance(sub, ast.Raise)
+                            for p in STUB_RE.findall(ast.get_source_segment(
+                                (course / rel).read_text(encoding="utf-8"), sub) or "")})
+            for sub in ast.walk(node):
+                owned.add(id(sub))
+            if len(parts) > 1:
+                raise ValueError(f"{rel}:{node.lineno}: {node.name} holds stubs of parts {parts}; one part per function")
+            if parts:
+                out.append(LearnerFunction(module, node.name, parts[0], rel))
+        for sub in ast.walk(tree):
+            if isinstance(sub, ast.Raise) and id(sub) not in owned and STUB_RE.search(ast.unparse(sub)):
+                raise ValueError(f"{rel}:{sub.lineno}: a 'your code here' stub outside a module-level function "
+                                 "(the autograder runs only module-level learner functions in its worker)")
+    return out
 
 
 @dataclass(frozen=True)

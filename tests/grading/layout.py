@@ -23,10 +23,12 @@ without links, absolute paths or ``..``.
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import shutil
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -162,19 +164,68 @@ def resolve(root: Path, expected: list[str], files: list[PurePosixPath] | None =
     return out
 
 
+MAX_NAME_BYTES = 255
+"""Longest file or folder name in a zip (bytes, as most file systems allow)."""
+MAX_PATH_BYTES = 1024
+_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+
+
+def _check_members(archive: Path, infos: list[zipfile.ZipInfo]) -> None:
+    """Refuse an archive whose member names or flags cannot be unpacked safely and
+    unambiguously (the message names the member)."""
+    files: set[str] = set()
+    dirs: set[str] = set()
+    for info in infos:
+        raw = info.orig_filename
+        name = info.filename.replace("\\", "/")
+        pure = PurePosixPath(name)
+        if "\0" in raw or any(ord(c) < 32 for c in raw):
+            raise SubmissionError(f"{archive.name}: member name {raw!r} holds control characters")
+        if pure.is_absolute() or ".." in pure.parts or (pure.parts and ":" in pure.parts[0]):
+            raise SubmissionError(f"{archive.name}: unsafe member name {info.filename!r}")
+        if len(name.encode("utf-8", "replace")) > MAX_PATH_BYTES or any(
+                len(p.encode("utf-8", "replace")) > MAX_NAME_BYTES for p in pure.parts):
+            raise SubmissionError(f"{archive.name}: member name {name[:60]!r}... is too long")
+        if info.flag_bits & 0x1:
+            raise SubmissionError(f"{archive.name}: member {name!r} is encrypted (upload an unencrypted zip)")
+        if info.compress_type not in _METHODS:
+            raise SubmissionError(f"{archive.name}: member {name!r} uses an unknown compression method "
+                                  f"({info.compress_type})")
+        key = pure.as_posix()
+        if not pure.parts:
+            continue
+        if info.is_dir():
+            if key in files:
+                raise SubmissionError(f"{archive.name}: {key!r} is both a file and a folder")
+            dirs.add(key)
+            continue
+        if key in files:
+            raise SubmissionError(f"{archive.name}: member {key!r} appears twice")
+        if key in dirs:
+            raise SubmissionError(f"{archive.name}: {key!r} is both a file and a folder")
+        files.add(key)
+    for key in files:
+        parents = {p.as_posix() for p in PurePosixPath(key).parents if p.parts}
+        clash = parents & files
+        if clash:
+            raise SubmissionError(f"{archive.name}: {sorted(clash)[0]!r} is both a file and a folder")
+
+
 def extract_zip(archive: Path, dest: Path) -> list[str]:
     """Unpack a submission zip into ``dest`` safely.
 
-    Links are skipped; absolute paths and ``..`` refuse the archive. Returns the names
-    skipped (links).
+    Links are skipped; absolute paths, ``..``, control characters, over-long names,
+    duplicate members, a name that is both a file and a folder, encryption and unknown
+    compression methods refuse the archive. Returns the names skipped (links).
 
     Raises:
         SubmissionError: not a zip, too many members, too large in total, a suspicious
-            compression ratio, or an unsafe member name.
+            compression ratio, an unsafe member, or a member that cannot be read (bad
+            CRC, truncated data): always one line naming the archive.
     """
     try:
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise SubmissionError(f"{archive.name}: not a readable zip archive ({exc})") from None
     skipped: list[str] = []
     with zf:
@@ -187,27 +238,35 @@ def extract_zip(archive: Path, dest: Path) -> list[str]:
             raise SubmissionError(f"{archive.name}: {total} bytes uncompressed, more than {MAX_ZIP_BYTES}")
         if packed and total / packed > MAX_ZIP_RATIO and total > 10 * 1024 * 1024:
             raise SubmissionError(f"{archive.name}: compression ratio {total / packed:.0f}:1 is suspicious")
+        _check_members(archive, infos)
         for info in infos:
             name = info.filename.replace("\\", "/")
             pure = PurePosixPath(name)
-            if pure.is_absolute() or ".." in pure.parts or (pure.parts and ":" in pure.parts[0]):
-                raise SubmissionError(f"{archive.name}: unsafe member name {info.filename!r}")
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
                 skipped.append(name)
                 continue
-            target = dest / pure
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
+            if not pure.parts:
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            written = 0
-            with zf.open(info) as src, open(target, "wb") as out:
-                while chunk := src.read(1 << 16):
-                    written += len(chunk)
-                    if written > info.file_size or written > MAX_ZIP_BYTES:
-                        raise SubmissionError(f"{archive.name}: member {name!r} is larger than it says")
-                    out.write(chunk)
+            target = dest / pure
+            try:
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                written = 0
+                with zf.open(info) as src, open(target, "wb") as out:
+                    while chunk := src.read(1 << 16):
+                        written += len(chunk)
+                        if written > info.file_size or written > MAX_ZIP_BYTES:
+                            raise SubmissionError(f"{archive.name}: member {name!r} is larger than it says")
+                        out.write(chunk)
+            except SubmissionError:
+                raise
+            except (OSError, EOFError, RuntimeError, NotImplementedError, ValueError, zipfile.BadZipFile,
+                    zlib.error, lzma.LZMAError) as exc:
+                raise SubmissionError(f"{archive.name}: member {name[:80]!r} cannot be read "
+                                      f"({type(exc).__name__}: {str(exc)[:120]})") from None
     return skipped
 
 
@@ -226,8 +285,19 @@ def unpack(submission: Path, dest: Path) -> None:
     unpacked too.
 
     Raises:
-        SubmissionError: see :func:`extract_zip`; a path that is neither.
+        SubmissionError: see :func:`extract_zip`; a path that is neither; anything else
+            that goes wrong while reading it (one line, never a traceback).
     """
+    try:
+        _unpack(submission, dest)
+    except SubmissionError:
+        raise
+    except (OSError, ValueError, RuntimeError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error,
+            lzma.LZMAError, RecursionError, MemoryError) as exc:
+        raise SubmissionError(f"{submission.name}: cannot be read ({type(exc).__name__}: {str(exc)[:160]})") from None
+
+
+def _unpack(submission: Path, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     if submission.is_file() and submission.suffix.lower() == ".zip":
         extract_zip(submission, dest)

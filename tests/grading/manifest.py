@@ -66,6 +66,12 @@ CONFTEST_DIRS = (Path("."), Path("tests"), Path("tests") / "lab01", Path("tests"
 STARTUP_HOOKS = ("sitecustomize.py", "usercustomize.py")
 STARTUP_DIRS = (Path("."), Path("tests"))
 PYTEST_CONFIG_NAMES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg")
+SHADOWED_MODULES = ("pytest", "_pytest", "pluggy", "pytest_timeout", "py", "iniconfig", "packaging", "numpy",
+                    "defusedxml", "grading")
+"""Modules of the grading stack: a module or package of one of these names in the root or
+``tests/`` (both on ``sys.path`` when pytest runs) would be imported instead of the real one
+(``-p pytest_timeout`` loads a root-level ``pytest_timeout.py``); it is moved aside and the
+run refused (``tests/grading`` itself is the real ``grading``)."""
 _SKIP_PARTS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
 _SKIP_SUFFIXES = {".pyc", ".pyo"}
 BACKUP_DIR = Path("test-artifacts") / "grading-backup"
@@ -88,6 +94,19 @@ def guarded_files(root: Path) -> list[Path]:
     found = [d / "conftest.py" for d in CONFTEST_DIRS if (root / d / "conftest.py").is_file()]
     found += [d / name for d in STARTUP_DIRS for name in STARTUP_HOOKS if (root / d / name).is_file()]
     return [Path(p.as_posix()) for p in found]
+
+
+def shadowing_entries(root: Path) -> list[Path]:
+    """Modules or packages in the root or ``tests/`` named like :data:`SHADOWED_MODULES`."""
+    out = []
+    for d in STARTUP_DIRS:
+        for name in SHADOWED_MODULES:
+            if d == Path("tests") and name == "grading":
+                continue
+            for entry in (d / f"{name}.py", d / name):
+                if (root / entry).is_file() or (root / entry).is_dir():
+                    out.append(Path(entry.as_posix()))
+    return out
 
 
 def protected_files(root: Path) -> list[Path]:
@@ -183,7 +202,8 @@ def _loaded_early(rel: str) -> bool:
     """True for a file pytest or Python has loaded before ``pytest --grade`` checks anything."""
     path = Path(rel)
     return (path.name in ("conftest.py", *STARTUP_HOOKS) or path.parent == GRADING_DIR and path.suffix == ".py"
-            or path.name in PYTEST_CONFIG_NAMES or rel.startswith("pyproject.toml"))
+            or path.name in PYTEST_CONFIG_NAMES or rel.startswith("pyproject.toml")
+            or (path.parent in STARTUP_DIRS and (path.stem if path.suffix == ".py" else path.name) in SHADOWED_MODULES))
 
 
 @dataclass
@@ -298,6 +318,7 @@ def restore(root: Path, apply: bool = True) -> RestoreReport:
     listed = set(files)
     report.extra = [p.as_posix() for p in protected_files(root)
                     if p.as_posix() not in listed and (p.suffix == ".py" or not _is_graded_dir(p))]
+    report.extra += [p.as_posix() for p in shadowing_entries(root)]
     now = pytest_config(root)
     for key in sorted(set(now) | set(config)):
         if now.get(key) == config.get(key):
@@ -320,14 +341,20 @@ def restore(root: Path, apply: bool = True) -> RestoreReport:
         path.write_bytes(text.encode("utf-8"))
     for rel in report.extra:
         _backup(root, rel)
-        (root / rel).unlink()
+        if (root / rel).is_dir():
+            shutil.rmtree(root / rel)
+        else:
+            (root / rel).unlink()
     return report
 
 
 def _backup(root: Path, rel: str) -> None:
     dest = root / BACKUP_DIR / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(root / rel, dest)
+    if (root / rel).is_dir():
+        shutil.copytree(root / rel, dest, dirs_exist_ok=True)
+    else:
+        shutil.copy2(root / rel, dest)
 
 
 def main(argv: list[str] | None = None) -> int:

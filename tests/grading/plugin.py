@@ -236,9 +236,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --grade: only report changed test files, do not restore them")
     group.addoption("--grade-no-hidden", action="store_true",
                     help="with --grade: leave out tests/hidden/ (what a learner's check does)")
-    group.addoption("--grade-guard", action="store_true",
-                    help="used by the grader's child runs (grading/runner.py): stop the run without a "
-                         "report if pytest's reporting is changed during it (see Guard)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -251,8 +248,6 @@ def pytest_configure(config: pytest.Config) -> None:
         import numpy  # noqa: F401
     except ImportError:  # numpy is a dependency of the labs, not of this plugin
         pass
-    if config.getoption("grade_guard", default=False):
-        install_guard(config)
     if not config.getoption("grade", default=False):
         return
     # a graded file that fails to import (learner code with a syntax error) must cost its
@@ -283,134 +278,6 @@ def partial_credit(request: pytest.FixtureRequest) -> PartialCredit:
     yield credit
     if credit.fraction is not None:
         request.node.user_properties.append(("partial_credit", repr(credit.fraction)))
-
-
-# -- the child runs' guard ------------------------------------------------------------------
-_GUARDED_MODULES = ("_pytest", "pytest", "pluggy", "grading", "pytest_timeout")
-_LEARNER_PACKAGES = ("lab01_cluster_sim", "lab02_device_plugin")
-_GUARDED_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call",
-                  "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport",
-                  "pytest_pyfunc_call", "pytest_report_teststatus", "pytest_sessionfinish",
-                  "pytest_runtestloop", "pytest_exception_interact")
-_GUARDED_ATTRS = (
-    ("_pytest.runner", ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
-                        "pytest_runtest_makereport", "CallInfo.from_call")),
-    ("_pytest.reports", ("TestReport.from_item_and_call", "TestReport.__init__", "BaseReport.passed",
-                         "BaseReport.failed", "BaseReport.skipped")),
-    ("_pytest.junitxml", ("LogXML.pytest_runtest_logreport", "LogXML.pytest_sessionfinish", "LogXML.finalize",
-                          "LogXML.node_reporter", "_NodeReporter.append_pass", "_NodeReporter.append_failure",
-                          "_NodeReporter.append_error", "_NodeReporter.append_skipped", "_NodeReporter.to_xml",
-                          "_NodeReporter.add_property", "mangle_test_address", "bin_xml_escape")),
-    ("_pytest.python", ("pytest_pyfunc_call", "Function.runtest")),
-    ("pluggy._callers", ("_multicall",)),
-    ("pluggy._hooks", ("HookCaller.__call__",)),
-    ("pluggy._manager", ("PluginManager._hookexec", "PluginManager.register")),
-)
-"""What decides how a test's outcome gets into pytest's JUnit report: checked during the run."""
-
-
-def _resolve(module: str, dotted: str):
-    import importlib
-
-    obj = importlib.import_module(module)
-    for name in dotted.split("."):
-        obj = inspect_getattr(obj, name)
-    return obj
-
-
-def inspect_getattr(obj, name: str):
-    """``obj.name`` without running descriptors (a property stays the property object)."""
-    import inspect
-
-    return inspect.getattr_static(obj, name)
-
-
-class Guard:
-    """The grader's child runs (``--grade-guard``): stop the run, before pytest writes its
-    report, if anything changed how outcomes are reported once collection began (learner
-    modules are imported during collection).
-
-    At the start of the session it records the hook implementations of
-    :data:`_GUARDED_HOOKS` and the objects of :data:`_GUARDED_ATTRS`; before each test's
-    report is logged and before the session's end it compares. A difference writes one line
-    ``grading guard: ...`` and ends the process at once (exit status 70) without a report,
-    which the grader scores as 0 for that run. An audit hook also refuses, while code of the
-    lab packages is on the stack, to replace the code of a function or the special
-    attributes of a class of pytest, pluggy or the grader (``f.__code__ = ...``), which
-    would keep the objects above the same.
-
-    Limit: code in the same process can defeat any check made in that process; this one
-    catches the usual patches (a registered hook wrapper, a replaced pytest function), not a
-    learner who studies and disables the guard first.
-    """
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.snapshot: tuple | None = None
-
-    def _take(self) -> tuple:
-        hooks = tuple((name, tuple(id(i.function) for i in getattr(self.config.hook, name).get_hookimpls()))
-                      for name in _GUARDED_HOOKS)
-        attrs = []
-        for module, names in _GUARDED_ATTRS:
-            for name in names:
-                try:
-                    attrs.append((module, name, id(_resolve(module, name))))
-                except (ImportError, AttributeError):
-                    attrs.append((module, name, None))
-        return hooks, tuple(attrs)
-
-    def check(self, where: str) -> None:
-        """Compare with the snapshot; on a difference, say what and end the process."""
-        if self.snapshot is None:
-            return
-        now = self._take()
-        if now == self.snapshot:
-            return
-        hooks = [h[0] for h, k in zip(now[0], self.snapshot[0]) if h != k]
-        attrs = [f"{a[0]}.{a[1]}" for a, b in zip(now[1], self.snapshot[1]) if a != b]
-        import sys
-
-        sys.stderr.write(f"grading guard: {', '.join(hooks + attrs)} changed during the run ({where}); "
-                         "stopping without a report\n")
-        sys.stderr.flush()
-        os._exit(70)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.snapshot = self._take()
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.check(f"{report.nodeid} {report.when}")
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.check("end of the session")
-
-
-def install_guard(config: pytest.Config) -> None:
-    """Register the :class:`Guard` and its audit hook (the grader's child runs)."""
-    import sys
-
-    roots = tuple(str((config.rootpath / p).resolve()) + "/" for p in _LEARNER_PACKAGES)
-
-    def audit(event: str, args: tuple) -> None:
-        if event not in ("object.__setattr__", "object.__delattr__"):
-            return
-        target = args[0]
-        module = getattr(target, "__module__", "") or ""
-        if not isinstance(module, str) or module.split(".")[0] not in _GUARDED_MODULES:
-            return
-        frame = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename.startswith(roots):
-                raise RuntimeError(f"grading: code in {frame.f_code.co_filename} may not change "
-                                   f"{module}.{getattr(target, '__qualname__', '?')}.{args[1]} while it is graded")
-            frame = frame.f_back
-
-    sys.addaudithook(audit)
-    config.pluginmanager.register(Guard(config), "grading-guard")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
@@ -494,6 +361,11 @@ class Grader:
                 self.restore_lines = [f"warning: test files not checked: {exc}"]
             return
         self.restore_lines = report.lines()
+        shadowed = _loaded_from_checkout(self.root)
+        if shadowed:
+            self.refused = [f"{', '.join(shadowed)} loaded from this checkout instead of the installed tools "
+                            "(a file that shadows them was moved aside; run the same command again)"]
+            return
         if report.refuse:
             again = "put back; run the same command again" if apply else "run without --grade-no-restore to put them back"
             self.refused = [f"{', '.join(report.refuse)} changed ({again})"]
@@ -664,6 +536,31 @@ class Grader:
         for line in self.table():
             tr.write_line(line)
         tr.write_line(f"results written to {self.json_path}")
+
+
+def _loaded_from_checkout(root: Path) -> list[str]:
+    """Modules of the grading stack (pytest, pluggy, pytest-timeout, numpy...) that were
+    imported from files inside the checkout rather than from the installed packages (a
+    ``pytest_timeout.py`` in the repository root, loaded by ``-p pytest_timeout``)."""
+    import sys
+
+    root = root.resolve()
+    out = []
+    for name in manifest_mod.SHADOWED_MODULES:
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None) if module is not None else None
+        if not file:
+            continue
+        path = Path(file).resolve()
+        if not path.is_relative_to(root):
+            continue
+        rel = path.relative_to(root)
+        for d in manifest_mod.STARTUP_DIRS:  # the root and tests/: where a module would shadow
+            inner = rel.parts[len(d.parts):] if rel.parts[:len(d.parts)] == d.parts else ()
+            if inner and inner[0] in (name, f"{name}.py") and not (d == Path("tests") and name == "grading"):
+                out.append(f"{name} ({rel.as_posix()})")
+                break
+    return out
 
 
 def _elapsed() -> int:

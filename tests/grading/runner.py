@@ -1,43 +1,50 @@
-"""The grader's parent process: grade one submission without running learner code in it.
+"""The autograder's grader: grade one submission so that no learner code can touch the score.
 
 Used by the Gradescope autograder (``run_autograder``, built by tools/make_autograder.py)
 and by batch grading (tools/grade_submissions.py)::
 
     python -m grading.runner --course COURSE --submission SUB --results results.json \\
-        [--hidden HIDDEN] [--run-as auto|none|USER] [--work-base DIR]
+        [--hidden HIDDEN] [--run-as auto|none|USER|uid:N] [--budget SECONDS] [--work-base DIR]
 
 ``COURSE`` is a student edition (no solutions: a missing learner file falls back to its
 stub, never to a solution), ``HIDDEN`` a folder holding ``tests/hidden/``.
 
-What happens, in order:
+Design: no learner code ever runs in a process whose output decides the score.
 
-1. the expected files (the student edition's files with ``your code here (PART)`` stubs,
-   see :func:`grading.catalog.learner_files`) are looked up in the submission
-   (:mod:`grading.layout`); a missing, misplaced or ambiguous file keeps its stub, and
-   the parts that need it get a message saying which file was expected where;
-2. each learner file is compiled here (no code runs) and then imported in a child
-   process (:mod:`grading.probe`); a file that does not import is reported with its path
-   and line and replaced by its stub, so only the parts that need it lose points;
-3. the visible graded tests run in a child pytest, in a fresh working folder without the
-   hidden tests; then the hidden tests run in another child, in another fresh folder into
-   which they are copied only for that run. Children run as an unprivileged user when
-   this process is root (Gradescope), with a minimal environment, their own session and
-   resource limits, and a time limit;
-4. each child writes pytest's own JUnit XML report to a pipe inherited from this process
-   (append-only for the child: it cannot rewrite what pytest wrote); this process parses
-   it (:mod:`grading.junit`), checks the control tests it planted (one per test file,
-   which must fail with a secret message: a run that reports one as passed, or loses
-   it, was tampered with and scores 0), and computes every score itself from the
-   points declared in the course's own test files (:mod:`grading.catalog`);
-5. it writes ``results.json`` in Gradescope's format: hidden tests with visibility
-   ``after_published``, a top-level output that counts only the visible tests, an
-   instructors-only entry (visibility ``hidden``, 0 points) with the grader's notes.
-
-Limits (see labs/README.md): learner code and the tests share the child process, so a
-learner who studies the grader can still forge the report of that child from inside it
-(the child's guard, ``--grade-guard``, and the control tests stop the usual patches and
-blanket forgeries, not a targeted attack on the guard itself); and without root there is
-no second user, so learner code can read what the instructor can.
+- This process never imports learner code. It finds the expected files in the submission
+  (:mod:`grading.layout`), compiles them (no code runs), and builds two kinds of trees in
+  a fresh folder: the *learner's tree* (the course's lab packages with the learner's files
+  over them; readable, not writable, by the learner's user) and, per run, a *trusted
+  tree* (the course's lab packages as they are, the grading package and the tests; mode
+  0700, so unreadable by the learner's user when this process is root).
+- Learner code runs only in worker processes (:mod:`grading.worker`, started by
+  :mod:`grading.sandbox`): as an unprivileged user when this process is root (learner
+  code never runs as root unless ``--run-as none`` says so; if no user works, the
+  submission scores 0 with a message and nothing of it runs), in new PID and network
+  namespaces where the kernel allows, with resource limits; every process it starts is
+  killed after each step.
+- First a self-test imports the course's own files in a worker (the user switch and the
+  interpreter work), then the import check imports the learner's files one by one: a file
+  that does not import is reported with its path and line and replaced by its stub, so
+  only the parts that need it lose points.
+- The graded tests run in a trusted pytest process (this process's user) that imports only
+  the trusted tree. The learner's functions there are proxies (:mod:`grading.proxy`) that
+  call the worker and take back plain data only. Visible tests first, then the hidden
+  tests in another trusted process with a fresh worker; the hidden tests are in no place
+  the learner's user can read.
+- Each trusted run writes pytest's JUnit XML report into its own tree; this process parses
+  it (:mod:`grading.junit`) and scores exactly the declared tests (:mod:`grading.catalog`):
+  one case per test (the literal number of cases of a parametrized one), points from the
+  course's own files, ``partial_credit`` only for tests that use that fixture, each part
+  and the total capped at their maximum.
+- Time: a budget for the whole grading (:data:`GRADING_BUDGET_S`, 8 minutes, under
+  Gradescope's default 10-minute limit); each call of a learner function has a timeout and
+  each test a budget of worker time (:data:`grading.proxy.TEST_BUDGET_S`); the hidden
+  tests keep a reserve of the budget; when the budget runs out, the remaining tests fail
+  at once with that message.
+- ``results.json`` in Gradescope's format: hidden tests with visibility
+  ``after_published``, a top-level output that counts only the visible tests; the
+  instructors' notes go to stdout (``stdout_visibility: hidden``) and ``extra_data``.
 """
 
 from __future__ import annotations
@@ -47,315 +54,43 @@ import ast
 import json
 import math
 import os
-import pwd
 import re
-import resource
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grading import catalog, junit, layout
+from grading import catalog, junit, layout, proxy, sandbox
 
 GRADED_DIRS = ("tests/lab01/graded", "tests/lab02/graded")
 HIDDEN_DIR = catalog.HIDDEN_DIR
-DEDICATED_USER = "course-learner"
-"""The unprivileged user setup.sh creates on Gradescope (its processes are killed after each run)."""
-CHILD_TIMEOUT_S = 1200.0
-"""Upper bound on one child pytest run (each graded test also has its own 60 s timeout)."""
-PROBE_TIMEOUT_S = 120.0
-OUTPUT_TAIL = 64 * 1024
-FSIZE_LIMIT = 512 * 1024 * 1024
-"""Largest file a child may write (bytes, RLIMIT_FSIZE)."""
-NPROC_LIMIT = 512
-"""Most processes of the unprivileged user (RLIMIT_NPROC), when one is used."""
+GRADING_BUDGET_S = 480.0
+"""Wall-clock budget of one grading (s): under Gradescope's default 10-minute limit."""
+SELF_TEST_TIMEOUT_S = 60.0
+PROBE_TIMEOUT_S = 20.0
+"""Longest the import check of the learner's files may take (one attempt)."""
+PROBE_TOTAL_S = 60.0
+"""Longest all attempts of the import check may take together."""
+TRUSTED_GRACE_S = 60.0
+"""How long a trusted pytest run may go past its deadline before it is stopped."""
+TRUSTED_TEST_TIMEOUT_S = 30.0
+"""pytest-timeout of each graded test in the trusted run (the course's own code; learner
+calls have their own, shorter, limits)."""
+START_RESERVE_S = 30.0
+"""Time kept for starting the hidden tests' worker (part of their reserve of the budget)."""
 SUSPICIOUS = re.compile(
     r"\b(_pytest|pluggy|pytest|grading|junitxml|ctypes|atexit|setsid|socket|urllib|requests|subprocess|"
     r"__builtins__|builtins)\b"
     r"|gc\.get_(?:objects|referrers|referents)|_getframe|os\.fork|sys\.modules|/dev/fd|/proc/|results\.json"
     r"|/autograder")
-"""What the instructors-only notes point out in the lines a learner added (nothing is refused for it)."""
+"""What the instructors' notes point out in the lines a learner added (nothing is refused for it)."""
 _TEST_OUTPUT_LIMIT = 4000
 
 
-# -- isolation -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Isolation:
-    """Who the children run as.
-
-    Attributes:
-        user: name of the unprivileged user, or None (children run as this process's user).
-        uid, gid: that user's ids (None without a user).
-        kill_user: after each child, kill every process of ``user`` (only for the dedicated
-            grading user, never for a shared one like ``nobody``).
-        note: why this isolation was chosen (for the instructors' notes).
-    """
-
-    user: str | None = None
-    uid: int | None = None
-    gid: int | None = None
-    kill_user: bool = False
-    note: str = ""
-
-
-def choose_isolation(run_as: str, python: str) -> Isolation:
-    """Resolve ``--run-as``: ``none``, ``auto`` or a user name.
-
-    ``auto``: when root, the dedicated user if it exists, else ``nobody``, provided that
-    user can run ``python`` with pytest (a trial run); otherwise no drop, with a note.
-    A named user that cannot be used is an error.
-
-    Raises:
-        SystemExit: a named user that does not exist, or that cannot run ``python``.
-    """
-    if run_as == "none":
-        return Isolation(note="children run as the grader's own user (--run-as none)")
-    if os.geteuid() != 0:
-        if run_as != "auto":
-            raise SystemExit(f"error: --run-as {run_as}: needs root to switch users")
-        return Isolation(note="children run as the grader's own user (not root: no user to switch to)")
-    names = [run_as] if run_as != "auto" else [DEDICATED_USER, "nobody"]
-    for name in names:
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            if run_as != "auto":
-                raise SystemExit(f"error: --run-as {name}: no such user") from None
-            continue
-        iso = Isolation(name, entry.pw_uid, entry.pw_gid, kill_user=(name == DEDICATED_USER),
-                        note=f"children run as the unprivileged user {name} (uid {entry.pw_uid})")
-        try:
-            trial = subprocess.run([python, "-c", "import pytest"], user=entry.pw_uid, group=entry.pw_gid,
-                                   extra_groups=[], cwd="/", capture_output=True, timeout=60,
-                                   env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-            usable = trial.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            usable = False
-        if usable:
-            return iso
-        if run_as != "auto":
-            raise SystemExit(f"error: --run-as {name}: that user cannot run {python} with pytest "
-                             "(is the interpreter readable by it?)")
-    return Isolation(note=f"children run as root: no unprivileged user can run {python} "
-                          f"(tried {', '.join(names)}); on Gradescope setup.sh creates {DEDICATED_USER}")
-
-
-def _limits(iso: Isolation):
-    def apply() -> None:  # runs in the child, after the user switch; no import here (the
-        # parent may hold the import lock in another thread when it forks)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
-        if iso.user is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
-    return apply
-
-
-def _kill_user_processes(uid: int) -> None:
-    """SIGKILL every process owned by ``uid`` (the dedicated grading user only)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            real = int(re.search(r"^Uid:\s+(\d+)", status, re.M).group(1))
-            if real == uid:
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, AttributeError, ValueError):
-            continue
-
-
-class _Reader(threading.Thread):
-    """Drain a pipe in the background, keeping at most ``limit`` bytes (head or tail)."""
-
-    def __init__(self, fd: int, limit: int, keep: str = "head") -> None:
-        super().__init__(daemon=True)
-        self.fd, self.limit, self.keep = fd, limit, keep
-        self.data = bytearray()
-        self.overflow = False
-
-    def run(self) -> None:
-        with os.fdopen(self.fd, "rb", buffering=0) as f:
-            while chunk := f.read(65536):
-                self.data += chunk
-                if len(self.data) > self.limit:
-                    self.overflow = True
-                    if self.keep == "head":
-                        del self.data[self.limit + 1:]
-                    else:
-                        del self.data[:len(self.data) - self.limit]
-
-
-@dataclass
-class ChildResult:
-    """What one child run left: its exit status, the report pipe's bytes, its output tail."""
-
-    returncode: int | None
-    report: bytes
-    report_overflow: bool
-    output: str
-    timed_out: bool
-    seconds: float
-
-
-def run_child(cmd_after_fd, cwd: Path, env: dict[str, str], iso: Isolation,
-              timeout: float, report_limit: int = junit.MAX_REPORT_BYTES) -> ChildResult:
-    """Run one child with a report pipe; ``cmd_after_fd(fd)`` builds the command line.
-
-    The child gets the pipe's write end as an inherited descriptor, its own session,
-    resource limits, and (when ``iso.user``) the unprivileged user's ids. On timeout the
-    whole session is killed (and every process of the dedicated user).
-    """
-    r, w = os.pipe()
-    if iso.uid is not None:
-        os.fchown(w, iso.uid, iso.gid)  # so the child can reopen /dev/fd/N after the switch
-    out_r, out_w = os.pipe()
-    kwargs = {}
-    if iso.uid is not None:
-        kwargs = {"user": iso.uid, "group": iso.gid, "extra_groups": []}
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(cmd_after_fd(w), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out_w,
-                                stderr=subprocess.STDOUT, pass_fds=(w,), start_new_session=True,
-                                preexec_fn=_limits(iso), **kwargs)
-    finally:
-        os.close(w)
-        os.close(out_w)
-    report, output = _Reader(r, report_limit, "head"), _Reader(out_r, OUTPUT_TAIL, "tail")
-    report.start()
-    output.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if iso.kill_user and iso.uid is not None:
-            _kill_user_processes(iso.uid)
-        proc.wait()
-    report.join(timeout=10)
-    output.join(timeout=10)
-    return ChildResult(None if timed_out else proc.returncode, bytes(report.data), report.overflow,
-                       bytes(output.data).decode("utf-8", "replace"), timed_out, time.monotonic() - start)
-
-
-# -- working folders ------------------------------------------------------------------------
-def _copy_package(src: Path, dest: Path) -> None:
-    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
-
-
-def _open_up(path: Path) -> None:
-    """Folders 0755, files 0644 (readable by the unprivileged user, writable by no one else)."""
-    for dirpath, dirnames, filenames in os.walk(path):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            os.chmod(Path(dirpath) / name, 0o644)
-
-
-CANARY_TEMPLATE = '''
-
-def {name}():  # grading control test: must fail with its message (see grading/runner.py)
-    raise AssertionError("{nonce}")
-'''
-
-
-@dataclass
-class Tree:
-    """A child's working folder."""
-
-    root: Path
-    canaries: dict[str, str] = field(default_factory=dict)  # node id -> nonce
-    test_files: set[str] = field(default_factory=set)
-
-
-def build_tree(root: Path, course: Path, overlay: dict[str, Path], test_sources: list[tuple[Path, str]],
-               iso: Isolation, canary: bool = True, extra_files: dict[str, bytes] | None = None) -> Tree:
-    """A fresh working folder: the course's lab packages with the learner's files over them,
-    the grading plugin, the given test folders (``(source folder, relative path)``) and
-    ``extra_files`` (relative path -> bytes: the hidden tests, held in memory), each test
-    file with a control test appended."""
-    root.mkdir(parents=True)
-    for package in catalog.LAB_PACKAGES:
-        if (course / package).is_dir():
-            _copy_package(course / package, root / package)
-    for rel, src in overlay.items():
-        shutil.copyfile(src, root / rel)
-    _copy_package(course / "tests" / "grading", root / "tests" / "grading")
-    tree = Tree(root)
-    for rel, data in (extra_files or {}).items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(data)
-    dirs = [rel for _, rel in test_sources] + sorted({str(Path(rel).parent) for rel in extra_files or {}})
-    for src, rel in test_sources:
-        _copy_package(src, root / rel)
-    for rel in dirs:
-        for path in sorted((root / rel).rglob("test_*.py")):
-            relpath = path.relative_to(root).as_posix()
-            tree.test_files.add(relpath)
-            if canary:
-                name = f"test_{secrets.token_hex(6)}"
-                nonce = secrets.token_hex(16)
-                with open(path, "a", encoding="utf-8") as f:
-                    f.write(CANARY_TEMPLATE.format(name=name, nonce=nonce))
-                tree.canaries[f"{relpath}::{name}"] = nonce
-    for sub in ("home", "tmp"):
-        (root / sub).mkdir()
-    _open_up(root)
-    if iso.uid is not None:
-        for sub in ("home", "tmp"):
-            os.chown(root / sub, iso.uid, iso.gid)
-            os.chmod(root / sub, 0o700)
-    return tree
-
-
-def child_env(tree: Path, python: str) -> dict[str, str]:
-    """The children's whole environment: nothing of the grader's own is passed on."""
-    path = os.pathsep.join(dict.fromkeys([str(Path(python).parent), "/usr/local/bin", "/usr/bin", "/bin"]))
-    return {
-        "PATH": path,
-        "HOME": str(tree / "home"),
-        "TMPDIR": str(tree / "tmp"),
-        "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "tests")]),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONHASHSEED": "0",
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(tree / "tmp" / "matplotlib"),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-    }
-
-
-def pytest_command(python: str, tree: Path, paths: list[str]):
-    """The child's pytest command line, given the report descriptor."""
-    def build(fd: int) -> list[str]:
-        return [python, "-s", "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree),
-                "-p", "pytest_timeout", "-p", "grading.plugin", "--grade-guard", "--noconftest",
-                "--continue-on-collection-errors", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
-                "-o", "junit_logging=no", f"--junitxml=/dev/fd/{fd}", "-q", "--tb=short", *paths]
-    return build
-
-
 # -- the learner's files --------------------------------------------------------------------
-@dataclass
-class FileProblem:
-    """A learner file that is not used as submitted: why, and the parts it costs."""
-
-    expected: str
-    parts: tuple[str, ...]
-    message: str
-
-
 def _public_names(tree: ast.Module) -> set[str]:
     names: set[str] = set()
     for node in tree.body:
@@ -382,7 +117,7 @@ def compile_check(path: Path, rel: str, course_file: Path | None = None) -> str 
         tree = ast.parse(source)
     except SyntaxError as exc:
         return f"{rel}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
-    except (ValueError, RecursionError, MemoryError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError, MemoryError, UnicodeDecodeError, OverflowError) as exc:
         return f"{rel}: does not compile: {type(exc).__name__}: {str(exc)[:200]}"
     if course_file is not None and course_file.is_file():
         missing = sorted(_public_names(ast.parse(course_file.read_text(encoding="utf-8"))) - _public_names(tree))
@@ -400,48 +135,38 @@ def suspicious_words(text: str, course_text: str = "") -> list[str]:
     return sorted({m.group(0) for m in SUSPICIOUS.finditer(added)})
 
 
-def probe_imports(python: str, course: Path, overlay: dict[str, Path], learner: dict[str, tuple[str, ...]],
-                  base: Path, iso: Isolation) -> dict[str, str]:
-    """Import the learner's files in children until every one imports; returns
-    {file: "file:line: error"} for each file that had to be replaced by its stub
-    (removed from ``overlay`` in place)."""
+def probe_imports(config: sandbox.SandboxConfig, course: Path, learner: dict[str, tuple[str, ...]],
+                  overlay: dict[str, Path], tree: Path, deadline: float) -> dict[str, str]:
+    """Import the learner's files in workers until every one imports; returns {file: "file:line:
+    error"} for each file that had to be replaced by its stub (put back in ``tree`` and
+    removed from ``overlay`` in place)."""
     blamed: dict[str, str] = {}
-    for attempt in range(len(overlay) + 1):
-        if not overlay:
-            break
-        tree = build_tree(base / f"probe-{attempt}", course, overlay, [], iso, canary=False)
+    while overlay:
+        left = deadline - time.monotonic()
         files = [rel for rel in learner if rel in overlay]
-        result = run_child(lambda fd: [python, "-s", "-m", "grading.probe", str(fd), *files],
-                           tree.root, child_env(tree.root, python), iso, PROBE_TIMEOUT_S, report_limit=1 << 20)
-        shutil.rmtree(tree.root, ignore_errors=True)
+        if left <= 1:
+            for rel in files:
+                blamed[rel] = f"{rel}: not checked (the import check ran out of time)"
+            break
+        result = sandbox.probe(config, files, min(PROBE_TIMEOUT_S, left), reaper=True)
         new: dict[str, str] = {}
-        started, finished = None, set()
-        for line in result.report.decode("utf-8", "replace").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(rec, dict):
-                continue
-            if "start" in rec:
-                started = rec["start"]
-            elif "ok" in rec:
-                finished.add(rec["ok"])
-            elif "fail" in rec:
-                finished.add(rec["fail"])
+        for rec in result.records:
+            if "fail" in rec:
                 blame = rec.get("blame") if rec.get("blame") in overlay else rec["fail"]
                 if blame in overlay and blame not in new:
                     line_no = rec.get("line")
-                    where = f"{blame}:{line_no}" if isinstance(line_no, int) else blame
+                    where = f"{blame}:{line_no}" if type(line_no) is int else blame
                     new[blame] = f"{where}: {str(rec.get('error', 'import failed'))[:300]}"
-        if started is not None and started not in finished and started in overlay:
-            why = "did not finish importing" if result.timed_out else "stopped the interpreter while importing"
-            new[started] = f"{started}: {why} (within {PROBE_TIMEOUT_S:g} s)"
+        if result.error and result.started in overlay and result.started not in result.finished:
+            new.setdefault(result.started, f"{result.started}: {result.error}")
+        elif result.error and not new:  # the worker did not start at all: every file costs
+            new = {rel: f"{rel}: {result.error}" for rel in files}
         if not new:
             break
         for rel, message in new.items():
             blamed[rel] = message
             overlay.pop(rel, None)
+            shutil.copyfile(course / rel, tree / rel)
     return blamed
 
 
@@ -456,6 +181,7 @@ class TestOutcome:
     status: str  # passed | failed
     score: float
     output: str
+    outcome: str = ""  # passed | failed | skipped | not run (pytest's view; status is Gradescope's)
 
     def to_gradescope(self) -> dict:
         """An entry of results.json's ``tests``."""
@@ -482,104 +208,8 @@ def _case_message(case: junit.CaseResult) -> str:
     if case.outcome == "skipped":
         return f"skipped: {message}"
     if "Timeout" in message and ("pytest-timeout" in case.details or message.startswith("Failed: Timeout")):
-        message = f"{message.splitlines()[0]} (an endless loop in your code?)"
+        message = f"{message.splitlines()[0]} (an endless loop?)"
     return message
-
-
-@dataclass
-class RunScore:
-    """Scores of one child run, and what the grader noticed about it."""
-
-    outcomes: list[TestOutcome]
-    notes: list[str]
-    counts: dict[str, int]
-
-
-def score_run(tests: list[catalog.DeclaredTest], tree: Tree, child: ChildResult,
-              part_notes: dict[str, list[str]], label: str) -> RunScore:
-    """Score the declared ``tests`` from the child's report (see the module docstring)."""
-    notes: list[str] = []
-    trusted_error: str | None = None
-    report: junit.Report | None = None
-    if child.report_overflow:
-        trusted_error = f"the test report was larger than {junit.MAX_REPORT_BYTES} bytes"
-    else:
-        try:
-            report = junit.parse(child.report, tree.test_files | set(tree.canaries))
-        except junit.ReportError as exc:
-            trusted_error = str(exc)
-    cases: dict[str, list[junit.CaseResult]] = {}
-    collection_errors: dict[str, str] = {}
-    if report is not None:
-        for case in report.cases:
-            if case.outcome == "collection-error":
-                collection_errors[case.nodeid] = _collection_message(case)
-                continue
-            base = case.nodeid.split("[")[0]
-            cases.setdefault(base, []).append(case)
-        for nodeid, nonce in tree.canaries.items():
-            file = nodeid.split("::")[0]
-            got = cases.pop(nodeid, [])
-            if file in collection_errors and not got:
-                continue
-            if len(got) != 1 or got[0].outcome != "failed" or nonce not in (got[0].message + got[0].details):
-                trusted_error = ("a control test that must fail was reported as "
-                                 f"{got[0].outcome if got else 'missing'}: the report was tampered with")
-                break
-    guard = [ln.strip() for ln in child.output.splitlines() if ln.startswith("grading guard:")]
-    if guard:
-        trusted_error = f"{guard[0][:300]} (the grader's guard stopped the run)"
-    if child.timed_out:
-        notes.append(f"{label}: stopped after {CHILD_TIMEOUT_S:g} s")
-    if trusted_error:
-        notes.append(f"{label}: report not trusted: {trusted_error}")
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
-    outcomes: list[TestOutcome] = []
-    declared = {t.nodeid for t in tests}
-    for t in tests:
-        prefix = "".join(f"{n}\n" for n in part_notes.get(t.part, []))
-        got = [] if trusted_error else cases.get(t.nodeid, [])
-        if not got:
-            file = t.file
-            if trusted_error:
-                why = f"not scored: {trusted_error}"
-            elif file in collection_errors:
-                why = f"did not run: {file} failed to import: {collection_errors[file]}"
-            elif child.timed_out:
-                why = f"did not run: the test run was stopped after {CHILD_TIMEOUT_S:g} s"
-            else:
-                why = "did not run (the test run ended early)"
-            counts["not run"] += 1
-            outcomes.append(TestOutcome(t, t.number, t.title, "failed", 0.0, prefix + why))
-            continue
-        for k, case in enumerate(got, start=1):
-            number = f"{t.number}.{k}" if t.parametrized else t.number
-            name = t.title + (f" [{case.nodeid.split('[', 1)[1][:-1]}]" if "[" in case.nodeid else "")
-            passed = case.outcome == "passed"
-            fraction = 1.0 if passed else 0.0
-            credit = case.properties.get("partial_credit")
-            message = "passed" if passed else _case_message(case)
-            if credit is not None:
-                try:
-                    value = float(credit)
-                except ValueError:
-                    value = math.nan
-                if 0.0 <= value <= 1.0:
-                    fraction = value
-                    if value not in (0.0, 1.0):
-                        message = f"partial credit {value:.0%}. {'' if passed else message}".strip()
-            counts["passed" if passed else "skipped" if case.outcome == "skipped" else "failed"] += 1
-            outcomes.append(TestOutcome(t, number, name, "passed" if passed else "failed",
-                                        t.points * fraction, prefix + message))
-    if report is not None and not trusted_error:
-        unknown = sorted({c.nodeid for cs in cases.values() for c in cs if c.nodeid.split("[")[0] not in declared})
-        if unknown:
-            notes.append(f"{label}: the report names tests the course does not declare (ignored): {unknown[:5]}")
-        n_canary = len(tree.canaries) - sum(1 for c in tree.canaries if c.split("::")[0] in collection_errors)
-        counts["pytest"] = {"tests": report.tests - n_canary, "failures": report.failures - n_canary,
-                            "errors": report.errors, "skipped": report.skipped,
-                            "collection errors": len(collection_errors)}
-    return RunScore(outcomes, notes, counts)
 
 
 def _collection_message(case: junit.CaseResult) -> str:
@@ -590,6 +220,203 @@ def _collection_message(case: junit.CaseResult) -> str:
     return f"{text}" + (f" (at {where[-1].split(': in ')[0]})" if where else "")
 
 
+@dataclass
+class RunResult:
+    """What one trusted pytest run left."""
+
+    report: bytes | None
+    returncode: int | None
+    output: str
+    timed_out: bool
+    seconds: float
+    problem: str = ""
+
+
+@dataclass
+class RunScore:
+    """Scores of one trusted run, and what the grader noticed about it."""
+
+    outcomes: list[TestOutcome]
+    notes: list[str]
+    counts: dict
+
+
+def score_run(tests: list[catalog.DeclaredTest], run: RunResult, part_notes: dict[str, list[str]],
+              label: str, known_files: set[str]) -> RunScore:
+    """Score exactly the declared ``tests`` from the trusted run's report.
+
+    A test that is not parametrized counts once, with exactly its node id; a parametrized
+    one at most its literal number of cases, each id once; nothing else in the report
+    counts. A test's score is its points when it passed, else 0, or ``partial_credit`` x
+    points when the test uses that fixture; each part and the total are capped at their
+    declared maximum by construction (one outcome per declared case, at most its points).
+    """
+    notes: list[str] = []
+    report: junit.Report | None = None
+    problem = run.problem
+    if run.report is not None and not problem:
+        try:
+            report = junit.parse(run.report, known_files)
+        except junit.ReportError as exc:
+            problem = str(exc)
+    if problem:
+        notes.append(f"{label}: no report: {problem}")
+    if run.timed_out:
+        notes.append(f"{label}: stopped (past its deadline)")
+    cases: dict[str, list[junit.CaseResult]] = {}
+    collection_errors: dict[str, str] = {}
+    duplicates: list[str] = []
+    if report is not None:
+        seen: set[str] = set()
+        for case in report.cases:
+            if case.outcome == "collection-error":
+                collection_errors[case.nodeid] = _collection_message(case)
+                continue
+            if case.nodeid in seen:
+                duplicates.append(case.nodeid)
+                continue
+            seen.add(case.nodeid)
+            cases.setdefault(case.nodeid.split("[")[0], []).append(case)
+    if duplicates:
+        notes.append(f"{label}: the report repeats tests (counted once): {duplicates[:5]}")
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
+    outcomes: list[TestOutcome] = []
+    declared = {t.nodeid for t in tests}
+    for t in tests:
+        prefix = "".join(f"{n}\n" for n in part_notes.get(t.part, []))
+        got = [c for c in cases.get(t.nodeid, []) if (c.nodeid == t.nodeid) != t.parametrized]
+        extra = len(got) - (t.cases if t.parametrized else 1)
+        if extra > 0:
+            notes.append(f"{label}: {t.nodeid}: {extra} more case(s) than declared (not counted)")
+            got = got[:t.cases if t.parametrized else 1]
+        if not got:
+            if problem:
+                why = f"did not run: {problem}"
+            elif t.file in collection_errors:
+                why = f"did not run: {t.file} failed to import: {collection_errors[t.file]}"
+            elif run.timed_out:
+                why = "did not run: the test run was stopped (the grading's time budget ran out)"
+            else:
+                why = "did not run (the test run ended early)"
+            counts["not run"] += 1
+            outcomes.append(TestOutcome(t, t.number, t.title, "failed", 0.0, prefix + why, "not run"))
+            continue
+        for k, case in enumerate(got, start=1):
+            number = f"{t.number}.{k}" if t.parametrized else t.number
+            name = t.title + (f" [{case.nodeid.split('[', 1)[1][:-1]}]" if t.parametrized else "")
+            passed = case.outcome == "passed"
+            fraction = 1.0 if passed else 0.0
+            message = "passed" if passed else _case_message(case)
+            credit = case.properties.get("partial_credit") if t.uses_partial_credit else None
+            if credit is not None:
+                try:
+                    value = float(credit)
+                except ValueError:
+                    value = math.nan
+                if 0.0 <= value <= 1.0:
+                    fraction = value
+                    if value not in (0.0, 1.0):
+                        message = f"partial credit {value:.0%}. {'' if passed else message}".strip()
+            outcome = "passed" if passed else "skipped" if case.outcome == "skipped" else "failed"
+            counts[outcome] += 1
+            outcomes.append(TestOutcome(t, number, name, "passed" if passed else "failed",
+                                        min(t.points, t.points * fraction), prefix + message, outcome))
+    if report is not None:
+        unknown = sorted({c.nodeid for cs in cases.values() for c in cs if c.nodeid.split("[")[0] not in declared})
+        if unknown:
+            notes.append(f"{label}: the report names tests the course does not declare (ignored): {unknown[:5]}")
+        counts["pytest"] = {"tests": report.tests, "failures": report.failures, "errors": report.errors,
+                            "skipped": report.skipped, "collection errors": len(collection_errors)}
+    return RunScore(outcomes, notes, counts)
+
+
+# -- trees and runs -------------------------------------------------------------------------
+def _copy_package(src: Path, dest: Path) -> None:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
+
+
+def learner_tree(root: Path, course: Path) -> Path:
+    """The course's lab packages (the student edition's), before the learner's files go over them."""
+    root.mkdir(parents=True)
+    for package in catalog.LAB_PACKAGES:
+        if (course / package).is_dir():
+            _copy_package(course / package, root / package)
+    return root
+
+
+def trusted_tree(root: Path, course: Path, test_dirs: list[str], extra_files: dict[str, bytes] | None = None) -> Path:
+    """A trusted run's folder (mode 0700): the course's lab packages, the grading package,
+    the given test folders and ``extra_files`` (relative path -> bytes: the hidden tests)."""
+    root.mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o700)
+    for package in catalog.LAB_PACKAGES:
+        if (course / package).is_dir():
+            _copy_package(course / package, root / package)
+    _copy_package(course / "tests" / "grading", root / "tests" / "grading")
+    for rel in test_dirs:
+        if (course / rel).is_dir():
+            _copy_package(course / rel, root / rel)
+    for rel, data in (extra_files or {}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandbox.SandboxConfig,
+                functions: list[catalog.LearnerFunction], phases: list[tuple[str, float]]) -> RunResult:
+    """Run the graded tests under ``paths`` (in that order) in a trusted pytest process in ``tree``.
+
+    ``phases``: ``(node id prefix, deadline)`` pairs (deadline: wall clock, time.time());
+    the tests of each phase get a fresh worker and stop calling learner code at its
+    deadline. The process is stopped :data:`TRUSTED_GRACE_S` after the last deadline.
+    """
+    config_path = tree / "sandbox.json"
+    config_path.write_text(json.dumps({
+        "sandbox": sandbox_config.to_json(),
+        "functions": [[f.module, f.name] for f in functions],
+        "limits": {"deadline": phases[0][1]},
+        "phases": [list(p) for p in phases],
+    }), encoding="utf-8")
+    report = tree / "report.xml"
+    home = tree / "home"
+    home.mkdir(exist_ok=True)
+    env = {"PATH": os.pathsep.join(dict.fromkeys([str(Path(python).parent), "/usr/local/bin", "/usr/bin", "/bin"])),
+           "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "tests")]),
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONHASHSEED": "0",
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    # --confcutdir: with ``-c /dev/null`` pytest would otherwise collect from /dev's parent,
+    # /, down to the tree, and fail on a folder above it that this user cannot list
+    cmd = [python, "-s", "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree), "--confcutdir", str(tree),
+           "-p", "pytest_timeout",
+           "-p", "grading.plugin", "-p", "grading.proxy", f"--grade-sandbox={config_path}",
+           f"--grade-timeout={TRUSTED_TEST_TIMEOUT_S:g}", "--noconftest", "--continue-on-collection-errors",
+           "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-o", "junit_logging=no",
+           f"--junitxml={report}", "-q", "--tb=short", *paths]
+    start = time.monotonic()
+    timeout = max(1.0, max(d for _, d in phases) - time.time()) + TRUSTED_GRACE_S
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            proc.wait()
+        sandbox.kill_children()
+        if sandbox_config.uid is not None and sandbox_config.own_uid:
+            sandbox.kill_uid(sandbox_config.uid, sandbox_config.gid)
+        out.seek(0)
+        output = out.read()[-64 * 1024:].decode("utf-8", "replace")
+    data = report.read_bytes() if report.is_file() and report.stat().st_size <= junit.MAX_REPORT_BYTES else None
+    problem = "" if data is not None else (
+        "the test run was stopped past its deadline" if timed_out else
+        f"the test run ended without a report (exit status {proc.returncode}): "
+        + " | ".join(output.strip().splitlines()[-3:])[:500])
+    return RunResult(data, None if timed_out else proc.returncode, output, timed_out, time.monotonic() - start, problem)
+
+
 # -- the whole grading --------------------------------------------------------------------
 @dataclass
 class Grading:
@@ -598,6 +425,8 @@ class Grading:
     results: dict
     outcomes: list[TestOutcome]
     notes: list[str]
+    private: dict = field(default_factory=dict)
+    """For instructors only (stdout): the hidden tests' counts and pytest's figures of the whole run."""
 
 
 def _pts(x: float) -> str:
@@ -662,91 +491,194 @@ def read_hidden(hidden: Path) -> dict[str, bytes]:
     return out
 
 
-def grade(course: Path, submission: Path, hidden: Path | dict[str, bytes] | None, *, python: str = sys.executable,
-          isolation: Isolation | None = None, work_base: Path | None = None,
-          started_at: float | None = None, submission_problem: str | None = None) -> Grading:
+def _declared_hidden(files: dict[str, bytes], base: Path) -> list[catalog.DeclaredTest]:
+    """The hidden tests' declarations, read from a private copy (never run)."""
+    tmp = base / "hidden-catalog"
+    tmp.mkdir(mode=0o700)
+    for rel, data in files.items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_bytes(data)
+    tests = catalog.declared_tests([tmp / HIDDEN_DIR], tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return tests
+
+
+def _submission_messages(found: dict[str, layout.Found], files: list, submission: Path,
+                         learner: dict[str, tuple[str, ...]]) -> list[str]:
+    """Hints for common mistakes: helper files the autograder does not take, notebooks only."""
+    used = {f.path.relative_to(submission).as_posix() for f in found.values() if f.path is not None}
+    learner_names = {Path(rel).name for rel in learner}
+    out = []
+    helpers = [p.as_posix() for p in files if p.suffix == ".py" and p.as_posix() not in used
+               and p.name not in learner_names and p.name != "__init__.py"
+               and set(p.parts) & set(catalog.LAB_PACKAGES)]
+    if helpers:
+        out.append(f"{', '.join(helpers[:5])}: in your upload, but the autograder takes only the files that hold "
+                   f"your code ({', '.join(sorted(learner))}); put your helper functions in those files")
+    if not any(f.ok for f in found.values()) and any(p.suffix == ".ipynb" for p in files):
+        out.append("your upload holds notebooks but none of the lab files: the autograder grades the code in the "
+                   "lab package files (run `make submission` and upload submission.zip)")
+    return out
+
+
+def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, python: str = sys.executable,
+          isolation: sandbox.Isolation | None = None, work_base: Path | None = None,
+          started_at: float | None = None, submission_problem: str | None = None,
+          budget: float = GRADING_BUDGET_S, worker_python: str | None = None,
+          worker_path: list[str] | None = None, namespaces: bool = True) -> Grading:
     """Grade an unpacked submission folder against a student edition (see the module docstring).
 
     Args:
         course: student edition root (lab packages, tests/grading, graded test folders, labs/).
         submission: folder with the learner's files (any layout :mod:`grading.layout` accepts).
-        hidden: folder holding ``tests/hidden/``, or those files already read
-            (:func:`read_hidden`), or None for no hidden tests.
-        python: interpreter for the children.
-        isolation: who the children run as (default: :func:`choose_isolation` ``auto``).
+        hidden: the hidden test files (:func:`read_hidden`), or None.
+        python: interpreter of the trusted pytest runs.
+        isolation: who learner code runs as (default: :func:`grading.sandbox.choose_isolation` ``auto``).
         work_base: where the working folders go (default: the system temp folder).
-        started_at: wall-clock start for ``execution_time`` (default: $GRADING_STARTED_AT or
-            this process's start).
+        started_at: wall-clock start, for ``execution_time`` and the budget.
         submission_problem: why the submission could not be unpacked (shown to the learner).
+        budget: wall-clock budget of the whole grading (s).
+        worker_python, worker_path: interpreter and extra ``sys.path`` entries of learner
+            processes (default: ``python``; it must be readable by the learner's user).
+        namespaces: try PID and network namespaces for learner processes.
     """
     started = _started_at() if started_at is None else started_at
-    iso = isolation or choose_isolation("auto", python)
-    notes = [iso.note]
+    hard_end = started + budget
+    iso = isolation or sandbox.choose_isolation("auto")
+    notes = [iso.note] if iso.note else []
     learner = catalog.learner_files(course)
-    files = layout.list_files(submission)
-    found = layout.resolve(submission, list(learner), files)
-    part_notes: dict[str, list[str]] = {}
-    visible_notes: list[str] = [submission_problem] if submission_problem else []
-    overlay: dict[str, Path] = {}
-    for rel, f in found.items():
-        if f.ok:
-            problem = compile_check(f.path, rel, course / rel)
-            if problem:
-                message = (f"{problem} -- graded with the unchanged student-edition file instead, so "
-                           f"part(s) {', '.join(learner[rel])} lose what needs it")
-            else:
-                overlay[rel] = f.path
-                if f.how in ("nested", "loose"):
-                    notes.append(f.message())
-                words = suspicious_words(f.path.read_text(encoding="utf-8"),
-                                         (course / rel).read_text(encoding="utf-8"))
-                if words:
-                    notes.append(f"{rel}: mentions {', '.join(words)} (review by hand)")
-                continue
-        else:
-            message = f"{f.message()}; part(s) {', '.join(learner[rel])} score 0 for what needs it"
-        visible_notes.append(message)
-        for part in learner[rel]:
-            part_notes.setdefault(part, []).append(message)
-    used = {f.path.relative_to(submission).as_posix() for f in found.values() if f.path is not None}
-    ignored = [p.as_posix() for p in files if p.as_posix() not in used]
-    if ignored:
-        notes.append(f"files in the submission not used for grading: {', '.join(ignored[:20])}"
-                     + (" ..." if len(ignored) > 20 else ""))
+    functions = catalog.learner_functions(course)
+    visible_tests = catalog.declared_tests([course / d for d in GRADED_DIRS], course)
+    written = course_written_questions(course)
     base = Path(tempfile.mkdtemp(prefix="grading-", dir=work_base))
-    os.chmod(base, 0o755)
+    os.chmod(base, 0o711)
     try:
-        for rel, message in probe_imports(python, course, overlay, learner, base, iso).items():
+        hidden_tests = _declared_hidden(hidden, base) if hidden else []
+        if iso.mode == "refused":
+            message = (f"The autograder could not run your code safely, so it did not run it: {iso.refused}. "
+                       "Please tell your instructor.")
+            return _refused(visible_tests, hidden_tests, written, message, notes + [iso.refused], submission, started)
+        files = layout.list_files(submission)
+        found = layout.resolve(submission, list(learner), files)
+        part_notes: dict[str, list[str]] = {}
+        visible_notes: list[str] = [submission_problem] if submission_problem else []
+        if iso.partial:
+            visible_notes.append(iso.partial)
+        overlay: dict[str, Path] = {}
+        for rel, f in found.items():
+            if f.ok:
+                problem = compile_check(f.path, rel, course / rel)
+                if problem:
+                    message = (f"{problem} -- graded with the unchanged student-edition file instead, so "
+                               f"part(s) {', '.join(learner[rel])} lose what needs it")
+                else:
+                    overlay[rel] = f.path
+                    if f.how in ("nested", "loose"):
+                        notes.append(f.message())
+                    words = suspicious_words(f.path.read_text(encoding="utf-8"),
+                                             (course / rel).read_text(encoding="utf-8"))
+                    if words:
+                        notes.append(f"{rel}: mentions {', '.join(words)} (review by hand)")
+                    continue
+            else:
+                message = f"{f.message()}; part(s) {', '.join(learner[rel])} score 0 for what needs it"
+            visible_notes.append(message)
+            for part in learner[rel]:
+                part_notes.setdefault(part, []).append(message)
+        visible_notes += _submission_messages(found, files, submission, learner)
+        used = {f.path.relative_to(submission).as_posix() for f in found.values() if f.path is not None}
+        ignored = [p.as_posix() for p in files if p.as_posix() not in used]
+        if ignored:
+            notes.append(f"files in the submission not used for grading: {', '.join(ignored[:20])}"
+                         + (" ..." if len(ignored) > 20 else ""))
+
+        timings: dict[str, float] = {}
+        if not overlay:  # nothing of the learner's to run: every test scores 0 without running
+            run = RunResult(None, None, "", False, 0.0, "no file of yours could be used, so nothing was run")
+            return _scored(visible_tests, hidden_tests, run, part_notes, written, visible_notes, notes, timings,
+                           submission, started)
+
+        # the learner's tree: first the course's own files (the self-test), then the learner's over them
+        tree = learner_tree(base / "learner", course)
+        sandbox.prepare_tree(tree, iso)
+        config = sandbox.make_config(iso, tree, base / "learner-home", worker_python or python, worker_path,
+                                     namespaces)
+        mark = time.monotonic()
+        check = sandbox.probe(config, list(learner), SELF_TEST_TIMEOUT_S, reaper=True)
+        timings["self-test"] = time.monotonic() - mark
+        failed = [r for r in check.records if "fail" in r]
+        if check.error or failed or len(check.finished) != len(learner):
+            why = check.error or (f"{failed[0]['fail']}: {failed[0].get('error')}" if failed else "incomplete")
+            message = (f"the course's own files do not import as {iso.user or 'the learner user'}: {why} (is the "
+                       f"interpreter {config.python} readable by that user?)")
+            return _refused(visible_tests, hidden_tests, written,
+                            "The autograder could not start a safe process for your code, so it did not run it. "
+                            "Please tell your instructor.", notes + [message], submission, started)
+        boot = check.boot
+        notes.append("learner processes: " + ("new PID and network namespaces (no network)" if boot.get("pidns")
+                                              else f"no namespaces ({boot.get('why') or 'not available'})"))
+        for rel, path in overlay.items():
+            shutil.copyfile(path, tree / rel)
+            os.chmod(tree / rel, 0o644)
+        mark = time.monotonic()
+        blamed = probe_imports(config, course, learner, overlay, tree,
+                               time.monotonic() + min(PROBE_TOTAL_S, max(1.0, hard_end - time.time())))
+        timings["import check"] = time.monotonic() - mark
+        for rel, message in blamed.items():
             message = (f"{message} -- this file does not import; graded with the unchanged student-edition "
                        f"file, so part(s) {', '.join(learner[rel])} lose what needs it")
             visible_notes.append(message)
             for part in learner[rel]:
                 part_notes.setdefault(part, []).append(message)
-        visible_tests = catalog.declared_tests([course / d for d in GRADED_DIRS], course)
-        tree = build_tree(base / "visible", course, overlay,
-                          [(course / d, d) for d in GRADED_DIRS if (course / d).is_dir()], iso)
-        child = run_child(pytest_command(python, tree.root, sorted(d for d in GRADED_DIRS if (tree.root / d).is_dir())),
-                          tree.root, child_env(tree.root, python), iso, CHILD_TIMEOUT_S)
-        visible = score_run(visible_tests, tree, child, part_notes, "visible tests")
-        shutil.rmtree(tree.root, ignore_errors=True)
-        hidden_score = RunScore([], [], {})
-        hidden_files = read_hidden(hidden) if isinstance(hidden, Path) else (hidden or {})
-        if hidden_files:
-            tree = build_tree(base / "hidden", course, overlay, [], iso, extra_files=hidden_files)
-            hidden_tests = catalog.declared_tests([tree.root / HIDDEN_DIR], tree.root)
-            child = run_child(pytest_command(python, tree.root, [HIDDEN_DIR]), tree.root,
-                              child_env(tree.root, python), iso, CHILD_TIMEOUT_S)
-            hidden_score = score_run(hidden_tests, tree, child, part_notes, "hidden tests")
-            shutil.rmtree(tree.root, ignore_errors=True)
+
+        # one trusted run: the visible tests, then the hidden ones with a fresh worker and a
+        # reserve of the budget
+        reserve = (len(hidden_tests) * proxy.TEST_BUDGET_S + START_RESERVE_S) if hidden_tests else 0.0
+        ttree = trusted_tree(base / "trusted", course, list(GRADED_DIRS), hidden)
+        paths = [d for d in GRADED_DIRS if (ttree / d).is_dir()] + ([HIDDEN_DIR] if hidden_tests else [])
+        now = time.time()
+        left = max(0.0, hard_end - now)
+        phases = [("tests/", now + max(left / 2, left - reserve) if hidden_tests else hard_end)]
+        if hidden_tests:
+            phases.append((HIDDEN_DIR + "/", hard_end))
+        run = run_trusted(python, ttree, paths, config, functions, phases)
+        shutil.rmtree(ttree, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    notes += visible.notes + hidden_score.notes
-    written = course_written_questions(course)
-    outcomes = visible.outcomes + hidden_score.outcomes
-    return Grading(results_document(visible.outcomes, hidden_score.outcomes, written, visible_notes, notes,
-                                    {"visible": visible.counts, "hidden": hidden_score.counts},
-                                    submission, started),
-                   outcomes, notes)
+    return _scored(visible_tests, hidden_tests, run, part_notes, written, visible_notes, notes, timings, submission,
+                   started)
+
+
+def _scored(visible_tests: list[catalog.DeclaredTest], hidden_tests: list[catalog.DeclaredTest], run: RunResult,
+            part_notes: dict[str, list[str]], written: list[catalog.WrittenQuestion], visible_notes: list[str],
+            notes: list[str], timings: dict[str, float], submission: Path, started: float) -> Grading:
+    """The grading of one trusted run: visible and hidden outcomes apart."""
+    timings["tests"] = run.seconds
+    scored = score_run(visible_tests + hidden_tests, run, part_notes, "tests",
+                       {t.file for t in visible_tests + hidden_tests})
+    shown = [o for o in scored.outcomes if not o.test.hidden]
+    kept = [o for o in scored.outcomes if o.test.hidden]
+    notes = notes + scored.notes + ["timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())]
+    doc = results_document(shown, kept, written, visible_notes, notes, _counts(shown), submission, started)
+    return Grading(doc, shown + kept, notes, {"hidden": _counts(kept), "pytest": scored.counts.get("pytest", {})})
+
+
+def _counts(outcomes: list[TestOutcome]) -> dict:
+    """How many of ``outcomes`` passed, failed, were skipped or did not run."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
+    for o in outcomes:
+        counts[o.outcome or ("passed" if o.status == "passed" else "failed")] += 1
+    return counts
+
+
+def _refused(visible: list[catalog.DeclaredTest], hidden: list[catalog.DeclaredTest],
+             written: list[catalog.WrittenQuestion], message: str, notes: list[str], submission: Path,
+             started: float) -> Grading:
+    """Score 0 for everything, with ``message``: no learner code was run."""
+    v = [TestOutcome(t, t.number, t.title, "failed", 0.0, message) for t in visible]
+    h = [TestOutcome(t, t.number, t.title, "failed", 0.0, message) for t in hidden]
+    doc = results_document(v, h, written, [message], notes, {}, submission, started)
+    return Grading(doc, v + h, notes)
 
 
 def course_written_questions(course: Path) -> list[catalog.WrittenQuestion]:
@@ -758,6 +690,24 @@ def course_written_questions(course: Path) -> list[catalog.WrittenQuestion]:
 
 
 WRITTEN_ANSWERS_FILE = "written_answers.html"
+_PLACEHOLDER = "YOUR ANSWER HERE"
+
+
+def written_answers_status(submission: Path, written: list[catalog.WrittenQuestion]) -> str:
+    """One line about ``written_answers.html`` in the submission: absent, or how many
+    answers it holds (an answer still reading the placeholder counts as not given)."""
+    found = [p for p in submission.rglob(WRITTEN_ANSWERS_FILE) if p.is_file()]
+    if not found:
+        return f"{WRITTEN_ANSWERS_FILE} NOT found in the submission (make submission writes it)."
+    try:
+        text = found[0].read_text(encoding="utf-8", errors="replace")[:5_000_000]
+    except OSError:
+        return f"{WRITTEN_ANSWERS_FILE} found but not readable."
+    blank = text.count(_PLACEHOLDER)
+    if blank:
+        return (f"{WRITTEN_ANSWERS_FILE} found, {min(blank, len(written))} of {len(written)} answers still read "
+                f"'{_PLACEHOLDER}'.")
+    return f"{WRITTEN_ANSWERS_FILE} found in the submission."
 
 
 def results_document(visible: list[TestOutcome], hidden: list[TestOutcome], written: list[catalog.WrittenQuestion],
@@ -769,34 +719,23 @@ def results_document(visible: list[TestOutcome], hidden: list[TestOutcome], writ
         lines.append(f"Hidden tests: {len(hidden)} more tests of the same parts; their results and points "
                      "appear when grades are published.")
     if written:
-        present = any(p.name == WRITTEN_ANSWERS_FILE for p in submission.rglob(WRITTEN_ANSWERS_FILE))
         lines.append(f"Written answers: {len(written)} questions, {_pts(sum(q.points for q in written))} points, "
-                     f"graded by hand; {WRITTEN_ANSWERS_FILE} "
-                     + ("found in the submission." if present else
-                        "NOT found in the submission (make submission writes it)."))
+                     f"graded by hand; " + written_answers_status(submission, written))
     if visible_notes:
         lines.append("Problems with the submitted files:")
         lines += [f"  {n}" for n in visible_notes]
     elapsed = max(0.0, time.time() - started)
-    tests = [o.to_gradescope() for o in visible + hidden]
-    tests.append({
-        "name": "Grader notes (instructors only)",
-        "number": "0.0",
-        "score": 0.0,
-        "max_score": 0.0,
-        "status": "passed",
-        "output": "\n".join(n for n in notes if n) + "\n" + json.dumps(counts, indent=1),
-        "visibility": "hidden",
-        "extra_data": {"counts": counts},
-    })
+    score = sum(o.score for o in visible + hidden)
+    top = sum(o.test.points for o in visible + hidden)
     return {
-        "score": round(sum(o.score for o in visible + hidden), 4),
+        "score": round(min(score, top), 4),
         "execution_time": math.ceil(elapsed),
         "output": "\n".join(lines),
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "tests": tests,
+        "extra_data": {"grader_notes": [n for n in notes if n], "visible_counts": counts},
+        "tests": [o.to_gradescope() for o in visible + hidden],
     }
 
 
@@ -804,8 +743,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring); returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m grading.runner",
-        description="Grade one submission against a student edition, running the learner's code only in "
-                    "child processes, and write Gradescope's results.json.")
+        description="Grade one submission against a student edition: the graded tests run in a trusted pytest "
+                    "process, the learner's functions in an isolated worker; write Gradescope's results.json.")
     parser.add_argument("--course", type=Path, required=True, help="student edition root")
     parser.add_argument("--submission", type=Path, required=True, help="the submission: a folder or a .zip")
     parser.add_argument("--results", type=Path, required=True, help="where to write results.json")
@@ -813,16 +752,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden-consume", action="store_true",
                         help="read the hidden tests into memory and delete them from --hidden before any "
                              "learner code runs (run_autograder: /autograder is thrown away after each run)")
-    parser.add_argument("--run-as", default="auto", metavar="auto|none|USER",
-                        help="user the learner's code runs as (default auto: an unprivileged user when root)")
+    parser.add_argument("--run-as", default="auto", metavar="auto|none|USER|uid:N",
+                        help="who learner code runs as (default auto: as root, course-learner or a transient uid; "
+                             "not root, the grader's own user); 'none' as root runs it as root")
+    parser.add_argument("--budget", type=float, default=GRADING_BUDGET_S,
+                        help=f"wall-clock budget of the grading in seconds (default {GRADING_BUDGET_S:g})")
     parser.add_argument("--work-base", type=Path, help="where working folders go (default: system temp)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter for the child processes")
+    parser.add_argument("--python", default=sys.executable, help="interpreter of the trusted test runs")
+    parser.add_argument("--worker-python", help="interpreter of learner processes (default: --python)")
+    parser.add_argument("--worker-path", action="append", default=[],
+                        help="extra sys.path entry of learner processes (repeatable)")
+    parser.add_argument("--no-namespaces", action="store_true", help="do not try PID/network namespaces")
     args = parser.parse_args(argv)
     started = _started_at()
+    sandbox.become_subreaper()
     hidden: dict[str, bytes] | None = None
     if args.hidden is not None:
         hidden = read_hidden(args.hidden)
-        if args.hidden_consume:  # nothing left on disk for the visible run's code to find
+        if args.hidden_consume:  # nothing left on disk for learner code to find
             shutil.rmtree(args.hidden / HIDDEN_DIR.split("/")[0], ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="submission-", dir=args.work_base) as tmp:
         unpacked = Path(tmp) / "submission"
@@ -833,17 +780,33 @@ def main(argv: list[str] | None = None) -> int:
             problem = f"the submission could not be unpacked: {exc}"
             shutil.rmtree(unpacked, ignore_errors=True)
             unpacked.mkdir(parents=True)
-        iso = choose_isolation(args.run_as, args.python)
-        result = grade(args.course.resolve(), unpacked, hidden,
-                       python=args.python, isolation=iso, work_base=args.work_base, started_at=started,
-                       submission_problem=problem)
+        iso = sandbox.choose_isolation(args.run_as)
+        try:
+            result = grade(args.course.resolve(), unpacked, hidden, python=args.python, isolation=iso,
+                           work_base=args.work_base, started_at=started, submission_problem=problem,
+                           budget=args.budget, worker_python=args.worker_python, worker_path=args.worker_path,
+                           namespaces=not args.no_namespaces)
+        except Exception as exc:  # noqa: BLE001 - a grader bug: say so on Gradescope, details for instructors
+            import traceback
+
+            traceback.print_exc(file=sys.stdout)
+            message = (f"The autograder failed ({type(exc).__name__}: {str(exc)[:300]}) and gave no score. "
+                       "Please tell your instructor.")
+            result = Grading({"score": 0.0, "execution_time": 0, "output": message, "output_format": "text",
+                              "visibility": "visible", "stdout_visibility": "hidden", "tests": []},
+                             [], [message])
+    sandbox.kill_children()
     args.results.parent.mkdir(parents=True, exist_ok=True)
     result.results["execution_time"] = math.ceil(max(0.0, time.time() - started))
     tmp_out = args.results.with_name(args.results.name + ".tmp")
     tmp_out.write_text(json.dumps(result.results, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp_out, args.results)
     print(result.results["output"])
-    print(json.dumps({"score": result.results["score"], "notes": result.notes}))
+    print("Grader notes (instructors only):")
+    for note in result.notes:
+        print(f"  {note}")
+    print("hidden tests and pytest's own counts (visible + hidden): " + json.dumps(result.private))
+    print(json.dumps({"score": result.results["score"]}))
     return 0
 
 

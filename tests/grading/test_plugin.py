@@ -118,7 +118,7 @@ def test_endless_loop_costs_only_that_test(course: pytest.Pytester,
         "        pass\n")
     monkeypatch.setenv("PYTHONPATH", TESTS_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     result = course.runpytest_subprocess("-p", "pytest_timeout", "-p", "grading.plugin", "--grade",
-                                         "--grade-timeout", "0.5",
+                                         "--grade-timeout", "5",  # room for a busy machine: the other tests take ms
                                          timeout=120)
     result.assert_outcomes(passed=1, failed=3, deselected=1)
     doc = read_results(course)

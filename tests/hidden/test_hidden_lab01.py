@@ -25,15 +25,16 @@ def test_best_fit_cpu_only_pod():
     # max 96000 milli-CPU, 8000 milli-GPU; pod 48000 milli-CPU, no GPU
     # node 0: r = 0.5*(48000-48000)/96000 + 0.5*8000/8000 = 0.5  -> 50
     # node 1: r = 0.5*(96000-48000)/96000 + 0.5*0/8000    = 0.25 -> 75
-    assert best_fit_raw_score(np.array([48000, 96000]), np.array([8000, 0]),
-                              48000, 0, 96000, 8000).tolist() == [50, 75]
+    scores = best_fit_raw_score(np.array([48000, 96000]), np.array([8000, 0]), 48000, 0, 96000, 8000)
+    assert isinstance(scores, np.ndarray) and scores.tolist() == [50, 75]
 
 
 @pytest.mark.points(1, part="1B", number="1B.h1")
 def test_stranded_on_a_node_the_job_cannot_use():
     """count_stranded_gpus: 2 free GPUs on a node of the wrong model are stranded."""
     # slots [0, 2]: node 0 excluded (model); usable min([2, 4], [0, 4]) = [0, 4] -> 2 stranded
-    assert count_stranded_gpus(np.array([2, 4]), np.array([[0, 2]]), np.array([2]), np.array([1])) == 2
+    n = count_stranded_gpus(np.array([2, 4]), np.array([[0, 2]]), np.array([2]), np.array([1]))
+    assert isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n == 2
 
 
 @pytest.mark.points(1, part="1C", number="1C.h1")
@@ -51,7 +52,8 @@ def test_gang_that_fits_starts_at_once(monkeypatch):
 def test_equal_cost_lower_priority_first():
     """choose_victims: equal lost GPU-seconds -> the lower-priority job is preempted."""
     cands = [VictimCandidate("A", 1, 2, 50.0), VictimCandidate("B", 0, 2, 50.0)]  # 100 GPU-s each
-    assert choose_victims(cands, lambda v: len(v) >= 1) == ["B"]
+    victims = choose_victims(cands, lambda v: len(v) >= 1)
+    assert isinstance(victims, list) and victims == ["B"]
     assert choose_victims([], lambda v: False) is None
 
 
@@ -59,4 +61,5 @@ def test_equal_cost_lower_priority_first():
 def test_three_tenants_tie():
     """drf_pick_tenant: shares 0.2, 0.1, 0.1 -> the tie between b and c goes to b."""
     usage = {"a": [2.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}
-    assert drf_pick_tenant(usage, [10.0, 10.0], ["c", "a", "b"]) == "b"
+    tenant = drf_pick_tenant(usage, [10.0, 10.0], ["c", "a", "b"])
+    assert isinstance(tenant, str) and tenant == "b"

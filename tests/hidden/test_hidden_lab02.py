@@ -25,6 +25,7 @@ def test_snapshot_of_mig_devices_of_another_gpu():
         AdvertisedDevice("MIG-a", "MIG-a", "GPU-1", 0, mig_index=0, numa_node=0),
     ))
     states = list_and_watch_snapshot(res, {"GPU-9"})
+    assert isinstance(states, list)
     assert [(s.id, s.health, s.numa_node) for s in states] == [("MIG-b", HEALTHY, 1), ("MIG-a", HEALTHY, 0)]
 
 
@@ -33,6 +34,7 @@ def test_replicas_of_a_mig_device():
     """expand_replicas on a MIG device keeps its MIG index; physical_device_id maps each replica back."""
     mig = AdvertisedDevice("MIG-x", "MIG-x", "GPU-p", 2, mig_index=3)
     reps = expand_replicas(mig, 2)
+    assert isinstance(reps, list) and all(type(r) is AdvertisedDevice for r in reps)
     assert [r.id for r in reps] == ["MIG-x::0", "MIG-x::1"]
     assert {r.mig_index for r in reps} == {3}
     assert {physical_device_id(r.id) for r in reps} == {"MIG-x"}
@@ -41,12 +43,15 @@ def test_replicas_of_a_mig_device():
 @pytest.mark.points(1, part="2C", number="2C.h1")
 def test_more_profile_names():
     """mixed_resource_name: 2g.20gb and 4g.40gb (A100-80GB)."""
-    assert mixed_resource_name("2g.20gb") == "nvidia.com/mig-2g.20gb"
-    assert mixed_resource_name("4g.40gb") == "nvidia.com/mig-4g.40gb"
+    got = [mixed_resource_name(p) for p in ("2g.20gb", "4g.40gb")]
+    assert all(isinstance(g, str) for g in got)
+    assert got == ["nvidia.com/mig-2g.20gb", "nvidia.com/mig-4g.40gb"]
 
 
 @pytest.mark.points(1, part="2D", number="2D.h1")
 def test_ignored_xid_keeps_unhealthy_and_recovery_of_healthy():
     """next_health: an application Xid leaves an Unhealthy GPU Unhealthy; a recovery of a Healthy GPU keeps it Healthy."""
-    assert next_health(UNHEALTHY, HealthEvent("GPU-a", xid=31), HealthPolicy()) == UNHEALTHY
-    assert next_health(HEALTHY, HealthEvent("GPU-a", recovered=True), HealthPolicy(recovery=True)) == HEALTHY
+    got = [next_health(UNHEALTHY, HealthEvent("GPU-a", xid=31), HealthPolicy()),
+           next_health(HEALTHY, HealthEvent("GPU-a", recovered=True), HealthPolicy(recovery=True))]
+    assert all(isinstance(g, str) for g in got)
+    assert got == [UNHEALTHY, HEALTHY]

@@ -28,7 +28,7 @@ def test_table_on_the_synthetic_default(capsys):
     assert main(["compare", "--quiet", "--policies", "best-fit,fgd", "--seeds", "42"]) == 0
     out = capsys.readouterr().out.splitlines()
     # the workload line goes with the table, on stdout (even with --quiet: it is output, not a note)
-    assert out[0].startswith("synthetic openb-like trace (seed 0): 48 nodes, 243 GPUs, 327 pods; replayed to 130 %")
+    assert out[0].startswith("synthetic openb-like trace (workload seed 0): 48 nodes, 243 GPUs, 327 pods; replayed to 130 %")
     assert out[1].split()[:4] == ["policy", "alloc@100", "%", "alloc@130"]
     assert [line.split()[0] for line in out[3:5]] == ["best-fit", "fgd"]
     assert out[5] == "" and out[6] == "columns:"
@@ -45,7 +45,7 @@ def test_csv_matches_the_library_summary(capsys):
         assert float(row["failed_pods"]) == pytest.approx(s.failed_pods)
         assert float(row["stranded_gpus"]) == pytest.approx(s.stranded_gpus)
         assert row["seeds"] == "1 2" and row["x_end"] == "130"
-        assert row["workload"].startswith("synthetic openb-like trace (seed 0)")
+        assert row["workload"].startswith("synthetic openb-like trace (workload seed 0)")
 
 
 def test_json_and_inflation(capsys):
@@ -113,6 +113,7 @@ def test_table_dash_for_missing_and_one_column_at_inflation_1(capsys):
     (["--node-list", "x.csv"], "--node-list needs --trace"),
     (["--plot", "out.xyz"], "--plot out.xyz: expected a file name ending in one of"),
     (["--plot", "/nonexistent/dir/a.png"], "folder /nonexistent/dir does not exist"),
+    (["--plot", "/etc/passwd/x.png"], "--plot /etc/passwd/x.png: /etc/passwd is a file, not a folder"),
     (["--inflation", "0.001"], "from 0.01 to 10"),
 ])
 def test_more_bad_input_is_rejected_before_any_run(argv, message, capsys):
@@ -125,3 +126,40 @@ def test_more_bad_input_is_rejected_before_any_run(argv, message, capsys):
     captured = capsys.readouterr()
     assert message in captured.err and captured.err.count("\n") == 1
     assert captured.out == ""  # nothing ran, nothing printed
+
+
+def test_huge_sparse_pod_list_is_one_line_and_exit_1(tmp_path, capsys):
+    # the tester's case: a 5 GB sparse openb_pod_list_default.csv gave a MemoryError traceback
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,1000,1024,1,A100\n")
+    with open(tmp_path / "openb_pod_list_default.csv", "wb") as handle:
+        handle.truncate(5 * 10**9)
+    assert main(["compare", "--quiet", "--trace", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is 5,000,000,000 bytes; expected a CSV file of at most 33,554,432" in err
+
+
+def test_percentages_in_csv_and_json_have_two_decimals(capsys):
+    # before: frag_ratio_pct 99.7082028981 beside alloc 93.46; best-fit, seed 42 on the default
+    # synthetic trace: frag ratio = F / idle = 6.52 % of 243 GPUs / 15.89 GPUs -> 99.71 to 2 decimals
+    assert main(["compare", "--quiet", "--format", "csv", "--policies", "best-fit", "--seeds", "42"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert row["frag_ratio_pct"] == "99.71" and row["alloc_end"] == "93.46" and row["frag_pct"] == "6.52"
+    assert main(["compare", "--quiet", "--format", "json", "--policies", "best-fit", "--seeds", "42-43"]) == 0
+    (d,) = json.loads(capsys.readouterr().out)
+    for c in ("alloc_100", "alloc_end", "alloc_end_sd", "frag_pct", "frag_ratio_pct"):
+        assert d[c] == round(d[c], 2), (c, d[c])
+
+
+def test_pods_asking_for_a_model_no_node_has_get_a_note(tmp_path, capsys):
+    # 2 nodes of model A100; 3 pods: p0 any model, p1 A100 or NOSUCHGPU (fits), p2 NOSUCHGPU only
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,A100\nn1,32000,65536,2,A100\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+        "p0,1000,1024,1,1000,\np1,1000,1024,1,1000,A100|NOSUCHGPU\np2,1000,1024,1,1000,NOSUCHGPU\n")
+    assert main(["compare", "--trace", str(tmp_path), "--policies", "best-fit"]) == 0
+    err = capsys.readouterr().err
+    assert ("note: 1 of 3 pods ask only for GPU model NOSUCHGPU, which no node of openb_node_list_gpu_node.csv "
+            "has (A100): they can never be placed") in err
+    assert main(["compare", "--quiet", "--trace", str(tmp_path), "--policies", "best-fit"]) == 0
+    assert capsys.readouterr().err == ""

@@ -253,3 +253,95 @@ def test_shipped_sums_match_the_real_trace(alibaba_csv):
 def test_checksum_mismatch_is_an_input_error():
     exc = ChecksumMismatch("a.csv", "0" * 64, "1" * 64, "http://h/a.csv")
     assert isinstance(exc, InputError) and "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("url, message", [
+    ("http://[::1", "--base-url 'http://[::1': malformed (Invalid IPv6 URL)"),
+    ("http://127.0.0.1:abc/", "--base-url 'http://127.0.0.1:abc/': malformed (Port could not be cast"),
+    ("http://127.0.0.1:99999/", "malformed (Port out of range 0-65535)"),
+    ("http://127.0.0.1:1/a b/", "contains a space or control character (quote spaces as %20)"),
+    ("http://127.0.0.1:1/a\nb/", "contains a space or control character"),
+    ("http://user:secret@127.0.0.1:1/csv", "--base-url 'http://***@127.0.0.1:1/csv': has a user:password@ part"),
+    ("http://:80/", "--base-url 'http://:80/': expected an http:// or https:// URL"),
+])
+def test_malformed_base_urls_are_one_line(url, message, tmp_path, capsys):
+    # before: ValueError / http.client.InvalidURL tracebacks, "internal error", status 3
+    sums = _sums_file(tmp_path, _good_sums())
+    assert main(["fetch-trace", str(tmp_path / "t"), "--base-url", url, "--sums", str(sums), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "secret" not in err
+    assert not (tmp_path / "t").exists()          # refused before the folder is made
+
+
+def test_a_folder_in_the_way_is_one_line(server, tmp_path, capsys):
+    _, url, _ = server
+    dest = tmp_path / "trace"
+    (dest / "abc.csv").mkdir(parents=True)
+    sums = _sums_file(tmp_path, _good_sums())
+    assert main(["fetch-trace", str(dest), "--base-url", url, "--sums", str(sums), "--files", "abc.csv",
+                 "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: {dest / 'abc.csv'}: is a folder; expected a regular file or nothing there (remove it "
+                   "and run again; nothing was written through it)\n")
+
+
+def test_a_symlinked_part_is_refused_and_its_target_untouched(server, tmp_path):
+    # the tester's case: DIR/x.part -> DIR/victim was appended to through the link, and the
+    # victim kept the foreign bytes after the checksum mismatch
+    _, url, _ = server
+    dest = tmp_path / "trace"
+    dest.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("secret\n")
+    (dest / "nodes.csv.part").symlink_to(victim)
+    with pytest.raises(InputError, match=r"nodes.csv.part: is a symbolic link; expected a regular file"):
+        fetch_trace(dest, url, _good_sums(), ["nodes.csv"])
+    assert victim.read_text() == "secret\n" and (dest / "nodes.csv.part").is_symlink()
+    # a symlinked trace file is refused the same way (not hashed through the link, not replaced)
+    (dest / "nodes.csv.part").unlink()
+    (dest / "nodes.csv").symlink_to(victim)
+    with pytest.raises(InputError, match=r"nodes.csv: is a symbolic link"):
+        fetch_trace(dest, url, _good_sums(), ["nodes.csv"])
+    assert victim.read_text() == "secret\n"
+
+
+def test_a_trickling_server_is_stopped_at_the_file_deadline(tmp_path):
+    class Trickle:
+        status = 200
+        headers = {"Content-Length": "1000"}
+
+        def read1(self, n):
+            return b"x"                # one byte per read, forever
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    ticks = iter(range(0, 10**6, 2))   # the clock advances 2 s per look (the tester's 1 byte every 2 s)
+    # deadline = 60 s + 1000 bytes / 10,000 bytes/s = 60.1 s; start at 0; after byte n the clock
+    # reads 2n, and 2n > 60.1 first at n = 31
+    with pytest.raises(InputError, match=r"a.csv took over 60 s .* stopped after 31 bytes; the server is too slow"):
+        fetch_trace(tmp_path, "http://127.0.0.1:1/csv", {"a.csv": SHA_ABC},
+                    opener=lambda request, timeout: Trickle(), clock=lambda: next(ticks))
+    assert (tmp_path / "a.csv.part").stat().st_size == 31      # kept, so a run against a better mirror resumes
+    assert not (tmp_path / "a.csv").exists()
+
+
+def test_file_deadline():
+    # 60 s + 710,698 bytes / 10,000 B/s = 131.0698 s; unknown size: 60 + 33,554,432 / 10,000 = 3415.4432 s
+    from lab01_cluster_sim.fetch import file_deadline_s
+
+    assert file_deadline_s(710_698) == pytest.approx(131.0698)
+    assert file_deadline_s(None) == pytest.approx(3415.4432)
+
+
+def test_an_opener_refusing_the_url_is_one_line(tmp_path):
+    import http.client
+
+    def opener(request, timeout):
+        raise http.client.InvalidURL("nonnumeric port: 'x'")
+
+    with pytest.raises(InputError, match=r"^http://127.0.0.1:1/csv/a.csv: cannot download a.csv: nonnumeric port"):
+        fetch_trace(tmp_path, "http://127.0.0.1:1/csv", {"a.csv": SHA_ABC}, opener=opener)

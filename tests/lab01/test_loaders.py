@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import pytest
 
 from lab01_cluster_sim.errors import InputError, TraceFormatError
+from lab01_cluster_sim.workloads import openb
 from lab01_cluster_sim.workloads.openb import load_nodes, load_pods, load_trace, resolve_pod_list
 
 POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
@@ -212,3 +214,50 @@ def test_pod_list_that_is_a_folder(tmp_path):
     (tmp_path / "sub").mkdir()
     with pytest.raises(InputError, match="is a folder; expected a pod list name"):
         resolve_pod_list(tmp_path, str(tmp_path / "sub"))
+
+
+def test_device_and_fifo_are_refused_before_reading(tmp_path):
+    # /dev/zero is endless: the loader must refuse it by its type, never read it
+    with pytest.raises(TraceFormatError, match=r"^/dev/zero: is not a regular file .*; expected a CSV file$"):
+        load_nodes("/dev/zero")
+    fifo = tmp_path / "pods.fifo"
+    os.mkfifo(fifo)  # opening a FIFO for reading would block: refused by its type first
+    with pytest.raises(TraceFormatError, match=r"pods.fifo: is not a regular file"):
+        load_pods(fifo)
+
+
+def test_huge_sparse_file_is_refused_by_its_size(tmp_path):
+    path = tmp_path / "openb_pod_list_default.csv"
+    with open(path, "wb") as handle:
+        handle.truncate(5 * 10**9)  # sparse: 5,000,000,000 bytes on paper, none on disk
+    with pytest.raises(TraceFormatError) as exc:
+        load_pods(path)
+    # 32 MiB = 32 * 1,048,576 = 33,554,432 bytes
+    assert str(exc.value) == (f"{path}: is 5,000,000,000 bytes; expected a CSV file of at most "
+                              "33,554,432 bytes (32 MiB)")
+
+
+def test_long_line_is_refused_at_its_line(tmp_path):
+    # a 200,000-character gpu_milli field (over the csv module's 131,072 field limit) on line 3
+    path = _write(tmp_path, "pods.csv", POD_HEADER + "p0,1000,1024,1,1000,,LS,Running,0,10,0\n"
+                  + "p1,1000,1024,1," + "9" * 200_000 + ",,LS,Running,0,10,0\n")
+    with pytest.raises(TraceFormatError, match=rf"^{path}:3: line longer than 4,096 characters"):
+        load_pods(path)
+
+
+def test_too_many_rows_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(openb, "MAX_ROWS", 3)
+    path = _write(tmp_path, "nodes.csv", NODE_HEADER + "".join(f"n{i},1000,1024,1,A100\n" for i in range(4)))
+    # header is line 1, rows on lines 2..5: the 4th row (line 5) is one too many
+    with pytest.raises(TraceFormatError, match=rf"^{path}:5: more than 3 rows"):
+        load_nodes(path)
+    path = _write(tmp_path, "nodes3.csv", NODE_HEADER + "".join(f"n{i},1000,1024,1,A100\n" for i in range(3)))
+    assert len(load_nodes(path)) == 3
+
+
+def test_unclosed_quote_is_one_clear_line(tmp_path):
+    path = _write(tmp_path, "nodes.csv", NODE_HEADER + 'n0,1000,1024,1,A100\n"n1,1000,1024,1,A100\n')
+    with pytest.raises(TraceFormatError) as exc:
+        load_nodes(path)
+    # the quote opened on line 3 is never closed: csv reads the rest of line 3 as one field
+    assert str(exc.value) == f"{path}:3: 1 fields, expected 5 as in the header"

@@ -157,3 +157,23 @@ def test_simulate_refuses_a_bad_plugin_in_one_line(capsys):
     err = capsys.readouterr().err
     assert err == ("error: --plugin 'topology:wait=5': unknown option 'wait'; topology takes: max_wait_s, "
                    "comm_fraction, intra_gbps, inter_gbps\n")
+
+
+def test_table_prints_durations_in_readable_units():
+    import io
+
+    from lab01_cluster_sim.commands.simulate import _print_table
+
+    d = {"policy": "best-fit", "mode": "gang", "discipline": "fifo", "seed": 0, "jobs": 1, "stop_reason": "empty",
+         "end_time_s": 9000.0, "states": {"completed": 1}, "never_started": {"pending": 0, "rejected": 0},
+         "wait_s": {"mean": 90.0, "p50": 30.0, "p99": 7200.0}, "jct_s": {"mean": 42.0, "p50": None, "p99": 2412.0},
+         "makespan_s": 1558380.0, "mean_allocation_ratio": 0.5, "arrival_allocation_ratio": None,
+         "peak_stranded_gpus": 0, "mean_stranded_gpus": 0.0, "rejected": {}, "deadlock": None}
+    out = io.StringIO()
+    _print_table(d, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith(": 1 job, stopped: empty at t=9,000 s")
+    # 90 s = 1.5 min; 7200 s = 2.0 h; 2412 s = 40.2 min; 1,558,380 s = 432.9 h
+    assert lines[2] == "  queueing delay: mean 1.5 min, p50 30.0 s, p99 2.0 h"
+    assert lines[3] == "  JCT:            mean 42.0 s, p50 n/a, p99 40.2 min"
+    assert lines[4] == "  makespan:       432.9 h"

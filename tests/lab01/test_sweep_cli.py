@@ -39,6 +39,20 @@ def _status(argv):
     (["--policies", "fifo,fifo"], "--policies: each once, got fifo more than once"),
     (["--seeds", "3-1"], "--seeds '3-1'"),
     (["--runner", "simulate", "--trace", "."], "--trace goes with --runner replay, got --runner simulate"),
+    # numbers are checked against the matching command's bounds before any run
+    (["--runner", "simulate", "--param", "nodes=0"],
+     "--param nodes=0: the simulate runner expects a whole number from 1 to 100,000"),
+    (["--runner", "simulate", "--param", "interarrival=nan"],
+     "--param interarrival=nan: the simulate runner expects a finite number > 0 and <= 10,000,000"),
+    (["--runner", "simulate", "--param", "load=11"], "--param load=11: the simulate runner expects a finite number"),
+    (["--runner", "simulate", "--param", "gang_share=1.5"], "--param gang_share=1.5: the simulate runner expects a "
+                                                              "number from 0 to 1"),
+    (["--runner", "simulate", "--param", "nodes=2.5"], "--param nodes=2.5: the simulate runner expects a whole"),
+    (["--param", "gpus_per_node=65"], "--param gpus_per_node=65: the disciplines runner expects a whole number from 1"),
+    (["--param", "interarrival=inf"], "--param interarrival=inf: the disciplines runner expects a finite number"),
+    (["--runner", "simulate", "--workloads", "10000000"],
+     "--workloads '10000000': the simulate runner expects a number of jobs from 1 to 1,000,000"),
+    (["--workloads", "100001"], "--workloads '100001': the disciplines runner expects a number of jobs from 1 to"),
 ])
 def test_bad_grid_is_refused_before_any_run(argv, message, capsys, tmp_path):
     out = tmp_path / "sweep.csv"
@@ -126,3 +140,45 @@ def test_tables_have_no_exponent_and_readable_units():
     assert json.loads(format_rows(rows, "json"))[1]["missing"] is None
     with pytest.raises(ValueError, match="unit kind 'weeks'"):
         format_rows(rows, units={"mean_wait_s": "weeks"})
+
+
+def test_simulate_runner_row_reproduces_the_simulate_command(capsys):
+    # the tester's case, made small: sweep --runner simulate used 100 nodes at load 0.9, so
+    # its rows showed no wait while simulate (20 nodes, load 2) queued; now the defaults are simulate's
+    assert main(["simulate", "--quiet", "--format", "json", "--jobs", "300", "--nodes", "4", "--discipline", "fifo",
+                 "--seed", "3"]) == 0
+    by_simulate = json.loads(capsys.readouterr().out)
+    assert main(["sweep", "--quiet", "--runner", "simulate", "--workloads", "300", "--policies", "best-fit",
+                 "--param", "discipline=fifo", "--param", "nodes=4", "--seeds", "3", "--workers", "1"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert float(row["mean_wait_s"]) == pytest.approx(by_simulate["wait_s"]["mean"], rel=1e-11)
+    assert float(row["arrival_allocation_ratio"]) == pytest.approx(by_simulate["arrival_allocation_ratio"], rel=1e-11)
+    assert float(row["makespan_s"]) == pytest.approx(by_simulate["makespan_s"], rel=1e-11)
+    assert by_simulate["wait_s"]["mean"] > 0      # a contended cluster: the comparison is not 0 == 0
+    # and a load parameter changes the run (load 0.5 offers a quarter of the default's work per second)
+    assert main(["sweep", "--quiet", "--runner", "simulate", "--workloads", "300", "--policies", "best-fit",
+                 "--param", "discipline=fifo", "--param", "nodes=4", "--param", "load=0.5,2", "--seeds", "3",
+                 "--workers", "1"]) == 0
+    low, default = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert (low["load"], default["load"]) == ("0.5", "2")
+    assert default["mean_wait_s"] == row["mean_wait_s"]
+    assert float(low["mean_wait_s"]) < float(default["mean_wait_s"])
+
+
+def test_disciplines_runner_row_reproduces_the_disciplines_command(capsys):
+    # defaults as the disciplines command: 300 jobs, 4 nodes x 8 GPUs, 300 s gap, tenant 'research'
+    assert main(["disciplines", "--disciplines", "drf", "--format", "json", "--seed", "2", "--jobs", "40"]) == 0
+    (by_command,) = json.loads(capsys.readouterr().out)
+    assert main(["sweep", "--quiet", "--policies", "drf", "--workloads", "40", "--seeds", "2", "--workers", "1"]) == 0
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert float(row["mean_wait_s"]) == pytest.approx(by_command["mean_wait_s"], rel=1e-11)
+
+
+def test_sweep_to_stdout_says_what_it_wrote_on_stderr(capsys):
+    assert main(["sweep", "--policies", "fifo", "--workloads", "5", "--seeds", "0,1", "--workers", "1"]) == 0
+    captured = capsys.readouterr()
+    # 1 policy x 1 workload x 2 seeds = 2 runs: a header and 2 rows on stdout, the note on stderr
+    assert len(captured.out.splitlines()) == 3
+    assert "wrote 2 runs (1 policy x 1 workload x 2 seeds; 2 ok, 0 failed) to stdout" in captured.err
+    assert main(["sweep", "--quiet", "--policies", "fifo", "--workloads", "5", "--seeds", "0", "--workers", "1"]) == 0
+    assert capsys.readouterr().err == ""

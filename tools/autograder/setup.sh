@@ -45,12 +45,14 @@ echo "setup.sh: using $PY ($("$PY" --version))"
 "$ROOT/venv/bin/python" -m pip install --quiet --no-cache-dir -r "$SOURCE/requirements.txt"
 "$ROOT/venv/bin/python" -c 'import pytest, pytest_timeout, defusedxml, numpy, grpc; print("setup.sh: environment ready")'
 
-# the learner's code runs as this user (grading/runner.py, --run-as auto)
+# the learner's functions run as this user (grading/sandbox.py, --run-as auto); it needs the
+# interpreter and its packages, nothing else of the autograder (run_autograder makes the
+# source folder root-only before each grading)
 if ! id -u "$LEARNER_USER" >/dev/null 2>&1; then
   useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$LEARNER_USER"
 fi
-# everything readable by that user except the hidden tests
-chmod -R a+rX "$ROOT/venv" "$SOURCE/course"
-chmod 755 "$ROOT" "$SOURCE"
-chmod -R go-rwx "$SOURCE/hidden"
-chmod 755 "$SOURCE/run_autograder" "$SOURCE/setup.sh"
+chmod -R a+rX "$ROOT/venv"
+chmod 755 "$ROOT"
+chmod -R go-rwx "$SOURCE"
+chmod 711 "$SOURCE"
+chmod 700 "$SOURCE/run_autograder" "$SOURCE/setup.sh"

@@ -61,14 +61,23 @@ def test_topology_and_defrag_commands_run(capsys, tmp_path):
 
 def test_sweep_command_writes_csv_and_reports_failures(capsys, tmp_path):
     out = tmp_path / "s.csv"
-    # an unknown discipline is refused before any run; a run that fails (0 nodes) is a row
+    # an unknown discipline or 0 nodes is refused before any run; a run that fails (a malformed
+    # trace folder, found only when the run reads it) is a row
     assert main(["sweep", "--policies", "fifo,bogus", "--workloads", "10", "--seeds", "0", "--workers", "1",
                  "--output", str(out), "--quiet"]) == 1
     assert "--policies 'bogus'" in capsys.readouterr().err and not out.exists()
     assert main(["sweep", "--policies", "fifo", "--workloads", "10", "--seeds", "0", "--workers", "1",
                  "--param", "nodes=2,0", "--output", str(out), "--quiet"]) == 1
+    assert "--param nodes=0: the disciplines runner expects" in capsys.readouterr().err and not out.exists()
+    bad = tmp_path / "bad-trace"
+    bad.mkdir()
+    (bad / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,1000,1024,x,A100\n")
+    (bad / "openb_pod_list_default.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1,1,1,1000\n")
+    assert main(["sweep", "--runner", "replay", "--policies", "best-fit", "--workloads", f"synthetic,{bad}:default",
+                 "--seeds", "0", "--workers", "1", "--output", str(out), "--quiet"]) == 1
     text = out.read_text().splitlines()
-    assert text[0].startswith("runner,policy,workload,seed,nodes")
+    assert text[0].startswith("runner,policy,workload,seed")
+    assert "openb_node_list_gpu_node.csv:2:gpu: expected a non-negative integer, got 'x'" in text[2]
     assert "1 of 2 runs failed" in capsys.readouterr().err
     assert main(["sweep", "--seeds", "x"]) == 1
 
@@ -186,3 +195,14 @@ def test_sweep_rejects_a_bad_grid_before_any_run(argv, message, capsys):
     assert main([*argv, "--quiet", "--workers", "1"]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and message in captured.err and captured.err.count("\n") == 1
+
+
+def test_disciplines_explains_why_fifo_and_drf_top_different_fairness_columns():
+    from lab01_cluster_sim.commands.disciplines import _why_fairness_differs
+
+    assert _why_fairness_differs("drf", "drf") == ""
+    assert _why_fairness_differs("priority", "drf") == (
+        "The two measure different things, so priority can top jain_index while drf tops jain_dominant_share. ")
+    text = _why_fairness_differs("fifo", "drf")
+    assert text.startswith("The two measure different things, so fifo can top jain_index while drf tops "
+                           "jain_dominant_share: in one FIFO line") and "smallest dominant share go first" in text

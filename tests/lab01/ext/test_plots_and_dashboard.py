@@ -90,3 +90,13 @@ def test_sharing_figure_shows_jobs_that_fail_for_memory():
     # first 4 bars: jobs that run (exclusive 1, time-slicing 5, MPS 0, MIG 3); then those that
     # fail (0, 5, 10, 0); then those that wait for a GPU or instance (exclusive 9, MIG 10 - 3 = 7)
     assert heights == [1, 5, 0, 3, 0, 5, 10, 0, 9, 0, 0, 7]
+
+
+def test_topology_figure_has_a_numeric_bound_axis():
+    # before: 0, 600 and 3600 s were equally spaced categories; now minutes on a linear axis,
+    # 'never' a quarter of the largest bound beyond it: 60 min * 1.25 = 75
+    from lab01_cluster_sim.plots.topology import bound_positions
+
+    assert bound_positions([0, 600, 3600, math.inf]) == ([0.0, 10.0, 60.0, 75.0], 75.0)
+    assert bound_positions([0, math.inf]) == ([0.0, 1.0], 1.0)
+    assert bound_positions([300, 900]) == ([5.0, 15.0], None)

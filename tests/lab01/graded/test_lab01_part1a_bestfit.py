@@ -26,16 +26,19 @@ def test_best_fit_raw_score_by_hand():
     #         score = trunc(87.5) = 87
     scores = best_fit_raw_score(np.array([32000, 16000]), np.array([4000, 2000]),
                                 8000, 1000, 64000, 8000)
+    assert isinstance(scores, np.ndarray) and scores.dtype == np.int64  # the type first, then the values
     assert scores.tolist() == [62, 87]
-    assert scores.dtype == np.int64
 
 
 @pytest.mark.points(1, part="1A", number="1A.2")
 def test_best_fit_raw_score_extremes():
     """best_fit_raw_score: a pod that fills the largest node scores 100, an empty pod on an empty largest node 0."""
     # filled: r = 0.5*0/64000 + 0.5*0/8000 = 0 -> 100; untouched: r = 0.5*1 + 0.5*1 = 1 -> 0
-    assert best_fit_raw_score(np.array([64000]), np.array([8000]), 64000, 8000, 64000, 8000).tolist() == [100]
-    assert best_fit_raw_score(np.array([64000]), np.array([8000]), 0, 0, 64000, 8000).tolist() == [0]
+    filled = best_fit_raw_score(np.array([64000]), np.array([8000]), 64000, 8000, 64000, 8000)
+    untouched = best_fit_raw_score(np.array([64000]), np.array([8000]), 0, 0, 64000, 8000)
+    assert isinstance(filled, np.ndarray) and isinstance(untouched, np.ndarray)
+    assert filled.tolist() == [100]
+    assert untouched.tolist() == [0]
 
 
 def _two_nodes() -> ClusterState:

@@ -29,8 +29,9 @@ TWO_GPUS = AdvertisedResource("nvidia.com/gpu", "nvidia.com/gpu", (
 @pytest.mark.points(2, part="2A", number="2A.1")
 def test_snapshot_lists_every_device_with_its_health():
     """list_and_watch_snapshot: all devices, in order, Healthy unless their GPU is unhealthy."""
-    assert list_and_watch_snapshot(TWO_GPUS, set()) == [
-        DeviceState("GPU-a", HEALTHY, 0), DeviceState("GPU-b", HEALTHY, 1)]
+    states = list_and_watch_snapshot(TWO_GPUS, set())
+    assert isinstance(states, list) and all(type(s) is DeviceState for s in states)  # the type, then the value
+    assert states == [DeviceState("GPU-a", HEALTHY, 0), DeviceState("GPU-b", HEALTHY, 1)]
     # an unhealthy GPU stays in the list (capacity 2), marked Unhealthy (allocatable 1)
     assert list_and_watch_snapshot(TWO_GPUS, {"GPU-b"}) == [
         DeviceState("GPU-a", HEALTHY, 0), DeviceState("GPU-b", UNHEALTHY, 1)]
@@ -43,6 +44,7 @@ def test_replicas_and_mig_devices_share_their_gpus_health():
         AdvertisedDevice(f"GPU-{g}::{n}", f"GPU-{g}", f"GPU-{g}", i, replica=n)
         for i, g in enumerate("ab") for n in range(2)), sharing="time-slicing", replicas=2)
     states = list_and_watch_snapshot(replicas, {"GPU-a"})
+    assert isinstance(states, list) and all(type(s) is DeviceState for s in states)
     assert [(s.id, s.health) for s in states] == [
         ("GPU-a::0", UNHEALTHY), ("GPU-a::1", UNHEALTHY), ("GPU-b::0", HEALTHY), ("GPU-b::1", HEALTHY)]
     mig = AdvertisedResource("nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.10gb", (
@@ -61,6 +63,7 @@ def test_eight_gpu_node_one_xid_capacity_8_allocatable_7():
                                     "uuids": [f"GPU-{i}" for i in range(8)]}]})
     resource = advertise(inv, Config()).resource("nvidia.com/gpu")
     states = list_and_watch_snapshot(resource, {"GPU-5"})
+    assert isinstance(states, list) and all(type(s) is DeviceState for s in states)
     assert len(states) == 8
     assert sum(s.health == HEALTHY for s in states) == 7
     assert [s.id for s in states if s.health == UNHEALTHY] == ["GPU-5"]

@@ -24,7 +24,8 @@ def test_mixed_resource_names(partial_credit):
         "1g.10gb+me": "nvidia.com/mig-1g.10gb.me",
         "1g.18gb+gfx": "nvidia.com/mig-1g.18gb.gfx",
     }
-    wrong = {p: mixed_resource_name(p) for p in cases if mixed_resource_name(p) != cases[p]}
+    got = {p: mixed_resource_name(p) for p in cases}
+    wrong = {p: name for p, name in got.items() if not (isinstance(name, str) and name == cases[p])}
     partial_credit((len(cases) - len(wrong)) / len(cases))  # 3/5 right keeps 60% of the points
     assert not wrong, f"wrong names: {wrong}"
 

@@ -241,7 +241,7 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         if sc.kueue:
             from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
 
-            plugin = KueueAdmissionPlugin(sc.kueue.controller())
+            plugin = KueueAdmissionPlugin(sc.kueue.controller(), wait_for_pods_ready=sc.kueue.wait_for_pods_ready)
             extra["plugins"] = [plugin]
         result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
                           discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),

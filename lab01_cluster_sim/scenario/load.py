@@ -68,6 +68,7 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 WPC_LABEL = "kueue.x-k8s.io/priority-class"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+HAMI_GPU_POLICY = "hami.io/gpu-scheduler-policy"
 MIB = 2**20
 KNOWN_RESOURCES = (CPU, MEMORY, GPU, "ephemeral-storage")
 
@@ -617,6 +618,11 @@ class _Builder:
         for mpath in (("metadata",), ("spec", "template", "metadata")):
             _check_course_keys(doc, mpath, _get(d, mpath) or {})
             annotations = (_get(d, mpath) or {}).get("annotations") or {}
+            pick = annotations.get(HAMI_GPU_POLICY)
+            if pick is not None and pick != self.sc.spec.get("simulation", {}).get("gpuSchedulerPolicy"):
+                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', HAMI_GPU_POLICY))}: a per-pod "
+                                           f"{HAMI_GPU_POLICY} is not modelled; set the Scenario's "
+                                           f"spec.simulation.gpuSchedulerPolicy: {pick} for every pod")
             if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
                 self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
                                            f"{DO_NOT_DISRUPT} is not modelled yet (the autoscaler would consolidate "

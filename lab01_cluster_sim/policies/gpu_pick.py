@@ -28,7 +28,8 @@ import numpy as np
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU
-from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, pick_best_gpus, pick_lowest_free_gpus, uses_target
+from lab01_cluster_sim.policies.base import (PlacementPolicy, make_policy, pick_best_gpus, pick_lowest_free_gpus,
+                                             shared_gpu_candidates, uses_target)
 
 GPU_PICKS = ("binpack", "spread")
 """The GPU choices inside a node (HAMi's ``gpuSchedulerPolicy`` values)."""
@@ -42,10 +43,7 @@ def pick_spread_gpus(state: ClusterState, request: Request, node: int) -> tuple[
         ValueError: nothing fits on ``node`` (a scheduler bug).
     """
     if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-        row = state.gpu_free[node, : state.gpu_count[node]]
-        ok = np.flatnonzero(row >= request.gpu_milli)
-        if ok.size == 0:
-            raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+        row, ok = shared_gpu_candidates(state, request, node)
         return (int(ok[np.argmax(row[ok])]),)     # argmax: first maximum, the lowest index
     return pick_lowest_free_gpus(state, request, node)
 

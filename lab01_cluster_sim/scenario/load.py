@@ -615,6 +615,7 @@ class _Builder:
                 raise _err(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
             tmeta_path = ("metadata",)
         pod = _get(d, pod_path)
+        do_not_disrupt = False
         for mpath in (("metadata",), ("spec", "template", "metadata")):
             _check_course_keys(doc, mpath, _get(d, mpath) or {})
             annotations = (_get(d, mpath) or {}).get("annotations") or {}
@@ -624,9 +625,12 @@ class _Builder:
                                            f"{HAMI_GPU_POLICY} is not modelled; set the Scenario's "
                                            f"spec.simulation.gpuSchedulerPolicy: {pick} for every pod")
             if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
-                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
-                                           f"{DO_NOT_DISRUPT} is not modelled yet (the autoscaler would consolidate "
-                                           "the node anyway)")
+                if annotations[DO_NOT_DISRUPT] == "true":   # blocks consolidation of the pod's node
+                    do_not_disrupt = True
+                else:
+                    self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
+                                               f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
+                                               "modelled (a duration ending the protection is not)")
         requests = self._pod_requests(doc, pod_path, pod)
         labels = {**meta.get("labels", {})}
         if kind == "Job":
@@ -656,6 +660,8 @@ class _Builder:
                 raise _err(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if do_not_disrupt:
+            extras["do_not_disrupt"] = True
         selector = dict(pod.get("nodeSelector", {}))
         models: tuple[str, ...] = ()
         if GPU_PRODUCT in selector:

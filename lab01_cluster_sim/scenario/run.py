@@ -329,7 +329,7 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     for j in sc.jobs:
         image, gib, workload = sc.pod_images[j.job_id]
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
-                        image or "image", gib))
+                        image or "image", gib, bool(j.extras.get("do_not_disrupt"))))
     static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")

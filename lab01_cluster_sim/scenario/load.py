@@ -662,6 +662,13 @@ class _Builder:
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
         if do_not_disrupt:
             extras["do_not_disrupt"] = True
+        grace = pod.get("terminationGracePeriodSeconds")
+        if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
+            from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+
+            if grace < 0:
+                raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
+            extras[TERMINATION_GRACE] = float(grace)
         selector = dict(pod.get("nodeSelector", {}))
         models: tuple[str, ...] = ()
         if GPU_PRODUCT in selector:

@@ -230,6 +230,7 @@ class AdmissionController:
         self._active: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._aside: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._admitted: dict[str, Admitted] = {}
+        self._backoff: dict[str, float] = {}   # name -> requeue time (waitForPodsReady backoff)
         self.cycles = 0
 
     # -- input -------------------------------------------------------------------------------
@@ -303,10 +304,16 @@ class AdmissionController:
         status.state = State.FINISHED
         status.reason = f"finished at t={format_seconds(now)}s"
 
-    def evicted(self, name: str, now: float, requeue: bool = True) -> None:
+    def evicted(self, name: str, now: float, requeue: bool = True, *, requeue_at: float | None = None,
+                order_time: float | None = None) -> None:
         """An admitted workload's pods are gone (preempted by this stage, or evicted by the
         engine for another reason such as a node drain): release its quota and (by default)
         queue it again in its original place (priority, then creation time).
+
+        ``requeue_at`` (s, waitForPodsReady's backoff, :mod:`.backoff`): the workload is
+        inadmissible until then and joins its queue at the first :meth:`schedule` at or after
+        it. ``order_time`` (s): queue it by this time instead of its creation time
+        (``requeuingStrategy.timestamp: Eviction``).
 
         Raises:
             ValueError: the workload is not admitted.
@@ -317,10 +324,23 @@ class AdmissionController:
         if status.state is State.ADMITTED:   # evicted by the engine (a node drain), not preempted here
             status.evictions += 1
         self._release(status)
-        if requeue:
+        if order_time is not None:
+            status.order = (status.order[0], order_time) + status.order[2:]
+        if requeue and requeue_at is not None and requeue_at > now:
+            status.state = State.INADMISSIBLE
+            status.reason = f"requeued at t={format_seconds(requeue_at)}s (backoff after PodsReadyTimeout)"
+            self._backoff[name] = requeue_at
+        elif requeue:
             self._enqueue(status)
         else:
             status.state = State.REJECTED
+
+    def _release_backoff(self, now: float) -> None:
+        """Queue the workloads whose requeue time (waitForPodsReady backoff) has come."""
+        for name, at in sorted(self._backoff.items(), key=lambda kv: (kv[1], kv[0])):
+            if at <= now:
+                del self._backoff[name]
+                self._enqueue(self.workloads[name])
 
     def _release(self, status: WorkloadStatus) -> None:
         self.tree.remove_usage(status.cluster_queue, status.usage)
@@ -344,6 +364,8 @@ class AdmissionController:
         """Run admission cycles at ``now`` until one changes nothing (no admission, no new
         eviction, nothing set aside). Returns every decision, in order."""
         out: list[Decision] = []
+        if self._backoff:
+            self._release_backoff(now)
         limit = max_cycles if max_cycles is not None else 2 * len(self.workloads) + 2
         for _ in range(limit):
             decisions, changed = self._cycle(now)

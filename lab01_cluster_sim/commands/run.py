@@ -24,7 +24,8 @@ models (those of the Kueue v1beta2 and Karpenter v1 CRDs). A misspelt or unknown
 one line naming file:line:column, the object and the field path.
 
 Pods and Jobs carry their run time in the annotation lab01.course/duration (seconds, or
-inf) and their arrival in lab01.course/submit-time (seconds, default 0).
+inf) and their arrival in lab01.course/submit-time (seconds, default 0); each at most
+1e9 s (about 31.7 years).
 
 The run writes scenario.json, summary.json / summary.csv (one row per run), per-job or
 per-node CSVs and a figure into --output, and prints where; with Kueue objects also

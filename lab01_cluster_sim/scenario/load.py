@@ -13,7 +13,7 @@
   defaults to its limit. ``nvidia.com/gpu`` is whole GPUs; ``lab01.course/gpu-milli`` gives a
   shared share of one GPU (the Alibaba trace's unit). Annotations give what Kubernetes objects
   do not carry: ``lab01.course/duration`` (run time, s, or ``inf`` for a service) and
-  ``lab01.course/submit-time`` (arrival, s, default 0).
+  ``lab01.course/submit-time`` (arrival, s, default 0), each at most :data:`MAX_SECONDS`.
 - **Gangs**: pods labelled ``scheduling.x-k8s.io/pod-group: NAME`` with a ``PodGroup``
   (coscheduling) of that name form one job of as many workers.
 - **Priority**: ``priorityClassName`` -> a ``PriorityClass``'s value (the ``globalDefault``
@@ -57,6 +57,11 @@ MAX_FILES = 200
 MAX_OBJECTS = 20_000
 """Most objects in one scenario (a 3,000-Pod file, 780 kB, is read and checked in about 6 s of
 CPU)."""
+
+MAX_SECONDS = 1e9
+"""Largest finite ``lab01.course/duration`` and ``lab01.course/submit-time``, s (about 31.7
+years; the Alibaba 2023 default pod list spans 12,902,960 s, about 149 days). A larger time is a typo, and near
+1e308 the engine's sums overflow to inf (a makespan of 300 digits)."""
 
 DURATION = "lab01.course/duration"
 SUBMIT_TIME = "lab01.course/submit-time"
@@ -565,6 +570,10 @@ class _Builder:
         if math.isnan(value) or value < 0 or (key == SUBMIT_TIME and math.isinf(value)):
             raise _err(doc, path, f"expected a number of seconds >= 0{'' if key == DURATION else ' (finite)'}, "
                        f"got {text!r}")
+        if math.isfinite(value) and value > MAX_SECONDS:
+            service = " or 'inf' for a service that never ends" if key == DURATION else ""
+            raise _err(doc, path, f"expected a number of seconds from 0 to {MAX_SECONDS:,.0f} (about 31.7 years)"
+                       f"{service}, got {text!r}")
         return value
 
     def _job(self, doc: Document) -> Job:
@@ -839,4 +848,4 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _UNIT[u] for n, u in parts)
 
 
-__all__ = ["KueueObjects", "MAX_FILES", "MAX_OBJECTS", "Scenario", "Source", "load_scenario", "parse_duration"]
+__all__ = ["KueueObjects", "MAX_FILES", "MAX_OBJECTS", "MAX_SECONDS", "Scenario", "Source", "load_scenario", "parse_duration"]

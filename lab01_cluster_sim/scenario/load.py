@@ -6,7 +6,9 @@
 - **Nodes** (``v1 Node``): ``status.allocatable`` (else ``capacity``) ``cpu``, ``memory``,
   ``nvidia.com/gpu``; the GPU model is the GPU Feature Discovery label
   ``nvidia.com/gpu.product``, the NVLink domain its ``nvidia.com/gpu.clique`` label (nodes with
-  the same clique share one island; without it a node is its own island). Or ``Scenario.spec.nodes.csv``: an openb node-list CSV.
+  the same clique share one island; without it a node is its own island). Or ``Scenario.spec.nodes.csv``: an openb node-list CSV
+  (bounded as :func:`~lab01_cluster_sim.workloads.openb.load_nodes`: a regular file of at most 32 MiB,
+  and at most 100,000 nodes, ``simulate --nodes``'s cap).
 - **Jobs** (:class:`~lab01_cluster_sim.model.Job`) from ``v1 Pod`` (one worker) and
   ``batch/v1 Job`` (``parallelism`` workers). A pod's request is the sum over its containers,
   or the largest init container if bigger (Kubernetes' effective request); a request
@@ -406,9 +408,13 @@ class _Builder:
         if node_docs and csv:
             raise _err(self._scenario_doc, ("spec", "nodes"), "nodes come either from Node objects or from a CSV, not both")
         if csv:
+            from lab01_cluster_sim.commands.simulate import MAX_NODES
             from lab01_cluster_sim.workloads.openb import load_nodes
 
-            sc.nodes = load_nodes(self._resolve(csv))
+            try:   # bounded as the loaders are (32 MiB) and to simulate --nodes's 100,000 nodes
+                sc.nodes = load_nodes(self._resolve(csv), max_nodes=MAX_NODES)
+            except InputError as exc:
+                raise _err(self._scenario_doc, ("spec", "nodes", "csv"), str(exc)) from None
             return
         cliques: dict[str, int] = {}
         for doc in node_docs:

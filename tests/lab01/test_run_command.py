@@ -47,3 +47,42 @@ def test_scenario_node_csv_that_is_dev_zero_is_one_line(tmp_path, capsys):
     # the scenario reader names the field (file:line:column of the csv value); load_nodes refuses
     # a device too, for any other caller (tests/lab01/test_loaders.py)
     assert f"{path}:6:16: Scenario/zero: spec.nodes.csv: /dev/zero: not a regular file" in err
+
+
+def _node_csv_scenario(tmp_path, csv_name: str):
+    path = tmp_path / "s.yaml"
+    path.write_text("apiVersion: lab01.course/v1alpha1\nkind: Scenario\nmetadata:\n  name: csvs\n"
+                    f"spec:\n  nodes: {{csv: {csv_name}}}\n  workload:\n    generator: {{name: synthetic, jobs: 10}}\n")
+    return path
+
+
+def test_scenario_node_csv_has_simulates_node_cap(tmp_path, capsys, monkeypatch):
+    # fresh tester #16: a 3,000,000-row node CSV took 1.8 GB and > 60 s; 200,000 rows ran although
+    # simulate --nodes refuses more than 100,000. The cap is simulate's MAX_NODES, read at load
+    # time; lowered to 2 here so the test is small: a header and 3 nodes, so line 4 (1 + 3) is
+    # the first row past the cap.
+    import lab01_cluster_sim.commands.simulate as simulate_command
+
+    assert simulate_command.MAX_NODES == 100_000
+    monkeypatch.setattr(simulate_command, "MAX_NODES", 2)
+    (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n" +
+                                        "".join(f"n{i},64000,262144,8,V100\n" for i in range(3)))
+    path = _node_csv_scenario(tmp_path, "nodes.csv")
+    assert main(["run", str(path), "--check", "--quiet"]) == 1
+    # "  nodes: {csv: " is 15 characters: the value starts at column 16 of line 6
+    assert capsys.readouterr().err == (f"error: {path}:6:16: Scenario/csvs: spec.nodes.csv: {tmp_path / 'nodes.csv'}:4: "
+                                       "more than 2 nodes; expected at most 2 nodes\n")
+    monkeypatch.setattr(simulate_command, "MAX_NODES", 3)    # exactly at the cap: accepted
+    assert main(["run", str(path), "--check", "--quiet"]) == 0
+    assert "would run: timed mode" in capsys.readouterr().out
+
+
+def test_scenario_node_csv_has_the_loaders_byte_cap(tmp_path, capsys):
+    # a sparse 100 MiB file costs nothing to make and is refused before it is read
+    with open(tmp_path / "big.csv", "wb") as fh:
+        fh.truncate(100 * 2**20)
+    path = _node_csv_scenario(tmp_path, "big.csv")
+    assert main(["run", str(path), "--check", "--quiet"]) == 1
+    assert capsys.readouterr().err == (f"error: {path}:6:16: Scenario/csvs: spec.nodes.csv: {tmp_path / 'big.csv'}: "
+                                       "is 104,857,600 bytes; expected a CSV file of at most 33,554,432 bytes "
+                                       "(32 MiB)\n")

@@ -277,6 +277,17 @@ class _Builder:
                            for p in folder.glob("openb_pod_list_*.csv"))
             raise _err(doc, base + ("podList",), f"no pod list {name!r} in {folder} (a name such as 'default' or "
                        f"'gpushare40', or a CSV file in that folder); found: {', '.join(known) or 'none'}")
+        from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, check_file
+
+        if not (folder / DEFAULT_NODE_LIST).exists():
+            raise _err(doc, base + ("path",), f"{folder}: no {DEFAULT_NODE_LIST} there (the trace folder holds the "
+                       "node list and the pod lists; python -m lab01_cluster_sim fetch-trace DIR gets them)")
+        for path, file in ((base + ("podList",) if "podList" in trace else base + ("path",), found),
+                           (base + ("path",), folder / DEFAULT_NODE_LIST)):
+            try:   # the loaders' bounds (a regular file of at most 32 MiB), checked now for run --check
+                check_file(file)
+            except InputError as exc:
+                raise _err(doc, path, str(exc)) from None
         self.sc.spec["workload"] = {**self.sc.spec.get("workload", {}),
                                     "trace": {**trace, "path": str(folder), "podList": str(found)}}
 

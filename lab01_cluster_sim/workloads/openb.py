@@ -141,7 +141,7 @@ def _lines(handle, path: Path, max_rows: int | None = None, what: str = "rows"):
         yield text
 
 
-def _check_file(path: Path) -> None:
+def check_file(path: Path) -> None:
     """Refuse a path that is not a regular file of at most :data:`MAX_FILE_BYTES` (a folder,
     a device such as /dev/zero, a FIFO, a sparse multi-gigabyte file) before opening it."""
     try:
@@ -161,7 +161,7 @@ def _check_file(path: Path) -> None:
 
 def _read(path: Path, required: Sequence[str], max_rows: int | None = None,
           what: str = "rows") -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    _check_file(path)
+    check_file(path)
     try:
         handle = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:

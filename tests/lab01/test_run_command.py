@@ -86,3 +86,54 @@ def test_scenario_node_csv_has_the_loaders_byte_cap(tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: {path}:6:16: Scenario/csvs: spec.nodes.csv: {tmp_path / 'big.csv'}: "
                                        "is 104,857,600 bytes; expected a CSV file of at most 33,554,432 bytes "
                                        "(32 MiB)\n")
+
+
+NODE_LIST = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,8,V100\n"
+POD_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time," \
+             "scheduled_time\n"
+
+
+def _trace_scenario(tmp_path, method: str = "timed"):
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "openb_node_list_gpu_node.csv").write_text(NODE_LIST)
+    path = tmp_path / "s.yaml"
+    path.write_text("apiVersion: lab01.course/v1alpha1\nkind: Scenario\nmetadata:\n  name: bt\nspec:\n"
+                    f"  workload:\n    trace: {{path: trace, method: {method}}}\n"
+                    + ("  simulation: {comparePolicies: [best-fit]}\n" if method == "replay" else ""))
+    return path, trace
+
+
+@pytest.mark.parametrize("method", ["timed", "replay"])
+def test_scenario_pod_list_has_the_loaders_byte_cap(tmp_path, capsys, method):
+    # fresh tester #21: a 3,000,000-row (193 MB) pod list took 2.3 GB in run before lab01fix's
+    # bounds; a sparse 100 MiB list is refused by run --check and by run, before it is read
+    path, trace = _trace_scenario(tmp_path, method)
+    with open(trace / "openb_pod_list_default.csv", "wb") as fh:
+        fh.truncate(100 * 2**20)
+    # "    trace: {" is 12 characters and "path: " 6: the folder's value starts at column 19 of line 7
+    # (no podList given, so the default list is blamed on the folder)
+    expected = (f"error: {path}:7:19: Scenario/bt: spec.workload.trace.path: {trace / 'openb_pod_list_default.csv'}: "
+                "is 104,857,600 bytes; expected a CSV file of at most 33,554,432 bytes (32 MiB)\n")
+    for extra in (["--check"], ["--output", str(tmp_path / "out")]):
+        assert main(["run", str(path), "--quiet", *extra]) == 1
+        assert capsys.readouterr().err == expected
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("method", ["timed", "replay"])
+def test_scenario_pod_list_has_the_loaders_row_cap(tmp_path, capsys, monkeypatch, method):
+    # the row cap (MAX_ROWS, 200,000) lowered to 2: a header and 3 pods, so line 4 is the first
+    # row past it; the run stops there with the file and line, and leaves no output folder
+    from lab01_cluster_sim.workloads import openb
+
+    assert openb.MAX_ROWS == 200_000
+    monkeypatch.setattr(openb, "MAX_ROWS", 2)
+    path, trace = _trace_scenario(tmp_path, method)
+    (trace / "openb_pod_list_default.csv").write_text(
+        POD_HEADER + "".join(f"p{i},1000,1024,1,1000,V100,LS,Running,0,100,0\n" for i in range(3)))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--quiet", "--output", str(out)]) == 1
+    assert capsys.readouterr().err == (f"error: {trace / 'openb_pod_list_default.csv'}:4: more than 2 rows; "
+                                       "expected at most 2 rows\n")
+    assert not out.exists()

@@ -133,6 +133,10 @@ class WorkloadStatus:
     Attributes:
         workload: as submitted. cluster_queue: its ClusterQueue. state: :class:`State`.
         reason: the latest message. submitted_at: when it was submitted, s.
+        queued_at: when it was last queued: submission, or the requeue after an eviction, s
+            (Kueue's ``QueuedWaitTime``: since creation, or since the ``Requeued``
+            condition's last transition; pkg/workload/workload.go).
+        requeue_wait: time spent queued again after evictions, summed over readmissions, s.
         admitted_at: when quota was last reserved, s (None if never).
         usage: quota held now. decision: the latest ADMITTED decision.
         evictions: times it was preempted.
@@ -143,6 +147,8 @@ class WorkloadStatus:
     state: State = State.PENDING
     reason: str = "queued, not tried yet"
     submitted_at: float = 0.0
+    queued_at: float | None = None
+    requeue_wait: float = 0.0
     admitted_at: float | None = None
     first_admitted_at: float | None = None
     usage: Usage = field(default_factory=dict)
@@ -152,6 +158,8 @@ class WorkloadStatus:
     shape: tuple = ()
 
     def __post_init__(self) -> None:
+        if self.queued_at is None:
+            self.queued_at = self.submitted_at
         self.order = queue_order(self.workload)
         self.shape = (self.workload.priority,) + tuple(
             (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())), tuple(sorted(ps.node_selector.items())),
@@ -318,6 +326,7 @@ class AdmissionController:
             status.evictions += 1
         self._release(status)
         if requeue:
+            status.queued_at = now
             self._enqueue(status)
         else:
             status.state = State.REJECTED
@@ -538,13 +547,15 @@ class AdmissionController:
         st.admitted_at = now
         if st.first_admitted_at is None:
             st.first_admitted_at = now
+        else:
+            st.requeue_wait += now - st.queued_at
         self._unqueue(st)
         counts = a.counts()
         admitted_wl = st.workload
         if any(ps.count != counts[ps.name] for ps in st.workload.pod_sets):
             admitted_wl = replace(st.workload, pod_sets=tuple(_with_count(ps, counts[ps.name]) for ps in st.workload.pod_sets))
         self._admitted[st.workload.name] = Admitted(admitted_wl, cq.name, dict(a.usage), now)
-        wait = now - st.submitted_at
+        wait = now - st.queued_at    # Kueue's QueuedWaitTime: since creation or the last requeue
         reason = f"Quota reserved in ClusterQueue {cq.name}, wait time since queued was {format_seconds(wait)}s"
         flavors = {ps.name: dict(ps.flavors) for ps in a.pod_sets}
         decision = Decision(now, st.workload.name, Outcome.ADMITTED, reason, cq.name, flavors, counts, a.borrow > 0)

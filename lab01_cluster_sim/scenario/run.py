@@ -38,12 +38,50 @@ from typing import Any
 import numpy as np
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.model import Job, JobRecord, Node
 from lab01_cluster_sim.scenario.load import Scenario
 from lab01_cluster_sim.scenario.yamlio import ScenarioError
 
 MAX_LISTED = 6
 """Blockers named in the one-line refusal (the rest are counted)."""
+
+
+class QueuedTime:
+    """Observer plugin: the total time each job spent queued, s, including the waits after
+    it was preempted or evicted and requeued.
+
+    Two figures per job in a timed run's ``jobs.csv`` (and the summary):
+
+    - ``wait``: the engine's queueing delay, first start minus submit time
+      (:attr:`~lab01_cluster_sim.model.JobRecord.wait`); a restart does not change it.
+    - ``queued``: that first wait plus, for every eviction followed by a restart, the restart
+      time minus the eviction time. It equals ``wait`` for a job never evicted. A wait still
+      open when the run ends (a job never restarted) is left out of both, as for a job that
+      never started. A job taken back from placement's queue before it ran (Kueue
+      un-admitting it) keeps waiting: that is one wait, not two.
+
+    Attributes:
+        queued: job id -> total time queued up to its last start, s.
+    """
+
+    name = "queued-time"
+
+    def __init__(self) -> None:
+        self.queued: dict[str, float] = {}
+        self._since: dict[str, float] = {}
+        self._sim = None
+
+    def attach(self, sim) -> None:
+        self._sim = sim
+
+    def on_start(self, record: JobRecord) -> None:
+        now = float(self._sim.engine.now)
+        since = self._since.pop(record.job_id, record.job.submit_time)
+        self.queued[record.job_id] = self.queued.get(record.job_id, 0.0) + (now - since)
+
+    def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
+        if record.job_id in self.queued and record.job_id not in self._since:
+            self._since[record.job_id] = float(self._sim.engine.now)   # it ran until now: queued again
 
 
 @dataclass
@@ -236,13 +274,14 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     rows, timelines, job_rows, decision_rows = [], {}, [], []
     for policy in _policies(sc):
         label = policy if isinstance(policy, str) else policy.describe()
-        extra: dict[str, Any] = {}
+        queued = QueuedTime()
+        extra: dict[str, Any] = {"plugins": [queued]}
         plugin = None
         if sc.kueue:
             from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
 
             plugin = KueueAdmissionPlugin(sc.kueue.controller())
-            extra["plugins"] = [plugin]
+            extra["plugins"] = [plugin, queued]
         result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
                           discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),
                           until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress,
@@ -252,6 +291,9 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         records = list(result.records.values())
         d["preemptions"] = sum(r.preemptions for r in records)
         d["lost_gpu_hours"] = sum(r.lost_gpu_s for r in records) / 3600.0
+        times = np.array(list(queued.queued.values()), dtype=float)
+        d["queued_s"] = ({"mean": float(times.mean()), "max": float(times.max())} if len(times)
+                         else {"mean": None, "max": None})
         if plugin is not None:
             d["cluster_queues"] = plugin.queue_summary()
             decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
@@ -260,6 +302,10 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         timelines[label] = result.timeline
         for row in result.jobs_table():
             rec = result.records[row["job"]]
+            q = queued.queued.get(row["job"])
+            pos = list(row).index("wait") + 1
+            items = list(row.items())
+            row = dict(items[:pos] + [("queued", None if q is None else round(q, 3))] + items[pos:])
             job_rows.append({"policy": label, **row, "placements": " ".join(row["placements"]),
                              "preemptions": rec.preemptions, "lost_gpu_hours": rec.lost_gpu_s / 3600.0})
     files = ["summary.json", "summary.csv", "jobs.csv", "timeline.png"]

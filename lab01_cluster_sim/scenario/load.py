@@ -65,6 +65,10 @@ MAX_SECONDS = 1e9
 years; the Alibaba 2023 default pod list spans 12,902,960 s, about 149 days). A larger time is a typo, and near
 1e308 the engine's sums overflow to inf (a makespan of 300 digits)."""
 
+SHARED_DATA_VAR = "$COURSE_SHARED_DATA"
+"""A Scenario path starting with this (or ``${COURSE_SHARED_DATA}``) is under the course's shared
+data folder (see ``_Builder._resolve``)."""
+
 DURATION = "lab01.course/duration"
 SUBMIT_TIME = "lab01.course/submit-time"
 GPU_MILLI = "lab01.course/gpu-milli"
@@ -265,7 +269,8 @@ class _Builder:
         folder = self._resolve(trace["path"])
         if not folder.is_dir():
             raise _err(doc, base + ("path",), f"{folder}: not a folder (the trace folder holds "
-                       "openb_node_list_gpu_node.csv and the pod lists; relative paths start at the scenario)")
+                       "openb_node_list_gpu_node.csv and the pod lists; relative paths start at the scenario, "
+                       f"$COURSE_SHARED_DATA/... at the course's shared data{self._shared_hint(trace['path'])})")
         name = trace.get("podList", "default")
         if name == "default":
             candidates = [folder / DEFAULT_POD_LIST]
@@ -459,8 +464,28 @@ class _Builder:
                 sc.unsupported.append(f"{_src(doc)}: resources {', '.join(other)} are not modelled")
 
     def _resolve(self, rel: str) -> Path:
+        """A path of the Scenario object: ``$COURSE_SHARED_DATA/...`` (or ``${COURSE_SHARED_DATA}/...``)
+        is under the course's shared data folder (:func:`lab01_cluster_sim.book.shared_data_dir`:
+        that environment variable, else ``../shared/data`` beside the clone, as the README's
+        "Real data" says); an absolute path is used as is; any other is relative to the scenario."""
+        for prefix in (SHARED_DATA_VAR + "/", "${" + SHARED_DATA_VAR[1:] + "}/"):
+            if rel.startswith(prefix):
+                from lab01_cluster_sim.book import shared_data_dir
+
+                return shared_data_dir() / rel[len(prefix):]
         p = Path(rel)
         return p if p.is_absolute() else (self.sc.base_dir / p)
+
+    def _shared_hint(self, rel: str) -> str:
+        """Where ``$COURSE_SHARED_DATA`` pointed, for a message about a path that used it."""
+        import os
+
+        if not rel.startswith((SHARED_DATA_VAR, "${" + SHARED_DATA_VAR[1:] + "}")):
+            return ""
+        env = os.environ.get(SHARED_DATA_VAR[1:])
+        return (f"; {SHARED_DATA_VAR} is {env}" if env else
+                f"; {SHARED_DATA_VAR} is not set, so it is ../shared/data beside the clone (set it to the folder "
+                "holding alibaba-gpu-2023/csv)")
 
     # -- KubeSchedulerConfiguration -----------------------------------------------------------------
     def _scheduler_config(self) -> None:

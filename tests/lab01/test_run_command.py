@@ -137,3 +137,30 @@ def test_scenario_pod_list_has_the_loaders_row_cap(tmp_path, capsys, monkeypatch
     assert capsys.readouterr().err == (f"error: {trace / 'openb_pod_list_default.csv'}:4: more than 2 rows; "
                                        "expected at most 2 rows\n")
     assert not out.exists()
+
+
+def test_trace_path_under_course_shared_data(tmp_path, capsys, monkeypatch):
+    # fresh tester weak #2: policies-alibaba-replay.yaml ignored COURSE_SHARED_DATA (README, "Real
+    # data"); a Scenario path may now start with $COURSE_SHARED_DATA/, resolved like the book's data
+    data = tmp_path / "data"
+    (data / "trace").mkdir(parents=True)
+    (data / "trace" / "openb_node_list_gpu_node.csv").write_text(NODE_LIST)
+    # two 1-GPU pods on the 8-GPU node: p0 runs 0..100, p1 arrives at 50 and runs 50..150
+    (data / "trace" / "openb_pod_list_default.csv").write_text(
+        POD_HEADER + "p0,1000,1024,1,1000,V100,LS,Running,0,100,0\np1,1000,1024,1,1000,V100,LS,Running,50,150,50\n")
+    path = tmp_path / "s.yaml"
+    path.write_text("apiVersion: lab01.course/v1alpha1\nkind: Scenario\nmetadata:\n  name: shared\nspec:\n"
+                    "  workload:\n    trace: {path: $COURSE_SHARED_DATA/trace}\n")
+    monkeypatch.setenv("COURSE_SHARED_DATA", str(data))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--quiet", "--output", str(out)]) == 0
+    assert "completed 2" in capsys.readouterr().out
+    # makespan 150 s: p1 ends at 150
+    assert '"makespan_s": 150.0' in (out / "summary.json").read_text()
+    monkeypatch.setenv("COURSE_SHARED_DATA", str(tmp_path / "nope"))
+    assert main(["run", str(path), "--check"]) == 1
+    err = capsys.readouterr().err
+    # "    trace: {path: " is 18 characters: the value starts at column 19 of line 7
+    assert err.startswith(f"error: {path}:7:19: Scenario/shared: spec.workload.trace.path: "
+                          f"{tmp_path / 'nope' / 'trace'}: not a folder")
+    assert err.rstrip().endswith(f"$COURSE_SHARED_DATA is {tmp_path / 'nope'})")

@@ -72,13 +72,13 @@ def _check_scenario_path(text: str) -> None:
 
     if not text.strip():
         raise InputError("SCENARIO: empty; expected a scenario YAML file or a folder of them (e.g. scenarios/)")
+    from lab01_cluster_sim.scenario.yamlio import not_a_file_reason
+
     try:
         mode = Path(text).stat().st_mode
-    except FileNotFoundError:
-        raise InputError(f"{text}: no such file or folder; expected a scenario YAML file or a folder of them") \
-            from None
-    except OSError as exc:
-        raise InputError(f"{text}: cannot read: {exc.strerror or exc}") from None
+    except OSError:
+        raise InputError(f"{text}: {not_a_file_reason(Path(text))}; expected a scenario YAML file or a folder of "
+                         "them") from None
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise InputError(f"{text}: is not a regular file or folder (a device, FIFO or socket); expected a scenario "
                          "YAML file or a folder of them")

@@ -164,3 +164,32 @@ def test_trace_path_under_course_shared_data(tmp_path, capsys, monkeypatch):
     assert err.startswith(f"error: {path}:7:19: Scenario/shared: spec.workload.trace.path: "
                           f"{tmp_path / 'nope' / 'trace'}: not a folder")
     assert err.rstrip().endswith(f"$COURSE_SHARED_DATA is {tmp_path / 'nope'})")
+
+
+def test_symbolic_link_loop_and_broken_link_say_what_they_are(tmp_path, capsys):
+    # fresh tester weak #5: both were "no such file or folder", and a folder holding only the
+    # loop said it held no .yaml file (the entry was skipped silently)
+    folder = tmp_path / "loop"
+    folder.mkdir()
+    (folder / "self.yaml").symlink_to("self.yaml")
+    loop = "a symbolic link loop (it points, through links, back to itself)"
+    assert main(["run", str(folder / "self.yaml"), "--check"]) == 1
+    assert capsys.readouterr().err == (f"error: {folder / 'self.yaml'}: {loop}; expected a scenario YAML file or a "
+                                       "folder of them\n")
+    assert main(["run", str(folder), "--check"]) == 1
+    assert capsys.readouterr().err == f"error: {folder / 'self.yaml'}: {loop}; a scenario folder holds YAML files only\n"
+    (folder / "self.yaml").unlink()
+    (folder / "gone.yaml").symlink_to(tmp_path / "missing.yaml")
+    assert main(["run", str(folder / "gone.yaml"), "--check"]) == 1
+    assert capsys.readouterr().err == (f"error: {folder / 'gone.yaml'}: a symbolic link to {tmp_path / 'missing.yaml'}, "
+                                       "which does not exist; expected a scenario YAML file or a folder of them\n")
+
+
+def test_a_file_that_is_not_yaml_is_named(tmp_path, capsys):
+    # fresh tester polish #23: run scenarios/README.md said "invalid YAML: did not find expected
+    # <document start>"
+    path = tmp_path / "README.md"
+    path.write_text("# Scenarios\n\nSee the YAML files.\n")
+    assert main(["run", str(path), "--check"]) == 1
+    assert capsys.readouterr().err == (f"error: {path}: not a .yaml or .yml file; expected a scenario YAML file or a "
+                                       "folder of them\n")

@@ -267,6 +267,24 @@ class AdmissionController:
         self._enqueue(status)
         return None
 
+    def record_rejected(self, workload: Workload, now: float, reason: str) -> Decision:
+        """Record ``workload`` as rejected before it reached admission (the engine found at
+        its arrival that no node can ever host one of its pods), so its ClusterQueue counts it
+        and the report has its row. Kueue itself never sees the nodes and would keep such a
+        workload pending; the simulator rejects it at arrival (the engine's rule for every
+        job), and this keeps the admission figures whole.
+
+        Raises:
+            InputError: a workload of that name was already submitted.
+        """
+        if workload.name in self.workloads:
+            raise InputError(f"workload {workload.name!r}: submitted twice")
+        lq = self.local_queues.get((workload.namespace, workload.queue_name))
+        cq = lq.cluster_queue if lq is not None else ""
+        status = WorkloadStatus(workload, cq, State.REJECTED, reason, submitted_at=now)
+        self.workloads[workload.name] = status
+        return Decision(now, workload.name, Outcome.REJECTED, reason, cq)
+
     def _never_fits(self, workload: Workload, cq: ClusterQueue) -> str | None:
         minimum = Workload(workload.name, workload.queue_name,
                            tuple(replace(ps, count=ps.min_count or ps.count, min_count=None) for ps in workload.pod_sets),

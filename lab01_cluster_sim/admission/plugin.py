@@ -182,6 +182,19 @@ class KueueAdmissionPlugin:
         if record.job_id in self.controller.workloads:
             self.controller.finish(record.job_id, self._now())
 
+    def on_reject(self, record: JobRecord) -> None:
+        """A job the engine rejected before it reached admission (no node can ever host one
+        of its pods): recorded as a REJECTED decision in its ClusterQueue, so admission.csv
+        has its row and the ClusterQueue counts it. Deviation: Kueue never looks at nodes and
+        would keep the workload pending ("couldn't assign flavors ..." only when quota is
+        short); the simulator's engine rejects any job no node can host, Kueue or not."""
+        if record.job_id in self.controller.workloads:
+            return      # rejected by admission itself, or evicted and not requeued: already recorded
+        reason = (f"rejected before admission: {record.reason} (Kueue itself would keep it pending; the "
+                  "simulator rejects a job no node can ever host)")
+        self._record([self.controller.record_rejected(workload_of(record.job, self.default_queue), self._now(),
+                                                      reason)])
+
     def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
         """A preempted workload is gone: release its quota and queue it again. (An eviction
         the stage did not ask for, such as a node drain, also gives the quota back.)"""

@@ -38,6 +38,10 @@ when it differs. Per ClusterQueue, 'admission wait' is the first quota reservati
 submission and 'queued' adds the waits after evictions until quota is reserved again; Kueue's
 own message, "wait time since queued was Ns", counts from the last requeue, as Kueue's
 QueuedWaitTime does. Waits still open when the run ends are not counted.
+
+A Job no node can ever host (more GPUs per pod than any node has) is rejected at arrival,
+Kueue or not; with Kueue objects it keeps a 'Rejected' row in admission.csv and counts as
+rejected in its ClusterQueue. (Kueue itself never looks at nodes and would keep it pending.)
 Kueue admission (Kueue v1beta2 API, semantics of Kueue main after v0.19.2) runs as a stage
 of the one engine before placement. Preemptions are counted per job and per run, with the
 GPU-hours of progress they threw away. Objects the simulator cannot execute (elastic or

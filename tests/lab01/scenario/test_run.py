@@ -183,6 +183,35 @@ def test_kueue_borrowing_counts_the_wait_after_the_eviction(tmp_path, capsys):
     assert readmitted == ["Quota reserved in ClusterQueue team-a, wait time since queued was 1800s"]
 
 
+def test_kueue_job_no_node_can_host_keeps_its_row_and_count(tmp_path, capsys):
+    # fresh tester weak #7: a 64-GPU Job (nodes have 8 GPUs) was rejected by the engine at
+    # arrival, before admission: no admission.csv row, and team-a said "3/3 admitted, 0 rejected"
+    import shutil
+
+    scenario = tmp_path / "toobig"
+    shutil.copytree(SCENARIOS / "kueue-borrowing", scenario)
+    workload = scenario / "workload.yaml"
+    text = workload.read_text()
+    four = 'limits: {nvidia.com/gpu: "4"}'
+    first = text.index(four)                                     # a-train-0's container
+    workload.write_text(text[:first] + four.replace('"4"', '"64"') + text[first + len(four):])
+    status, out, err = _run(capsys, str(scenario), "--output", str(tmp_path / "out"))
+    assert status == 0, err
+    with open(tmp_path / "out" / "admission.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "team-a/a-train-0"]
+    assert [(r["time"], r["outcome"], r["cluster_queue"]) for r in rows] == [("0.0", "Rejected", "team-a")]
+    assert rows[0]["reason"].startswith("rejected before admission: no node can host one worker even when empty: "
+                                        "needs 64 GPU(s)")
+    assert rows[0]["reason"].endswith("(Kueue itself would keep it pending; the simulator rejects a job no node "
+                                      "can ever host)")
+    (row,) = json.loads((tmp_path / "out" / "summary.json").read_text())
+    queues = {q["cluster_queue"]: q for q in row["cluster_queues"]}
+    # team-a: 4 submitted, a-train-1..3 admitted (12 GPUs: 8 nominal + 4 borrowed), a-train-0 rejected
+    assert {k: queues["team-a"][k] for k in ("submitted", "admitted", "rejected", "pending")} == \
+        {"submitted": 4, "admitted": 3, "rejected": 1, "pending": 0}
+    assert "ClusterQueue team-a: 3/4 admitted, 0 pending, 1 rejected, 0 evictions" in out
+
+
 def test_kueue_static_partition_keeps_idle_quota_idle(tmp_path, capsys):
     status, out, err = _run(capsys, str(SCENARIOS / "kueue-static-partition"), "--output", str(tmp_path))
     assert status == 0, err

@@ -406,6 +406,8 @@ def _flat(d: dict, prefix: str = "") -> dict:
         key = f"{prefix}{k}"
         if isinstance(v, dict):
             out.update(_flat(v, key + "."))
+        elif isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
+            out[key] = json.dumps(_plain(v), separators=(",", ":"))   # e.g. cluster_queues: JSON a script can read
         elif isinstance(v, list):
             out[key] = " | ".join(map(str, v))
         else:

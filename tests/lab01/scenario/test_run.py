@@ -181,6 +181,10 @@ def test_kueue_borrowing_counts_the_wait_after_the_eviction(tmp_path, capsys):
     with open(tmp_path / "admission.csv") as fh:
         readmitted = [r["reason"] for r in csv.DictReader(fh) if r["time"] == "3600.0"]
     assert readmitted == ["Quota reserved in ClusterQueue team-a, wait time since queued was 1800s"]
+    # fresh tester polish #8: summary.csv's cluster_queues is JSON (was a Python repr)
+    with open(tmp_path / "summary.csv") as fh:
+        (flat,) = csv.DictReader(fh)
+    assert json.loads(flat["cluster_queues"]) == row["cluster_queues"]
 
 
 def test_kueue_job_no_node_can_host_keeps_its_row_and_count(tmp_path, capsys):

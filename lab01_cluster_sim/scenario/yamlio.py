@@ -195,6 +195,30 @@ def load_documents(path: str | Path, text: str | None = None) -> list[Document]:
     return docs
 
 
+def _node_name(root: yaml.Node) -> str:
+    """``"Kind/namespace/name: "`` of a document from its YAML node, before it is built (for a
+    message about a key of it), or ``""`` when the node does not say (the first of duplicate
+    kind/metadata/name keys is taken)."""
+    def child(node, key):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == key:
+                    return v
+        return None
+
+    def scalar(node):
+        return node.value if isinstance(node, yaml.ScalarNode) else None
+
+    kind = scalar(child(root, "kind"))
+    meta = child(root, "metadata")
+    name, ns = scalar(child(meta, "name")), scalar(child(meta, "namespace"))
+    if kind is None:
+        return ""
+    if name is None:
+        return f"{kind}: "
+    return f"{kind}/{ns}/{name}: " if ns else f"{kind}/{name}: "
+
+
 def _build(loader: _Loader, node: yaml.Node, path: Path_, doc: Document) -> Any:
     # Iterative walk (the depth is already bounded, but avoid deep recursion anyway).
     root_holder: list[Any] = [None]
@@ -220,7 +244,8 @@ def _build(loader: _Loader, node: yaml.Node, path: Path_, doc: Document) -> Any:
                     raise ScenarioError(f"{where(doc.file, kpos)}: {format_path(p)}: YAML merge keys (<<) are not "
                                         "accepted in scenarios; write the fields out")
                 if k in value:
-                    raise ScenarioError(f"{where(doc.file, kpos)}: {format_path(p + (k,))}: duplicate key {k!r}")
+                    raise ScenarioError(f"{where(doc.file, kpos)}: {_node_name(node)}{format_path(p + (k,))}: "
+                                        f"duplicate key {k!r}")
                 value[k] = None
                 doc.key_positions[p + (k,)] = kpos
                 stack.append((vnode, p + (k,), value, k))

@@ -104,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
             for item in items:
                 print(f"  {item}")
         else:
-            print(f"would run: {kind_of(sc)} mode")
+            from lab01_cluster_sim.scenario.run import describe
+
+            print(f"would run: {describe(sc)}")
         return 0
     out = Path(args.output) if args.output else Path(f"lab01-run-{re.sub(r'[^A-Za-z0-9_.-]', '_', sc.name)}")
     result = run_scenario(sc, out, progress=not args.quiet)

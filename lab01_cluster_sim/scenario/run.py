@@ -199,6 +199,54 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
     return nodes, jobs
 
 
+def describe(sc: Scenario) -> str:
+    """What ``run`` would do with ``sc``, in one line for ``run --check``: the mode, the
+    workload and cluster, the placement policies, and Kueue admission or NodePools.
+
+    Raises:
+        ScenarioError: conflicting settings ``run`` would refuse (policy and scheduler config).
+    """
+    kind = kind_of(sc)
+    sim = sc.spec.get("simulation", {})
+    w = sc.spec.get("workload", {})
+    n_nodes = f"{len(sc.nodes)} node{'s' * (len(sc.nodes) != 1)}"
+    if "trace" in w:
+        t = w["trace"]
+        work = (f"the trace's pods ({Path(t['podList']).name}) on "
+                f"{n_nodes if sc.nodes else 'its nodes (openb_node_list_gpu_node.csv)'}")
+    elif "generator" in w:
+        g = w["generator"]
+        from lab01_cluster_sim.commands.simulate import DEFAULT_NODES
+
+        work = (f"{g.get('jobs', 200)} generated jobs on "
+                f"{n_nodes if sc.nodes else str(g.get('nodes', DEFAULT_NODES)) + ' generated nodes'}")
+    elif kind == "autoscaler":
+        work = f"{len(sc.jobs)} pod{'s' * (len(sc.jobs) != 1)}, {len(sc.nodes)} static node{'s' * (len(sc.nodes) != 1)}"
+    else:
+        work = f"{len(sc.jobs)} job{'s' * (len(sc.jobs) != 1)} on {n_nodes}"
+    parts = [f"{kind} mode", work]
+    if kind == "autoscaler":
+        parts.append(f"{len(sc.node_pools)} NodePool{'s' * (len(sc.node_pools) != 1)}")
+    else:
+        if kind != "topology":
+            labels = [p if isinstance(p, str) else p.describe() for p in _policies(sc)]
+            parts.append(f"polic{'y' if len(labels) == 1 else 'ies'} {', '.join(labels)}")
+        if kind in ("timed", "topology"):
+            parts.append(f"mode {sim.get('mode', 'gang')}, discipline {sim.get('discipline', 'fifo-skip')}")
+        if kind == "topology":
+            parts.append(f"max waits {', '.join(f'{x:g}' for x in sim['topology']['maxWaitSeconds'])} s")
+    if sc.kueue:
+        k = sc.kueue
+        cohorts = sorted({c.name for c in k.cohorts} | {q.cohort for q in k.cluster_queues if q.cohort})
+        parts.append(f"Kueue admission: {len(k.cluster_queues)} ClusterQueue{'s' * (len(k.cluster_queues) != 1)}, "
+                     f"{len(k.local_queues)} LocalQueue{'s' * (len(k.local_queues) != 1)}"
+                     + (f", cohort{'s' * (len(cohorts) != 1)} {', '.join(cohorts)}" if cohorts else "")
+                     + (", fair sharing" if k.fair_sharing else ""))
+    if "until" in sim:
+        parts.append(f"until t={sim['until']:g} s")
+    return "; ".join(parts)
+
+
 def nodes_to_score(sc: Scenario, num_nodes: int) -> int | None:
     """kube-scheduler's ``percentageOfNodesToScore`` as a node count: 0 or unset = the
     adaptive default; else ``max(100, N x p / 100)`` nodes (kube-scheduler scores at least
@@ -443,4 +491,4 @@ def _save(fig, path: Path) -> None:
         raise InputError(f"{path}: cannot save the figure: {exc}") from None
 
 
-__all__ = ["RunResult", "blockers", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]
+__all__ = ["QueuedTime", "RunResult", "blockers", "describe", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]

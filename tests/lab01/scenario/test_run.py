@@ -247,6 +247,22 @@ def test_misspelt_field_exits_1_naming_file_object_and_field(tmp_path, capsys):
                    "topology, until)\n")
 
 
+@pytest.mark.parametrize("scenario,expected", [
+    ("kueue-borrowing", "would run: timed mode; 5 jobs on 2 nodes; policy best-fit; mode gang, discipline "
+                        "fifo-skip; Kueue admission: 2 ClusterQueues, 2 LocalQueues, cohort research"),
+    ("autoscaler-karpenter.yaml", "would run: autoscaler mode; 7 pods, 0 static nodes; 1 NodePool"),
+    ("policies-synthetic.yaml", "would run: timed mode; 400 generated jobs on 10 generated nodes; policies "
+                                "first-fit, best-fit, worst-fit, fgd; mode gang, discipline fifo-skip"),
+    ("topology-islands.yaml", "would run: topology mode; 4 jobs on 4 nodes; mode gang, discipline fifo-skip; "
+                              "max waits 0, 600, 3600 s"),
+])
+def test_check_says_what_would_run(capsys, scenario, expected):
+    # fresh tester polish #19: --check said only "would run: timed mode"
+    status, out, err = _run(capsys, str(SCENARIOS / scenario), "--check")
+    assert status == 0, err
+    assert out.splitlines()[-1] == expected
+
+
 def test_every_example_scenario_is_valid(capsys):
     examples = sorted(p for p in SCENARIOS.iterdir() if p.suffix == ".yaml" or p.is_dir())
     assert len(examples) >= 10

@@ -423,8 +423,10 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
                   n.capacity_type, "launched_s": n.launched_s, "ready_s": n.ready_s, "terminated_s": n.terminated_s,
                   "why": n.termination_reason, "dollars": round(n.hours(res.end_s) * n.price_per_hour, 4)}
                  for n in res.nodes]
-    pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "started_s": r.started_s, "finished_s": r.finished_s,
-                 "disruptions": r.disruptions} for r in res.pods.values()]
+    pending = res.pending_times()    # the summary's mean pending is the mean of this column
+    pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "submit_s": r.pod.submit_s, "first_bound_s": r.first_bound_s,
+                 "pending_s": pending[name], "started_s": r.started_s, "finished_s": r.finished_s,
+                 "disruptions": r.disruptions} for name, r in res.pods.items()]
     _write_json(out / "summary.json", [summary])
     _write_csv(out / "summary.csv", [summary])
     _write_csv(out / "nodes.csv", node_rows)

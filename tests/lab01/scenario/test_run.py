@@ -98,6 +98,14 @@ def test_autoscaler_karpenter(tmp_path, capsys):
     assert [n["type"] for n in nodes] == ["g5.xlarge"] * 6 + ["g5.12xlarge"]
     assert [float(n["launched_s"]) for n in nodes[:6]] == [0, 30, 60, 90, 120, 150]
     assert float(nodes[6]["launched_s"]) == 1317.0
+    # fresh tester polish #22: the summary's mean pending can be recomputed from pods.csv: each
+    # infer pod waits 75 s for its node (ready 75 s after launch), finetune 1392 - 300 = 1092 s;
+    # (6 x 75 + 1092) / 7 = 1542 / 7 = 220.29 s
+    with open(tmp_path / "pods.csv") as fh:
+        pods = {p["pod"]: p for p in csv.DictReader(fh)}
+    assert (pods["finetune"]["submit_s"], pods["finetune"]["first_bound_s"], pods["finetune"]["pending_s"]) == \
+        ("300.0", "1392.0", "1092.0")
+    assert sum(float(p["pending_s"]) for p in pods.values()) / len(pods) == pytest.approx(1542 / 7)
     assert "7 pods finished" in out
 
 

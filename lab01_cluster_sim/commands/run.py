@@ -97,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {k}" for k, n in sorted(sc.objects.items()))
     print(f"scenario {sc.name}: {counts} (valid; Kubernetes {KUBERNETES_VERSION} schemas, Kueue v1beta2, "
           f"Karpenter v1)")
+    for name in sc.empty_files:
+        print(f"note: {name} holds no objects (an empty file, or comments only)", file=sys.stderr)
     if args.check:
         items = blockers(sc)
         if items:

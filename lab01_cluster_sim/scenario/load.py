@@ -135,6 +135,8 @@ class Scenario:
         unsupported: ``"file:line:col: Kind/name: why"`` for every object the current
             simulator cannot execute.
         sources: job id / object name -> :class:`Source`.
+        empty_files: files of the folder that hold no object (empty, or comments only);
+            ``run`` notes them, since a wrongly saved file would otherwise go unnoticed.
     """
 
     path: Path
@@ -151,6 +153,7 @@ class Scenario:
     objects: dict[str, int] = field(default_factory=dict)
     unsupported: list[str] = field(default_factory=list)
     sources: dict[str, Source] = field(default_factory=dict)
+    empty_files: list[str] = field(default_factory=list)
 
     @property
     def base_dir(self) -> Path:
@@ -178,20 +181,26 @@ def load_scenario(path: str | Path) -> Scenario:
             raise ScenarioError(f"{path}: more than {MAX_FILES} YAML files; a scenario folder holds at most that many")
         files.append(f)
     docs: list[Document] = []
+    empty: list[str] = []
     total = 0
     for f in files:
         text = read_text(f)
         total += len(text)
         if total > MAX_SCENARIO_BYTES:
             raise ScenarioError(f"{f}: the scenario's files hold more than {MAX_SCENARIO_BYTES // 2**20} MiB together")
-        docs.extend(load_documents(f, text))
+        found = load_documents(f, text)
+        if not found:
+            empty.append(str(f))
+        docs.extend(found)
         if len(docs) > MAX_OBJECTS:
             raise ScenarioError(f"{f}: the scenario holds more than {MAX_OBJECTS:,} objects")
     if not docs:
         raise ScenarioError(f"{path}: no objects (the YAML is empty)")
     for doc in docs:
         validate_document(doc)
-    return _Builder(path, docs).build()
+    sc = _Builder(path, docs).build()
+    sc.empty_files = empty
+    return sc
 
 
 class _Builder:

@@ -193,3 +193,18 @@ def test_a_file_that_is_not_yaml_is_named(tmp_path, capsys):
     assert main(["run", str(path), "--check"]) == 1
     assert capsys.readouterr().err == (f"error: {path}: not a .yaml or .yml file; expected a scenario YAML file or a "
                                        "folder of them\n")
+
+
+def test_an_empty_file_in_a_scenario_folder_is_noted(tmp_path, capsys):
+    # fresh tester polish #6: an empty .yaml beside the others was accepted without a word
+    import shutil
+
+    from conftest import REPO_ROOT
+
+    folder = tmp_path / "kb"
+    shutil.copytree(REPO_ROOT / "scenarios" / "kueue-borrowing", folder)
+    (folder / "empty.yaml").write_text("")
+    assert main(["run", str(folder), "--check"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == f"note: {folder / 'empty.yaml'} holds no objects (an empty file, or comments only)\n"
+    assert "would run: timed mode; 5 jobs on 2 nodes" in captured.out

@@ -3,12 +3,25 @@
 The prices are **approximate** on-demand list prices, USD per hour, Linux, in
 AWS us-east-1 (N. Virginia) and GCP us-central1, as published on the providers' pricing
 pages (https://aws.amazon.com/ec2/pricing/on-demand/ and
-https://cloud.google.com/compute/gpus-pricing + https://cloud.google.com/compute/vm-instance-pricing)
-as of :data:`PRICES_AS_OF`. They change often (AWS announced cuts of up to 45% on P4 and
-P5 instances in June 2025, which these figures predate): check the pricing pages before
-relying on a figure, and pass your own catalogue (:func:`load_catalogue`) for real decisions.
-Spot prices vary by the hour and zone; :data:`DEFAULT_SPOT_FACTOR` (spot = factor x
-on-demand) is an assumption for teaching, not a quote.
+https://cloud.google.com/compute/gpus-pricing + https://cloud.google.com/compute/vm-instance-pricing).
+:data:`PRICES_AS_OF` is the month of the newest price change they include:
+
+* ``p5.48xlarge`` $55.04/h (was $98.32/h) and ``p4d.24xlarge`` $21.957642/h (was
+  $32.7726/h): after AWS's price reduction of June 2025, "up to 45%" on P4 and P5
+  instances, on-demand and Savings Plans ("Announcing up to 45% price reduction for
+  Amazon EC2 NVIDIA GPU-accelerated instances", AWS News Blog, June 2025,
+  https://aws.amazon.com/blogs/aws/announcing-up-to-45-price-reduction-for-amazon-ec2-nvidia-gpu-accelerated-instances/).
+  The new us-east-1 figures were checked in December 2026 against several public price
+  tables that copy AWS's price list (for example one that records the cut itself as
+  98.32 -> 55.04), not against the AWS pricing page, which this project cannot reach.
+* the g4dn, g5 and g6 rows (unchanged by that cut) and the GCP rows (``a2-highgpu-1g``
+  $3.673/h, ``a2-highgpu-8g`` $29.387/h, ``g2-standard-4`` $0.707/h): list prices as
+  taken in May 2025, the same figures that public price tables still carried in 2026.
+
+They change often: check the pricing pages before relying on a figure, and pass your own
+catalogue (:func:`load_catalogue`) for real decisions. Spot prices vary by the hour and
+zone; :data:`DEFAULT_SPOT_FACTOR` (spot = factor x on-demand) is an assumption for
+teaching, not a quote.
 """
 
 from __future__ import annotations
@@ -21,8 +34,9 @@ import yaml
 
 from lab01_cluster_sim.errors import InputError
 
-PRICES_AS_OF = "2025-05"
-"""Month the default prices were taken from the providers' pricing pages."""
+PRICES_AS_OF = "2025-06"
+"""Month of the newest list-price change in :data:`DEFAULT_CATALOGUE` (AWS's P4/P5 cut of
+June 2025; sources per row in the module docstring)."""
 
 DEFAULT_SPOT_FACTOR = 0.4
 """Assumed spot price as a share of on-demand (spot discounts of 60-70% are typical; varies)."""
@@ -78,8 +92,8 @@ DEFAULT_CATALOGUE: tuple[InstanceType, ...] = (
     _t("g5.12xlarge", "aws", "A10G", 4, 48, 192, 5.672),
     _t("g5.48xlarge", "aws", "A10G", 8, 192, 768, 16.288),
     _t("g6.xlarge", "aws", "L4", 1, 4, 16, 0.805),
-    _t("p4d.24xlarge", "aws", "A100-40GB", 8, 96, 1152, 32.773),
-    _t("p5.48xlarge", "aws", "H100", 8, 192, 2048, 98.32),
+    _t("p4d.24xlarge", "aws", "A100-40GB", 8, 96, 1152, 21.957642),
+    _t("p5.48xlarge", "aws", "H100", 8, 192, 2048, 55.04),
     _t("g2-standard-4", "gcp", "L4", 1, 4, 16, 0.707),
     _t("a2-highgpu-1g", "gcp", "A100-40GB", 1, 12, 85, 3.673),
     _t("a2-highgpu-8g", "gcp", "A100-40GB", 8, 96, 680, 29.387),

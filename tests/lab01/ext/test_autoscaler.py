@@ -115,6 +115,21 @@ def test_cost_is_sum_of_node_hours_times_price():
     assert len([n for n in r.nodes if n.pool is not None]) == 3
 
 
+def test_catalogue_has_aws_june_2025_p4_p5_prices():
+    """AWS cut P4/P5 on-demand prices by up to 45% in June 2025 (catalogue docstring)."""
+    by_name = {t.name: t for t in DEFAULT_CATALOGUE}
+    assert PRICES_AS_OF == "2025-06"
+    p5, p4d = by_name["p5.48xlarge"], by_name["p4d.24xlarge"]
+    assert p5.price_per_hour == pytest.approx(55.04)
+    assert p5.price_per_hour / p5.gpus == pytest.approx(6.88)          # 55.04 / 8
+    assert 1 - p5.price_per_hour / 98.32 == pytest.approx(0.4402, abs=1e-4)  # 1 - 55.04/98.32: "up to 45%"
+    assert p4d.price_per_hour / p4d.gpus == pytest.approx(2.7447, abs=1e-4)  # 21.957642 / 8
+    # after the cut an A100 on p4d is cheaper than on GCP's a2-highgpu-8g (29.387 / 8 = 3.673)
+    assert p4d.price_per_hour / 8 < by_name["a2-highgpu-8g"].price_per_hour / 8
+    # spot at the assumed factor: 0.4 x 55.04 = 22.016
+    assert p5.price("spot") == pytest.approx(22.016)
+
+
 def test_catalogue_has_date_and_yaml_override(tmp_path):
     assert PRICES_AS_OF and all(t.price_per_hour > 0 for t in DEFAULT_CATALOGUE)
     f = tmp_path / "types.yaml"

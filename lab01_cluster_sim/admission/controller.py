@@ -136,7 +136,8 @@ class WorkloadStatus:
         queued_at: when it was last queued: submission, or the requeue after an eviction, s
             (Kueue's ``QueuedWaitTime``: since creation, or since the ``Requeued``
             condition's last transition; pkg/workload/workload.go).
-        requeue_wait: time spent queued again after evictions, summed over readmissions, s.
+        evicted_at: when it was last evicted, s (None if never).
+        requeue_wait: time from each eviction to the next readmission, summed, s.
         admitted_at: when quota was last reserved, s (None if never).
         usage: quota held now. decision: the latest ADMITTED decision.
         evictions: times it was preempted.
@@ -148,6 +149,7 @@ class WorkloadStatus:
     reason: str = "queued, not tried yet"
     submitted_at: float = 0.0
     queued_at: float | None = None
+    evicted_at: float | None = None
     requeue_wait: float = 0.0
     admitted_at: float | None = None
     first_admitted_at: float | None = None
@@ -238,6 +240,7 @@ class AdmissionController:
         self._active: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._aside: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._admitted: dict[str, Admitted] = {}
+        self._backoff: dict[str, float] = {}   # name -> requeue time (waitForPodsReady backoff)
         self.cycles = 0
 
     # -- input -------------------------------------------------------------------------------
@@ -329,10 +332,16 @@ class AdmissionController:
         status.state = State.FINISHED
         status.reason = f"finished at t={format_seconds(now)}s"
 
-    def evicted(self, name: str, now: float, requeue: bool = True) -> None:
+    def evicted(self, name: str, now: float, requeue: bool = True, *, requeue_at: float | None = None,
+                order_time: float | None = None) -> None:
         """An admitted workload's pods are gone (preempted by this stage, or evicted by the
         engine for another reason such as a node drain): release its quota and (by default)
         queue it again in its original place (priority, then creation time).
+
+        ``requeue_at`` (s, waitForPodsReady's backoff, :mod:`.backoff`): the workload is
+        inadmissible until then and joins its queue at the first :meth:`schedule` at or after
+        it. ``order_time`` (s): queue it by this time instead of its creation time
+        (``requeuingStrategy.timestamp: Eviction``).
 
         Raises:
             ValueError: the workload is not admitted.
@@ -343,11 +352,26 @@ class AdmissionController:
         if status.state is State.ADMITTED:   # evicted by the engine (a node drain), not preempted here
             status.evictions += 1
         self._release(status)
-        if requeue:
-            status.queued_at = now
+        status.evicted_at = now
+        status.queued_at = now      # Kueue's Requeued condition turns True now (after a backoff, then)
+        if order_time is not None:
+            status.order = (status.order[0], order_time) + status.order[2:]
+        if requeue and requeue_at is not None and requeue_at > now:
+            status.state = State.INADMISSIBLE
+            status.reason = f"requeued at t={format_seconds(requeue_at)}s (backoff after PodsReadyTimeout)"
+            status.queued_at = requeue_at
+            self._backoff[name] = requeue_at
+        elif requeue:
             self._enqueue(status)
         else:
             status.state = State.REJECTED
+
+    def _release_backoff(self, now: float) -> None:
+        """Queue the workloads whose requeue time (waitForPodsReady backoff) has come."""
+        for name, at in sorted(self._backoff.items(), key=lambda kv: (kv[1], kv[0])):
+            if at <= now:
+                del self._backoff[name]
+                self._enqueue(self.workloads[name])
 
     def _release(self, status: WorkloadStatus) -> None:
         self.tree.remove_usage(status.cluster_queue, status.usage)
@@ -371,6 +395,8 @@ class AdmissionController:
         """Run admission cycles at ``now`` until one changes nothing (no admission, no new
         eviction, nothing set aside). Returns every decision, in order."""
         out: list[Decision] = []
+        if self._backoff:
+            self._release_backoff(now)
         limit = max_cycles if max_cycles is not None else 2 * len(self.workloads) + 2
         for _ in range(limit):
             decisions, changed = self._cycle(now)
@@ -566,7 +592,7 @@ class AdmissionController:
         if st.first_admitted_at is None:
             st.first_admitted_at = now
         else:
-            st.requeue_wait += now - st.queued_at
+            st.requeue_wait += now - st.evicted_at    # from the eviction, a backoff included
         self._unqueue(st)
         counts = a.counts()
         admitted_wl = st.workload

@@ -79,6 +79,7 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 WPC_LABEL = "kueue.x-k8s.io/priority-class"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+HAMI_GPU_POLICY = "hami.io/gpu-scheduler-policy"
 MIB = 2**20
 KNOWN_RESOURCES = (CPU, MEMORY, GPU, "ephemeral-storage")
 
@@ -106,6 +107,7 @@ class KueueObjects:
     priority_classes: dict[str, int] = field(default_factory=dict)
     fair_sharing: bool = False
     strategies: tuple[FairSharingStrategy, ...] = ()
+    wait_for_pods_ready: Any = None   # admission.backoff.WaitForPodsReady, from the Configuration
 
     def __bool__(self) -> bool:
         return bool(self.flavors or self.cluster_queues or self.cohorts or self.local_queues)
@@ -365,9 +367,33 @@ class _Builder:
                 k.fair_sharing = True
                 if strategies:
                     k.strategies = tuple(FairSharingStrategy(s) for s in strategies)
+            if "waitForPodsReady" in doc.data:
+                k.wait_for_pods_ready = self._wait_for_pods_ready(doc)
         if k:
             first = next(iter(self.by_kind("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort")))
             self._check(first, k.controller)   # cross references, quota rules, cohort cycles
+
+    def _wait_for_pods_ready(self, doc: Document):
+        """``waitForPodsReady`` -> :class:`~lab01_cluster_sim.admission.backoff.WaitForPodsReady`
+        (its presence enables it in v1beta2). ``blockAdmission: true`` and a
+        ``recoveryTimeout`` other than 0s are listed as not modelled."""
+        from lab01_cluster_sim.admission.backoff import RequeuingStrategy, WaitForPodsReady
+
+        base = ("waitForPodsReady",)
+        w = doc.data["waitForPodsReady"]
+        if w.get("blockAdmission"):
+            self.sc.unsupported.append(f"{_src(doc, base + ('blockAdmission',))}: waitForPodsReady.blockAdmission "
+                                       "(sequential admission) is not modelled")
+        if "recoveryTimeout" in w and parse_duration(w["recoveryTimeout"]) != 0:
+            self.sc.unsupported.append(f"{_src(doc, base + ('recoveryTimeout',))}: waitForPodsReady.recoveryTimeout "
+                                       "is not modelled (a ready pod never fails in the simulator; give 0s or omit)")
+        rs = w.get("requeuingStrategy", {})
+        try:
+            return WaitForPodsReady(parse_duration(w["timeout"]), RequeuingStrategy(
+                float(rs.get("backoffBaseSeconds", 60)), float(rs.get("backoffMaxSeconds", 3600)),
+                rs.get("backoffLimitCount")), rs.get("timestamp", "Eviction"))
+        except InputError as exc:
+            raise _err(doc, base, str(exc)) from None
 
     def _check(self, doc: Document, fn) -> None:
         try:
@@ -649,13 +675,22 @@ class _Builder:
                 raise _err(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
             tmeta_path = ("metadata",)
         pod = _get(d, pod_path)
+        do_not_disrupt = False
         for mpath in (("metadata",), ("spec", "template", "metadata")):
             _check_course_keys(doc, mpath, _get(d, mpath) or {})
             annotations = (_get(d, mpath) or {}).get("annotations") or {}
+            pick = annotations.get(HAMI_GPU_POLICY)
+            if pick is not None and pick != self.sc.spec.get("simulation", {}).get("gpuSchedulerPolicy"):
+                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', HAMI_GPU_POLICY))}: a per-pod "
+                                           f"{HAMI_GPU_POLICY} is not modelled; set the Scenario's "
+                                           f"spec.simulation.gpuSchedulerPolicy: {pick} for every pod")
             if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
-                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
-                                           f"{DO_NOT_DISRUPT} is not modelled yet (the autoscaler would consolidate "
-                                           "the node anyway)")
+                if annotations[DO_NOT_DISRUPT] == "true":   # blocks consolidation of the pod's node
+                    do_not_disrupt = True
+                else:
+                    self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
+                                               f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
+                                               "modelled (a duration ending the protection is not)")
         requests = self._pod_requests(doc, pod_path, pod)
         labels = {**meta.get("labels", {})}
         if kind == "Job":
@@ -685,6 +720,15 @@ class _Builder:
                 raise _err(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if do_not_disrupt:
+            extras["do_not_disrupt"] = True
+        grace = pod.get("terminationGracePeriodSeconds")
+        if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
+            from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+
+            if grace < 0:
+                raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
+            extras[TERMINATION_GRACE] = float(grace)
         selector = dict(pod.get("nodeSelector", {}))
         models: tuple[str, ...] = ()
         if GPU_PRODUCT in selector:

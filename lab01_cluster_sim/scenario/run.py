@@ -6,7 +6,9 @@ Which entry point:
   jobs (or the trace / generator of ``spec.workload``), with ``spec.simulation`` (mode,
   discipline, seed, until) and the placement policy: ``spec.simulation.policy``, or the
   KubeSchedulerConfiguration's NodeResourcesFit scorer, or best-fit. ``comparePolicies``
-  runs one simulation per policy.
+  runs one simulation per policy. ``spec.simulation.gpuSchedulerPolicy`` (``binpack`` or
+  ``spread``) replaces the policy's GPU pick inside a node
+  (:class:`lab01_cluster_sim.policies.gpu_pick.GpuPick`).
 - **replay**: ``spec.workload.trace.method: replay``: the fragmentation paper's replay
   (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
 - **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
@@ -124,6 +126,9 @@ def blockers(sc: Scenario) -> list[str]:
     if queued and not sc.kueue:
         out.append(f"{sc.sources[queued[0]]}: kueue.x-k8s.io labels/annotations without Kueue objects "
                    "(ClusterQueue, LocalQueue, ResourceFlavor)")
+    if "gpuSchedulerPolicy" in sc.spec.get("simulation", {}) and kind != "timed":
+        out.append(f"{sc.path}: spec.simulation.gpuSchedulerPolicy with the {kind} mode: the GPU pick option "
+                   "applies to timed runs only")
     if kind == "autoscaler":
         if sc.scoring is not None:
             out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "
@@ -328,14 +333,20 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         if sc.kueue:
             from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
 
-            plugin = KueueAdmissionPlugin(sc.kueue.controller())
+            plugin = KueueAdmissionPlugin(sc.kueue.controller(), wait_for_pods_ready=sc.kueue.wait_for_pods_ready)
             extra["plugins"] = [plugin, queued]
+        if "gpuSchedulerPolicy" in sim:     # the GPU choice inside a node (policies/gpu_pick.py)
+            from lab01_cluster_sim.policies.gpu_pick import with_gpu_pick
+
+            policy = with_gpu_pick(policy, sim["gpuSchedulerPolicy"], jobs)
         result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
                           discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),
                           until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress,
                           **extra)
         d = summary_dict(result)
         d["policy"] = label
+        if "gpuSchedulerPolicy" in sim:
+            d["gpu_pick"] = sim["gpuSchedulerPolicy"]
         records = list(result.records.values())
         d["preemptions"] = sum(r.preemptions for r in records)
         d["lost_gpu_hours"] = sum(r.lost_gpu_s for r in records) / 3600.0
@@ -412,7 +423,7 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     for j in sc.jobs:
         image, gib, workload = sc.pod_images[j.job_id]
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
-                        image or "image", gib))
+                        image or "image", gib, bool(j.extras.get("do_not_disrupt"))))
     static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")

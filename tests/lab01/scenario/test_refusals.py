@@ -259,13 +259,14 @@ def test_every_example_still_passes_the_stricter_checks():
 
 
 def test_do_not_disrupt_with_node_pools_is_named_not_ignored(tmp_path):
-    # karpenter.sh/do-not-disrupt is not modelled by the autoscaler yet: with NodePools the run
-    # is refused naming it rather than consolidating the node the annotation protects
+    # karpenter.sh/do-not-disrupt: "true" is modelled (tests/lab01/test_do_not_disrupt.py); a
+    # duration value (protection ending after it) is not: the run is refused naming it rather
+    # than protecting the node for ever
     text = (REPO_ROOT / "scenarios" / "autoscaler-karpenter.yaml").read_text().replace(
-        "lab01.course/duration:", 'karpenter.sh/do-not-disrupt: "true", lab01.course/duration:', 1)
+        "lab01.course/duration:", 'karpenter.sh/do-not-disrupt: 10m, lab01.course/duration:', 1)
     p = tmp_path / "s.yaml"
     p.write_text(text)
     sc = load_scenario(p)
     (item,) = [u for u in sc.unsupported if "do-not-disrupt" in u]
-    assert item.endswith("karpenter.sh/do-not-disrupt is not modelled yet (the autoscaler would consolidate the "
-                         "node anyway)")
+    assert item.endswith("karpenter.sh/do-not-disrupt: '10m': only \"true\" is modelled (a duration ending the "
+                         "protection is not)")

@@ -251,8 +251,8 @@ def test_misspelt_field_exits_1_naming_file_object_and_field(tmp_path, capsys):
     status, out, err = _run(capsys, str(bad), "--output", str(tmp_path / "out"))
     assert status == 1 and out == ""
     assert err == (f"error: {bad}:12:5: Scenario/disciplines-fifo-blocking: spec.simulation.disciplin: unknown field "
-                   "(did you mean 'discipline'? expected one of: comparePolicies, discipline, mode, policy, seed, "
-                   "topology, until)\n")
+                   "(did you mean 'discipline'? expected one of: comparePolicies, discipline, gpuSchedulerPolicy, mode, "
+                   "policy, seed, topology, until)\n")
 
 
 @pytest.mark.parametrize("scenario,expected", [

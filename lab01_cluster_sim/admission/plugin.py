@@ -220,8 +220,10 @@ class KueueAdmissionPlugin:
     # -- reports ------------------------------------------------------------------------------
     def queue_summary(self) -> list[dict]:
         """One row per ClusterQueue: workloads submitted, admitted (ever), finished, still
-        pending, rejected, evictions, and the mean and largest admission wait (first quota
-        reservation minus submission, s) of those admitted."""
+        pending, rejected, evictions, the mean and largest admission wait (first quota
+        reservation minus submission, s) of those admitted, and their mean time queued for
+        admission in all (that first wait plus every wait after an eviction until quota was
+        reserved again, s)."""
         return queue_summary(self.controller)
 
     # -- observer hooks: quota is released here ------------------------------------------------
@@ -229,6 +231,19 @@ class KueueAdmissionPlugin:
         self._ready_deadline.pop(record.job_id, None)
         if record.job_id in self.controller.workloads:
             self.controller.finish(record.job_id, self._now())
+
+    def on_reject(self, record: JobRecord) -> None:
+        """A job the engine rejected before it reached admission (no node can ever host one
+        of its pods): recorded as a REJECTED decision in its ClusterQueue, so admission.csv
+        has its row and the ClusterQueue counts it. Deviation: Kueue never looks at nodes and
+        would keep the workload pending ("couldn't assign flavors ..." only when quota is
+        short); the simulator's engine rejects any job no node can host, Kueue or not."""
+        if record.job_id in self.controller.workloads:
+            return      # rejected by admission itself, or evicted and not requeued: already recorded
+        reason = (f"rejected before admission: {record.reason} (Kueue itself would keep it pending; the "
+                  "simulator rejects a job no node can ever host)")
+        self._record([self.controller.record_rejected(workload_of(record.job, self.default_queue), self._now(),
+                                                      reason)])
 
     def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
         """A preempted workload is gone: release its quota and queue it again. (An eviction
@@ -265,6 +280,8 @@ def queue_summary(controller: AdmissionController) -> list[dict]:
             "evictions": sum(s.evictions for s in sts),
             "mean_admission_wait_s": sum(waits) / len(waits) if waits else None,
             "max_admission_wait_s": max(waits) if waits else None,
+            "mean_queued_s": (sum(s.first_admitted_at - s.submitted_at + s.requeue_wait for s in sts
+                                  if s.first_admitted_at is not None) / len(waits)) if waits else None,
         })
     return rows
 

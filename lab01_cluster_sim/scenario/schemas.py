@@ -259,11 +259,11 @@ SCENARIO = top(SCENARIO_API, "Scenario", {"spec": obj({
         "policy": string(),
         "comparePolicies": array(string(), minItems=1, maxItems=16),
         "seed": integer(minimum=0, maximum=2**32 - 1, default=0),
-        "until": number(exclusiveMinimum=0),
+        "until": number(exclusiveMinimum=0, maximum=1_000_000_000),   # s, as load.MAX_SECONDS
         # the GPU choice inside a node, named after HAMi's gpuSchedulerPolicy (policies/gpu_pick.py)
         "gpuSchedulerPolicy": string(enum=("binpack", "spread")),
         "topology": obj({
-            "maxWaitSeconds": array(number(minimum=0), minItems=1, maxItems=16),
+            "maxWaitSeconds": array(number(minimum=0, maximum=1_000_000_000), minItems=1, maxItems=16),
             "commFraction": number(minimum=0, maximum=1, default=0.2),
         }, ("maxWaitSeconds",)),
     }),

@@ -858,6 +858,7 @@ class Scheduler:
         self.nodes_to_score = nodes_to_score
         self.now = 0.0
         self.running: dict[str, JobRecord] = {}
+        self.terminating: dict[str, int] = {}   # evicted job id -> its runs still terminating
         self.on_start: Callable[[JobRecord], None] = lambda record: None
         self.on_evict_request: Callable[[JobRecord, str], None] | None = None
         self.on_retry_at: Callable[[float], None] = lambda t: None
@@ -1211,11 +1212,37 @@ class Scheduler:
         self.online[node] = True
         self.uncordon_all_blocked()
 
-    def evict(self, record: JobRecord, reason: str) -> None:
-        """Ask the simulation to evict running ``record`` now (preemption, node drain)."""
+    def evict(self, record: JobRecord, reason: str, grace_s: float = 0.0) -> None:
+        """Ask the simulation to evict running ``record`` now (preemption, node drain);
+        ``grace_s`` > 0: its resources stay held that long (graceful termination)."""
         if self.on_evict_request is None:
             raise RuntimeError("evict: no simulation attached to carry out evictions")
-        self.on_evict_request(record, reason)
+        if grace_s > 0:
+            self.on_evict_request(record, reason, grace_s=grace_s)
+        else:
+            self.on_evict_request(record, reason)
+
+    def hold_terminating(self, record: JobRecord) -> list[Placement]:
+        """``record`` stops running but its pods are still terminating: its placements stay
+        bound (counted in :attr:`terminating`) until :meth:`release_terminating` of the
+        returned list."""
+        held = list(record.placements)
+        self.terminating[record.job_id] = self.terminating.get(record.job_id, 0) + 1
+        if held:
+            record.last_placements = tuple(held)
+        record.placements = []
+        self.running.pop(record.job_id, None)
+        return held
+
+    def release_terminating(self, record: JobRecord, held: list[Placement]) -> None:
+        """Terminating pods of ``record`` are gone: free ``held`` (from :meth:`hold_terminating`)."""
+        left = self.terminating.pop(record.job_id, 1) - 1
+        if left > 0:
+            self.terminating[record.job_id] = left
+        current = record.placements
+        record.placements = list(held)
+        self.release_placements(record, held)
+        record.placements = current
 
     # -- one job ----------------------------------------------------------------------
     def _start(self, record: JobRecord) -> None:

@@ -484,9 +484,16 @@ class Simulation:
                 self._completions[rec.job_id] = self.engine.call_at(end, eng.COMPLETION, "completion",
                                                                     self._on_completion, rec)
 
-    def _end_run(self, rec: JobRecord) -> list[JobRecord]:
-        """Cancel the run's pending events, release its resources; return the neighbours to
-        re-rate (computed before the release)."""
+    def _on_terminated(self, event: eng.Event) -> None:
+        """A gracefully terminating job's pods are gone: free what they held."""
+        rec, held = event.payload
+        self.scheduler.release_terminating(rec, held)
+        self.request_pass()
+
+    def _end_run(self, rec: JobRecord, hold: list | None = None) -> list[JobRecord]:
+        """Cancel the run's pending events, release its resources (``hold``, a list: keep
+        them bound while its pods terminate, :meth:`evict`, and put the placements in it);
+        return the neighbours to re-rate (computed before the release)."""
         for table in (self._completions, self._limits, self._busy):
             ev = table.pop(rec.job_id, None)
             if ev is not None and ev.scheduled:
@@ -494,7 +501,10 @@ class Simulation:
         affected: list[JobRecord] = []
         for hook in self._hooks["affected_by"]:
             affected.extend(r for r in hook(self, rec) if r is not rec)
-        self.scheduler.release_job(rec)
+        if hold is not None:
+            hold.extend(self.scheduler.hold_terminating(rec))
+        else:
+            self.scheduler.release_job(rec)
         rec.run_started = rec.rated_at = rec.busy_from = rec.time_limit_at = None
         self._admitted.pop(rec.job_id, None)
         return affected
@@ -598,7 +608,7 @@ class Simulation:
 
     # -- eviction and node lifecycle -------------------------------------------------------
     def evict(self, rec: JobRecord, reason: str, requeue: bool = True, *, migration: bool = False,
-              extra_overhead_s: float = 0.0) -> None:
+              extra_overhead_s: float = 0.0, grace_s: float = 0.0) -> None:
         """Evict running ``rec`` now: release its resources, cancel its completion, account
         the work lost, then requeue it at its old place (or reject it with ``reason``).
 
@@ -607,6 +617,12 @@ class Simulation:
         else the first plugin's ``keep_progress`` (checkpoints: the last checkpoint is kept and
         the next run pays a restore); else the whole ``job.duration`` (restart from scratch).
         ``extra_overhead_s`` is added to the next run (a migration's checkpoint write).
+        ``grace_s`` > 0 (graceful termination, a pod's ``terminationGracePeriodSeconds``):
+        the job stops progressing now but its resources are freed only ``grace_s`` later
+        (Kubernetes docs, "Pod Priority and Preemption", "Graceful termination of preemption
+        victims": the period "creates a time gap between the point that the scheduler preempts
+        Pods and the time when the pending Pod (P) can be scheduled"); the victim is requeued
+        at once and may start elsewhere meanwhile.
         ``lost_work`` grows by the run time that bought nothing kept; ``lost_gpu_s`` by the
         progress thrown away (since the last checkpoint) x the job's GPUs. A migration counts
         in ``rec.migrations`` instead of ``rec.preemptions``.
@@ -638,7 +654,10 @@ class Simulation:
         overhead += extra_overhead_s
         # Work lost = time run minus the progress the job keeps (before - remaining).
         lost = max(0.0, ran - (before - remaining)) if math.isfinite(before) else ran
-        affected = self._end_run(rec)
+        held = [] if grace_s > 0 and not migration else None
+        affected = self._end_run(rec, hold=held)
+        if held is not None:
+            self.engine.call_at(now + grace_s, eng.COMPLETION, "terminated", self._on_terminated, (rec, held))
         if migration:
             rec.migrations += 1
         else:

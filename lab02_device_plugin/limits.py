@@ -200,11 +200,17 @@ def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
     except OSError as exc:
         raise InputError(f"{shorten(str(p), 200)}: cannot read {what}: {exc.strerror or exc}") from None
     if len(data) > limit:
+        import stat
+
         try:
-            size = f"{p.stat().st_size} bytes"
+            mode = p.stat().st_mode
+            size = f"is {p.stat().st_size} bytes"
+            if not stat.S_ISREG(mode):   # /dev/zero's size reads 0: say what it is instead
+                kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+                size = f"is {kind}, not a regular file, and gives more than {limit} bytes"
         except OSError:
-            size = f"more than {limit} bytes"
-        raise InputError(f"{shorten(str(p), 200)}: {what} is {size}; expected at most {limit} bytes "
+            size = f"is more than {limit} bytes"
+        raise InputError(f"{shorten(str(p), 200)}: {what} {size}; expected at most {limit} bytes "
                          f"({_size_reason(what)})")
     return data.decode("utf-8", errors="replace")
 

@@ -61,4 +61,39 @@ class RequeuingStrategy:
         return min(self.backoff_base_seconds * (2 ** exponent), self.backoff_max_seconds)
 
 
-__all__ = ["RequeuingStrategy"]
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """``waitForPodsReady`` of the Kueue Configuration (``config.kueue.x-k8s.io/v1beta2``;
+    ``WaitForPodsReady`` in ``apis/config/v1beta2/configuration_types.go``; Kueue docs,
+    "Setup All-or-nothing with ready Pods"). In v1beta2 the section's presence enables it.
+
+    An admitted workload must reach ``PodsReady=True`` (every pod scheduled and running)
+    within ``timeout_seconds`` of its admission; otherwise Kueue evicts it with reason
+    ``PodsReadyTimeout`` and requeues it after the backoff delay of ``requeuing``
+    (:meth:`RequeuingStrategy.delay`; "during this time, the workload is taken as an
+    inadmissible and other workloads will have a chance to be admitted"). In the simulator a
+    workload is ready when its job runs and its start delay (image pull) is over.
+
+    Attributes:
+        timeout_seconds: ``timeout``, s (Kueue's default 5m = 300 s).
+        requeuing: ``requeuingStrategy`` (backoff base, max, limit).
+        timestamp: ``requeuingStrategy.timestamp``: ``"Eviction"`` (default: the requeued
+            workload queues by its eviction time) or ``"Creation"`` (by its creation time).
+
+    Raises:
+        InputError: a negative or non-finite timeout, an unknown timestamp.
+    """
+
+    timeout_seconds: float = 300.0
+    requeuing: RequeuingStrategy = RequeuingStrategy()
+    timestamp: str = "Eviction"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.timeout_seconds) and self.timeout_seconds >= 0):
+            raise InputError(f"waitForPodsReady.timeout: expected a finite duration >= 0, got {self.timeout_seconds!r}")
+        if self.timestamp not in ("Eviction", "Creation"):
+            raise InputError(f"waitForPodsReady.requeuingStrategy.timestamp: expected Eviction or Creation, "
+                             f"got {self.timestamp!r}")
+
+
+__all__ = ["RequeuingStrategy", "WaitForPodsReady"]

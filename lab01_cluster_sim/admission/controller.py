@@ -133,6 +133,11 @@ class WorkloadStatus:
     Attributes:
         workload: as submitted. cluster_queue: its ClusterQueue. state: :class:`State`.
         reason: the latest message. submitted_at: when it was submitted, s.
+        queued_at: when it was last queued: submission, or the requeue after an eviction, s
+            (Kueue's ``QueuedWaitTime``: since creation, or since the ``Requeued``
+            condition's last transition; pkg/workload/workload.go).
+        evicted_at: when it was last evicted, s (None if never).
+        requeue_wait: time from each eviction to the next readmission, summed, s.
         admitted_at: when quota was last reserved, s (None if never).
         usage: quota held now. decision: the latest ADMITTED decision.
         evictions: times it was preempted.
@@ -143,6 +148,9 @@ class WorkloadStatus:
     state: State = State.PENDING
     reason: str = "queued, not tried yet"
     submitted_at: float = 0.0
+    queued_at: float | None = None
+    evicted_at: float | None = None
+    requeue_wait: float = 0.0
     admitted_at: float | None = None
     first_admitted_at: float | None = None
     usage: Usage = field(default_factory=dict)
@@ -152,6 +160,8 @@ class WorkloadStatus:
     shape: tuple = ()
 
     def __post_init__(self) -> None:
+        if self.queued_at is None:
+            self.queued_at = self.submitted_at
         self.order = queue_order(self.workload)
         self.shape = (self.workload.priority,) + tuple(
             (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())), tuple(sorted(ps.node_selector.items())),
@@ -230,6 +240,7 @@ class AdmissionController:
         self._active: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._aside: dict[str, dict[tuple, list[tuple[tuple, str]]]] = {n: {} for n in self.cluster_queues}
         self._admitted: dict[str, Admitted] = {}
+        self._backoff: dict[str, float] = {}   # name -> requeue time (waitForPodsReady backoff)
         self.cycles = 0
 
     # -- input -------------------------------------------------------------------------------
@@ -258,6 +269,24 @@ class AdmissionController:
             return Decision(now, workload.name, Outcome.REJECTED, never, cq.name)
         self._enqueue(status)
         return None
+
+    def record_rejected(self, workload: Workload, now: float, reason: str) -> Decision:
+        """Record ``workload`` as rejected before it reached admission (the engine found at
+        its arrival that no node can ever host one of its pods), so its ClusterQueue counts it
+        and the report has its row. Kueue itself never sees the nodes and would keep such a
+        workload pending; the simulator rejects it at arrival (the engine's rule for every
+        job), and this keeps the admission figures whole.
+
+        Raises:
+            InputError: a workload of that name was already submitted.
+        """
+        if workload.name in self.workloads:
+            raise InputError(f"workload {workload.name!r}: submitted twice")
+        lq = self.local_queues.get((workload.namespace, workload.queue_name))
+        cq = lq.cluster_queue if lq is not None else ""
+        status = WorkloadStatus(workload, cq, State.REJECTED, reason, submitted_at=now)
+        self.workloads[workload.name] = status
+        return Decision(now, workload.name, Outcome.REJECTED, reason, cq)
 
     def _never_fits(self, workload: Workload, cq: ClusterQueue) -> str | None:
         minimum = Workload(workload.name, workload.queue_name,
@@ -303,10 +332,16 @@ class AdmissionController:
         status.state = State.FINISHED
         status.reason = f"finished at t={format_seconds(now)}s"
 
-    def evicted(self, name: str, now: float, requeue: bool = True) -> None:
+    def evicted(self, name: str, now: float, requeue: bool = True, *, requeue_at: float | None = None,
+                order_time: float | None = None) -> None:
         """An admitted workload's pods are gone (preempted by this stage, or evicted by the
         engine for another reason such as a node drain): release its quota and (by default)
         queue it again in its original place (priority, then creation time).
+
+        ``requeue_at`` (s, waitForPodsReady's backoff, :mod:`.backoff`): the workload is
+        inadmissible until then and joins its queue at the first :meth:`schedule` at or after
+        it. ``order_time`` (s): queue it by this time instead of its creation time
+        (``requeuingStrategy.timestamp: Eviction``).
 
         Raises:
             ValueError: the workload is not admitted.
@@ -317,10 +352,26 @@ class AdmissionController:
         if status.state is State.ADMITTED:   # evicted by the engine (a node drain), not preempted here
             status.evictions += 1
         self._release(status)
-        if requeue:
+        status.evicted_at = now
+        status.queued_at = now      # Kueue's Requeued condition turns True now (after a backoff, then)
+        if order_time is not None:
+            status.order = (status.order[0], order_time) + status.order[2:]
+        if requeue and requeue_at is not None and requeue_at > now:
+            status.state = State.INADMISSIBLE
+            status.reason = f"requeued at t={format_seconds(requeue_at)}s (backoff after PodsReadyTimeout)"
+            status.queued_at = requeue_at
+            self._backoff[name] = requeue_at
+        elif requeue:
             self._enqueue(status)
         else:
             status.state = State.REJECTED
+
+    def _release_backoff(self, now: float) -> None:
+        """Queue the workloads whose requeue time (waitForPodsReady backoff) has come."""
+        for name, at in sorted(self._backoff.items(), key=lambda kv: (kv[1], kv[0])):
+            if at <= now:
+                del self._backoff[name]
+                self._enqueue(self.workloads[name])
 
     def _release(self, status: WorkloadStatus) -> None:
         self.tree.remove_usage(status.cluster_queue, status.usage)
@@ -344,6 +395,8 @@ class AdmissionController:
         """Run admission cycles at ``now`` until one changes nothing (no admission, no new
         eviction, nothing set aside). Returns every decision, in order."""
         out: list[Decision] = []
+        if self._backoff:
+            self._release_backoff(now)
         limit = max_cycles if max_cycles is not None else 2 * len(self.workloads) + 2
         for _ in range(limit):
             decisions, changed = self._cycle(now)
@@ -538,13 +591,15 @@ class AdmissionController:
         st.admitted_at = now
         if st.first_admitted_at is None:
             st.first_admitted_at = now
+        else:
+            st.requeue_wait += now - st.evicted_at    # from the eviction, a backoff included
         self._unqueue(st)
         counts = a.counts()
         admitted_wl = st.workload
         if any(ps.count != counts[ps.name] for ps in st.workload.pod_sets):
             admitted_wl = replace(st.workload, pod_sets=tuple(_with_count(ps, counts[ps.name]) for ps in st.workload.pod_sets))
         self._admitted[st.workload.name] = Admitted(admitted_wl, cq.name, dict(a.usage), now)
-        wait = now - st.submitted_at
+        wait = now - st.queued_at    # Kueue's QueuedWaitTime: since creation or the last requeue
         reason = f"Quota reserved in ClusterQueue {cq.name}, wait time since queued was {format_seconds(wait)}s"
         flavors = {ps.name: dict(ps.flavors) for ps in a.pod_sets}
         decision = Decision(now, st.workload.name, Outcome.ADMITTED, reason, cq.name, flavors, counts, a.borrow > 0)

@@ -24,6 +24,13 @@ A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
 ``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``, ``node_selector``,
 ``tolerations``), as the scenario reader fills them from a Job's
 ``kueue.x-k8s.io/queue-name`` label and ``kueue.x-k8s.io/job-min-parallelism`` annotation.
+
+With ``wait_for_pods_ready`` (:class:`~.backoff.WaitForPodsReady`, Kueue's
+``waitForPodsReady``) an admitted workload whose pods are not all running (start delay
+over) ``timeout`` seconds after its admission is evicted (``PodsReadyTimeout``) and
+requeued no earlier than the backoff delay (``requeuingStrategy``); after
+``backoffLimitCount`` requeues it is deactivated (ends REJECTED). The check runs at the
+admission cycle of the deadline's instant, before that instant's placement pass.
 """
 
 from __future__ import annotations
@@ -35,9 +42,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from lab01_cluster_sim.admission.api import PodSet, Workload
-from lab01_cluster_sim.admission.controller import AdmissionController, Outcome, State
+from lab01_cluster_sim.admission.backoff import WaitForPodsReady
+from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
-from lab01_cluster_sim.model import Job, JobRecord
+from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds
 
 QUEUE_KEY = "kueue.x-k8s.io/queue-name"
 """``Job.extras`` key (and Job/Pod label) naming the LocalQueue."""
@@ -68,6 +76,7 @@ class AdmissionContext(Protocol):
     def admit(self, record: JobRecord) -> None: ...
     def hold(self, record: JobRecord, reason: str) -> None: ...
     def evict(self, record: JobRecord, reason: str) -> None: ...
+    def retry_at(self, t: float) -> None: ...
 
 
 class KueueAdmissionPlugin:
@@ -83,9 +92,14 @@ class KueueAdmissionPlugin:
 
     name = "kueue"
 
-    def __init__(self, controller: AdmissionController, default_queue: str = "") -> None:
+    def __init__(self, controller: AdmissionController, default_queue: str = "",
+                 wait_for_pods_ready: WaitForPodsReady | None = None) -> None:
         self.controller = controller
         self.default_queue = default_queue
+        self.wait_for_pods_ready = wait_for_pods_ready
+        self._ready_deadline: dict[str, float] = {}     # admitted, not ready yet: name -> deadline
+        self._requeues: dict[str, int] = {}             # requeueState.count per workload
+        self._timed_out: dict[str, float | None] = {}   # evicting for PodsReadyTimeout: requeue time
         self.decisions: list = []
         self._last: dict[str, tuple] = {}
         self._records: dict[str, JobRecord] = {}
@@ -113,6 +127,8 @@ class KueueAdmissionPlugin:
         """Submit new waiting jobs, run admission cycles until nothing changes, and tell the
         engine what was decided."""
         now = float(ctx.now)
+        if self._ready_deadline:
+            self._check_pods_ready(ctx, now)
         for record in ctx.waiting:
             name = record.job_id
             if name in self._records:
@@ -139,10 +155,43 @@ class KueueAdmissionPlugin:
                     job = replace(job, workers=d.counts["main"])
                 record.job = job
                 ctx.admit(record)
+                if self.wait_for_pods_ready is not None:
+                    deadline = now + self.wait_for_pods_ready.timeout_seconds
+                    self._ready_deadline[d.workload] = deadline
+                    ctx.retry_at(deadline)
             elif d.outcome is Outcome.EVICTED:
                 ctx.evict(record, d.reason)
             elif d.outcome in (Outcome.PENDING, Outcome.PREEMPTING):
                 ctx.hold(record, d.reason)
+
+    def _check_pods_ready(self, ctx: AdmissionContext, now: float) -> None:
+        """waitForPodsReady: evict (and requeue after the backoff, or deactivate) every
+        admitted workload not ready by its deadline (module docstring)."""
+        wfpr = self.wait_for_pods_ready
+        for name, deadline in sorted(self._ready_deadline.items(), key=lambda kv: (kv[1], kv[0])):
+            record = self._records[name]
+            if record.state is JobState.RUNNING and record.busy_from is not None and record.busy_from <= now:
+                del self._ready_deadline[name]      # PodsReady=True: nothing more to watch
+                continue
+            if now < deadline:
+                continue
+            count = self._requeues.get(name, 0) + 1
+            self._requeues[name] = count
+            delay = wfpr.requeuing.delay(count)
+            requeue_at = None if delay is None else now + delay
+            self._timed_out[name] = requeue_at
+            cq = self.controller.workloads[name].cluster_queue
+            reason = (f"PodsReadyTimeout: pods not all ready {format_seconds(wfpr.timeout_seconds)} s after "
+                      "admission; " + (f"requeued at t={format_seconds(requeue_at)}s (backoff "
+                                       f"{format_seconds(delay)} s, requeue {count})" if requeue_at is not None else
+                                       f"deactivated (backoffLimitCount {wfpr.requeuing.backoff_limit_count} reached)"))
+            self._record([Decision(now, name, Outcome.EVICTED, reason, cq)])
+            ctx.evict(record, reason)
+            if requeue_at is None:
+                ctx.reject(record, reason)
+                self._record([Decision(now, name, Outcome.REJECTED, reason, cq)])
+            else:
+                ctx.retry_at(requeue_at)
 
     def _record(self, decisions: Iterable) -> None:
         # the report keeps a decision unless it repeats the workload's previous one (same
@@ -171,22 +220,46 @@ class KueueAdmissionPlugin:
     # -- reports ------------------------------------------------------------------------------
     def queue_summary(self) -> list[dict]:
         """One row per ClusterQueue: workloads submitted, admitted (ever), finished, still
-        pending, rejected, evictions, and the mean and largest admission wait (first quota
-        reservation minus submission, s) of those admitted."""
+        pending, rejected, evictions, the mean and largest admission wait (first quota
+        reservation minus submission, s) of those admitted, and their mean time queued for
+        admission in all (that first wait plus every wait after an eviction until quota was
+        reserved again, s)."""
         return queue_summary(self.controller)
 
     # -- observer hooks: quota is released here ------------------------------------------------
     def on_finish(self, record: JobRecord) -> None:
+        self._ready_deadline.pop(record.job_id, None)
         if record.job_id in self.controller.workloads:
             self.controller.finish(record.job_id, self._now())
+
+    def on_reject(self, record: JobRecord) -> None:
+        """A job the engine rejected before it reached admission (no node can ever host one
+        of its pods): recorded as a REJECTED decision in its ClusterQueue, so admission.csv
+        has its row and the ClusterQueue counts it. Deviation: Kueue never looks at nodes and
+        would keep the workload pending ("couldn't assign flavors ..." only when quota is
+        short); the simulator's engine rejects any job no node can host, Kueue or not."""
+        if record.job_id in self.controller.workloads:
+            return      # rejected by admission itself, or evicted and not requeued: already recorded
+        reason = (f"rejected before admission: {record.reason} (Kueue itself would keep it pending; the "
+                  "simulator rejects a job no node can ever host)")
+        self._record([self.controller.record_rejected(workload_of(record.job, self.default_queue), self._now(),
+                                                      reason)])
 
     def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
         """A preempted workload is gone: release its quota and queue it again. (An eviction
         the stage did not ask for, such as a node drain, also gives the quota back.)"""
         status = self.controller.workloads.get(record.job_id)
+        self._ready_deadline.pop(record.job_id, None)
         if status is None or status.state not in (State.ADMITTED, State.EVICTING):
             return
-        self.controller.evicted(record.job_id, self._now())
+        if record.job_id in self._timed_out:       # our own PodsReadyTimeout eviction
+            requeue_at = self._timed_out.pop(record.job_id)
+            now = self._now()
+            by_eviction = self.wait_for_pods_ready.timestamp == "Eviction"
+            self.controller.evicted(record.job_id, now, requeue_at is not None, requeue_at=requeue_at,
+                                    order_time=now if by_eviction else None)
+        else:
+            self.controller.evicted(record.job_id, self._now())
         if self._sim is not None and hasattr(self._sim, "request_pass"):
             self._sim.request_pass()
 
@@ -207,6 +280,8 @@ def queue_summary(controller: AdmissionController) -> list[dict]:
             "evictions": sum(s.evictions for s in sts),
             "mean_admission_wait_s": sum(waits) / len(waits) if waits else None,
             "max_admission_wait_s": max(waits) if waits else None,
+            "mean_queued_s": (sum(s.first_admitted_at - s.submitted_at + s.requeue_wait for s in sts
+                                  if s.first_admitted_at is not None) / len(waits)) if waits else None,
         })
     return rows
 

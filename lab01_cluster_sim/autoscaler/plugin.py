@@ -24,7 +24,12 @@ Provisioning, Disruption"), at the engine's extension points (:mod:`lab01_cluste
    ``consolidate_after_s``; ``WhenEmptyOrUnderutilized`` also removes a node whose pods all fit
    on the other nodes once its pods have not changed for ``consolidate_after_s`` (the pods are
    evicted and rescheduled; replacing a node by a cheaper one is not modelled). Voluntary
-   disruptions respect each workload's ``min_available`` (a PodDisruptionBudget). **Spot
+   disruptions respect each workload's ``min_available`` (a PodDisruptionBudget). A pod
+   annotated ``karpenter.sh/do-not-disrupt: "true"`` (``job.extras["do_not_disrupt"]``) blocks
+   consolidation of its node while it is there ("On a Pod, it blocks consolidation of the
+   Pod's node ... It does not block expiration, repair, or forceful termination": Karpenter
+   docs, "Well-Known Annotations", GA; "Disruption", Pod-Level Controls); it does not stop
+   spot interruptions or expiry. **Spot
    interruptions** come with a 2-minute notice: the node is cordoned, its pods are evicted at
    once where the budget allows and the rest at the interruption. **expireAfter**: an
    expired node is drained (forcefully, as Karpenter v1 does) and removed.
@@ -429,6 +434,11 @@ class Autoscaler:
             return
         if not node.pods and not node.nominated:
             self._terminate(node, "consolidation: empty")
+            return
+        if any(self.sim.records[p].job.extras.get("do_not_disrupt") for p in node.pods):
+            # karpenter.sh/do-not-disrupt on a pod "blocks consolidation of the Pod's node" (Karpenter
+            # docs, "Well-Known Annotations" and "Disruption", Pod-Level Controls); the release of a
+            # pod schedules the next check (on_release). Spot interruption and expiry are not blocked.
             return
         if policy == "WhenEmptyOrUnderutilized" and self._pods_fit_elsewhere(node) and self._budget_allows(node.pods):
             for p in sorted(node.pods):

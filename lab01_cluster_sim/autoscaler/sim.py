@@ -41,6 +41,8 @@ class Pod:
         workload: the Deployment/Job it belongs to (disruption budgets, metrics).
         cpu_milli, memory_mib: other requests.
         image: container image name; image_gib its size, GiB.
+        do_not_disrupt: the pod carries ``karpenter.sh/do-not-disrupt: "true"``: consolidation
+            leaves its node alone while it runs (:class:`~.plugin.Autoscaler`).
     """
 
     name: str
@@ -52,6 +54,7 @@ class Pod:
     memory_mib: int = 4096
     image: str = "app:latest"
     image_gib: float = 1.0
+    do_not_disrupt: bool = False
 
     def __post_init__(self) -> None:
         for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib"):
@@ -241,7 +244,8 @@ class AutoscalerSim:
                                      max_nodes=max_nodes, max_events=max_events)
         self.pods = {p.name: PodRun(p, pending_since=p.submit_s) for p in pods}
         jobs = [Job(p.name, p.submit_s, p.duration_s, p.gpus, 1000 if p.gpus else 0, p.cpu_milli, p.memory_mib,
-                    tenant=p.workload, extras={"workload": p.workload, "image": p.image, "image_gib": p.image_gib})
+                    tenant=p.workload, extras={"workload": p.workload, "image": p.image, "image_gib": p.image_gib,
+                            **({"do_not_disrupt": True} if p.do_not_disrupt else {})})
                 for p in pods]
         self._tracker = _PodTracker(self)
         self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline,

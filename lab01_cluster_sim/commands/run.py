@@ -24,11 +24,24 @@ models (those of the Kueue v1beta2 and Karpenter v1 CRDs). A misspelt or unknown
 one line naming file:line:column, the object and the field path.
 
 Pods and Jobs carry their run time in the annotation lab01.course/duration (seconds, or
-inf) and their arrival in lab01.course/submit-time (seconds, default 0).
+inf) and their arrival in lab01.course/submit-time (seconds, default 0); each at most
+1e9 s (about 31.7 years).
 
 The run writes scenario.json, summary.json / summary.csv (one row per run), per-job or
 per-node CSVs and a figure into --output, and prints where; with Kueue objects also
 admission.csv (every admission decision with Kueue's message) and per-ClusterQueue rows.
+
+Waits: 'wait' (jobs.csv, the summary) is the time before a job's first start (start minus
+submit). A preempted or evicted job queues again: 'queued' adds those waits (each restart
+minus its eviction), so it equals 'wait' for a job never evicted; the summary line shows it
+when it differs. Per ClusterQueue, 'admission wait' is the first quota reservation minus
+submission and 'queued' adds the waits after evictions until quota is reserved again; Kueue's
+own message, "wait time since queued was Ns", counts from the last requeue, as Kueue's
+QueuedWaitTime does. Waits still open when the run ends are not counted.
+
+A Job no node can ever host (more GPUs per pod than any node has) is rejected at arrival,
+Kueue or not; with Kueue objects it keeps a 'Rejected' row in admission.csv and counts as
+rejected in its ClusterQueue. (Kueue itself never looks at nodes and would keep it pending.)
 Kueue admission (Kueue v1beta2 API, semantics of Kueue main after v0.19.2) runs as a stage
 of the one engine before placement. Preemptions are counted per job and per run, with the
 GPU-hours of progress they threw away. Objects the simulator cannot execute (elastic or
@@ -63,13 +76,13 @@ def _check_scenario_path(text: str) -> None:
 
     if not text.strip():
         raise InputError("SCENARIO: empty; expected a scenario YAML file or a folder of them (e.g. scenarios/)")
+    from lab01_cluster_sim.scenario.yamlio import not_a_file_reason
+
     try:
         mode = Path(text).stat().st_mode
-    except FileNotFoundError:
-        raise InputError(f"{text}: no such file or folder; expected a scenario YAML file or a folder of them") \
-            from None
-    except OSError as exc:
-        raise InputError(f"{text}: cannot read: {exc.strerror or exc}") from None
+    except OSError:
+        raise InputError(f"{text}: {not_a_file_reason(Path(text))}; expected a scenario YAML file or a folder of "
+                         "them") from None
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise InputError(f"{text}: is not a regular file or folder (a device, FIFO or socket); expected a scenario "
                          "YAML file or a folder of them")
@@ -84,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {k}" for k, n in sorted(sc.objects.items()))
     print(f"scenario {sc.name}: {counts} (valid; Kubernetes {KUBERNETES_VERSION} schemas, Kueue v1beta2, "
           f"Karpenter v1)")
+    for name in sc.empty_files:
+        print(f"note: {name} holds no objects (an empty file, or comments only)", file=sys.stderr)
     if args.check:
         items = blockers(sc)
         if items:
@@ -91,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
             for item in items:
                 print(f"  {item}")
         else:
-            print(f"would run: {kind_of(sc)} mode")
+            from lab01_cluster_sim.scenario.run import describe
+
+            print(f"would run: {describe(sc)}")
         return 0
     out = Path(args.output) if args.output else Path(f"lab01-run-{re.sub(r'[^A-Za-z0-9_.-]', '_', sc.name)}")
     result = run_scenario(sc, out, progress=not args.quiet)
@@ -107,14 +124,22 @@ def _print_row(kind: str, row: dict) -> None:
         w, j = row["wait_s"], row["jct_s"]
         states = ", ".join(f"{k} {v}" for k, v in row["states"].items())
         alloc = row["mean_allocation_ratio"]
-        print(f"  {row['policy']}: {states}; wait mean {_s(w['mean'])}, p99 {_s(w['p99'])}; JCT mean {_s(j['mean'])}; "
+        q = row.get("queued_s") or {}
+        requeued = ""
+        if q.get("mean") is not None and w["mean"] is not None and abs(q["mean"] - w["mean"]) > 1e-9:
+            requeued = f"; queued incl. requeues mean {_s(q['mean'])}, max {_s(q['max'])}"
+        print(f"  {row['policy']}: {states}; wait mean {_s(w['mean'])}, p99 {_s(w['p99'])}{requeued}; "
+              f"JCT mean {_s(j['mean'])}; "
               f"makespan {_s(row['makespan_s'])}; allocation {'n/a' if alloc is None else f'{100 * alloc:.1f} %'}; "
               f"preemptions {row['preemptions']} ({row['lost_gpu_hours']:,.2f} GPU-h lost)")
         for q in row.get("cluster_queues") or []:
             wait = "n/a" if q["mean_admission_wait_s"] is None else _s(q["mean_admission_wait_s"])
+            again = ""
+            if q["evictions"] and q.get("mean_queued_s") is not None:
+                again = f", queued incl. requeues mean {_s(q['mean_queued_s'])}"
             print(f"    ClusterQueue {q['cluster_queue']}: {q['admitted']}/{q['submitted']} admitted, "
                   f"{q['pending']} pending, {q['rejected']} rejected, {q['evictions']} evictions; "
-                  f"admission wait mean {wait}")
+                  f"admission wait mean {wait} (first admission){again}")
         if row["stop_reason"] not in ("empty", "until"):
             print(f"    stopped at t={row['end_time_s']:,.0f} s: {row['stop_reason']}")
         for line in row.get("deadlock") or []:

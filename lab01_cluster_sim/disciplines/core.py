@@ -21,7 +21,13 @@ runner (:mod:`lab01_cluster_sim.disciplines.runner`) runs the same classes.
   candidates (the preemptor's filters: model, nodeSelector, taints), and whether enough room
   is freed is checked with the same filters, so a victim on a node the preemptor cannot use is
   never evicted. In naive mode, pending jobs holding partial allocations are candidates too
-  (they lose no work; their workers are released and they stay pending).
+  (they lose no work; their workers are released and they stay pending). A victim whose job
+  carries ``extras[TERMINATION_GRACE]`` (s; the scenario reader fills it from a pod's
+  ``terminationGracePeriodSeconds``) terminates gracefully: it stops computing at once but
+  holds its GPUs that long (Kubernetes docs, "Pod Priority and Preemption", "Graceful
+  termination of preemption victims"), and its preemptor waits for it instead of preempting
+  more (kube-scheduler's ``PodEligibleToPreemptOthers``: a preemptor whose nominated node
+  still has terminating lower-priority victims does not preempt again).
 - ``drf``: the tenant with the lowest dominant share over (GPUs, CPU, memory) goes next.
 
 How much work a victim keeps is the simulation's business (the ``checkpoints`` plugin,
@@ -38,6 +44,10 @@ from collections.abc import Iterable, Mapping
 from lab01_cluster_sim.disciplines.drf import drf_pick_tenant
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, VictimCandidate, choose_victims, last_checkpoint
 from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, format_seconds
+
+TERMINATION_GRACE = "termination_grace_s"
+"""``Job.extras`` key: the pod's graceful termination period when preempted, s (default 0:
+resources are freed at once)."""
 from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver, register_discipline
 
 
@@ -252,6 +262,7 @@ class PriorityPreemption(_Queue):
         super().__init__()
         self.checkpoints = dict(checkpoints or {})
         self.default = default_checkpoint
+        self._preempted_for: dict[str, tuple[str, ...]] = {}   # preemptor -> its last victims
 
     def order(self) -> Iterable[JobRecord]:
         return [r for (s, r) in sorted(self._items.values(), key=lambda x: (-x[1].job.priority, x[0]))]
@@ -270,15 +281,21 @@ class PriorityPreemption(_Queue):
                    None if scheduler.interchangeable else rec.job_id)
             if hopeless.get(key) == scheduler.bound_workers:
                 continue
+            if any(v in scheduler.terminating for v in self._preempted_for.get(rec.job_id, ())):
+                # its victims are still terminating: it waits for them rather than preempting
+                # more (kube-scheduler's PodEligibleToPreemptOthers)
+                rec.reason = "waiting for its preemption victims to terminate"
+                continue
             victims = self.victims(scheduler, rec)
             if not victims:
                 hopeless[key] = scheduler.bound_workers
                 continue
             why = f"preempted by {rec.job_id} (priority {rec.job.priority})"
+            self._preempted_for[rec.job_id] = tuple(victims)
             for v in victims:
                 victim = scheduler.running.get(v)
                 if victim is not None:
-                    scheduler.evict(victim, why)
+                    scheduler.evict(victim, why, float(victim.job.extras.get(TERMINATION_GRACE, 0.0)))
                 else:   # naive mode: a pending job holding part of its gang
                     holder = next(r for r in self.order() if r.job_id == v)
                     scheduler.release_placements(holder, list(holder.placements))

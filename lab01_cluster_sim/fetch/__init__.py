@@ -340,6 +340,18 @@ def _fetch_one(folder: Path, name: str, expected: str, url: str, progress: Progr
         if progress is not None:
             progress.done(result)
         return result
+    stale = final.is_file()   # present, but its SHA-256 does not match: say so if fetching it again fails
+    try:
+        return _download(final, part, name, expected, url, progress, max_bytes, timeout, opener, clock)
+    except InputError as exc:
+        if not stale:
+            raise
+        raise InputError(f"{exc} (the local {final} failed its SHA-256 check, expected {expected}, which is why it "
+                         "was fetched again; it is left as it was: do not use it)") from None
+
+
+def _download(final: Path, part: Path, name: str, expected: str, url: str, progress: Progress | None,
+              max_bytes: int, timeout: float, opener, clock: Callable[[], float]) -> FetchedFile:
     already = part.stat().st_size if part.is_file() else 0
     if already > max_bytes:
         part.unlink()

@@ -144,6 +144,20 @@ def pick_lowest_free_gpus(state: ClusterState, request: Request, node: int) -> t
     return tuple(int(g) for g in free[:k])
 
 
+def shared_gpu_candidates(state: ClusterState, request: Request, node: int) -> tuple[np.ndarray, np.ndarray]:
+    """For a GPU-sharing request (one GPU, share u < 1000): ``(row, ok)``, the free milli-GPU
+    of each GPU of ``node`` and the indices of those with at least u free.
+
+    Raises:
+        ValueError: no GPU of ``node`` has u free (a scheduler bug).
+    """
+    row = state.gpu_free[node, : state.gpu_count[node]]
+    ok = np.flatnonzero(row >= request.gpu_milli)
+    if ok.size == 0:
+        raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+    return row, ok
+
+
 def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[int, ...]:
     """The "best" GPU pick (fgd-facts.md 4.0, ``-gpusel best``).
 
@@ -156,10 +170,7 @@ def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[in
         ValueError: nothing fits on ``node`` (a scheduler bug).
     """
     if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-        row = state.gpu_free[node, : state.gpu_count[node]]
-        ok = np.flatnonzero(row >= request.gpu_milli)
-        if ok.size == 0:
-            raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+        row, ok = shared_gpu_candidates(state, request, node)
         # argmin returns the first minimum, so ties go to the lowest index.
         return (int(ok[np.argmin(row[ok])]),)
     return pick_lowest_free_gpus(state, request, node)
@@ -171,10 +182,7 @@ def pick_random_gpus(state: ClusterState, request: Request, node: int,
     gets a uniform choice among the GPUs with free share >= u; whole/multi-GPU requests
     get the lowest-index fully free GPUs (no draw)."""
     if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-        row = state.gpu_free[node, : state.gpu_count[node]]
-        ok = np.flatnonzero(row >= request.gpu_milli)
-        if ok.size == 0:
-            raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
+        _, ok = shared_gpu_candidates(state, request, node)
         return (int(ok[rng.integers(ok.size)]),)
     return pick_lowest_free_gpus(state, request, node)
 

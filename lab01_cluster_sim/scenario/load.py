@@ -6,14 +6,16 @@
 - **Nodes** (``v1 Node``): ``status.allocatable`` (else ``capacity``) ``cpu``, ``memory``,
   ``nvidia.com/gpu``; the GPU model is the GPU Feature Discovery label
   ``nvidia.com/gpu.product``, the NVLink domain its ``nvidia.com/gpu.clique`` label (nodes with
-  the same clique share one island; without it a node is its own island). Or ``Scenario.spec.nodes.csv``: an openb node-list CSV.
+  the same clique share one island; without it a node is its own island). Or ``Scenario.spec.nodes.csv``: an openb node-list CSV
+  (bounded as :func:`~lab01_cluster_sim.workloads.openb.load_nodes`: a regular file of at most 32 MiB,
+  and at most 100,000 nodes, ``simulate --nodes``'s cap).
 - **Jobs** (:class:`~lab01_cluster_sim.model.Job`) from ``v1 Pod`` (one worker) and
   ``batch/v1 Job`` (``parallelism`` workers). A pod's request is the sum over its containers,
   or the largest init container if bigger (Kubernetes' effective request); a request
   defaults to its limit. ``nvidia.com/gpu`` is whole GPUs; ``lab01.course/gpu-milli`` gives a
   shared share of one GPU (the Alibaba trace's unit). Annotations give what Kubernetes objects
   do not carry: ``lab01.course/duration`` (run time, s, or ``inf`` for a service) and
-  ``lab01.course/submit-time`` (arrival, s, default 0).
+  ``lab01.course/submit-time`` (arrival, s, default 0), each at most :data:`MAX_SECONDS`.
 - **Gangs**: pods labelled ``scheduling.x-k8s.io/pod-group: NAME`` with a ``PodGroup``
   (coscheduling) of that name form one job of as many workers.
 - **Priority**: ``priorityClassName`` -> a ``PriorityClass``'s value (the ``globalDefault``
@@ -58,6 +60,15 @@ MAX_OBJECTS = 20_000
 """Most objects in one scenario (a 3,000-Pod file, 780 kB, is read and checked in about 6 s of
 CPU)."""
 
+MAX_SECONDS = 1e9
+"""Largest finite ``lab01.course/duration`` and ``lab01.course/submit-time``, s (about 31.7
+years; the Alibaba 2023 default pod list spans 12,902,960 s, about 149 days). A larger time is a typo, and near
+1e308 the engine's sums overflow to inf (a makespan of 300 digits)."""
+
+SHARED_DATA_VAR = "$COURSE_SHARED_DATA"
+"""A Scenario path starting with this (or ``${COURSE_SHARED_DATA}``) is under the course's shared
+data folder (see ``_Builder._resolve``)."""
+
 DURATION = "lab01.course/duration"
 SUBMIT_TIME = "lab01.course/submit-time"
 GPU_MILLI = "lab01.course/gpu-milli"
@@ -68,6 +79,7 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 WPC_LABEL = "kueue.x-k8s.io/priority-class"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+HAMI_GPU_POLICY = "hami.io/gpu-scheduler-policy"
 MIB = 2**20
 KNOWN_RESOURCES = (CPU, MEMORY, GPU, "ephemeral-storage")
 
@@ -95,6 +107,7 @@ class KueueObjects:
     priority_classes: dict[str, int] = field(default_factory=dict)
     fair_sharing: bool = False
     strategies: tuple[FairSharingStrategy, ...] = ()
+    wait_for_pods_ready: Any = None   # admission.backoff.WaitForPodsReady, from the Configuration
 
     def __bool__(self) -> bool:
         return bool(self.flavors or self.cluster_queues or self.cohorts or self.local_queues)
@@ -124,6 +137,8 @@ class Scenario:
         unsupported: ``"file:line:col: Kind/name: why"`` for every object the current
             simulator cannot execute.
         sources: job id / object name -> :class:`Source`.
+        empty_files: files of the folder that hold no object (empty, or comments only);
+            ``run`` notes them, since a wrongly saved file would otherwise go unnoticed.
     """
 
     path: Path
@@ -140,6 +155,7 @@ class Scenario:
     objects: dict[str, int] = field(default_factory=dict)
     unsupported: list[str] = field(default_factory=list)
     sources: dict[str, Source] = field(default_factory=dict)
+    empty_files: list[str] = field(default_factory=list)
 
     @property
     def base_dir(self) -> Path:
@@ -167,20 +183,26 @@ def load_scenario(path: str | Path) -> Scenario:
             raise ScenarioError(f"{path}: more than {MAX_FILES} YAML files; a scenario folder holds at most that many")
         files.append(f)
     docs: list[Document] = []
+    empty: list[str] = []
     total = 0
     for f in files:
         text = read_text(f)
         total += len(text)
         if total > MAX_SCENARIO_BYTES:
             raise ScenarioError(f"{f}: the scenario's files hold more than {MAX_SCENARIO_BYTES // 2**20} MiB together")
-        docs.extend(load_documents(f, text))
+        found = load_documents(f, text)
+        if not found:
+            empty.append(str(f))
+        docs.extend(found)
         if len(docs) > MAX_OBJECTS:
             raise ScenarioError(f"{f}: the scenario holds more than {MAX_OBJECTS:,} objects")
     if not docs:
         raise ScenarioError(f"{path}: no objects (the YAML is empty)")
     for doc in docs:
         validate_document(doc)
-    return _Builder(path, docs).build()
+    sc = _Builder(path, docs).build()
+    sc.empty_files = empty
+    return sc
 
 
 class _Builder:
@@ -258,7 +280,8 @@ class _Builder:
         folder = self._resolve(trace["path"])
         if not folder.is_dir():
             raise _err(doc, base + ("path",), f"{folder}: not a folder (the trace folder holds "
-                       "openb_node_list_gpu_node.csv and the pod lists; relative paths start at the scenario)")
+                       "openb_node_list_gpu_node.csv and the pod lists; relative paths start at the scenario, "
+                       f"$COURSE_SHARED_DATA/... at the course's shared data{self._shared_hint(trace['path'])})")
         name = trace.get("podList", "default")
         if name == "default":
             candidates = [folder / DEFAULT_POD_LIST]
@@ -270,6 +293,17 @@ class _Builder:
                            for p in folder.glob("openb_pod_list_*.csv"))
             raise _err(doc, base + ("podList",), f"no pod list {name!r} in {folder} (a name such as 'default' or "
                        f"'gpushare40', or a CSV file in that folder); found: {', '.join(known) or 'none'}")
+        from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, check_file
+
+        if not (folder / DEFAULT_NODE_LIST).exists():
+            raise _err(doc, base + ("path",), f"{folder}: no {DEFAULT_NODE_LIST} there (the trace folder holds the "
+                       "node list and the pod lists; python -m lab01_cluster_sim fetch-trace DIR gets them)")
+        for path, file in ((base + ("podList",) if "podList" in trace else base + ("path",), found),
+                           (base + ("path",), folder / DEFAULT_NODE_LIST)):
+            try:   # the loaders' bounds (a regular file of at most 32 MiB), checked now for run --check
+                check_file(file)
+            except InputError as exc:
+                raise _err(doc, path, str(exc)) from None
         self.sc.spec["workload"] = {**self.sc.spec.get("workload", {}),
                                     "trace": {**trace, "path": str(folder), "podList": str(found)}}
 
@@ -333,9 +367,33 @@ class _Builder:
                 k.fair_sharing = True
                 if strategies:
                     k.strategies = tuple(FairSharingStrategy(s) for s in strategies)
+            if "waitForPodsReady" in doc.data:
+                k.wait_for_pods_ready = self._wait_for_pods_ready(doc)
         if k:
             first = next(iter(self.by_kind("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort")))
             self._check(first, k.controller)   # cross references, quota rules, cohort cycles
+
+    def _wait_for_pods_ready(self, doc: Document):
+        """``waitForPodsReady`` -> :class:`~lab01_cluster_sim.admission.backoff.WaitForPodsReady`
+        (its presence enables it in v1beta2). ``blockAdmission: true`` and a
+        ``recoveryTimeout`` other than 0s are listed as not modelled."""
+        from lab01_cluster_sim.admission.backoff import RequeuingStrategy, WaitForPodsReady
+
+        base = ("waitForPodsReady",)
+        w = doc.data["waitForPodsReady"]
+        if w.get("blockAdmission"):
+            self.sc.unsupported.append(f"{_src(doc, base + ('blockAdmission',))}: waitForPodsReady.blockAdmission "
+                                       "(sequential admission) is not modelled")
+        if "recoveryTimeout" in w and parse_duration(w["recoveryTimeout"]) != 0:
+            self.sc.unsupported.append(f"{_src(doc, base + ('recoveryTimeout',))}: waitForPodsReady.recoveryTimeout "
+                                       "is not modelled (a ready pod never fails in the simulator; give 0s or omit)")
+        rs = w.get("requeuingStrategy", {})
+        try:
+            return WaitForPodsReady(parse_duration(w["timeout"]), RequeuingStrategy(
+                float(rs.get("backoffBaseSeconds", 60)), float(rs.get("backoffMaxSeconds", 3600)),
+                rs.get("backoffLimitCount")), rs.get("timestamp", "Eviction"))
+        except InputError as exc:
+            raise _err(doc, base, str(exc)) from None
 
     def _check(self, doc: Document, fn) -> None:
         try:
@@ -401,9 +459,13 @@ class _Builder:
         if node_docs and csv:
             raise _err(self._scenario_doc, ("spec", "nodes"), "nodes come either from Node objects or from a CSV, not both")
         if csv:
+            from lab01_cluster_sim.commands.simulate import MAX_NODES
             from lab01_cluster_sim.workloads.openb import load_nodes
 
-            sc.nodes = load_nodes(self._resolve(csv))
+            try:   # bounded as the loaders are (32 MiB) and to simulate --nodes's 100,000 nodes
+                sc.nodes = load_nodes(self._resolve(csv), max_nodes=MAX_NODES)
+            except InputError as exc:
+                raise _err(self._scenario_doc, ("spec", "nodes", "csv"), str(exc)) from None
             return
         cliques: dict[str, int] = {}
         for doc in node_docs:
@@ -437,8 +499,28 @@ class _Builder:
                 sc.unsupported.append(f"{_src(doc)}: resources {', '.join(other)} are not modelled")
 
     def _resolve(self, rel: str) -> Path:
+        """A path of the Scenario object: ``$COURSE_SHARED_DATA/...`` (or ``${COURSE_SHARED_DATA}/...``)
+        is under the course's shared data folder (:func:`lab01_cluster_sim.book.shared_data_dir`:
+        that environment variable, else ``../shared/data`` beside the clone, as the README's
+        "Real data" says); an absolute path is used as is; any other is relative to the scenario."""
+        for prefix in (SHARED_DATA_VAR + "/", "${" + SHARED_DATA_VAR[1:] + "}/"):
+            if rel.startswith(prefix):
+                from lab01_cluster_sim.book import shared_data_dir
+
+                return shared_data_dir() / rel[len(prefix):]
         p = Path(rel)
         return p if p.is_absolute() else (self.sc.base_dir / p)
+
+    def _shared_hint(self, rel: str) -> str:
+        """Where ``$COURSE_SHARED_DATA`` pointed, for a message about a path that used it."""
+        import os
+
+        if not rel.startswith((SHARED_DATA_VAR, "${" + SHARED_DATA_VAR[1:] + "}")):
+            return ""
+        env = os.environ.get(SHARED_DATA_VAR[1:])
+        return (f"; {SHARED_DATA_VAR} is {env}" if env else
+                f"; {SHARED_DATA_VAR} is not set, so it is ../shared/data beside the clone (set it to the folder "
+                "holding alibaba-gpu-2023/csv)")
 
     # -- KubeSchedulerConfiguration -----------------------------------------------------------------
     def _scheduler_config(self) -> None:
@@ -565,6 +647,10 @@ class _Builder:
         if math.isnan(value) or value < 0 or (key == SUBMIT_TIME and math.isinf(value)):
             raise _err(doc, path, f"expected a number of seconds >= 0{'' if key == DURATION else ' (finite)'}, "
                        f"got {text!r}")
+        if math.isfinite(value) and value > MAX_SECONDS:
+            service = " or 'inf' for a service that never ends" if key == DURATION else ""
+            raise _err(doc, path, f"expected a number of seconds from 0 to {MAX_SECONDS:,.0f} (about 31.7 years)"
+                       f"{service}, got {text!r}")
         return value
 
     def _job(self, doc: Document) -> Job:
@@ -589,13 +675,22 @@ class _Builder:
                 raise _err(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
             tmeta_path = ("metadata",)
         pod = _get(d, pod_path)
+        do_not_disrupt = False
         for mpath in (("metadata",), ("spec", "template", "metadata")):
             _check_course_keys(doc, mpath, _get(d, mpath) or {})
             annotations = (_get(d, mpath) or {}).get("annotations") or {}
+            pick = annotations.get(HAMI_GPU_POLICY)
+            if pick is not None and pick != self.sc.spec.get("simulation", {}).get("gpuSchedulerPolicy"):
+                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', HAMI_GPU_POLICY))}: a per-pod "
+                                           f"{HAMI_GPU_POLICY} is not modelled; set the Scenario's "
+                                           f"spec.simulation.gpuSchedulerPolicy: {pick} for every pod")
             if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
-                self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
-                                           f"{DO_NOT_DISRUPT} is not modelled yet (the autoscaler would consolidate "
-                                           "the node anyway)")
+                if annotations[DO_NOT_DISRUPT] == "true":   # blocks consolidation of the pod's node
+                    do_not_disrupt = True
+                else:
+                    self.sc.unsupported.append(f"{_src(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
+                                               f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
+                                               "modelled (a duration ending the protection is not)")
         requests = self._pod_requests(doc, pod_path, pod)
         labels = {**meta.get("labels", {})}
         if kind == "Job":
@@ -625,6 +720,15 @@ class _Builder:
                 raise _err(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if do_not_disrupt:
+            extras["do_not_disrupt"] = True
+        grace = pod.get("terminationGracePeriodSeconds")
+        if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
+            from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+
+            if grace < 0:
+                raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
+            extras[TERMINATION_GRACE] = float(grace)
         selector = dict(pod.get("nodeSelector", {}))
         models: tuple[str, ...] = ()
         if GPU_PRODUCT in selector:
@@ -839,4 +943,4 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * _UNIT[u] for n, u in parts)
 
 
-__all__ = ["KueueObjects", "MAX_FILES", "MAX_OBJECTS", "Scenario", "Source", "load_scenario", "parse_duration"]
+__all__ = ["KueueObjects", "MAX_FILES", "MAX_OBJECTS", "MAX_SECONDS", "Scenario", "Source", "load_scenario", "parse_duration"]

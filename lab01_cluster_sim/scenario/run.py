@@ -6,7 +6,9 @@ Which entry point:
   jobs (or the trace / generator of ``spec.workload``), with ``spec.simulation`` (mode,
   discipline, seed, until) and the placement policy: ``spec.simulation.policy``, or the
   KubeSchedulerConfiguration's NodeResourcesFit scorer, or best-fit. ``comparePolicies``
-  runs one simulation per policy.
+  runs one simulation per policy. ``spec.simulation.gpuSchedulerPolicy`` (``binpack`` or
+  ``spread``) replaces the policy's GPU pick inside a node
+  (:class:`lab01_cluster_sim.policies.gpu_pick.GpuPick`).
 - **replay**: ``spec.workload.trace.method: replay``: the fragmentation paper's replay
   (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
 - **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
@@ -38,12 +40,50 @@ from typing import Any
 import numpy as np
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.model import Job, JobRecord, Node
 from lab01_cluster_sim.scenario.load import Scenario
 from lab01_cluster_sim.scenario.yamlio import ScenarioError
 
 MAX_LISTED = 6
 """Blockers named in the one-line refusal (the rest are counted)."""
+
+
+class QueuedTime:
+    """Observer plugin: the total time each job spent queued, s, including the waits after
+    it was preempted or evicted and requeued.
+
+    Two figures per job in a timed run's ``jobs.csv`` (and the summary):
+
+    - ``wait``: the engine's queueing delay, first start minus submit time
+      (:attr:`~lab01_cluster_sim.model.JobRecord.wait`); a restart does not change it.
+    - ``queued``: that first wait plus, for every eviction followed by a restart, the restart
+      time minus the eviction time. It equals ``wait`` for a job never evicted. A wait still
+      open when the run ends (a job never restarted) is left out of both, as for a job that
+      never started. A job taken back from placement's queue before it ran (Kueue
+      un-admitting it) keeps waiting: that is one wait, not two.
+
+    Attributes:
+        queued: job id -> total time queued up to its last start, s.
+    """
+
+    name = "queued-time"
+
+    def __init__(self) -> None:
+        self.queued: dict[str, float] = {}
+        self._since: dict[str, float] = {}
+        self._sim = None
+
+    def attach(self, sim) -> None:
+        self._sim = sim
+
+    def on_start(self, record: JobRecord) -> None:
+        now = float(self._sim.engine.now)
+        since = self._since.pop(record.job_id, record.job.submit_time)
+        self.queued[record.job_id] = self.queued.get(record.job_id, 0.0) + (now - since)
+
+    def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
+        if record.job_id in self.queued and record.job_id not in self._since:
+            self._since[record.job_id] = float(self._sim.engine.now)   # it ran until now: queued again
 
 
 @dataclass
@@ -86,6 +126,9 @@ def blockers(sc: Scenario) -> list[str]:
     if queued and not sc.kueue:
         out.append(f"{sc.sources[queued[0]]}: kueue.x-k8s.io labels/annotations without Kueue objects "
                    "(ClusterQueue, LocalQueue, ResourceFlavor)")
+    if "gpuSchedulerPolicy" in sc.spec.get("simulation", {}) and kind != "timed":
+        out.append(f"{sc.path}: spec.simulation.gpuSchedulerPolicy with the {kind} mode: the GPU pick option "
+                   "applies to timed runs only")
     if kind == "autoscaler":
         if sc.scoring is not None:
             out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "
@@ -159,6 +202,54 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
                                          g.get("gangShare", 0.0), g.get("load", DEFAULT_LOAD))
         nodes = nodes or gen_nodes
     return nodes, jobs
+
+
+def describe(sc: Scenario) -> str:
+    """What ``run`` would do with ``sc``, in one line for ``run --check``: the mode, the
+    workload and cluster, the placement policies, and Kueue admission or NodePools.
+
+    Raises:
+        ScenarioError: conflicting settings ``run`` would refuse (policy and scheduler config).
+    """
+    kind = kind_of(sc)
+    sim = sc.spec.get("simulation", {})
+    w = sc.spec.get("workload", {})
+    n_nodes = f"{len(sc.nodes)} node{'s' * (len(sc.nodes) != 1)}"
+    if "trace" in w:
+        t = w["trace"]
+        work = (f"the trace's pods ({Path(t['podList']).name}) on "
+                f"{n_nodes if sc.nodes else 'its nodes (openb_node_list_gpu_node.csv)'}")
+    elif "generator" in w:
+        g = w["generator"]
+        from lab01_cluster_sim.commands.simulate import DEFAULT_NODES
+
+        work = (f"{g.get('jobs', 200)} generated jobs on "
+                f"{n_nodes if sc.nodes else str(g.get('nodes', DEFAULT_NODES)) + ' generated nodes'}")
+    elif kind == "autoscaler":
+        work = f"{len(sc.jobs)} pod{'s' * (len(sc.jobs) != 1)}, {len(sc.nodes)} static node{'s' * (len(sc.nodes) != 1)}"
+    else:
+        work = f"{len(sc.jobs)} job{'s' * (len(sc.jobs) != 1)} on {n_nodes}"
+    parts = [f"{kind} mode", work]
+    if kind == "autoscaler":
+        parts.append(f"{len(sc.node_pools)} NodePool{'s' * (len(sc.node_pools) != 1)}")
+    else:
+        if kind != "topology":
+            labels = [p if isinstance(p, str) else p.describe() for p in _policies(sc)]
+            parts.append(f"polic{'y' if len(labels) == 1 else 'ies'} {', '.join(labels)}")
+        if kind in ("timed", "topology"):
+            parts.append(f"mode {sim.get('mode', 'gang')}, discipline {sim.get('discipline', 'fifo-skip')}")
+        if kind == "topology":
+            parts.append(f"max waits {', '.join(f'{x:g}' for x in sim['topology']['maxWaitSeconds'])} s")
+    if sc.kueue:
+        k = sc.kueue
+        cohorts = sorted({c.name for c in k.cohorts} | {q.cohort for q in k.cluster_queues if q.cohort})
+        parts.append(f"Kueue admission: {len(k.cluster_queues)} ClusterQueue{'s' * (len(k.cluster_queues) != 1)}, "
+                     f"{len(k.local_queues)} LocalQueue{'s' * (len(k.local_queues) != 1)}"
+                     + (f", cohort{'s' * (len(cohorts) != 1)} {', '.join(cohorts)}" if cohorts else "")
+                     + (", fair sharing" if k.fair_sharing else ""))
+    if "until" in sim:
+        parts.append(f"until t={sim['until']:g} s")
+    return "; ".join(parts)
 
 
 def nodes_to_score(sc: Scenario, num_nodes: int) -> int | None:
@@ -236,22 +327,32 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     rows, timelines, job_rows, decision_rows = [], {}, [], []
     for policy in _policies(sc):
         label = policy if isinstance(policy, str) else policy.describe()
-        extra: dict[str, Any] = {}
+        queued = QueuedTime()
+        extra: dict[str, Any] = {"plugins": [queued]}
         plugin = None
         if sc.kueue:
             from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
 
-            plugin = KueueAdmissionPlugin(sc.kueue.controller())
-            extra["plugins"] = [plugin]
+            plugin = KueueAdmissionPlugin(sc.kueue.controller(), wait_for_pods_ready=sc.kueue.wait_for_pods_ready)
+            extra["plugins"] = [plugin, queued]
+        if "gpuSchedulerPolicy" in sim:     # the GPU choice inside a node (policies/gpu_pick.py)
+            from lab01_cluster_sim.policies.gpu_pick import with_gpu_pick
+
+            policy = with_gpu_pick(policy, sim["gpuSchedulerPolicy"], jobs)
         result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
                           discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),
                           until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress,
                           **extra)
         d = summary_dict(result)
         d["policy"] = label
+        if "gpuSchedulerPolicy" in sim:
+            d["gpu_pick"] = sim["gpuSchedulerPolicy"]
         records = list(result.records.values())
         d["preemptions"] = sum(r.preemptions for r in records)
         d["lost_gpu_hours"] = sum(r.lost_gpu_s for r in records) / 3600.0
+        times = np.array(list(queued.queued.values()), dtype=float)
+        d["queued_s"] = ({"mean": float(times.mean()), "max": float(times.max())} if len(times)
+                         else {"mean": None, "max": None})
         if plugin is not None:
             d["cluster_queues"] = plugin.queue_summary()
             decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
@@ -260,6 +361,10 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         timelines[label] = result.timeline
         for row in result.jobs_table():
             rec = result.records[row["job"]]
+            q = queued.queued.get(row["job"])
+            pos = list(row).index("wait") + 1
+            items = list(row.items())
+            row = dict(items[:pos] + [("queued", None if q is None else round(q, 3))] + items[pos:])
             job_rows.append({"policy": label, **row, "placements": " ".join(row["placements"]),
                              "preemptions": rec.preemptions, "lost_gpu_hours": rec.lost_gpu_s / 3600.0})
     files = ["summary.json", "summary.csv", "jobs.csv", "timeline.png"]
@@ -318,7 +423,7 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     for j in sc.jobs:
         image, gib, workload = sc.pod_images[j.job_id]
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
-                        image or "image", gib))
+                        image or "image", gib, bool(j.extras.get("do_not_disrupt"))))
     static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")
@@ -329,8 +434,10 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
                   n.capacity_type, "launched_s": n.launched_s, "ready_s": n.ready_s, "terminated_s": n.terminated_s,
                   "why": n.termination_reason, "dollars": round(n.hours(res.end_s) * n.price_per_hour, 4)}
                  for n in res.nodes]
-    pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "started_s": r.started_s, "finished_s": r.finished_s,
-                 "disruptions": r.disruptions} for r in res.pods.values()]
+    pending = res.pending_times()    # the summary's mean pending is the mean of this column
+    pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "submit_s": r.pod.submit_s, "first_bound_s": r.first_bound_s,
+                 "pending_s": pending[name], "started_s": r.started_s, "finished_s": r.finished_s,
+                 "disruptions": r.disruptions} for name, r in res.pods.items()]
     _write_json(out / "summary.json", [summary])
     _write_csv(out / "summary.csv", [summary])
     _write_csv(out / "nodes.csv", node_rows)
@@ -360,6 +467,8 @@ def _flat(d: dict, prefix: str = "") -> dict:
         key = f"{prefix}{k}"
         if isinstance(v, dict):
             out.update(_flat(v, key + "."))
+        elif isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v):
+            out[key] = json.dumps(_plain(v), separators=(",", ":"))   # e.g. cluster_queues: JSON a script can read
         elif isinstance(v, list):
             out[key] = " | ".join(map(str, v))
         else:
@@ -395,4 +504,4 @@ def _save(fig, path: Path) -> None:
         raise InputError(f"{path}: cannot save the figure: {exc}") from None
 
 
-__all__ = ["RunResult", "blockers", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]
+__all__ = ["QueuedTime", "RunResult", "blockers", "describe", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]

@@ -21,7 +21,10 @@ Sources of the other kinds:
 - ``PodGroup`` (``scheduling.x-k8s.io/v1alpha1``): the coscheduling plugin of
   kubernetes-sigs/scheduler-plugins (``apis/scheduling/v1alpha1/types.go``).
 - ``Configuration`` (``config.kueue.x-k8s.io/v1beta2``): Kueue's configuration file, only
-  ``fairSharing.preemptionStrategies`` (Preemption page, "Fair Sharing").
+  ``fairSharing.preemptionStrategies`` (Preemption page, "Fair Sharing") and
+  ``waitForPodsReady`` (``timeout``, ``blockAdmission``, ``recoveryTimeout``,
+  ``requeuingStrategy``; "Setup All-or-nothing with ready Pods", ``WaitForPodsReady`` in
+  ``apis/config/v1beta2/configuration_types.go``).
 - ``Scenario`` (``lab01.course/v1alpha1``): this course's own kind (module :mod:`.kinds`).
 """
 
@@ -166,7 +169,18 @@ WORKLOAD_PRIORITY_CLASS = top(KUEUE, "WorkloadPriorityClass", {"value": integer(
 KUEUE_CONFIGURATION = top("config.kueue.x-k8s.io/v1beta2", "Configuration", {"fairSharing": obj({
     "preemptionStrategies": array(string(enum=("LessThanOrEqualToFinalShare", "LessThanInitialShare")),
                                   minItems=1, maxItems=2),
-})}, with_metadata=False)
+}), "waitForPodsReady": obj({
+    # WaitForPodsReady, apis/config/v1beta2/configuration_types.go (timeout has no omitempty)
+    "timeout": string(pattern=DURATION_PATTERN),
+    "blockAdmission": boolean(default=False),
+    "recoveryTimeout": string(pattern=DURATION_PATTERN),
+    "requeuingStrategy": obj({
+        "timestamp": string(enum=("Eviction", "Creation"), default="Eviction"),
+        "backoffLimitCount": integer(minimum=0, maximum=2**31 - 1),
+        "backoffBaseSeconds": integer(minimum=0, maximum=2**31 - 1, default=60),
+        "backoffMaxSeconds": integer(minimum=0, maximum=2**31 - 1, default=3600),
+    }),
+}, ("timeout",))}, with_metadata=False)
 
 # -- Karpenter karpenter.sh/v1 ---------------------------------------------------------------
 NODE_POOL = top("karpenter.sh/v1", "NodePool", {"spec": obj({
@@ -245,9 +259,11 @@ SCENARIO = top(SCENARIO_API, "Scenario", {"spec": obj({
         "policy": string(),
         "comparePolicies": array(string(), minItems=1, maxItems=16),
         "seed": integer(minimum=0, maximum=2**32 - 1, default=0),
-        "until": number(exclusiveMinimum=0),
+        "until": number(exclusiveMinimum=0, maximum=1_000_000_000),   # s, as load.MAX_SECONDS
+        # the GPU choice inside a node, named after HAMi's gpuSchedulerPolicy (policies/gpu_pick.py)
+        "gpuSchedulerPolicy": string(enum=("binpack", "spread")),
         "topology": obj({
-            "maxWaitSeconds": array(number(minimum=0), minItems=1, maxItems=16),
+            "maxWaitSeconds": array(number(minimum=0, maximum=1_000_000_000), minItems=1, maxItems=16),
             "commFraction": number(minimum=0, maximum=1, default=0.2),
         }, ("maxWaitSeconds",)),
     }),

@@ -195,6 +195,30 @@ def load_documents(path: str | Path, text: str | None = None) -> list[Document]:
     return docs
 
 
+def _node_name(root: yaml.Node) -> str:
+    """``"Kind/namespace/name: "`` of a document from its YAML node, before it is built (for a
+    message about a key of it), or ``""`` when the node does not say (the first of duplicate
+    kind/metadata/name keys is taken)."""
+    def child(node, key):
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == key:
+                    return v
+        return None
+
+    def scalar(node):
+        return node.value if isinstance(node, yaml.ScalarNode) else None
+
+    kind = scalar(child(root, "kind"))
+    meta = child(root, "metadata")
+    name, ns = scalar(child(meta, "name")), scalar(child(meta, "namespace"))
+    if kind is None:
+        return ""
+    if name is None:
+        return f"{kind}: "
+    return f"{kind}/{ns}/{name}: " if ns else f"{kind}/{name}: "
+
+
 def _build(loader: _Loader, node: yaml.Node, path: Path_, doc: Document) -> Any:
     # Iterative walk (the depth is already bounded, but avoid deep recursion anyway).
     root_holder: list[Any] = [None]
@@ -220,7 +244,8 @@ def _build(loader: _Loader, node: yaml.Node, path: Path_, doc: Document) -> Any:
                     raise ScenarioError(f"{where(doc.file, kpos)}: {format_path(p)}: YAML merge keys (<<) are not "
                                         "accepted in scenarios; write the fields out")
                 if k in value:
-                    raise ScenarioError(f"{where(doc.file, kpos)}: {format_path(p + (k,))}: duplicate key {k!r}")
+                    raise ScenarioError(f"{where(doc.file, kpos)}: {_node_name(node)}{format_path(p + (k,))}: "
+                                        f"duplicate key {k!r}")
                 value[k] = None
                 doc.key_positions[p + (k,)] = kpos
                 stack.append((vnode, p + (k,), value, k))
@@ -243,15 +268,44 @@ def iter_files(path: str | Path) -> Iterator[Path]:
     """
     path = Path(path)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+        for p in files:
+            if not p.is_file():    # a broken or looping link, a FIFO, a folder: never skipped silently
+                raise ScenarioError(f"{p}: {not_a_file_reason(p)}; a scenario folder holds YAML files only")
         if not files:
             raise ScenarioError(f"{path}: folder holds no .yaml or .yml file")
         yield from files
     elif path.is_file():
+        if path.suffix not in (".yaml", ".yml"):
+            raise ScenarioError(f"{path}: not a .yaml or .yml file; expected a scenario YAML file or a folder of them")
         yield path
     else:
-        raise ScenarioError(f"{path}: no such file or folder")
+        raise ScenarioError(f"{path}: {not_a_file_reason(path)}")
+
+
+def not_a_file_reason(path: Path) -> str:
+    """Why ``path`` is not a regular file or folder, in words: missing, a symbolic link to a
+    missing target, a symbolic link loop, a device, FIFO or socket, or unreadable."""
+    import errno
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+        return "no such file or folder"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (it points, through links, back to itself)"
+        return f"cannot read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return "is a folder"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a device, FIFO or socket)"
+    return "is a regular file"
 
 
 __all__ = ["Document", "MAX_BYTES", "MAX_DEPTH", "MAX_DOCUMENTS", "MAX_NODES", "ScenarioError", "format_path",
-           "iter_files", "load_documents", "read_text", "where"]
+           "iter_files", "load_documents", "not_a_file_reason", "read_text", "where"]

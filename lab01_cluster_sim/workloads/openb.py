@@ -120,9 +120,11 @@ class PodList:
         return int(sum(j.gpus_per_worker * j.gpu_milli for j in self.jobs))
 
 
-def _lines(handle, path: Path):
+def _lines(handle, path: Path, max_rows: int | None = None, what: str = "rows"):
     """Yield the lines of ``handle``, refusing one longer than :data:`MAX_LINE_CHARS` or more
-    than :data:`MAX_ROWS` + 1 lines, so a hostile file cannot exhaust memory."""
+    than ``max_rows`` (at most and by default :data:`MAX_ROWS`) + 1 lines, so a hostile file cannot exhaust
+    memory; ``what`` names the rows in the message (``"nodes"``)."""
+    max_rows = MAX_ROWS if max_rows is None else min(max_rows, MAX_ROWS)
     number = 0
     while True:
         text = handle.readline(MAX_LINE_CHARS + 2)
@@ -133,13 +135,13 @@ def _lines(handle, path: Path):
             raise TraceFormatError(str(path), number, None,
                                    f"line longer than {MAX_LINE_CHARS:,} characters; expected a CSV row of "
                                    "the openb trace (at most about 120 characters)")
-        if number > MAX_ROWS + 1:
+        if number > max_rows + 1:
             raise TraceFormatError(str(path), number, None,
-                                   f"more than {MAX_ROWS:,} rows; expected at most {MAX_ROWS:,} rows")
+                                   f"more than {max_rows:,} {what}; expected at most {max_rows:,} {what}")
         yield text
 
 
-def _check_file(path: Path) -> None:
+def check_file(path: Path) -> None:
     """Refuse a path that is not a regular file of at most :data:`MAX_FILE_BYTES` (a folder,
     a device such as /dev/zero, a FIFO, a sparse multi-gigabyte file) before opening it."""
     try:
@@ -157,8 +159,9 @@ def _check_file(path: Path) -> None:
                                f"{MAX_FILE_BYTES:,} bytes ({MAX_FILE_BYTES // 2**20} MiB)")
 
 
-def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    _check_file(path)
+def _read(path: Path, required: Sequence[str], max_rows: int | None = None,
+          what: str = "rows") -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    check_file(path)
     try:
         handle = open(path, newline="", encoding="utf-8-sig")
     except OSError as exc:
@@ -167,7 +170,7 @@ def _read(path: Path, required: Sequence[str]) -> tuple[list[str], list[tuple[in
     reader = None
     try:
         with handle:
-            reader = csv.reader(_lines(handle, path))
+            reader = csv.reader(_lines(handle, path, max_rows, what))
             header = next(reader, None)
             if header is None:
                 raise TraceFormatError(str(path), 1, None,
@@ -249,8 +252,12 @@ def _time(path: Path, line: int, row: dict[str, str], col: str) -> float:
     return value
 
 
-def load_nodes(path: str | Path) -> list[Node]:
+def load_nodes(path: str | Path, max_nodes: int | None = None) -> list[Node]:
     """Nodes of an openb node list, in file order (``name`` = ``sn``, ``gpu_model`` = ``model``).
+
+    ``max_nodes`` caps the rows below :data:`MAX_ROWS` (the ``run`` command's scenario reader
+    passes ``simulate --nodes``'s cap, 100,000); the file is refused at row ``max_nodes + 1``
+    before the rest is read.
 
     Raises:
         TraceFormatError: unreadable or non-UTF-8 file, not comma-separated, missing or
@@ -259,7 +266,7 @@ def load_nodes(path: str | Path) -> list[Node]:
             name (naming file:line:column).
     """
     path = Path(path)
-    _, rows = _read(path, NODE_COLUMNS)
+    _, rows = _read(path, NODE_COLUMNS, max_nodes, "rows" if max_nodes is None else "nodes")
     nodes: list[Node] = []
     seen: dict[str, int] = {}
     for line, row in rows:

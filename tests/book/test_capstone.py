@@ -40,6 +40,12 @@ def test_capstone_shows_no_prices_as_math(built_book):
     assert not found, "prices parsed as inline math: " + "; ".join(map(repr, found))
 
 
+def test_fleets_chapter_shows_no_prices_as_math(built_book):
+    """Chapter 10 glues prices into Markdown too ("$119 instead of $109")."""
+    found = prices_as_math(built_book / "ch10_fleets.html")
+    assert not found, "prices parsed as inline math: " + "; ".join(map(repr, found))
+
+
 def test_capstone_mig_latency_is_lab02_model_not_sm_share(built_book):
     text = _text(built_book / "ch11_capstone.html")
     # Lab 02's mig_latency_ms, H100 3g.40gb (60 of 132 SMs, 4 of 8 memory slices),

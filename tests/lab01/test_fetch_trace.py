@@ -132,6 +132,22 @@ def test_a_stale_file_with_a_wrong_sum_is_replaced(server, tmp_path):
     assert (dest / "abc.csv").read_bytes() == b"abc"
 
 
+def test_a_stale_file_that_cannot_be_fetched_again_is_named(server, tmp_path):
+    # fresh tester polish #18: offline, only "cannot download" was said, not that the local file
+    # failed its sum (the reason it was fetched); here the server has no such file (HTTP 404)
+    upstream, url, _ = server
+    (upstream / "abc.csv").unlink()
+    dest = tmp_path / "trace"
+    dest.mkdir()
+    (dest / "abc.csv").write_bytes(b"abd")
+    with pytest.raises(InputError) as info:
+        fetch_trace(dest, url, _good_sums(), ["abc.csv"])
+    assert str(info.value) == (f"{url}/abc.csv: HTTP 404 File not found; expected the file abc.csv (the local "
+                               f"{dest / 'abc.csv'} failed its SHA-256 check, expected {SHA_ABC}, which is why it "
+                               "was fetched again; it is left as it was: do not use it)")
+    assert (dest / "abc.csv").read_bytes() == b"abd"
+
+
 def test_broken_download_resumes_with_a_range_request(server, tmp_path):
     _, url, handler = server
     handler.ranges = True

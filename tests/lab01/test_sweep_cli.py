@@ -48,6 +48,12 @@ def _status(argv):
     (["--runner", "simulate", "--param", "gang_share=1.5"], "--param gang_share=1.5: the simulate runner expects a "
                                                               "number from 0 to 1"),
     (["--runner", "simulate", "--param", "nodes=2.5"], "--param nodes=2.5: the simulate runner expects a whole"),
+    # fresh tester #10: the value simulate --nodes refuses ran away here (30 s, 700 MB) before lab01fix
+    (["--param", "nodes=1000000000"],
+     "error: --param nodes=1000000000: the disciplines runner expects a whole number from 1 to 10,000"),
+    (["--param", "nodes=1e9"], "--param nodes=1000000000.0: the disciplines runner expects a whole number from 1 to"),
+    (["--runner", "simulate", "--param", "nodes=1000000000"],
+     "error: --param nodes=1000000000: the simulate runner expects a whole number from 1 to 100,000"),
     (["--param", "gpus_per_node=65"], "--param gpus_per_node=65: the disciplines runner expects a whole number from 1"),
     (["--param", "interarrival=inf"], "--param interarrival=inf: the disciplines runner expects a finite number"),
     (["--runner", "simulate", "--workloads", "10000000"],

@@ -203,6 +203,16 @@ def test_config_of_10_mb_is_refused_before_it_is_read(tmp_path):
                                "hundred bytes)")
 
 
+def test_config_from_dev_zero_says_it_is_a_device():
+    # fresh tester polish #14: it said "config file is 0 bytes; expected at most 65536 bytes"
+    # (st_size of a device is 0), contradicting itself
+    with pytest.raises(InputError) as info:
+        load_config("/dev/zero")
+    assert str(info.value) == (f"/dev/zero: config file is a device, not a regular file, and gives more than "
+                               f"{MAX_CONFIG_BYTES} bytes; expected at most {MAX_CONFIG_BYTES} bytes (a device "
+                               "plugin config is a few hundred bytes)")
+
+
 def test_replicas_of_a_billion_are_refused_by_the_config():
     data = {"sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu",
                                                        "replicas": 1_000_000_000}]}}}

@@ -123,7 +123,7 @@ def test_plugin_rejects_what_can_never_fit():
     assert plugin.filter(None, rec).tolist() == [True]   # not admitted: no flavor restriction
     assert plugin.queue_summary() == [{"cluster_queue": "a", "submitted": 1, "admitted": 0, "finished": 0,
                                        "pending": 0, "rejected": 1, "evictions": 0, "mean_admission_wait_s": None,
-                                       "max_admission_wait_s": None}]
+                                       "max_admission_wait_s": None, "mean_queued_s": None}]
 
 
 def test_partial_admission_runs_the_job_with_the_admitted_count():

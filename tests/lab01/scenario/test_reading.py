@@ -41,6 +41,10 @@ def test_positions_of_values_and_keys(tmp_path):
 @pytest.mark.parametrize("text,expected", [
     ("a: &x [1]\nb: *x\n", "FILE:2:4: YAML aliases (*name) are not accepted in scenarios; write the value out"),
     ("a: 1\na: 2\n", "FILE:2:1: a: duplicate key 'a'"),
+    # fresh tester polish #9: the object is named too (the key is on line 6, indented 2)
+    ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: team-a}\nspec:\n  suspend: true\n"
+     "  suspend: false\n", "FILE:6:3: Job/team-a/j: spec.suspend: duplicate key 'suspend'"),
+    ("kind: Node\nmetadata:\n  name: n0\n  name: n1\n", "FILE:4:3: Node/n0: metadata.name: duplicate key 'name'"),
     # libyaml's wording (PyYAML's pure-Python parser says "expected ',' or ']', but got '<stream end>'")
     ("a: [1, 2\n", "FILE:2:1: invalid YAML: did not find expected ',' or ']'"),
     ("base: &b {x: 1}\nc:\n  <<: *b\n", "FILE:3:7: YAML aliases (*name) are not accepted in scenarios; write the value out"),

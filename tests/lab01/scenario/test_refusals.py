@@ -84,9 +84,31 @@ def test_node_with_half_a_gpu_is_refused(tmp_path):
      "'kueue.x-k8s.io/job-min-parallelism'?"),
     ('lab01.course/duration: "1e400"',
      "FILE:10:40: Pod/p0: metadata.annotations.lab01.course/duration: '1e400' is too large a number of seconds"),
+    # fresh tester #4: finite but absurd times overflowed the engine's sums (a 300-digit makespan);
+    # the value of the first key starts at 17 + len('lab01.course/duration: ') = 17 + 23 = 40, of
+    # submit-time (key at 47) at 47 + len('lab01.course/submit-time: ') = 47 + 26 = 73
+    ('lab01.course/duration: "1e308"',
+     "FILE:10:40: Pod/p0: metadata.annotations.lab01.course/duration: expected a number of seconds from 0 to "
+     "1,000,000,000 (about 31.7 years) or 'inf' for a service that never ends, got '1e308'"),
+    ('lab01.course/duration: "1000000000.5"',
+     "FILE:10:40: Pod/p0: metadata.annotations.lab01.course/duration: expected a number of seconds from 0 to "
+     "1,000,000,000"),
+    ('lab01.course/duration: "100", lab01.course/submit-time: "1e300"',
+     "FILE:10:73: Pod/p0: metadata.annotations.lab01.course/submit-time: expected a number of seconds from 0 to "
+     "1,000,000,000 (about 31.7 years), got '1e300'"),
 ])
 def test_misspelt_or_overflowing_annotations_are_errors(tmp_path, annotations, expected):
     assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "1"}}', annotations)).startswith(expected)
+
+
+def test_largest_times_and_a_service_are_accepted(tmp_path):
+    p = tmp_path / "ok.yaml"
+    p.write_text(NODE + _pod('{limits: {nvidia.com/gpu: "1"}}',
+                             'lab01.course/duration: "1e9", lab01.course/submit-time: "1000000000"')
+                 + "---\n" + _pod('{limits: {nvidia.com/gpu: "1"}}', 'lab01.course/duration: inf', name="svc"))
+    by_id = {j.job_id: j for j in load_scenario(p).jobs}
+    assert (by_id["p0"].duration, by_id["p0"].submit_time) == (1e9, 1e9)
+    assert by_id["svc"].duration == float("inf")
 
 
 def test_misspelt_queue_label_is_an_error(tmp_path):
@@ -185,6 +207,11 @@ spec:
      "FILE:5:49: Scenario/s: spec.workload.generator.load: expected a finite number, got nan"),
     ("  workload: {trace: {path: /nonexistent}}\n",
      "FILE:5:28: Scenario/s: spec.workload.trace.path: /nonexistent: not a folder"),
+    ("  simulation: {until: 1.0e+300}\n",
+     "FILE:5:23: Scenario/s: spec.simulation.until: 1e+300 is greater than the maximum of 1000000000"),
+    # "  simulation: {" 15 + "topology: {" 11 + "maxWaitSeconds: [" 17 + "0, " 3 = 46 characters before it
+    ("  simulation: {topology: {maxWaitSeconds: [0, 1.0e+308]}}\n",
+     "FILE:5:47: Scenario/s: spec.simulation.topology.maxWaitSeconds[1]: 1e+308 is greater than the maximum"),
     ("  simulation: {seed: 1180591620717411303424}\n",
      "FILE:5:22: Scenario/s: spec.simulation.seed: 1180591620717411303424 is greater than the maximum of 4294967295"),
 ])
@@ -232,13 +259,14 @@ def test_every_example_still_passes_the_stricter_checks():
 
 
 def test_do_not_disrupt_with_node_pools_is_named_not_ignored(tmp_path):
-    # karpenter.sh/do-not-disrupt is not modelled by the autoscaler yet: with NodePools the run
-    # is refused naming it rather than consolidating the node the annotation protects
+    # karpenter.sh/do-not-disrupt: "true" is modelled (tests/lab01/test_do_not_disrupt.py); a
+    # duration value (protection ending after it) is not: the run is refused naming it rather
+    # than protecting the node for ever
     text = (REPO_ROOT / "scenarios" / "autoscaler-karpenter.yaml").read_text().replace(
-        "lab01.course/duration:", 'karpenter.sh/do-not-disrupt: "true", lab01.course/duration:', 1)
+        "lab01.course/duration:", 'karpenter.sh/do-not-disrupt: 10m, lab01.course/duration:', 1)
     p = tmp_path / "s.yaml"
     p.write_text(text)
     sc = load_scenario(p)
     (item,) = [u for u in sc.unsupported if "do-not-disrupt" in u]
-    assert item.endswith("karpenter.sh/do-not-disrupt is not modelled yet (the autoscaler would consolidate the "
-                         "node anyway)")
+    assert item.endswith("karpenter.sh/do-not-disrupt: '10m': only \"true\" is modelled (a duration ending the "
+                         "protection is not)")

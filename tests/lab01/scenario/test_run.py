@@ -66,6 +66,10 @@ def test_priority_preemption(tmp_path, capsys):
     assert float(jobs["batch"]["lost_gpu_hours"]) == pytest.approx(80 / 3600, abs=1e-4)
     (row,) = json.loads((tmp_path / "summary.json").read_text())
     assert (row["preemptions"], row["lost_gpu_hours"]) == (1, pytest.approx(0.0222, abs=1e-4))
+    # batch (submitted 0) started at 0 (wait 0), was evicted at 10 and restarted at 110:
+    # queued 0 + (110 - 10) = 100 s; urgent waited 0. Mean over 2 jobs: 50 s
+    assert (jobs["batch"]["wait"], jobs["batch"]["queued"], jobs["urgent"]["queued"]) == ("0.0", "100.0", "0.0")
+    assert row["queued_s"] == {"mean": 50.0, "max": 100.0}
 
 
 def test_scoring_packs_gpus(tmp_path, capsys):
@@ -94,6 +98,14 @@ def test_autoscaler_karpenter(tmp_path, capsys):
     assert [n["type"] for n in nodes] == ["g5.xlarge"] * 6 + ["g5.12xlarge"]
     assert [float(n["launched_s"]) for n in nodes[:6]] == [0, 30, 60, 90, 120, 150]
     assert float(nodes[6]["launched_s"]) == 1317.0
+    # fresh tester polish #22: the summary's mean pending can be recomputed from pods.csv: each
+    # infer pod waits 75 s for its node (ready 75 s after launch), finetune 1392 - 300 = 1092 s;
+    # (6 x 75 + 1092) / 7 = 1542 / 7 = 220.29 s
+    with open(tmp_path / "pods.csv") as fh:
+        pods = {p["pod"]: p for p in csv.DictReader(fh)}
+    assert (pods["finetune"]["submit_s"], pods["finetune"]["first_bound_s"], pods["finetune"]["pending_s"]) == \
+        ("300.0", "1392.0", "1092.0")
+    assert sum(float(p["pending_s"]) for p in pods.values()) / len(pods) == pytest.approx(1542 / 7)
     assert "7 pods finished" in out
 
 
@@ -154,6 +166,64 @@ def test_kueue_borrowing_then_reclaim_by_preemption(tmp_path, capsys):
     assert out.rstrip().endswith("jobs.csv, timeline.png, admission.csv")
 
 
+def test_kueue_borrowing_counts_the_wait_after_the_eviction(tmp_path, capsys):
+    # fresh tester weak #1: the run said "wait mean 0.0 s" although a-train-3 sat in the queue
+    # from its eviction at 1800 to its readmission (and restart) at 3600.
+    status, out, err = _run(capsys, str(SCENARIOS / "kueue-borrowing"), "--output", str(tmp_path))
+    assert status == 0, err
+    jobs = _jobs(tmp_path)
+    # wait = first start - submit = 3 - 3 = 0; queued = 0 + (3600 - 1800) = 1800 s
+    assert (jobs["team-a/a-train-3"]["wait"], jobs["team-a/a-train-3"]["queued"]) == ("0.0", "1800.0")
+    for name in ("team-a/a-train-0", "team-a/a-train-2", "team-b/b-train-0"):   # never evicted: queued = wait
+        assert jobs[name]["queued"] == jobs[name]["wait"] == "0.0"
+    (row,) = json.loads((tmp_path / "summary.json").read_text())
+    # over the 5 jobs: (0 + 0 + 0 + 1800 + 0) / 5 = 360 s; the waits before a first start are all 0
+    assert (row["wait_s"]["mean"], row["queued_s"]) == (0.0, {"mean": 360.0, "max": 1800.0})
+    queues = {q["cluster_queue"]: q for q in row["cluster_queues"]}
+    # team-a: first admissions at 0..3 of submissions at 0..3 -> 0; queued (0 + 0 + 0 + 0 + 1800) / 4 = 450 s
+    assert (queues["team-a"]["mean_admission_wait_s"], queues["team-a"]["mean_queued_s"]) == (0.0, 450.0)
+    assert (queues["team-b"]["mean_admission_wait_s"], queues["team-b"]["mean_queued_s"]) == (0.0, 0.0)
+    assert "wait mean 0.0 s, p99 0.0 s; queued incl. requeues mean 360.0 s, max 1,800.0 s;" in out
+    assert "admission wait mean 0.0 s (first admission), queued incl. requeues mean 450.0 s" in out
+    # Kueue's own message counts from the last requeue (QueuedWaitTime): 3600 - 1800 = 1800 s
+    with open(tmp_path / "admission.csv") as fh:
+        readmitted = [r["reason"] for r in csv.DictReader(fh) if r["time"] == "3600.0"]
+    assert readmitted == ["Quota reserved in ClusterQueue team-a, wait time since queued was 1800s"]
+    # fresh tester polish #8: summary.csv's cluster_queues is JSON (was a Python repr)
+    with open(tmp_path / "summary.csv") as fh:
+        (flat,) = csv.DictReader(fh)
+    assert json.loads(flat["cluster_queues"]) == row["cluster_queues"]
+
+
+def test_kueue_job_no_node_can_host_keeps_its_row_and_count(tmp_path, capsys):
+    # fresh tester weak #7: a 64-GPU Job (nodes have 8 GPUs) was rejected by the engine at
+    # arrival, before admission: no admission.csv row, and team-a said "3/3 admitted, 0 rejected"
+    import shutil
+
+    scenario = tmp_path / "toobig"
+    shutil.copytree(SCENARIOS / "kueue-borrowing", scenario)
+    workload = scenario / "workload.yaml"
+    text = workload.read_text()
+    four = 'limits: {nvidia.com/gpu: "4"}'
+    first = text.index(four)                                     # a-train-0's container
+    workload.write_text(text[:first] + four.replace('"4"', '"64"') + text[first + len(four):])
+    status, out, err = _run(capsys, str(scenario), "--output", str(tmp_path / "out"))
+    assert status == 0, err
+    with open(tmp_path / "out" / "admission.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["workload"] == "team-a/a-train-0"]
+    assert [(r["time"], r["outcome"], r["cluster_queue"]) for r in rows] == [("0.0", "Rejected", "team-a")]
+    assert rows[0]["reason"].startswith("rejected before admission: no node can host one worker even when empty: "
+                                        "needs 64 GPU(s)")
+    assert rows[0]["reason"].endswith("(Kueue itself would keep it pending; the simulator rejects a job no node "
+                                      "can ever host)")
+    (row,) = json.loads((tmp_path / "out" / "summary.json").read_text())
+    queues = {q["cluster_queue"]: q for q in row["cluster_queues"]}
+    # team-a: 4 submitted, a-train-1..3 admitted (12 GPUs: 8 nominal + 4 borrowed), a-train-0 rejected
+    assert {k: queues["team-a"][k] for k in ("submitted", "admitted", "rejected", "pending")} == \
+        {"submitted": 4, "admitted": 3, "rejected": 1, "pending": 0}
+    assert "ClusterQueue team-a: 3/4 admitted, 0 pending, 1 rejected, 0 evictions" in out
+
+
 def test_kueue_static_partition_keeps_idle_quota_idle(tmp_path, capsys):
     status, out, err = _run(capsys, str(SCENARIOS / "kueue-static-partition"), "--output", str(tmp_path))
     assert status == 0, err
@@ -181,8 +251,24 @@ def test_misspelt_field_exits_1_naming_file_object_and_field(tmp_path, capsys):
     status, out, err = _run(capsys, str(bad), "--output", str(tmp_path / "out"))
     assert status == 1 and out == ""
     assert err == (f"error: {bad}:12:5: Scenario/disciplines-fifo-blocking: spec.simulation.disciplin: unknown field "
-                   "(did you mean 'discipline'? expected one of: comparePolicies, discipline, mode, policy, seed, "
-                   "topology, until)\n")
+                   "(did you mean 'discipline'? expected one of: comparePolicies, discipline, gpuSchedulerPolicy, mode, "
+                   "policy, seed, topology, until)\n")
+
+
+@pytest.mark.parametrize("scenario,expected", [
+    ("kueue-borrowing", "would run: timed mode; 5 jobs on 2 nodes; policy best-fit; mode gang, discipline "
+                        "fifo-skip; Kueue admission: 2 ClusterQueues, 2 LocalQueues, cohort research"),
+    ("autoscaler-karpenter.yaml", "would run: autoscaler mode; 7 pods, 0 static nodes; 1 NodePool"),
+    ("policies-synthetic.yaml", "would run: timed mode; 400 generated jobs on 10 generated nodes; policies "
+                                "first-fit, best-fit, worst-fit, fgd; mode gang, discipline fifo-skip"),
+    ("topology-islands.yaml", "would run: topology mode; 4 jobs on 4 nodes; mode gang, discipline fifo-skip; "
+                              "max waits 0, 600, 3600 s"),
+])
+def test_check_says_what_would_run(capsys, scenario, expected):
+    # fresh tester polish #19: --check said only "would run: timed mode"
+    status, out, err = _run(capsys, str(SCENARIOS / scenario), "--check")
+    assert status == 0, err
+    assert out.splitlines()[-1] == expected
 
 
 def test_every_example_scenario_is_valid(capsys):

@@ -1,0 +1,72 @@
+"""Eviction that takes time: a preempted pod's ``terminationGracePeriodSeconds`` keeps its GPUs
+held after preemption, delaying the preemptor's start (Kubernetes docs, "Pod Priority and
+Preemption", "Graceful termination of preemption victims"); meanwhile the preemptor waits
+for its victims instead of preempting more (kube-scheduler's PodEligibleToPreemptOthers).
+Built on scenarios/disciplines-priority.yaml (one 8-GPU node; batch 8 GPUs 1000 s at t=0;
+urgent 4 GPUs 100 s at t=10, higher priority)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO_ROOT
+from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+from lab01_cluster_sim.scenario import ScenarioError, load_scenario
+from lab01_cluster_sim.simulate import simulate
+
+BASE = (REPO_ROOT / "scenarios" / "disciplines-priority.yaml").read_text()
+BATCH_SPEC = "spec:\n  priorityClassName: batch-low\n"
+
+
+def _run(tmp_path, text: str):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    sc = load_scenario(path)
+    result = simulate(sc.nodes, sc.jobs, policy="best-fit", discipline="priority")
+    return sc, {r.job_id: r for r in result.records.values()}
+
+
+def _with_grace(text: str, seconds: int) -> str:
+    return text.replace(BATCH_SPEC, f"spec:\n  terminationGracePeriodSeconds: {seconds}\n  priorityClassName: batch-low\n")
+
+
+def test_without_grace_the_preemptor_starts_at_once(tmp_path):
+    _, rec = _run(tmp_path, BASE)
+    assert (rec["urgent"].start_time, rec["urgent"].end_time) == (10.0, 110.0)
+    assert (rec["batch"].start_time, rec["batch"].end_time) == (0.0, 1110.0)   # restarts at 110
+
+
+def test_grace_period_holds_the_victims_gpus(tmp_path):
+    sc, rec = _run(tmp_path, _with_grace(BASE, 60))
+    assert next(j for j in sc.jobs if j.job_id == "batch").extras[TERMINATION_GRACE] == 60.0
+    # batch preempted at 10, stops computing but holds its 8 GPUs until 10 + 60 = 70;
+    # urgent runs 70..170; batch (8 GPUs) restarts when urgent ends: 170..1170
+    assert (rec["urgent"].start_time, rec["urgent"].end_time) == (70.0, 170.0)
+    assert rec["batch"].end_time == 1170.0
+    assert rec["batch"].preemptions == 1
+    assert rec["batch"].lost_gpu_s == 80.0      # ran 0..10 on 8 GPUs, nothing kept
+
+
+def test_preemptor_waits_for_terminating_victims_instead_of_preempting_more(tmp_path):
+    # two 4-GPU batch pods (a at t=0, b at t=5), both with a 60 s grace period; urgent (4 GPUs)
+    # at t=10 evicts the one losing least work: b (5 s x 4 GPUs = 20 GPU-s < a's 40); b holds
+    # its GPUs until 70, and urgent does not evict a meanwhile. urgent 70..170; b back 170..1170.
+    two = BASE.replace('limits: {nvidia.com/gpu: "8"}', 'limits: {nvidia.com/gpu: "4"}')
+    pod_b = two[two.index("apiVersion: v1\nkind: Pod\nmetadata:\n  name: batch"):two.index("---\napiVersion: v1\nkind: Pod\n"
+                                                                                           "metadata:\n  name: urgent")]
+    pod_b = pod_b.replace("name: batch", "name: batch-b").replace(
+        'annotations: {lab01.course/duration: "1000"}',
+        'annotations: {lab01.course/duration: "1000", lab01.course/submit-time: "5"}')
+    text = _with_grace(two + "---\n" + pod_b, 60)
+    _, rec = _run(tmp_path, text)
+    assert rec["batch"].preemptions == 0 and rec["batch"].end_time == 1000.0
+    assert rec["batch-b"].preemptions == 1
+    assert (rec["urgent"].start_time, rec["urgent"].end_time) == (70.0, 170.0)
+    assert rec["batch-b"].end_time == 1170.0
+
+
+def test_negative_grace_is_refused(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(_with_grace(BASE, -1))
+    with pytest.raises(ScenarioError, match="terminationGracePeriodSeconds"):
+        load_scenario(path)

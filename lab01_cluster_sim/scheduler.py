@@ -1360,10 +1360,10 @@ class Scheduler:
             ok &= mask
         candidates = np.flatnonzero(ok)
         state = self.state
-        if devices is not None and candidates.size and request.num_gpus > 0 \
-                and not devices[candidates].all():
+        allowed = devices[candidates] if devices is not None and candidates.size and request.num_gpus > 0 else None
+        if allowed is not None and not allowed.all():
             # the nodes that pass with every GPU must still pass with the allowed GPUs only
-            sub = np.where(devices[candidates], state.gpu_free[candidates], 0)
+            sub = np.where(allowed, state.gpu_free[candidates], 0)
             if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
                 keep = sub.max(axis=1) >= request.gpu_milli
             else:

@@ -342,10 +342,20 @@ class Simulation:
             # keep the masks alive: the key holds their ids. Every node allowed: the capacity
             # check already done on arrival decides alone (None: nothing more to check).
             classes = None if allowed.all() else CapacityClasses.of(self.state, allowed)
-            hit = self._filtered_cache[key] = (classes, int((~allowed).sum()), masks)
-        classes, refused, _ = hit
+            hit = self._filtered_cache[key] = (classes, int((~allowed).sum()), masks, {})
+        classes, refused, _, reasons = hit
         if classes is None:
             return None
+        # NOTE: speed. The answer depends only on the masks (the key), the worker's request
+        # and the gang's size: kept per shape with the masks' entry (cleared with it when a
+        # node is added).
+        shape = (request, rec.job.workers)
+        if shape in reasons:
+            return reasons[shape]
+        reason = reasons[shape] = self._filtered_reason(rec, request, classes, refused)
+        return reason
+
+    def _filtered_reason(self, rec: JobRecord, request, classes: CapacityClasses, refused: int) -> str | None:
         c = classes
         slots = worker_slots(request, c.cpu_capacity, c.mem_capacity, c.gpu_free, c.model_ok(request.gpu_models))
         room = int(np.minimum(np.minimum(slots, rec.job.workers) * c.count, rec.job.workers).sum())

@@ -166,6 +166,20 @@ class DrfDiscipline(_Queue):
         super().__init__()
         self._usage: dict[str, list[float]] | None = None
         self._scheduler = None
+        # NOTE: speed. The cluster's capacity, kept with the arrays it was summed from: a
+        # ClusterState replaces (never edits) these arrays when nodes are added, so the sums
+        # are recomputed exactly when the capacity can have changed, not on every pass.
+        self._capacity: tuple | None = None
+
+    def capacity(self, state) -> tuple[float, float, float]:
+        """(GPUs, CPU milli, memory MiB) of the whole cluster ``state`` (cached per
+        capacity arrays: recomputed after nodes are added)."""
+        arrays = (state.gpu_count, state.cpu_capacity, state.mem_capacity)
+        hit = self._capacity
+        if hit is None or any(a is not b for a, b in zip(arrays, hit[0])):
+            hit = self._capacity = (arrays, (float(state.total_gpus), float(state.cpu_capacity.sum()),
+                                             float(state.mem_capacity.sum())))
+        return hit[1]
 
     def _attach(self, scheduler) -> dict[str, list[float]]:
         """Keep tenants' usage incrementally through the scheduler's observer hooks."""
@@ -179,8 +193,10 @@ class DrfDiscipline(_Queue):
         return self._usage
 
     def run_pass(self, scheduler) -> None:
-        st = scheduler.state
-        capacity = (float(st.total_gpus), float(st.cpu_capacity.sum()), float(st.mem_capacity.sum()))
+        if not self._items:
+            self._attach(scheduler)
+            return
+        capacity = self.capacity(scheduler.state)
         usage = self._attach(scheduler)
         queues: dict[str, deque[JobRecord]] = {}
         for rec in self.order():

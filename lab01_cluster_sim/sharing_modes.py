@@ -33,6 +33,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU
@@ -158,8 +159,32 @@ class MigProfile:
 
     @property
     def resource(self) -> str:
-        """The extended resource name under the plugin's mixed strategy."""
-        return f"nvidia.com/mig-{self.name}"
+        """The extended resource name NVIDIA's device plugin advertises for this profile
+        under ``migStrategy: mixed`` (:data:`MIXED_RESOURCE_NAMES`).
+
+        Raises:
+            KeyError: a profile missing from the table (a test checks that none is).
+        """
+        return MIXED_RESOURCE_NAMES[self.name]
+
+
+#: Profile -> extended resource name under the device plugin's ``migStrategy: mixed``, for
+#: every profile of :data:`MIG_PROFILES` (NVIDIA, "MIG Support in Kubernetes", the mixed
+#: strategy: ``nvidia.com/mig-<slice count>g.<memory size>gb``).
+#: A table rather than the naming rule: writing the rule is Lab 02's part 2C
+#: (``lab02_device_plugin.mig.mixed_resource_name``), and the two lab packages do not
+#: import each other; tests/lab01/ext/test_sharing_modes.py checks that both agree.
+MIXED_RESOURCE_NAMES: Mapping[str, str] = MappingProxyType({
+    "1g.5gb": "nvidia.com/mig-1g.5gb", "1g.10gb": "nvidia.com/mig-1g.10gb",
+    "1g.18gb": "nvidia.com/mig-1g.18gb", "1g.20gb": "nvidia.com/mig-1g.20gb",
+    "1g.35gb": "nvidia.com/mig-1g.35gb", "2g.10gb": "nvidia.com/mig-2g.10gb",
+    "2g.20gb": "nvidia.com/mig-2g.20gb", "2g.35gb": "nvidia.com/mig-2g.35gb",
+    "3g.20gb": "nvidia.com/mig-3g.20gb", "3g.40gb": "nvidia.com/mig-3g.40gb",
+    "3g.71gb": "nvidia.com/mig-3g.71gb", "4g.20gb": "nvidia.com/mig-4g.20gb",
+    "4g.40gb": "nvidia.com/mig-4g.40gb", "4g.71gb": "nvidia.com/mig-4g.71gb",
+    "7g.40gb": "nvidia.com/mig-7g.40gb", "7g.80gb": "nvidia.com/mig-7g.80gb",
+    "7g.141gb": "nvidia.com/mig-7g.141gb",
+})
 
 
 def _profiles(mem: Mapping[str, int], gb2: int) -> dict[str, MigProfile]:

@@ -177,3 +177,23 @@ def test_memory_failures_are_reported():
         [("exclusive", 1, 3), ("time-slicing", 4, 0), ("mps", 4, 0), ("mig", 3, 1)]
     assert rows["mig"].note == "3 2g.20gb instances fit one A100-80GB: 1 wait"
     assert rows["time-slicing"].note == "" and rows["mps"].note == ""
+
+
+def test_mig_resource_names_are_a_table_that_agrees_with_lab02():
+    """Every profile of MIG_PROFILES has its mixed-strategy name in the table (no naming rule
+    in Lab 01's code: writing it is Lab 02's part 2C), and the names are the ones Lab 02's
+    mixed_resource_name gives (for these profiles, no "+": "nvidia.com/mig-" + name)."""
+    import inspect
+
+    from lab01_cluster_sim import sharing_modes
+    from lab01_cluster_sim.sharing_modes import MIG_PROFILES, MIXED_RESOURCE_NAMES
+    from lab02_device_plugin.mig import mixed_resource_name
+
+    names = {p for profiles in MIG_PROFILES.values() for p in profiles}
+    assert len(names) == 17 and set(MIXED_RESOURCE_NAMES) == names
+    assert MIG_PROFILES["H100-80GB"]["3g.40gb"].resource == "nvidia.com/mig-3g.40gb"
+    assert MIG_PROFILES["H200-141GB"]["7g.141gb"].resource == "nvidia.com/mig-7g.141gb"
+    assert all(MIXED_RESOURCE_NAMES[n] == mixed_resource_name(n) for n in names)
+    # the student edition copies Lab 01 whole: no formula for the name may be in it
+    source = inspect.getsource(sharing_modes)
+    assert 'f"nvidia.com/mig-{' not in source and '"nvidia.com/mig-" +' not in source

@@ -11,8 +11,9 @@ The convention (also in ``book/README.md``): a manifest shown on a page is one o
   ``CONFIG = \"\"\"version: v1 ...\"\"\"``);
 * the output of a code cell (computed at build time): a Markdown output holding a
   ``yaml`` fence (``IPython.display.Markdown``), or a text output that is a YAML stream of
-  such objects. These are found in the executed notebooks of a build
-  (``_build/jupyter_execute/*.ipynb``).
+  such objects. These are found in the executed notebooks of a build: each page's entry
+  in the execution cache (``_build/.jupyter_cache``), else ``_build/jupyter_execute``
+  (:func:`built_manifests`).
 
 What each kind of object is checked against:
 

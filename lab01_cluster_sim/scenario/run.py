@@ -324,7 +324,7 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec.get("simulation", {})
-    rows, timelines, job_rows, decision_rows = [], {}, [], []
+    rows, timelines, job_rows, decision_rows, quotas = [], {}, [], [], {}
     for policy in _policies(sc):
         label = policy if isinstance(policy, str) else policy.describe()
         queued = QueuedTime()
@@ -359,6 +359,9 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
                                   "cluster_queue": x.cluster_queue, "reason": x.reason} for x in plugin.decisions)
         rows.append(d)
         timelines[label] = result.timeline
+        if plugin is not None:
+            tl = result.timeline
+            quotas[label] = plugin.gpu_quota_timeline(end=float(tl.time[-1]) if len(tl.time) else None)
         for row in result.jobs_table():
             rec = result.records[row["job"]]
             q = queued.queued.get(row["job"])
@@ -371,14 +374,27 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     if decision_rows:
         _write_csv(out / "admission.csv", decision_rows)
         files.append("admission.csv")
+    if quotas:      # the data of the timeline's ClusterQueue panels
+        _write_csv(out / "quota.csv", quota_rows(quotas))
+        files.append("quota.csv")
     _write_json(out / "summary.json", rows)
     _write_csv(out / "summary.csv", [_flat(r) for r in rows])
     _write_csv(out / "jobs.csv", job_rows)
     end = max((float(tl.time[-1]) for tl in timelines.values() if len(tl.time)), default=0.0)
     unit = "s" if end <= 600 else "min" if end <= 3 * 3600 else "h"   # readable ticks for short and long runs
-    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} job{'s' * (len(jobs) != 1)} on {len(nodes)} node{'s' * (len(nodes) != 1)}", time_unit=unit)
+    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} job{'s' * (len(jobs) != 1)} on {len(nodes)} node{'s' * (len(nodes) != 1)}", time_unit=unit,
+                        quotas=quotas or None)
     _save(fig, out / "timeline.png")
     return RunResult("timed", rows, out, files)
+
+
+def quota_rows(quotas: dict[str, list]) -> list[dict]:
+    """``quota.csv``'s rows: per run (policy) and ClusterQueue, each step of its admitted GPUs
+    (``gpus`` from ``time_s`` on) with its nominal quota and the GPUs borrowed above it."""
+    return [{"policy": label, "cluster_queue": q.cluster_queue, "time_s": float(t), "gpus": int(g),
+             "nominal_gpus": q.nominal, "borrowed_gpus": int(b)}
+            for label, series in quotas.items() for q in series
+            for t, g, b in zip(q.time, q.gpus, q.borrowed())]
 
 
 def _run_replay(sc: Scenario, out: Path) -> RunResult:

@@ -81,7 +81,9 @@ def test_serve_refuses_more_replicas_than_one_listandwatch_message_holds(tmp_pat
     config.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
                       "    - {name: nvidia.com/gpu, replicas: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
-    assert line == (f"error: {config}: sharing.timeSlicing.resources[0].replicas: expected at most "
+    # line 5 "    - {name: nvidia.com/gpu, replicas: 100000}": 4 + 2 + 1 + 6 + 14 + 2 + 10 = 39
+    # characters before the value, so 100000 is at 5:40
+    assert line == (f"error: {config}:5:40: sharing.timeSlicing.resources[0].replicas: expected at most "
                     "512 (the kubelet gets every replica ID of a resource in one ListAndWatch "
                     "message, limited to 4 MiB: see lab02_device_plugin.limits), got 100000")
 

@@ -161,7 +161,8 @@ def test_bad_config_is_one_line_exit_1(tmp_path, capsys):
                "--inventory", str(example_path("inventory-1gpu.yaml"))])
     err = capsys.readouterr().err
     assert rc == 1
-    assert err == (f"error: {cfg}: sharing.timeSlicing.resources[0].replicas: expected an "
+    # line 6 "      replicas: 1": the value after 6 spaces and "replicas: " (10) is at column 17
+    assert err == (f"error: {cfg}:6:17: sharing.timeSlicing.resources[0].replicas: expected an "
                    "integer >= 2, got 1\n")
 
 

@@ -301,9 +301,12 @@ def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> Ru
     except OSError as exc:
         raise InputError(f"--output {out}: cannot create the folder: {exc.strerror or exc}") from None
     kind = kind_of(sc)
-    runner = {"autoscaler": _run_autoscaler, "replay": _run_replay, "topology": _run_topology}.get(kind)
+    runner = {"replay": _run_replay, "topology": _run_topology}.get(kind)
     try:
-        result = runner(sc, out) if runner else _run_timed(sc, out, progress)
+        if kind == "autoscaler":
+            result = _run_autoscaler(sc, out)
+        else:
+            result = (runner or _run_timed)(sc, out, progress)
     except BaseException:
         if created:     # a failed run leaves no half-written folder behind
             import shutil
@@ -397,7 +400,11 @@ def quota_rows(quotas: dict[str, list]) -> list[dict]:
             for t, g, b in zip(q.time, q.gpus, q.borrowed())]
 
 
-def _run_replay(sc: Scenario, out: Path) -> RunResult:
+def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
+    import sys
+
+    from tqdm import tqdm
+
     from lab01_cluster_sim.plots.replay import plot_alloc_vs_arrived
     from lab01_cluster_sim.replay import compare, summarise
 
@@ -406,7 +413,10 @@ def _run_replay(sc: Scenario, out: Path) -> RunResult:
     policies = [p for p in _policies(sc) if isinstance(p, str)]
     if len(policies) != len(_policies(sc)):
         raise ScenarioError(f"{sc.path}: the paper's replay takes named policies, not a KubeSchedulerConfiguration")
-    results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),))
+    # a bar on a terminal only (one step per policy replayed), as the compare command shows
+    with tqdm(total=len(policies), desc="replays", unit="run", file=sys.stderr,
+              disable=not (progress and sys.stderr.isatty()), leave=False) as bar:
+        results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),), progress=bar.update)
     rows = [_plain(summarise(p, runs).__dict__) for p, runs in results.items()]
     _write_json(out / "summary.json", rows)
     _write_csv(out / "summary.csv", rows)
@@ -414,16 +424,19 @@ def _run_replay(sc: Scenario, out: Path) -> RunResult:
     return RunResult("replay", rows, out, ["summary.json", "summary.csv", "allocation.png"])
 
 
-def _run_topology(sc: Scenario, out: Path) -> RunResult:
+def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
+    from lab01_cluster_sim.commands._progress import steps
     from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
     from lab01_cluster_sim.topology import compare_wait_vs_slowdown
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec["simulation"]
     topo = sim["topology"]
-    rows = compare_wait_vs_slowdown(nodes, jobs, [float(w) for w in topo["maxWaitSeconds"]],
-                                    discipline=sim.get("discipline", "fifo-skip"),
-                                    default_comm_fraction=topo.get("commFraction", 0.2))
+    waits = [float(w) for w in topo["maxWaitSeconds"]]
+    # one bound at a time (each bound is its own run), so a terminal shows a bar per bound
+    rows = [row for w in (steps(waits, "topology", total=len(waits)) if progress else waits)
+            for row in compare_wait_vs_slowdown(nodes, jobs, [w], discipline=sim.get("discipline", "fifo-skip"),
+                                                default_comm_fraction=topo.get("commFraction", 0.2))]
     plain = [_plain(r.__dict__) for r in rows]
     _write_json(out / "summary.json", plain)
     _write_csv(out / "summary.csv", plain)

@@ -5,7 +5,9 @@ cannot run is refused in one line."""
 from __future__ import annotations
 
 import csv
+import io
 import json
+import sys
 
 import pytest
 
@@ -336,3 +338,25 @@ def test_every_example_scenario_is_valid(capsys):
     for path in examples:
         status, out, err = _run(capsys, str(path), "--check")
         assert status == 0, err
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (the progress bars draw only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_topology_scenario_shows_a_bar_per_bound_on_a_terminal_only(tmp_path, monkeypatch, progress):
+    # issue 11 §2: long commands show progress on a terminal. topology-islands compares 3
+    # wait bounds (0, 600, 3600 s): one step each
+    from lab01_cluster_sim.scenario import load_scenario, run_scenario
+
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    result = run_scenario(load_scenario(SCENARIOS / "topology-islands.yaml"), tmp_path / "out", progress=progress)
+    assert [r["max_wait_s"] for r in result.rows] == [0.0, 600.0, 3600.0]
+    assert ("topology:   0%" in term.getvalue() and "| 0/3 [" in term.getvalue()) is progress
+    if not progress:
+        assert term.getvalue() == ""

@@ -327,7 +327,7 @@ class _Ctx:
         return InputError(msg)
 
     def warn(self, path: str, why: str) -> None:
-        self.warnings.append(f"{self.source}: {path}: {why}")
+        self.warnings.append(f"{self.where(path, key=True)}: {path}: {why}")
 
 
 def _mapping(ctx: _Ctx, value: Any, path: str) -> Mapping:

@@ -262,6 +262,22 @@ def test_load_config_error_names_file_line_column_key_and_expected(tmp_path, tex
     assert str(info.value) == f"{p}:{message}"
 
 
+def test_load_config_warnings_name_the_line_of_the_key(tmp_path):
+    p = tmp_path / "config.yaml"
+    p.write_text("version: v1\n"
+                 "resources:\n"                       # line 2: ignored, as upstream
+                 "  gpus: []\n"
+                 "sharing:\n"
+                 "  timeSlicing:\n"
+                 "    resources:\n"
+                 "    - name: nvidia.com/gpu\n"
+                 "      replicas: 2\n"
+                 "      devices: [0]\n")              # line 9, after 6 spaces: 9:7
+    c = load_config(p)
+    assert [w.split(": ")[0] for w in c.warnings] == [f"{p}:9:7", f"{p}:2:1"]
+    assert c.warnings[0].startswith(f"{p}:9:7: sharing.timeSlicing.resources[0].devices: only \"all\" is acted on")
+
+
 def test_yaml_marks_follow_merge_keys_and_aliases():
     from lab02_device_plugin.config import yaml_marks
 

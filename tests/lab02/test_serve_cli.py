@@ -150,7 +150,8 @@ def test_serve_prints_config_warnings(sock_dir, tmp_path):
     finally:
         rc, _out, err = stop_serve(proc)
     assert rc == 0
-    assert f"warning: {cfg}: flags.nvidiaDriverRoot: accepted but not acted on" in err
+    # the key is on line 3 after two spaces: 3:3
+    assert f"warning: {cfg}:3:3: flags.nvidiaDriverRoot: accepted but not acted on" in err
 
 
 def test_bad_config_is_one_line_exit_1(tmp_path, capsys):

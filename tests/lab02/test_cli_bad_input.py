@@ -92,7 +92,8 @@ def test_serve_refuses_an_inventory_of_more_gpus_than_a_node_has(tmp_path):
     inventory = tmp_path / "many.yaml"
     inventory.write_text("gpus:\n- {model: T4, count: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--inventory", str(inventory)))
-    assert line == (f"error: {inventory}: gpus[0].count: 100000 GPUs; expected at most 64 GPUs "
+    # line 2 "- {model: T4, count: 100000}": 2 + 1 + 7 + 2 + 2 + 7 = 21 characters before the value
+    assert line == (f"error: {inventory}:2:22: gpus[0].count: 100000 GPUs; expected at most 64 GPUs "
                     "on one node (the largest single-host systems have 16; see "
                     "lab02_device_plugin.limits)")
 

@@ -23,8 +23,10 @@ lists it and ``run`` refuses in one line; ``--check`` validates any scenario wit
 it. Kueue admission runs as a stage of the one engine (timed mode): a
 :class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
 (engine-design.md section 5), passed as ``simulate(..., plugins=[...])``; the run then also
-writes ``admission.csv`` (every admission decision with Kueue's message) and per-ClusterQueue
-figures in ``summary.json`` / ``summary.csv``. Every timed run reports its preemptions
+writes ``admission.csv`` (every admission decision with Kueue's message), per-ClusterQueue
+figures in ``summary.json`` / ``summary.csv``, and ``quota.csv`` (:func:`quota_rows`: each
+ClusterQueue's admitted GPUs over time against its nominal quota), which ``timeline.png``
+draws as one panel per ClusterQueue. Every timed run reports its preemptions
 (evictions, and the GPU-hours of progress they threw away) per job and in the summary.
 """
 

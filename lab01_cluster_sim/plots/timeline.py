@@ -13,6 +13,10 @@ from matplotlib.ticker import MaxNLocator
 from lab01_cluster_sim.metrics import Timeline
 
 
+MAX_QUEUE_PANELS = 8
+"""Most ClusterQueue panels in one figure (the first by name; the title says how many more)."""
+
+
 def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | None = None,
                   time_unit: str = "h", quotas: Mapping[str, Sequence[Any]] | None = None) -> Figure:
     """Stacked panels sharing the time axis: allocation ratio (%), stranded GPUs and, with
@@ -29,6 +33,7 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
             :class:`~lab01_cluster_sim.admission.plugin.QuotaSeries`, one per ClusterQueue
             (the same queues in every run), from
             :meth:`~lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin.gpu_quota_timeline`.
+            At most :data:`MAX_QUEUE_PANELS` panels are drawn.
 
     Returns:
         A matplotlib Figure (never shown; the caller saves or displays it).
@@ -42,6 +47,8 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
     if isinstance(timelines, Timeline):
         timelines = {"": timelines}
     queues = [q.cluster_queue for q in next(iter(quotas.values()), [])] if quotas else []
+    hidden = max(0, len(queues) - MAX_QUEUE_PANELS)
+    queues = queues[:MAX_QUEUE_PANELS]
     fig = Figure(figsize=(8, 5 + 1.9 * len(queues)), constrained_layout=True)
     axes = fig.subplots(2 + len(queues), 1, sharex=True,
                         gridspec_kw={"height_ratios": [1, 1] + [0.85] * len(queues)})
@@ -70,6 +77,8 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
         ax_str.set_xlabel("")
     for ax in axes:
         ax.grid(True, alpha=0.3)
+    if hidden:
+        title = f"{title or ''}{' ' if title else ''}({hidden} more ClusterQueue{'s' * (hidden != 1)} not drawn)"
     if title:
         fig.suptitle(title)
     return fig

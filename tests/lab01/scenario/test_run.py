@@ -367,3 +367,18 @@ def test_topology_scenario_shows_a_bar_per_bound_on_a_terminal_only(tmp_path, mo
     assert ("topology:   0%" in term.getvalue() and "| 0/3 [" in term.getvalue()) is progress
     if not progress:
         assert term.getvalue() == ""
+
+
+def test_timeline_draws_at_most_eight_cluster_queue_panels():
+    import numpy as np
+
+    from lab01_cluster_sim.admission.plugin import QuotaSeries
+    from lab01_cluster_sim.metrics import Timeline
+    from lab01_cluster_sim.plots.timeline import MAX_QUEUE_PANELS, plot_timeline
+
+    tl = Timeline(*(np.array(v, dtype=float) for v in ([0, 60], [1, 0], [0, 0], [np.nan] * 2, [0, 0], [1, 0])))
+    series = [QuotaSeries(f"q{i:02d}", "c", np.array([0.0, 60.0]), np.array([1, 0]), 1, None) for i in range(11)]
+    fig = plot_timeline({"run": tl}, title="t", quotas={"run": series}, time_unit="s")
+    # 2 + 8 panels; 11 - 8 = 3 queues named in the title instead
+    assert MAX_QUEUE_PANELS == 8 and len(fig.get_axes()) == 10
+    assert fig.get_suptitle() == "t (3 more ClusterQueues not drawn)"

@@ -194,3 +194,11 @@ def test_sweep_to_stdout_says_what_it_wrote_on_stderr(capsys):
     assert "wrote 2 runs (1 policy x 1 workload x 2 seeds; 2 ok, 0 failed) to stdout" in captured.err
     assert main(["sweep", "--quiet", "--policies", "fifo", "--workloads", "5", "--seeds", "0", "--workers", "1"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_sweep_names_the_parameter_axes_it_wrote(capsys):
+    # 1 policy x 1 workload x 1 seed x 2 values of nodes = 2 runs
+    assert main(["sweep", "--policies", "fifo", "--workloads", "5", "--seeds", "0", "--workers", "1",
+                 "--param", "nodes=1,2"]) == 0
+    err = capsys.readouterr().err
+    assert "wrote 2 runs (1 policy x 1 workload x 1 seed x 2 nodes values; 2 ok, 0 failed) to stdout" in err

@@ -222,6 +222,22 @@ def mig_profile(gpu: str, name: str) -> MigProfile:
     return MIG_PROFILES[gpu][name]
 
 
+def _misfit(gpu: str, profiles: Sequence[str]) -> str:
+    """Why :func:`place_layout` finds no placement, with what was expected, in words."""
+    for name, count in sorted(_count(profiles).items()):
+        top = mig_profile(gpu, name).max_count
+        if count > top:
+            return f"{count} x {name}; expected at most {top} of that profile"
+    compute = sum(mig_profile(gpu, p).compute_slices for p in profiles)
+    if compute > 7:
+        return f"{compute} compute slices; expected at most 7"
+    memory = sum(mig_profile(gpu, p).memory_slices for p in profiles)
+    if memory > 8:
+        return f"{memory} memory slices; expected at most 8"
+    return ("the instances' memory slices cannot be placed without overlapping (each profile has fixed "
+            "start slots); expected a layout nvidia-smi mig -lgipp lists as possible")
+
+
 def place_layout(gpu: str, profiles: Sequence[str]) -> dict[int, str] | None:
     """Start slots for a set of GPU instances, or None if they cannot coexist.
 
@@ -273,8 +289,8 @@ class MigLayout:
 
     def __post_init__(self) -> None:
         if place_layout(self.gpu, self.profiles) is None:
-            raise InputError(f"MIG layout {list(self.profiles)} does not fit one {self.gpu} "
-                             "(overlapping memory slices, more than 7 compute slices, or a count above the profile's max)")
+            raise InputError(f"MIG layout {','.join(self.profiles)} does not fit one {self.gpu}: "
+                             f"{_misfit(self.gpu, self.profiles)}")
 
     def advertised(self) -> dict[str, int]:
         """``{"nvidia.com/mig-1g.10gb": 7, ...}`` for this GPU."""

@@ -67,6 +67,21 @@ def test_mig_placement_rules():
     assert place_layout("H100-80GB", ["7g.80gb", "1g.10gb"]) is None
     with pytest.raises(InputError, match="does not fit"):
         MigLayout("A100-40GB", ("4g.20gb", "4g.20gb"))
+
+
+@pytest.mark.parametrize("profiles, why", [
+    # 4g.40gb: at most 1 per GPU
+    (("4g.40gb", "4g.40gb"), "2 x 4g.40gb; expected at most 1 of that profile"),
+    # 7 + 1 = 8 compute slices
+    (("7g.80gb", "1g.10gb"), "8 compute slices; expected at most 7"),
+    # 3 + 3 + 1 = 7 compute slices fit, but memory 4 + 4 + 1 = 9 of the 8 slices does not
+    (("3g.40gb", "3g.40gb", "1g.10gb"), "9 memory slices; expected at most 8"),
+])
+def test_a_layout_that_does_not_fit_says_why_in_one_line(profiles, why):
+    # issue 11 §2 (polish): the layout as typed (not a Python list) and what was expected
+    with pytest.raises(InputError) as info:
+        MigLayout("A100-80GB", profiles)
+    assert str(info.value) == f"MIG layout {','.join(profiles)} does not fit one A100-80GB: {why}"
     with pytest.raises(InputError, match="unknown MIG profile"):
         MigLayout("A100-40GB", ("1g.10gbx",))
 

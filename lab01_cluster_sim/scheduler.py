@@ -881,6 +881,7 @@ class Scheduler:
         # log had length p fits no node outside log[p:] until a node comes back online, so
         # its retries filter only those nodes (see try_schedule).
         self._release_log: list[int] = []
+        self._node_scratch = np.zeros(state.num_nodes, dtype=bool)  # all False between uses
         self._since: dict[tuple, int] = {}
         self._table = _BlockedTable()
         self._next_seq = 0
@@ -954,7 +955,11 @@ class Scheduler:
         """
         st = self.state
         sl = slice(lo, hi)
-        ok = (st.cpu_free[sl] >= request.cpu_milli) & (st.mem_free[sl] >= request.memory_mib) & self.online[sl]
+        # NOTE: speed. One result array, filled in place (no temporaries beyond one
+        # comparison at a time): this filter runs on all N nodes about once per decision.
+        ok = st.cpu_free[sl] >= request.cpu_milli
+        ok &= st.mem_free[sl] >= request.memory_mib
+        ok &= self.online[sl]
         if request.num_gpus > 0:
             if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
                 ok &= self.max_free[sl] >= request.gpu_milli
@@ -965,6 +970,16 @@ class Scheduler:
         for extra in self.extra_filters:
             ok &= extra(request, record)[sl]
         return ok
+
+    def _distinct_nodes(self, nodes: list[int]) -> np.ndarray:
+        """The distinct node indices of ``nodes``, sorted: int64 (k,). Same answer as
+        ``np.unique``; marks a reused bool (N,) scratch row instead of sorting (NOTE: speed:
+        ``np.unique`` on up to N/8 entries was 6 % of a 100k-job run)."""
+        mark = self._node_scratch
+        mark[nodes] = True
+        out = np.flatnonzero(mark)
+        mark[out] = False
+        return out
 
     def _find_feasible(self, request: Request, record: JobRecord | None, k: int) -> np.ndarray:
         """Up to ``k`` feasible nodes, searching from the rotating start index in chunks and
@@ -1300,7 +1315,7 @@ class Scheduler:
                     return Outcome.WAITING
                 within = np.array(sorted(nodes), dtype=np.int64)
             elif fresh <= max(64, self.state.num_nodes // 8):
-                within = np.unique(np.asarray(self._release_log[since:], dtype=np.int64))
+                within = self._distinct_nodes(self._release_log[since:])
             else:
                 del self._since[key]  # too many releases since: a full filter is as cheap
         if gang and record.job.workers == 1:
@@ -1584,6 +1599,7 @@ class Scheduler:
         self.full_free = np.concatenate([self.full_free, (new >= MILLI_PER_GPU).sum(axis=1).astype(np.int64)])
         self.max_free = np.concatenate([self.max_free, new.max(axis=1).astype(np.int64)])
         self.online = np.concatenate([self.online, np.full(len(indices), online, dtype=bool)])
+        self._node_scratch = np.zeros(st.num_nodes, dtype=bool)
         self._model_masks.clear()
         self.uncordon_all_blocked()
 

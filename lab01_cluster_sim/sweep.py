@@ -80,12 +80,13 @@ WORKLOAD_MAX: dict[str, int] = {"disciplines": 100_000, "simulate": 1_000_000}
 PARAM_BOUNDS: dict[str, dict[str, tuple[str, float, float]]] = {
     "disciplines": {"nodes": ("int", 1, 10_000), "gpus_per_node": ("int", 1, 64),
                     "interarrival": ("positive", 0, 1e7)},
-    "simulate": {"nodes": ("int", 1, 100_000), "interarrival": ("positive", 0, 1e7), "load": ("positive", 0, 10),
+    "simulate": {"nodes": ("int", 1, 100_000), "interarrival": ("positive", 0, 1e7), "load": ("range", 0.001, 10),
                  "gang_share": ("fraction", 0, 1)},
 }
 """Numeric parameters per runner: (kind, low, high) as the matching command's options
 bound them: ``int`` a whole number in [low, high]; ``positive`` a finite number > low and
-<= high; ``fraction`` a number in [low, high]. NaN, infinity and text are refused."""
+<= high; ``fraction`` and ``range`` a number in [low, high] (``load``'s 0.001 is simulate's
+MIN_LOAD: lower loads push arrivals past the 1e9 s time cap). NaN, infinity and text are refused."""
 
 DISCIPLINES_DEFAULTS = {"nodes": 4, "gpus_per_node": 8, "interarrival": 300.0}
 """The ``disciplines`` command's defaults, used by the disciplines runner."""

@@ -61,14 +61,22 @@ def _fmt(x: float) -> str:
     return f"{x:,}"
 
 
-def positive_float(max_value: float | None = None) -> Callable[[str], float]:
-    """A type for a finite number > 0 (and <= ``max_value`` when given)."""
+def positive_float(max_value: float | None = None, min_value: float | None = None,
+                   why: str = "") -> Callable[[str], float]:
+    """A type for a finite number > 0 (and <= ``max_value``, >= ``min_value`` when given);
+    ``why`` (e.g. "a lower load ...") is added to the error after a semicolon."""
 
     def parse(text: str) -> float:
         value = _number(text)
-        if not math.isfinite(value) or not value > 0 or (max_value is not None and value > max_value):
-            bound = "" if max_value is None else f" and <= {_fmt(max_value)}"
-            raise argparse.ArgumentTypeError(f"expected a finite number > 0{bound}, got {text!r}")
+        if (not math.isfinite(value) or not value > 0 or (max_value is not None and value > max_value)
+                or (min_value is not None and value < min_value)):
+            if min_value is not None and max_value is not None:
+                want = f"a number from {min_value:g} to {_fmt(max_value)}"
+            elif min_value is not None:
+                want = f"a finite number >= {min_value:g}"
+            else:
+                want = "a finite number > 0" + ("" if max_value is None else f" and <= {_fmt(max_value)}")
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}" + (f"; {why}" if why else ""))
         return value
 
     return parse

@@ -67,6 +67,14 @@ MAX_NODES = 100_000
 DEFAULT_JOBS = 2000
 DEFAULT_NODES = 20
 DEFAULT_LOAD = 2.0
+MIN_LOAD = 0.001
+"""Lowest --load: below it the synthetic arrivals spread over so many seconds that a job's
+duration is lost in floating point (at t ~ 1e300 s, t + d == t) or the last arrival passes
+:data:`MAX_ARRIVAL_S`."""
+MAX_ARRIVAL_S = 1e9
+"""Latest synthetic arrival, s (about 31.7 years), the simulator's time cap as
+``lab01_cluster_sim.scenario.load.MAX_SECONDS``: a double still resolves 1e9 s to about
+1e-7 s, so durations and waits keep their digits."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,11 +93,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"synthetic nodes, 1 to {MAX_NODES:,} (default %(default)s)")
     parser.add_argument("--interarrival", type=positive_float(max_value=1e7), default=None,
                         help="synthetic mean gap between arrivals, s, > 0 (default: from --load)")
-    parser.add_argument("--load", type=positive_float(max_value=10), default=DEFAULT_LOAD,
+    parser.add_argument("--load", type=positive_float(max_value=10, min_value=MIN_LOAD,
+                                                      why="a lower load spreads the arrivals over so many "
+                                                          "seconds that floating-point times lose the jobs' "
+                                                          "durations"),
+                        default=DEFAULT_LOAD,
                         help="synthetic offered GPU load: the jobs' GPU-seconds per second of arrivals, as a "
                              "multiple of the cluster's GPUs (1 = as much work as the GPUs can do while jobs "
                              "arrive; heavy-tailed durations push much of it past the last arrival, see above). "
-                             "Sets the arrival rate when --interarrival is not given; > 0 and <= 10 "
+                             "Sets the arrival rate when --interarrival is not given; from 0.001 to 10 "
                              "(default %(default)s)")
     parser.add_argument("--gang-share", type=fraction, default=0.0,
                         help="synthetic: share of multi-GPU jobs that are gangs of several workers, 0 to 1 "
@@ -146,7 +158,8 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
     load: much of the work arrives late in long jobs.)
 
     Raises:
-        InputError: counts < 1 or a bad share/gap.
+        InputError: counts < 1, a bad share/gap, a load outside [MIN_LOAD, 10], or a last
+            arrival past MAX_ARRIVAL_S (1e9 s).
     """
     from lab01_cluster_sim.workloads.synthetic import PodMix, synthetic_nodes, synthetic_pods
 
@@ -154,8 +167,8 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
         raise InputError(f"--jobs and --nodes must be >= 1, got {num_jobs} and {num_nodes}")
     if not 0.0 <= gang_share <= 1.0:
         raise InputError(f"--gang-share must be in [0, 1], got {gang_share}")
-    if not load > 0:
-        raise InputError(f"--load must be > 0, got {load}")
+    if not MIN_LOAD <= load <= 10:
+        raise InputError(f"--load must be from {MIN_LOAD:g} to 10, got {load:g}")
     if interarrival is not None and not interarrival > 0:
         raise InputError(f"--interarrival must be > 0 s, got {interarrival}")
     nodes = synthetic_nodes(num_nodes)
@@ -172,6 +185,13 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
         scale = interarrival / mix.mean_interarrival_s
         jobs = [Job(j.job_id, round(j.submit_time * scale, 3), j.duration, j.gpus_per_worker, j.gpu_milli,
                     j.cpu_milli, j.memory_mib, j.gpu_models, j.priority, j.workers, j.tenant) for j in jobs]
+    last = max(j.submit_time for j in jobs)
+    if last > MAX_ARRIVAL_S:
+        cause = (f"--interarrival {interarrival:,.0f} s" if interarrival is not None and interarrival.is_integer()
+                 else f"--interarrival {interarrival:g} s" if interarrival is not None else f"--load {load:g}")
+        raise InputError(f"{cause} with --jobs {num_jobs:,}: the last synthetic job would arrive at "
+                         f"{last:,.0f} s, past the simulator's {MAX_ARRIVAL_S:,.0f} s (about 31.7 years) "
+                         "time cap; expected fewer jobs, a higher load or a shorter gap")
     return nodes, jobs
 
 

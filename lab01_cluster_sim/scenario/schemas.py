@@ -249,7 +249,7 @@ SCENARIO = top(SCENARIO_API, "Scenario", {"spec": obj({
             "seed": integer(minimum=0, maximum=2**32 - 1),
             "jobs": integer(minimum=1, maximum=1_000_000),
             "nodes": integer(minimum=1, maximum=100_000),
-            "load": number(exclusiveMinimum=0, maximum=10),
+            "load": number(minimum=0.001, maximum=10),   # as simulate --load (commands/simulate.MIN_LOAD)
             "gangShare": number(minimum=0, maximum=1),
         }, ("name",)),
     }),

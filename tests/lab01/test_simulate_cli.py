@@ -63,7 +63,15 @@ def test_simulate_table_plot_and_jobs_out(tmp_path, capsys):
     (["simulate", "--jobs", "100000000"], "--jobs: expected a whole number from 1 to 1,000,000"),
     (["simulate", "--nodes", "100000000"], "--nodes: expected a whole number from 1 to 100,000"),
     (["simulate", "--seed", "-1"], "--seed: expected a seed"),
-    (["simulate", "--load", "nan"], "--load: expected a finite number > 0 and <= 10"),
+    (["simulate", "--load", "nan"], "--load: expected a number from 0.001 to 10, got 'nan'"),
+    # fresh tester 2 F2: at --load 1e-300 arrivals land near 1e300 s, where t + duration == t
+    # (JCT 0.0 s); MIN_LOAD 0.001 is the bound, named with its reason
+    (["simulate", "--load", "1e-300"], "--load: expected a number from 0.001 to 10, got '1e-300'; a lower load"),
+    (["simulate", "--load", "0.0009"], "--load: expected a number from 0.001 to 10, got '0.0009'"),
+    # 200 gaps of mean 1e7 s: the last arrival is near 200 x 1e7 = 2e9 s > the 1e9 s time cap
+    (["simulate", "--interarrival", "1e7", "--jobs", "200"],
+     "--interarrival 10,000,000 s with --jobs 200: the last synthetic job would arrive at 2,001,498,000 s, past "
+     "the simulator's 1,000,000,000 s"),
     (["simulate", "--gang-share", "2"], "--gang-share: expected a share from 0 to 1"),
     (["simulate", "--until", "inf"], "--until: expected a finite number > 0"),
     (["simulate", "--pod-list", "nope"], "--pod-list needs --trace"),

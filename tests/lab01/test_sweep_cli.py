@@ -44,7 +44,10 @@ def _status(argv):
      "--param nodes=0: the simulate runner expects a whole number from 1 to 100,000"),
     (["--runner", "simulate", "--param", "interarrival=nan"],
      "--param interarrival=nan: the simulate runner expects a finite number > 0 and <= 10,000,000"),
-    (["--runner", "simulate", "--param", "load=11"], "--param load=11: the simulate runner expects a finite number"),
+    (["--runner", "simulate", "--param", "load=11"], "--param load=11: the simulate runner expects a number from "
+                                                     "0.001 to 10"),
+    (["--runner", "simulate", "--param", "load=1e-300"], "--param load=1e-300: the simulate runner expects a "
+                                                         "number from 0.001 to 10"),
     (["--runner", "simulate", "--param", "gang_share=1.5"], "--param gang_share=1.5: the simulate runner expects a "
                                                               "number from 0 to 1"),
     (["--runner", "simulate", "--param", "nodes=2.5"], "--param nodes=2.5: the simulate runner expects a whole"),

@@ -95,10 +95,32 @@ _IMEX_DEFAULTS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
     "channelIDs": ([],), "required": (False,),
 })
 DEVICE_DISCOVERY_STRATEGIES = ("auto", "nvml", "tegra")
+# Key spellings inside flags.gfd, imex and resources follow NVIDIA k8s-device-plugin
+# api/config/v1: flags.go GFDCommandLineFlags (oneshot, noTimestamp, sleepInterval, outputFile,
+# machineTypeFile), imex.go Imex (channelIDs []int, required bool; AssertChannelIDsValid:
+# channelIDs must be [] or [0]) and resources.go Resources (gpus, mig: lists of Resource with
+# pattern and name, both required by Resource.UnmarshalJSON).
+_RESOURCE_LISTS = ("gpus", "mig")
+_RESOURCE_KEYS = ("pattern", "name")
 
 
 def _is_default(value: Any, defaults: tuple[Any, ...]) -> bool:
     return value is None or any(type(value) is type(d) and value == d for d in defaults)
+
+
+def _typed_like_default(ctx: "_Ctx", value: Any, path: str, defaults: tuple[Any, ...]) -> None:
+    """Refuse a value whose type differs from the upstream default's (a bool flag given
+    ``"no"``, a path given ``5``): upstream's Go decoder refuses it too. None is the default."""
+    if value is None:
+        return
+    kind = type(defaults[0])
+    if kind is bool and not isinstance(value, bool):
+        raise ctx.error(path, "true or false", value)
+    if kind is str and not isinstance(value, str):
+        raise ctx.error(path, "a string", value)
+    if kind is list:
+        if not isinstance(value, list):
+            raise ctx.error(path, "a list", value)
 
 
 def _section_is_default(value: Any, defaults: Mapping[str, tuple[Any, ...]]) -> bool:
@@ -416,6 +438,8 @@ def _parse_plugin_flags(ctx: _Ctx, data: Mapping) -> PluginFlags:
             ctx, data["sharedDevicesAllocationPolicy"], f"{path}.sharedDevicesAllocationPolicy",
             ALLOCATION_POLICIES)
     for key, defaults in _IGNORED_PLUGIN_FLAGS.items():
+        if key in data:
+            _typed_like_default(ctx, data[key], f"{path}.{key}", defaults)
         if key in data and not _is_default(data[key], defaults):
             ctx.warn(f"{path}.{key}", "accepted but not acted on by this simulated plugin")
     return PluginFlags(**kw)
@@ -434,11 +458,50 @@ def _parse_flags(ctx: _Ctx, data: Mapping) -> Flags:
         _choice(ctx, data["deviceDiscoveryStrategy"], "flags.deviceDiscoveryStrategy",
                 DEVICE_DISCOVERY_STRATEGIES)
     for key, defaults in _IGNORED_FLAGS.items():
+        if key in data:
+            _typed_like_default(ctx, data[key], f"flags.{key}", defaults)
         if key in data and not _is_default(data[key], defaults):
             ctx.warn(f"flags.{key}", "accepted but not acted on by this simulated plugin")
-    if "gfd" in data and not _section_is_default(data["gfd"], _GFD_DEFAULTS):
-        ctx.warn("flags.gfd", "accepted but not acted on by this simulated plugin")
+    if "gfd" in data:
+        gfd = _mapping(ctx, data["gfd"], "flags.gfd")
+        _check_keys(ctx, gfd, "flags.gfd", tuple(_GFD_DEFAULTS))
+        for key, defaults in _GFD_DEFAULTS.items():
+            if key in gfd:
+                _typed_like_default(ctx, gfd[key], f"flags.gfd.{key}", defaults)
+        if not _section_is_default(gfd, _GFD_DEFAULTS):
+            ctx.warn("flags.gfd", "accepted but not acted on by this simulated plugin")
     return Flags(**kw)
+
+
+def _check_imex(ctx: _Ctx, data: Mapping) -> None:
+    """``imex``: keys and types as upstream's Imex (channelIDs [] or [0], required a bool)."""
+    _check_keys(ctx, data, "imex", tuple(_IMEX_DEFAULTS))
+    _typed_like_default(ctx, data.get("required"), "imex.required", (False,))
+    ids = data.get("channelIDs")
+    if ids is not None and not (isinstance(ids, list) and (ids == [] or (
+            len(ids) == 1 and type(ids[0]) is int and ids[0] == 0))):
+        raise ctx.error("imex.channelIDs", "[] or [0] (NVIDIA's AssertChannelIDsValid)", ids)
+
+
+def _check_resources(ctx: _Ctx, data: Mapping) -> None:
+    """``resources``: keys and types as upstream's Resources (gpus, mig: lists of
+    {pattern, name}, both strings and both required). Checked so a typo is refused, then
+    ignored as upstream ignores it."""
+    _check_keys(ctx, data, "resources", _RESOURCE_LISTS)
+    for key in _RESOURCE_LISTS:
+        items = data.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise ctx.error(f"resources.{key}", "a list of {pattern, name} entries", items)
+        for i, item in enumerate(items):
+            path = f"resources.{key}[{i}]"
+            entry = _mapping(ctx, item, path)
+            _check_keys(ctx, entry, path, _RESOURCE_KEYS)
+            for field_name in _RESOURCE_KEYS:
+                if field_name not in entry:
+                    raise ctx.error(path, f"a {field_name!r} key (NVIDIA's Resource requires pattern and name)")
+                _string(ctx, entry[field_name], f"{path}.{field_name}")
 
 
 def _parse_devices(ctx: _Ctx, value: Any, path: str) -> Any:
@@ -576,6 +639,10 @@ def parse_config(data: Any, source: str = "<config>", marks: YamlMarks | None = 
         raise ctx.error("version", f"{VERSION!r} (the only config version)", version)
     flags = _parse_flags(ctx, _mapping(ctx, top.get("flags"), "flags"))
     sharing = _parse_sharing(ctx, _mapping(ctx, top.get("sharing"), "sharing"))
+    if "imex" in top:
+        _check_imex(ctx, _mapping(ctx, top["imex"], "imex"))
+    if "resources" in top:
+        _check_resources(ctx, _mapping(ctx, top["resources"], "resources"))
     for key in ("resources", "imex"):
         if key == "imex" and _section_is_default(top.get("imex"), _IMEX_DEFAULTS):
             continue

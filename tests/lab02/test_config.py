@@ -340,3 +340,38 @@ def test_load_config_none_is_default():
 def test_shipped_example_configs_load_without_warnings(name):
     c = load_config(EXAMPLES_DIR / name)
     assert c.warnings == ()
+
+
+# fresh tester 2 F1: keys and types inside flags.gfd, imex and resources (accepted but not acted
+# on) are checked too, with the spellings of NVIDIA's api/config/v1 (flags.go, imex.go,
+# resources.go): "a misspelled field is an error" holds everywhere serve --help says it does.
+@pytest.mark.parametrize("text, message", [
+    # line 2 "imex: {channelIds: [1]}": "imex: {" is 7 characters, the key at column 8
+    ("version: v1\nimex: {channelIds: [1]}\n",
+     "2:8: imex.channelIds: unknown key (did you mean channelIDs? NVIDIA's plugin would ignore the case "
+     "difference; this lab refuses it)"),
+    # line 3 "  gfd: {oneShot: true}": "  gfd: {" is 8 characters, column 9
+    ("version: v1\nflags:\n  gfd: {oneShot: true}\n",
+     "3:9: flags.gfd.oneShot: unknown key (did you mean oneshot? NVIDIA's plugin would ignore the case "
+     "difference; this lab refuses it)"),
+    # "flags: {gfd: {" is 14 characters, column 15
+    ("version: v1\nflags: {gfd: {bogusKey: 1}}\n",
+     "2:15: flags.gfd.bogusKey: unknown key; expected one of oneshot, noTimestamp, sleepInterval, outputFile, "
+     "machineTypeFile"),
+    # "flags: {gfd: " is 13 characters, the value at column 14
+    ("version: v1\nflags: {gfd: 5}\n", "2:14: flags.gfd: expected a mapping, got 5"),
+    # 'resources: {' 12 + 'gpus: [' 7 + '{' 1 + 'pattern: "*", ' 14 = 34 characters, column 35
+    ('version: v1\nresources: {gpus: [{pattern: "*", nme: gpu}]}\n',
+     "2:35: resources.gpus[0].nme: unknown key (did you mean name? NVIDIA's plugin would silently ignore"),
+    # "flags: {" 8 + "failOnInitError: " 17 = 25 characters, the value at column 26
+    ('version: v1\nflags: {failOnInitError: "no"}\n', "2:26: flags.failOnInitError: expected true or false, got 'no'"),
+    # "imex: {" 7 + "channelIDs: " 12 = 19, column 20; upstream's AssertChannelIDsValid allows [] or [0]
+    ("version: v1\nimex: {channelIDs: [1]}\n", "2:20: imex.channelIDs: expected [] or [0]"),
+    ("version: v1\nflags: {gfd: {sleepInterval: 60}}\n", "2:30: flags.gfd.sleepInterval: expected a string, got 60"),
+])
+def test_ignored_sections_still_refuse_typos_and_wrong_types(tmp_path, text, message):
+    p = tmp_path / "config.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_config(p)
+    assert str(info.value).startswith(f"{p}:{message}")

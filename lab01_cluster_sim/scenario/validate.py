@@ -21,7 +21,7 @@ import functools
 import re
 from typing import Any
 
-from lab01_cluster_sim.scenario.schemas import SCHEMAS
+from lab01_cluster_sim.scenario.schemas import CRD_ONLY_FIELDS, SCHEMAS
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
 KUBERNETES_VERSION = "1.35"
@@ -165,6 +165,12 @@ def _schema_error(doc: Document, exc: Any) -> ScenarioError:
         extra = sorted(k for k in instance if k not in allowed)
         if extra:
             field_path = path + (extra[0],)
+            real = CRD_ONLY_FIELDS.get((doc.data.get("apiVersion"), doc.data.get("kind")), {}).get(path, frozenset())
+            if extra[0] in real:
+                return ScenarioError(f"{where(doc.file, doc.key_pos(field_path))}: {object_name(doc.data)}: "
+                                     f"{format_path(field_path)}: a field of Kueue's {doc.data['apiVersion']} "
+                                     f"{doc.data['kind']} that the simulator does not model; remove it to run the "
+                                     f"scenario (modelled: {', '.join(sorted(allowed))})")
             expected = ", ".join(sorted(allowed)) or "no fields"
             close = difflib.get_close_matches(str(extra[0]), sorted(allowed), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""

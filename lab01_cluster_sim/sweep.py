@@ -158,8 +158,12 @@ class RunSpec:
 
 
 def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: Sequence[int],
-         params: Mapping[str, Sequence[object]] | None = None) -> list[RunSpec]:
+         params: Mapping[str, Sequence[object]] | None = None,
+         typed: Mapping[str, Sequence[str]] | None = None) -> list[RunSpec]:
     """The Cartesian product, in a stable order (policy, workload, seed, params).
+
+    ``typed``: the parameter values as the user wrote them (``{"nodes": ["1e9"]}``, same
+    order as ``params``), echoed as they are in a message about one (``--param nodes=1e9``).
 
     Raises:
         InputError: an unknown runner or an empty axis; a policy the runner does not know
@@ -190,11 +194,11 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
                 raise InputError(f"--param {key}={v}: the {runner} runner does not know {v!r}; expected one of: "
                                  f"{', '.join(choices)}")
     params = _whole_numbers(runner, params)
-    _check_param_bounds(runner, params)
+    _check_param_bounds(runner, params, typed)
     for w in workloads:
         _check_workload(runner, w)
     if runner == "replay":
-        _check_replay_params(params, workloads)
+        _check_replay_params(params, workloads, typed)
     for s in seeds:
         if int(s) < 0:
             raise InputError(f"--seeds: seeds must be >= 0, got {s}")
@@ -234,11 +238,20 @@ def _shown(v: object) -> object:
     return v
 
 
-def _check_param_bounds(runner: str, params: Mapping[str, Sequence[object]]) -> None:
+def _typed(typed: Mapping[str, Sequence[str]] | None, key: str, i: int, v: object) -> object:
+    """What the user wrote for the ``i``-th value of ``key`` when known, else ``v`` as
+    :func:`_shown` prints it."""
+    texts = (typed or {}).get(key, ())
+    return texts[i] if i < len(texts) else _shown(v)
+
+
+def _check_param_bounds(runner: str, params: Mapping[str, Sequence[object]],
+                        typed: Mapping[str, Sequence[str]] | None = None) -> None:
     """Raise InputError for a numeric parameter out of :data:`PARAM_BOUNDS` (so ``nodes=0``
-    or ``interarrival=nan`` is refused before any run, not in every row)."""
+    or ``interarrival=nan`` is refused before any run, not in every row); the message echoes
+    the value as typed (``typed``, see :func:`grid`)."""
     for key, (kind, low, high) in PARAM_BOUNDS.get(runner, {}).items():
-        for v in params.get(key, ()):
+        for i, v in enumerate(params.get(key, ())):
             number = not isinstance(v, bool) and isinstance(v, (int, float))
             if kind == "int":
                 ok = number and isinstance(v, int) and low <= v <= high
@@ -251,22 +264,25 @@ def _check_param_bounds(runner: str, params: Mapping[str, Sequence[object]]) -> 
                 ok = number and math.isfinite(v) and low <= v <= high
                 want = f"a number from {low:g} to {high:g}"
             if not ok:
-                raise InputError(f"--param {key}={_shown(v)}: the {runner} runner expects {want}")
+                raise InputError(f"--param {key}={_typed(typed, key, i, v)}: the {runner} runner expects {want}")
 
 
-def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequence[str]) -> None:
+def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequence[str],
+                         typed: Mapping[str, Sequence[str]] | None = None) -> None:
     """Raise InputError unless the replay runner's params are in range: ``inflation`` a number
     from 0.01 to 10 (as ``compare --inflation``), ``workload_seed`` a seed, and only with the
     synthetic workload (a trace has no workload seed: a row must not claim one)."""
     from lab01_cluster_sim.commands._options import MAX_SEED
 
-    for v in params.get("inflation", ()):
+    for i, v in enumerate(params.get("inflation", ())):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.01 <= v <= 10:
-            raise InputError(f"--param inflation={_shown(v)}: expected a multiple of capacity from 0.01 to 10")
+            raise InputError(f"--param inflation={_typed(typed, 'inflation', i, v)}: expected a multiple of "
+                             "capacity from 0.01 to 10")
     seeds = params.get("workload_seed", ())
-    for v in seeds:
+    for i, v in enumerate(seeds):
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED:
-            raise InputError(f"--param workload_seed={v}: expected a seed, a whole number from 0 to {MAX_SEED:,}")
+            raise InputError(f"--param workload_seed={_typed(typed, 'workload_seed', i, v)}: expected a seed, a "
+                             f"whole number from 0 to {MAX_SEED:,}")
     if seeds and any(w != "synthetic" for w in workloads):
         raise InputError("--param workload_seed: only the synthetic workload has a workload seed; "
                          f"got --workloads {','.join(w for w in workloads if w != 'synthetic')}")
@@ -495,7 +511,18 @@ def parse_param(text: str) -> tuple[str, list[object]]:
     vals = [v for v in values.split(",") if v != ""]
     if not key or not vals:
         raise InputError(f"--param {text!r}: expected KEY=V1,V2,... with a key and at least one value")
-    return key, [_number(v) for v in vals]
+    numbers = [_number(v) for v in vals]
+    for i, v in enumerate(numbers):
+        if v in numbers[:i]:      # 2 and 2.0 are one value; NaN never equals itself
+            raise InputError(f"--param {text}: each value once, got {vals[i]} more than once")
+    return key, numbers
+
+
+def param_texts(text: str) -> tuple[str, list[str]]:
+    """``"key=v1,v2"`` -> ``("key", ["v1", "v2"])``, the values as typed (for messages; see
+    :func:`grid`'s ``typed``). Call :func:`parse_param` first: it refuses malformed text."""
+    key, _, values = text.partition("=")
+    return key, [v for v in values.split(",") if v != ""]
 
 
 def _number(v: str) -> object:

@@ -112,9 +112,10 @@ def _names(text: str | None, option: str) -> list[str] | None:
 
 def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.commands.compare import parse_seeds
-    from lab01_cluster_sim.sweep import RUNNER_DEFAULT_WORKLOADS, default_policies, grid, parse_param, run_sweep
+    from lab01_cluster_sim.sweep import RUNNER_DEFAULT_WORKLOADS, default_policies, grid, param_texts, parse_param, run_sweep
 
     params = dict(parse_param(p) for p in args.param)
+    typed = dict(param_texts(p) for p in args.param)
     policies = _names(args.policies, "--policies") or list(default_policies(args.runner, trace=bool(args.trace)))
     workloads = _names(args.workloads, "--workloads")
     if args.trace:
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     if args.output:
         _check_writable(args.output)
-    specs = grid(args.runner, policies, workloads, seeds, params)
+    specs = grid(args.runner, policies, workloads, seeds, params, typed)
     result = run_sweep(specs, workers=args.workers, dask=args.dask, quiet=args.quiet)
     text = result.to_csv()
     if args.output:

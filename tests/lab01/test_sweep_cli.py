@@ -54,13 +54,20 @@ def _status(argv):
     # fresh tester #10: the value simulate --nodes refuses ran away here (30 s, 700 MB) before lab01fix
     (["--param", "nodes=1000000000"],
      "error: --param nodes=1000000000: the disciplines runner expects a whole number from 1 to 10,000"),
-    # issue 11 §2 (polish): the value is echoed as the whole number it is, not 1000000000.0
+    # issue 11 §2, fresh tester 2 F3: the value is echoed as typed, with the range
     (["--param", "nodes=1e9"],
-     "error: --param nodes=1000000000: the disciplines runner expects a whole number from 1 to 10,000"),
-    (["--runner", "simulate", "--param", "interarrival=1e9"],
-     "error: --param interarrival=1000000000: the simulate runner expects a finite number > 0 and <= 10,000,000"),
+     "error: --param nodes=1e9: the disciplines runner expects a whole number from 1 to 10,000"),
+    (["--param", "nodes=1e999"],
+     "error: --param nodes=1e999: the disciplines runner expects a whole number from 1 to 10,000"),
+    (["--param", "nodes=4,1e-3"],
+     "error: --param nodes=1e-3: the disciplines runner expects a whole number from 1 to 10,000"),
+    (["--runner", "simulate", "--param", "interarrival=1e308"],
+     "error: --param interarrival=1e308: the simulate runner expects a finite number > 0 and <= 10,000,000"),
     (["--runner", "replay", "--param", "workload_seed=1e30"],
-     "error: --param workload_seed=1e+30: expected a seed, a whole number from 0 to 4,294,967,295"),
+     "error: --param workload_seed=1e30: expected a seed, a whole number from 0 to 4,294,967,295"),
+    # fresh tester 2 F6: a repeated value is refused, as --seeds 0,0 is (2 and 2.0 are one value)
+    (["--param", "nodes=2,2"], "error: --param nodes=2,2: each value once, got 2 more than once"),
+    (["--param", "nodes=2,2.0"], "error: --param nodes=2,2.0: each value once, got 2.0 more than once"),
     (["--runner", "simulate", "--param", "nodes=1000000000"],
      "error: --param nodes=1000000000: the simulate runner expects a whole number from 1 to 100,000"),
     (["--param", "gpus_per_node=65"], "--param gpus_per_node=65: the disciplines runner expects a whole number from 1"),

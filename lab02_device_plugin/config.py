@@ -656,7 +656,8 @@ def parse_config(data: Any, source: str = "<config>", marks: YamlMarks | None = 
 
 
 def load_config(path: str | Path | None) -> Config:
-    """Read and validate a config file; ``None`` gives :class:`Config()` (upstream defaults).
+    """Read and validate a config file; ``None`` gives :class:`Config()` (upstream defaults),
+    and so does an empty file (or one of comments only), with one warning saying so.
 
     The file is bounded (:data:`~.limits.MAX_CONFIG_BYTES`, YAML nesting and alias
     expansion: see :mod:`.limits`), so a hostile file is one error line, quickly.
@@ -672,6 +673,9 @@ def load_config(path: str | Path | None) -> Config:
     text = read_text_bounded(path, MAX_CONFIG_BYTES, "config file")
     require_utf8(path, text, MAX_CONFIG_BYTES, str(path), "a YAML config file (text)")
     data = safe_load_bounded(text, str(path), "a YAML config file")
+    if data is None:   # an empty file (or only comments): the defaults, said once (fresh tester 2 F9)
+        return Config(warnings=(f"{path}: empty config file: running with the defaults (no sharing, "
+                                "migStrategy none)",))
     return parse_config(data, str(path), yaml_marks(text))
 
 

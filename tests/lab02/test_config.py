@@ -375,3 +375,13 @@ def test_ignored_sections_still_refuse_typos_and_wrong_types(tmp_path, text, mes
     with pytest.raises(InputError) as info:
         load_config(p)
     assert str(info.value).startswith(f"{p}:{message}")
+
+
+@pytest.mark.parametrize("text", ["", "# nothing yet\n"])
+def test_an_empty_config_file_runs_the_defaults_with_one_warning(tmp_path, text):
+    # fresh tester 2 F9: an empty --config was silent at start-up (an empty --inventory is an error)
+    p = tmp_path / "empty.yaml"
+    p.write_text(text)
+    c = load_config(p)
+    assert (c.flags, c.sharing) == (Config().flags, Config().sharing)
+    assert c.warnings == (f"{p}: empty config file: running with the defaults (no sharing, migStrategy none)",)

@@ -217,8 +217,8 @@ def read_text_bounded(path: str | Path, limit: int, what: str) -> str:
 
 def require_utf8(path: str | Path, text: str, limit: int, where: str, expected: str) -> None:
     """Refuse a file that :func:`read_text_bounded` read with replacement characters because
-    it is not UTF-8, naming the first bad byte: ``<where>: byte 12 is not UTF-8; expected
-    <expected>``. (A U+FFFD that the file itself holds, correctly encoded, passes.)
+    it is not UTF-8, naming the first bad byte and its line:column: ``<where>:2:1: byte 12
+    (0xff) is not UTF-8; expected <expected>``. (A U+FFFD that the file itself holds, correctly encoded, passes.)
 
     Raises:
         InputError: the first ``limit`` bytes of ``path`` are not UTF-8.
@@ -227,9 +227,15 @@ def require_utf8(path: str | Path, text: str, limit: int, where: str, expected: 
         return
     try:
         with Path(path).open("rb") as fh:
-            fh.read(limit + 1)[:limit].decode("utf-8")
+            data = fh.read(limit + 1)[:limit]
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: byte {exc.start} is not UTF-8; expected {expected}") from None
+        # line and column (1-based, in characters) of the bad byte, as a YAML error gives them
+        before = data[:exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before[before.rfind(b"\n") + 1:].decode("utf-8")) + 1
+        raise InputError(f"{where}:{line}:{column}: byte {exc.start} (0x{data[exc.start]:02x}) is not UTF-8; "
+                         f"expected {expected}") from None
     except OSError:
         return
 

@@ -53,16 +53,18 @@ def test_serve_config_that_is_not_utf8(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_bytes(b"version: v1\n\xff\xfe\n")
     line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
-    # b"version: v1\n" is 12 bytes, so the first bad byte is at offset 12.
-    assert line == f"error: {config}: byte 12 is not UTF-8; expected a YAML config file (text)"
+    # b"version: v1\n" is 12 bytes, so the first bad byte is at offset 12: line 2, column 1.
+    assert line == f"error: {config}:2:1: byte 12 (0xff) is not UTF-8; expected a YAML config file (text)"
 
 
 def test_kubelet_pods_file_that_is_binary(tmp_path):
     pods = tmp_path / "pods.yaml"
     pods.write_bytes(bytes(range(256)))
     line = one_error_line(cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), "--pods", str(pods)))
-    # bytes 0..127 are ASCII, 128 (0x80) is the first byte that is not UTF-8
-    assert line == f"error: --pods {pods}: byte 128 is not UTF-8; expected a YAML file of Pod manifests"
+    # bytes 0..127 are ASCII, 128 (0x80) is the first byte that is not UTF-8; byte 10 is the
+    # only newline before it, so it is on line 2 at column 128 - 11 + 1 = 118
+    assert line == (f"error: --pods {pods}:2:118: byte 128 (0x80) is not UTF-8; expected a YAML file of Pod "
+                    "manifests")
 
 
 def test_serve_socket_dir_without_write_access_is_one_line(tmp_path):

@@ -117,7 +117,8 @@ def test_an_inventory_with_a_byte_that_is_not_utf8_names_the_byte(tmp_path):
     path.write_bytes(b"gpus:\n- model: H100-80GB\xff\n")
     with pytest.raises(InputError) as info:
         load_inventory(path)
-    assert str(info.value) == (f"{path}: byte 24 is not UTF-8; expected an nvidia-smi XML dump, "
+    # "- model: H100-80GB" is 18 characters: line 2, column 19
+    assert str(info.value) == (f"{path}:2:19: byte 24 (0xff) is not UTF-8; expected an nvidia-smi XML dump, "
                                "nvidia-smi -L output or a YAML GPU spec (text)")
 
 

@@ -169,10 +169,10 @@ def _flow(value: Any, budget: int = MAX_VALUE_CHARS) -> str | None:
         used = 2
         for item in items:
             if isinstance(value, dict):
-                key, val = _flow(item[0], budget), _flow(item[1], budget)
+                key, val = _flow_item(item[0], budget), _flow_item(item[1], budget)
                 part = None if key is None or val is None else f"{key}: {val}"
             else:
-                part = _flow(item, budget)
+                part = _flow_item(item, budget)
             if part is None:  # an item past the budget
                 return None
             used += len(part) + 2
@@ -181,6 +181,21 @@ def _flow(value: Any, budget: int = MAX_VALUE_CHARS) -> str | None:
             parts.append(part)
         return ("{" + ", ".join(parts) + "}") if isinstance(value, dict) else "[" + ", ".join(parts) + "]"
     return shorten(repr(value), budget)
+
+
+# A string YAML reads back as the same string without quotes: no YAML special word or number,
+# no flow or comment characters (``a/b``, ``nvidia.com/gpu``, ``v1``, ``3g.40gb``).
+_PLAIN = re.compile(r"[A-Za-z_./][A-Za-z0-9_./-]*")
+_YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"})
+
+
+def _flow_item(value: Any, budget: int) -> str | None:
+    """An item inside a list or mapping in YAML flow style: a plain string bare
+    (``{name: nvidia.com/gpu, replicas: 4}``, as the file would write it), else :func:`_flow`."""
+    if isinstance(value, str) and len(value) <= budget and _PLAIN.fullmatch(value) \
+            and value.lower() not in _YAML_WORDS:
+        return value
+    return _flow(value, budget)
 
 
 def read_text_bounded(path: str | Path, limit: int, what: str) -> str:

@@ -252,7 +252,8 @@ def test_load_config_yaml_syntax_error_has_line_and_column(tmp_path):
      "1:1: x-base: unknown key; expected one of version, flags, sharing, resources, imex (NVIDIA's "
      "plugin ignores unknown keys; this lab refuses them)"),
     # a whole document of the wrong kind: line 1, column 1
-    ("- version: v1\n", "1:1: (top level): expected a mapping, got [{'version': 'v1'}]"),
+    # fresh tester 2 F8: shown as YAML flow style (plain strings bare), not as a Python repr
+    ("- version: v1\n", "1:1: (top level): expected a mapping, got [{version: v1}]"),
 ])
 def test_load_config_error_names_file_line_column_key_and_expected(tmp_path, text, message):
     p = tmp_path / "config.yaml"

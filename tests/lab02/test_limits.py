@@ -61,7 +61,10 @@ def test_short_repr_never_builds_a_huge_repr():
     (datetime.date(2024, 1, 1), "a date (2024-01-01)"),
     (datetime.datetime(2024, 1, 1, 10, 0), "a timestamp (2024-01-01 10:00:00)"),
     (b"hello", "!!binary data (5 bytes)"), (float("inf"), ".inf"), (float("-inf"), "-.inf"),
-    (float("nan"), ".nan"), (4.0, "4.0"), ({"a": 1, "b": [True, None]}, "{'a': 1, 'b': [true, null]}"),
+    (float("nan"), ".nan"), (4.0, "4.0"), ({"a": 1, "b": [True, None]}, "{a: 1, b: [true, null]}"),
+    # a string that YAML would read as something else keeps its quotes inside a collection
+    ({"name": "nvidia.com/gpu", "x": "yes", "k": "4", "z": "a b"},
+     "{name: nvidia.com/gpu, x: 'yes', k: '4', z: 'a b'}"),
 ])
 def test_values_are_shown_in_yaml_words_not_python_reprs(value, shown):
     assert short_repr(value) == shown

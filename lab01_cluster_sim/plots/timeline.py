@@ -3,6 +3,8 @@ Kueue admission one panel per ClusterQueue (admitted GPUs against its nominal qu
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,7 +49,9 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
     if isinstance(timelines, Timeline):
         timelines = {"": timelines}
     queues = [q.cluster_queue for q in next(iter(quotas.values()), [])] if quotas else []
-    hidden = max(0, len(queues) - MAX_QUEUE_PANELS)
+    queues.sort(key=_natural_key)           # q2 before q10, as a reader counts
+    hidden_names = queues[MAX_QUEUE_PANELS:]
+    hidden = len(hidden_names)
     queues = queues[:MAX_QUEUE_PANELS]
     fig = Figure(figsize=(8, 5 + 1.9 * len(queues)), constrained_layout=True)
     axes = fig.subplots(2 + len(queues), 1, sharex=True,
@@ -78,10 +82,17 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
     for ax in axes:
         ax.grid(True, alpha=0.3)
     if hidden:
-        title = f"{title or ''}{' ' if title else ''}({hidden} more ClusterQueue{'s' * (hidden != 1)} not drawn)"
+        named = ", ".join(hidden_names[:5]) + (f" and {hidden - 5} more" if hidden > 5 else "")
+        title = f"{title or ''}{' ' if title else ''}(not drawn: ClusterQueue{'s' * (hidden != 1)} {named})"
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _natural_key(name: str) -> tuple:
+    """Sort key that orders the digit runs of a name as numbers: q2 < q10 (a ClusterQueue's
+    name is a DNS subdomain: letters, digits, '-' and '.')."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name))
 
 
 def _quota_panel(ax, name: str, runs: Mapping[str, Any], scale: float) -> None:

@@ -377,8 +377,12 @@ def test_timeline_draws_at_most_eight_cluster_queue_panels():
     from lab01_cluster_sim.plots.timeline import MAX_QUEUE_PANELS, plot_timeline
 
     tl = Timeline(*(np.array(v, dtype=float) for v in ([0, 60], [1, 0], [0, 0], [np.nan] * 2, [0, 0], [1, 0])))
-    series = [QuotaSeries(f"q{i:02d}", "c", np.array([0.0, 60.0]), np.array([1, 0]), 1, None) for i in range(11)]
+    # fresh tester 2 F10: names q0..q10 in string order (q0, q1, q10, q2, ...) are drawn in
+    # natural order, q0..q7, and the three not drawn are named: q8, q9, q10
+    series = [QuotaSeries(f"q{i}", "c", np.array([0.0, 60.0]), np.array([1, 0]), 1, None)
+              for i in sorted(range(11), key=str)]
     fig = plot_timeline({"run": tl}, title="t", quotas={"run": series}, time_unit="s")
     # 2 + 8 panels; 11 - 8 = 3 queues named in the title instead
     assert MAX_QUEUE_PANELS == 8 and len(fig.get_axes()) == 10
-    assert fig.get_suptitle() == "t (3 more ClusterQueues not drawn)"
+    assert fig.get_suptitle() == "t (not drawn: ClusterQueues q8, q9, q10)"
+    assert [ax.get_title(loc="left").split()[1] for ax in fig.get_axes()[2:]] == [f"q{i}" for i in range(8)]

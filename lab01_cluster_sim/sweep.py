@@ -195,6 +195,7 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
                                  f"{', '.join(choices)}")
     params = _whole_numbers(runner, params)
     _check_param_bounds(runner, params, typed)
+    workloads = [_whole_workload(runner, w) for w in workloads]
     for w in workloads:
         _check_workload(runner, w)
     if runner == "replay":
@@ -286,6 +287,20 @@ def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequ
     if seeds and any(w != "synthetic" for w in workloads):
         raise InputError("--param workload_seed: only the synthetic workload has a workload seed; "
                          f"got --workloads {','.join(w for w in workloads if w != 'synthetic')}")
+
+
+def _whole_workload(runner: str, workload: str) -> str:
+    """A job count written as a whole float (``1e3``, ``300.0``) as its digits (``1000``) for
+    the runners whose workload is a job count, as ``simulate --jobs 1e3`` takes it; anything
+    else unchanged (and checked by :func:`_check_workload`)."""
+    if runner in ("disciplines", "simulate") and not workload.isdigit():
+        try:
+            value = float(workload)
+        except ValueError:
+            return workload
+        if math.isfinite(value) and value.is_integer() and value >= 0:
+            return str(int(value))
+    return workload
 
 
 def _check_workload(runner: str, workload: str) -> None:

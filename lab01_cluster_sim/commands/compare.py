@@ -70,6 +70,11 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     seeds: list[int] = []
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if m is None and re.fullmatch(r"\s*\d+(\.\d*)?([eE]\+?\d+)?\s*", part):
+            # a whole number written as 1e1 or 10.0, as simulate --seed takes it
+            value = float(part)
+            if math.isfinite(value) and value.is_integer():
+                m = re.fullmatch(r"(\d+)(-\d+)?", str(int(value)))   # the seed alone: group 2 None
         if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
             raise InputError(f"--seeds {text!r}: expected integers >= 0 or ranges like 42,43 or 42-51, got {part!r}")
         lo = int(m.group(1))

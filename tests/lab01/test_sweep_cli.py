@@ -212,3 +212,12 @@ def test_sweep_names_the_parameter_axes_it_wrote(capsys):
                  "--param", "nodes=1,2"]) == 0
     err = capsys.readouterr().err
     assert "wrote 2 runs (1 policy x 1 workload x 1 seed x 2 nodes values; 2 ok, 0 failed) to stdout" in err
+
+
+def test_whole_numbers_written_as_floats_are_accepted_for_seeds_and_workloads(capsys):
+    # fresh tester 2 F5: as simulate --seed 1e1 and --jobs 2e1, --seeds 1e1 is seed 10 and
+    # --workloads 5e0 is 5 jobs; the rows say 10 and 5
+    assert main(["sweep", "--quiet", "--policies", "fifo", "--workloads", "5e0", "--seeds", "1e1,2.0",
+                 "--workers", "1"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["workload"], r["seed"]) for r in rows] == [("5", "10"), ("5", "2")]

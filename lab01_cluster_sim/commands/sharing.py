@@ -89,14 +89,19 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(f"--requests item {item!r}: expected memory > 0 GB and a compute share in (0, 1]")
             reqs.append((mem, comp))
     layout = None
-    if args.layout:   # checked before anything is printed: a bad layout gives one error line only
-        profiles = tuple(p.strip() for p in args.layout.split(",") if p.strip())
-        if not profiles:
+    if args.layout is not None:   # checked before anything is printed: a bad layout gives one error line only
+        profiles = tuple(p.strip() for p in args.layout.split(","))
+        if not any(profiles):
             raise InputError(f"--layout {args.layout!r}: expected comma-separated MIG profiles, e.g. 3g.40gb,3g.40gb")
+        if not all(profiles):      # '3g.40gb,,2g.20gb': an item lost in an edit, not skipped silently
+            raise InputError(f"--layout {args.layout!r}: item {profiles.index('') + 1} is empty; expected "
+                             "comma-separated MIG profiles, e.g. 3g.40gb,3g.40gb")
         try:
             layout = MigLayout(args.gpu, profiles)
         except InputError as exc:
-            raise InputError(f"--layout {args.layout!r}: {exc}") from None
+            # the message names the layout again ("MIG layout 7g.80gb,1g.10gb does not fit..."): once is enough
+            msg = str(exc).removeprefix(f"MIG layout {','.join(profiles)} ")
+            raise InputError(f"--layout {args.layout!r}: {msg}") from None
     rows = compare_sharing_modes(args.gpu, _memory_gb(args.gpu), args.jobs, args.job_memory_gb, args.job_compute,
                                  TimeSlicingParams(args.slice_ms, args.switch_us))
     table = [{"mode": r.mode, "advertised": ", ".join(f"{k}: {v}" for k, v in r.advertised.items()),

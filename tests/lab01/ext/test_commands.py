@@ -182,7 +182,20 @@ def test_sharing_layout_is_checked_before_anything_is_printed(capsys):
     # 7g.80gb takes the whole GPU: a 1g.10gb cannot fit beside it. One error line, nothing on stdout.
     assert main(["sharing", "--layout", "7g.80gb,1g.10gb"]) == 1
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith("error: --layout '7g.80gb,1g.10gb': MIG layout") and err.count("\n") == 1
+    assert out == "" and err.startswith("error: --layout '7g.80gb,1g.10gb': does not fit one A100-80GB") \
+        and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("layout, message", [
+    # fresh tester 2 F7: an empty item or an empty layout is refused, not skipped or ignored
+    ("3g.40gb,,2g.20gb", "error: --layout '3g.40gb,,2g.20gb': item 2 is empty; expected comma-separated MIG "
+                         "profiles, e.g. 3g.40gb,3g.40gb\n"),
+    ("", "error: --layout '': expected comma-separated MIG profiles, e.g. 3g.40gb,3g.40gb\n"),
+])
+def test_sharing_layout_with_an_empty_item_is_refused(capsys, layout, message):
+    assert main(["sharing", "--layout", layout]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == message
 
 
 @pytest.mark.parametrize("argv, message", [

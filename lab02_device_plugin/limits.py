@@ -403,7 +403,7 @@ def _shorten_quoted(text: str) -> str:
     return shorten_words(_QUOTED.sub(cut, text), MAX_MESSAGE_CHARS)
 
 
-def _yaml_error(exc: yaml.YAMLError, source: str, expected: str) -> InputError:
+def _yaml_error(exc: yaml.YAMLError, source: str, expected: str, text: str = "") -> InputError:
     if isinstance(exc, _Refused):
         mark = exc.mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
@@ -415,6 +415,11 @@ def _yaml_error(exc: yaml.YAMLError, source: str, expected: str) -> InputError:
     context = getattr(exc, "context", None)
     if context and problem.startswith("but "):  # "expected a single document ... but found another"
         problem = f"{context} {problem}"
+    if mark is not None and text:     # the C loader's marks carry no buffer: look in the text
+        lines = text.split("\n")
+        line = lines[mark.line] if mark.line < len(lines) else ""
+        if line[mark.column:mark.column + 1] == "\t":
+            problem = f"{problem}: a tab; YAML indents with spaces only"
     return InputError(f"{where}: invalid YAML ({_shorten_quoted(str(problem))}); expected {expected}")
 
 
@@ -433,7 +438,7 @@ def check_yaml(text: str, source: str, expected: str, *, max_depth: int = MAX_YA
         while loader.check_event():
             meter.feed(loader.get_event())
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, source, expected) from None
+        raise _yaml_error(exc, source, expected, text) from None
     finally:
         loader.dispose()
 
@@ -455,7 +460,7 @@ def safe_load_bounded(text: str, source: str, expected: str, **bounds: int) -> A
     try:
         return yaml.load(text, Loader=loader_cls)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, source, expected) from None
+        raise _yaml_error(exc, source, expected, text) from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits (int() refuses it)
         raise InputError(f"{source}: {shorten(str(exc))}; expected {expected}") from None
 
@@ -467,7 +472,7 @@ def safe_load_all_bounded(text: str, source: str, expected: str, **bounds: int) 
     try:
         return list(_load_all(text, loader_cls))
     except yaml.YAMLError as exc:
-        raise _yaml_error(exc, source, expected) from None
+        raise _yaml_error(exc, source, expected, text) from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits (int() refuses it)
         raise InputError(f"{source}: {shorten(str(exc))}; expected {expected}") from None
 

@@ -386,3 +386,13 @@ def test_an_empty_config_file_runs_the_defaults_with_one_warning(tmp_path, text)
     c = load_config(p)
     assert (c.flags, c.sharing) == (Config().flags, Config().sharing)
     assert c.warnings == (f"{p}: empty config file: running with the defaults (no sharing, migStrategy none)",)
+
+
+def test_a_tab_in_the_indentation_is_named(tmp_path):
+    # fresh tester 2 F8: line 3 starts with a tab (column 1); PyYAML only says "cannot start any token"
+    p = tmp_path / "tab.yaml"
+    p.write_text("version: v1\nflags:\n\tmigStrategy: none\n")
+    with pytest.raises(InputError) as info:
+        load_config(p)
+    assert str(info.value) == (f"{p}:3:1: invalid YAML (found character that cannot start any token: a tab; YAML "
+                               "indents with spaces only); expected a YAML config file")

@@ -602,7 +602,7 @@ def from_yaml_spec(spec: Any, source: str = "<spec>") -> Inventory:
         raise InputError(f"{source}: empty file; expected a YAML GPU spec (a mapping with a "
                          "`gpus:` list), an `nvidia-smi -q -x` XML dump or `nvidia-smi -L` output")
     if not isinstance(spec, Mapping):
-        raise InputError(f"{source}: expected a mapping with a `gpus:` list, got {type(spec).__name__}")
+        raise InputError(f"{source}: (top level): expected a mapping with a `gpus:` list, got {short_repr(spec)}")
     unknown = [k for k in spec if k not in ("gpus", "nvlink_islands", "node")]
     if unknown:
         raise InputError(f"{source}: {shorten(str(unknown[0]))}: unknown key; expected one of gpus, "

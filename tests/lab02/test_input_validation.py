@@ -405,3 +405,12 @@ def test_stopping_one_of_two_plugins_on_one_path_keeps_the_others_socket():
             assert not Path(d, resource.socket_name).exists()  # its owner removed it
         finally:
             first.stop()
+
+
+def test_an_inventory_that_is_a_list_is_worded_as_the_config_is(tmp_path):
+    # fresh tester 2 F8: "(top level)" and the value in YAML words, as a config's top-level list
+    path = tmp_path / "inv.yaml"
+    path.write_text("- model: H100-80GB\n")
+    with pytest.raises(InputError) as info:
+        load_inventory(path)
+    assert str(info.value) == f"{path}: (top level): expected a mapping with a `gpus:` list, got [{{model: H100-80GB}}]"

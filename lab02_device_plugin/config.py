@@ -359,7 +359,10 @@ def _mapping(ctx: _Ctx, value: Any, path: str) -> Mapping:
         raise ctx.error(path, "a mapping", value)
     for key in value:
         if not isinstance(key, str):
-            raise ctx.error(path, "string keys", key)
+            # point at the key itself (``1: x`` on line 2), else at the mapping
+            child = str(key) if path == "(top level)" else f"{path}.{key}"
+            pos = ctx.where(child, key=True) if ctx.marks is not None and ctx.marks.keys.get(child) else ctx.where(path)
+            raise InputError(f"{pos}: {path}: expected string keys, got {short_repr(key)}")
     return value
 
 

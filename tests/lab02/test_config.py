@@ -396,3 +396,12 @@ def test_a_tab_in_the_indentation_is_named(tmp_path):
         load_config(p)
     assert str(info.value) == (f"{p}:3:1: invalid YAML (found character that cannot start any token: a tab; YAML "
                                "indents with spaces only); expected a YAML config file")
+
+
+def test_a_key_that_is_not_a_string_is_pointed_at(tmp_path):
+    # fresh tester 2 F8: "1: x" is on line 2, column 1 (it was reported at 1:1, the mapping)
+    p = tmp_path / "c.yaml"
+    p.write_text("version: v1\n1: x\n")
+    with pytest.raises(InputError) as info:
+        load_config(p)
+    assert str(info.value) == f"{p}:2:1: (top level): expected string keys, got 1"

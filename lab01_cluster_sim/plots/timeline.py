@@ -58,10 +58,14 @@ def plot_timeline(timelines: Timeline | Mapping[str, Timeline], title: str | Non
                         gridspec_kw={"height_ratios": [1, 1] + [0.85] * len(queues)})
     ax_alloc, ax_str = axes[0], axes[1]
     for label, tl in timelines.items():
-        t = tl.time / scale[time_unit]
-        ax_alloc.step(t, 100 * tl.allocation_ratio, where="post", label=label or None)
-        ok = tl.stranded_gpus >= 0  # -1 = not computed at that sample
-        ax_str.step(t[ok], tl.stranded_gpus[ok], where="post", label=label or None)
+        # several samples at one instant (an eviction and a readmission at t=1800 s) are one
+        # state: keep the last, or the step line draws a dip of zero width
+        last = np.r_[np.diff(tl.time) != 0, True] if len(tl.time) else np.zeros(0, dtype=bool)
+        t = tl.time[last] / scale[time_unit]
+        ax_alloc.step(t, 100 * tl.allocation_ratio[last], where="post", label=label or None)
+        stranded = tl.stranded_gpus[last]
+        ok = stranded >= 0  # -1 = not computed at that sample
+        ax_str.step(t[ok], stranded[ok], where="post", label=label or None)
     ax_alloc.set_ylabel("GPU allocation ratio (%)")
     ax_alloc.set_ylim(0, 100)
     ax_str.set_ylabel("stranded GPUs")

@@ -52,3 +52,18 @@ def test_all_zero_stranded_axis_is_integer_from_zero():
     assert ax.get_ylim() == (0.0, 1.05)
     ticks = [t for t in ax.get_yticks() if 0 <= t <= 1.05]
     assert all(float(t).is_integer() for t in ticks)
+
+
+def test_samples_at_one_instant_are_drawn_as_the_last_state():
+    # fresh tester 2 F10: an eviction and a readmission at t=1800 s were drawn as a dip of zero
+    # width (100 % -> 75 % -> 100 % at one instant); the figure keeps the last state per instant
+    import numpy as np
+
+    from lab01_cluster_sim.metrics import Timeline
+
+    t = [0.0, 1800.0, 1800.0, 3600.0]
+    tl = Timeline(*(np.array(v, dtype=float) for v in (t, [1.0, 0.75, 1.0, 0.5], [0, 0, 0, 0], [np.nan] * 4,
+                                                       [0, 0, 0, 0], [1, 1, 1, 1])))
+    alloc_ax = plot_timeline({"run": tl}, time_unit="s").axes[0]
+    assert alloc_ax.lines[0].get_xdata().tolist() == [0.0, 1800.0, 3600.0]
+    assert alloc_ax.lines[0].get_ydata().tolist() == [100.0, 100.0, 50.0]

@@ -205,6 +205,9 @@ spec:
     ("  simulation: {until: .nan}\n", "FILE:5:23: Scenario/s: spec.simulation.until: expected a finite number, got nan"),
     ("  workload: {generator: {name: synthetic, load: .nan}}\n",
      "FILE:5:49: Scenario/s: spec.workload.generator.load: expected a finite number, got nan"),
+    # fresh tester 2 F2: a load under simulate's 0.001 puts arrivals past the 1e9 s time cap
+    ("  workload: {generator: {name: synthetic, load: 1.0e-300}}\n",
+     "FILE:5:49: Scenario/s: spec.workload.generator.load: 1e-300 is less than the minimum of 0.001"),
     ("  workload: {trace: {path: /nonexistent}}\n",
      "FILE:5:28: Scenario/s: spec.workload.trace.path: /nonexistent: not a folder"),
     ("  simulation: {until: 1.0e+300}\n",

@@ -592,6 +592,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
             notes.append(f"files in the submission not used for grading: {', '.join(ignored[:20])}"
                          + (" ..." if len(ignored) > 20 else ""))
 
+        notes.append(f"time budget: {budget:g} s")
         timings: dict[str, float] = {}
         if not overlay:  # nothing of the learner's to run: every test scores 0 without running
             run = RunResult(None, None, "", False, 0.0, "no file of yours could be used, so nothing was run")

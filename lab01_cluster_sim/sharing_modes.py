@@ -33,6 +33,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU
@@ -158,8 +159,32 @@ class MigProfile:
 
     @property
     def resource(self) -> str:
-        """The extended resource name under the plugin's mixed strategy."""
-        return f"nvidia.com/mig-{self.name}"
+        """The extended resource name NVIDIA's device plugin advertises for this profile
+        under ``migStrategy: mixed`` (:data:`MIXED_RESOURCE_NAMES`).
+
+        Raises:
+            KeyError: a profile missing from the table (a test checks that none is).
+        """
+        return MIXED_RESOURCE_NAMES[self.name]
+
+
+#: Profile -> extended resource name under the device plugin's ``migStrategy: mixed``, for
+#: every profile of :data:`MIG_PROFILES` (NVIDIA, "MIG Support in Kubernetes", the mixed
+#: strategy: ``nvidia.com/mig-<slice count>g.<memory size>gb``).
+#: A table rather than the naming rule: writing the rule is Lab 02's part 2C
+#: (``lab02_device_plugin.mig.mixed_resource_name``), and the two lab packages do not
+#: import each other; tests/lab01/ext/test_sharing_modes.py checks that both agree.
+MIXED_RESOURCE_NAMES: Mapping[str, str] = MappingProxyType({
+    "1g.5gb": "nvidia.com/mig-1g.5gb", "1g.10gb": "nvidia.com/mig-1g.10gb",
+    "1g.18gb": "nvidia.com/mig-1g.18gb", "1g.20gb": "nvidia.com/mig-1g.20gb",
+    "1g.35gb": "nvidia.com/mig-1g.35gb", "2g.10gb": "nvidia.com/mig-2g.10gb",
+    "2g.20gb": "nvidia.com/mig-2g.20gb", "2g.35gb": "nvidia.com/mig-2g.35gb",
+    "3g.20gb": "nvidia.com/mig-3g.20gb", "3g.40gb": "nvidia.com/mig-3g.40gb",
+    "3g.71gb": "nvidia.com/mig-3g.71gb", "4g.20gb": "nvidia.com/mig-4g.20gb",
+    "4g.40gb": "nvidia.com/mig-4g.40gb", "4g.71gb": "nvidia.com/mig-4g.71gb",
+    "7g.40gb": "nvidia.com/mig-7g.40gb", "7g.80gb": "nvidia.com/mig-7g.80gb",
+    "7g.141gb": "nvidia.com/mig-7g.141gb",
+})
 
 
 def _profiles(mem: Mapping[str, int], gb2: int) -> dict[str, MigProfile]:
@@ -195,6 +220,22 @@ def mig_profile(gpu: str, name: str) -> MigProfile:
     if name not in MIG_PROFILES[gpu]:
         raise InputError(f"unknown MIG profile {name!r} for {gpu}; expected one of: {', '.join(MIG_PROFILES[gpu])}")
     return MIG_PROFILES[gpu][name]
+
+
+def _misfit(gpu: str, profiles: Sequence[str]) -> str:
+    """Why :func:`place_layout` finds no placement, with what was expected, in words."""
+    for name, count in sorted(_count(profiles).items()):
+        top = mig_profile(gpu, name).max_count
+        if count > top:
+            return f"{count} x {name}; expected at most {top} of that profile"
+    compute = sum(mig_profile(gpu, p).compute_slices for p in profiles)
+    if compute > 7:
+        return f"{compute} compute slices; expected at most 7"
+    memory = sum(mig_profile(gpu, p).memory_slices for p in profiles)
+    if memory > 8:
+        return f"{memory} memory slices; expected at most 8"
+    return ("the instances' memory slices cannot be placed without overlapping (each profile has fixed "
+            "start slots); expected a layout nvidia-smi mig -lgipp lists as possible")
 
 
 def place_layout(gpu: str, profiles: Sequence[str]) -> dict[int, str] | None:
@@ -248,8 +289,8 @@ class MigLayout:
 
     def __post_init__(self) -> None:
         if place_layout(self.gpu, self.profiles) is None:
-            raise InputError(f"MIG layout {list(self.profiles)} does not fit one {self.gpu} "
-                             "(overlapping memory slices, more than 7 compute slices, or a count above the profile's max)")
+            raise InputError(f"MIG layout {','.join(self.profiles)} does not fit one {self.gpu}: "
+                             f"{_misfit(self.gpu, self.profiles)}")
 
     def advertised(self) -> dict[str, int]:
         """``{"nvidia.com/mig-1g.10gb": 7, ...}`` for this GPU."""

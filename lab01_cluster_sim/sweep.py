@@ -93,8 +93,10 @@ DISCIPLINES_DEFAULTS = {"nodes": 4, "gpus_per_node": 8, "interarrival": 300.0}
 MAX_RUNS = 100_000
 """Most runs in one grid (the paper's full grid is 1,020)."""
 
-_COUNT_METRICS = frozenset({"jobs", "preemptions", "completed", "pending", "running", "rejected", "placed", "failed",
-                            "stranded_gpus"})
+_COUNT_METRICS = frozenset({"jobs", "preemptions", "completed", "pending", "running", "rejected", "timeout", "placed",
+                            "failed", "stranded_gpus"})
+"""Metrics that count jobs or GPUs: a whole float (``3.0``) becomes the integer ``3`` in a row
+(the disciplines runner returns its state counts, ``timeout`` among them, as floats)."""
 
 
 def runner_policies(runner: str) -> tuple[str, ...]:
@@ -186,6 +188,7 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
             if v not in choices:
                 raise InputError(f"--param {key}={v}: the {runner} runner does not know {v!r}; expected one of: "
                                  f"{', '.join(choices)}")
+    params = _whole_numbers(runner, params)
     _check_param_bounds(runner, params)
     for w in workloads:
         _check_workload(runner, w)
@@ -202,6 +205,32 @@ def grid(runner: str, policies: Sequence[str], workloads: Sequence[str], seeds: 
     combos = list(itertools.product(*(params[k] for k in keys))) if keys else [()]
     return [RunSpec(runner, p, w, int(s), tuple(zip(keys, c)))
             for p in policies for w in workloads for s in seeds for c in combos]
+
+
+def _whole_numbers(runner: str, params: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
+    """``params`` with every whole-number float of a whole-number parameter (an ``int`` of
+    :data:`PARAM_BOUNDS`, or replay's ``workload_seed``) turned into an int: ``nodes=1e3`` and
+    ``nodes=8.0`` mean 1000 and 8 nodes, and an out-of-range ``nodes=1e9`` is echoed as
+    ``1000000000``, not ``1000000000.0``. Other values are kept as they are."""
+    whole = {k for k, (kind, _, _) in PARAM_BOUNDS.get(runner, {}).items() if kind == "int"}
+    if runner == "replay":
+        whole.add("workload_seed")
+
+    def fix(v: object) -> object:
+        if isinstance(v, float) and v.is_integer() and abs(v) <= 2 ** 53:   # exact as an int
+            return int(v)
+        return v
+
+    return {k: [fix(v) for v in vals] if k in whole else list(vals) for k, vals in params.items()}
+
+
+def _shown(v: object) -> object:
+    """A parameter value as a message echoes it: a whole float as an integer (``1e9`` ->
+    ``1000000000``, not ``1000000000.0``; beyond 2**53 in short form, ``1e+30``), anything
+    else as it is."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v) if abs(v) <= 2 ** 53 else f"{v:g}"
+    return v
 
 
 def _check_param_bounds(runner: str, params: Mapping[str, Sequence[object]]) -> None:
@@ -221,7 +250,7 @@ def _check_param_bounds(runner: str, params: Mapping[str, Sequence[object]]) -> 
                 ok = number and math.isfinite(v) and low <= v <= high
                 want = f"a number from {low:g} to {high:g}"
             if not ok:
-                raise InputError(f"--param {key}={v}: the {runner} runner expects {want}")
+                raise InputError(f"--param {key}={_shown(v)}: the {runner} runner expects {want}")
 
 
 def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequence[str]) -> None:
@@ -232,7 +261,7 @@ def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequ
 
     for v in params.get("inflation", ()):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.01 <= v <= 10:
-            raise InputError(f"--param inflation={v}: expected a multiple of capacity from 0.01 to 10")
+            raise InputError(f"--param inflation={_shown(v)}: expected a multiple of capacity from 0.01 to 10")
     seeds = params.get("workload_seed", ())
     for v in seeds:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED:

@@ -212,21 +212,122 @@ class Config:
 
 # --------------------------------------------------------------------------- parsing helpers
 
-class _Ctx:
-    """Collects warnings and formats errors with the source name (file path)."""
+MAX_MARK_PATH = 1000
+"""Longest key path (characters) whose position :func:`yaml_marks` records; a real
+config's longest is about 50 (``sharing.timeSlicing.resources[0].failRequestsGreaterThanOne``)."""
 
-    def __init__(self, source: str) -> None:
+
+@dataclass(frozen=True)
+class YamlMarks:
+    """Where each key and value of a YAML config sits in its file, by key path.
+
+    Attributes:
+        values: key path (``sharing.timeSlicing.resources[0].replicas``; ``""`` for the
+            document itself) -> (line, column), 1-based, where its value starts.
+        keys: key path -> (line, column) of the key itself (for an unknown key).
+    """
+
+    values: Mapping[str, tuple[int, int]]
+    keys: Mapping[str, tuple[int, int]]
+
+    def value(self, path: str) -> tuple[int, int] | None:
+        """Position of the value at ``path`` or, for a key that is missing, of the nearest
+        enclosing value that is there (``resources[0].name`` missing -> ``resources[0]``)."""
+        path = "" if path == "(top level)" else path
+        while True:
+            if path in self.values:
+                return self.values[path]
+            if not path:
+                return None
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+
+
+def yaml_marks(text: str) -> YamlMarks:
+    """The positions of every key and value of the first document of ``text`` (PyYAML's
+    node marks; libyaml's composer when available).
+
+    Call it only on a text that :func:`~.limits.safe_load_bounded` accepted (nesting is
+    bounded there). The walk is bounded on its own too: each node is walked once (an alias
+    is not expanded again: what it names keeps the path where it was first met), and no
+    path longer than :data:`MAX_MARK_PATH` characters is recorded or descended into, so
+    a hostile file costs at most its node count times that. Keys merged in with ``<<`` take
+    the position of the merged value; a key written in the mapping itself wins over a
+    merged one.
+    """
+    import yaml
+
+    loader = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    values: dict[str, tuple[int, int]] = {}
+    keys: dict[str, tuple[int, int]] = {}
+
+    def at(node: Any) -> tuple[int, int]:
+        return node.start_mark.line + 1, node.start_mark.column + 1
+
+    seen: set[int] = set()
+
+    def walk(node: Any, path: str) -> None:
+        if len(path) > MAX_MARK_PATH:
+            return
+        values.setdefault(path, at(node))
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            merged = [v for k, v in node.value if k.tag.endswith(":merge")]
+            for m in merged:     # first, so the mapping's own keys overwrite merged ones
+                for sub in (m.value if isinstance(m, yaml.SequenceNode) else [m]):
+                    if isinstance(sub, yaml.MappingNode):
+                        walk_items(sub, path)
+            walk_items(node, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, f"{path}[{i}]")
+
+    def walk_items(node: Any, path: str) -> None:
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and not k.tag.endswith(":merge"):
+                child = f"{path}.{k.value}" if path else k.value
+                if len(child) <= MAX_MARK_PATH:
+                    keys[child] = at(k)
+                    values.pop(child, None)     # the mapping's own key wins over a merged one
+                    walk(v, child)
+        values[path] = at(node)
+
+    try:
+        root = yaml.compose(text, Loader=loader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError:
+        root = None
+    if root is not None:
+        walk(root, "")
+    return YamlMarks(MappingProxyType(values), MappingProxyType(keys))
+
+
+class _Ctx:
+    """Collects warnings and formats errors with the source name (file path) and, when the
+    file's :class:`YamlMarks` are known, the line and column of the offending key or value."""
+
+    def __init__(self, source: str, marks: YamlMarks | None = None) -> None:
         self.source = source
+        self.marks = marks
         self.warnings: list[str] = []
 
+    def where(self, path: str, key: bool = False) -> str:
+        """``source:line:column`` of the value (``key``: the key) at ``path``, else ``source``."""
+        if self.marks is None:
+            return self.source
+        pos = self.marks.keys.get(path) if key else None
+        pos = pos or self.marks.value(path)
+        return f"{self.source}:{pos[0]}:{pos[1]}" if pos else self.source
+
     def error(self, path: str, expected: str, got: Any = ...) -> InputError:
-        msg = f"{self.source}: {path}: expected {expected}"
+        msg = f"{self.where(path)}: {path}: expected {expected}"
         if got is not ...:
             msg += f", got {short_repr(got)}"
         return InputError(msg)
 
     def warn(self, path: str, why: str) -> None:
-        self.warnings.append(f"{self.source}: {path}: {why}")
+        self.warnings.append(f"{self.where(path, key=True)}: {path}: {why}")
 
 
 def _mapping(ctx: _Ctx, value: Any, path: str) -> Mapping:
@@ -248,7 +349,8 @@ def _check_keys(ctx: _Ctx, data: Mapping, path: str, known: tuple[str, ...]) -> 
     for key in data:
         if key in known:
             continue
-        where = f"{ctx.source}: {shorten(f'{path}.{key}' if path else key, 120)}: unknown key"
+        full = f"{path}.{key}" if path else key
+        where = f"{ctx.where(full, key=True)}: {shorten(full, 120)}: unknown key"
         same_case = [k for k in known if k.lower() == key.lower()]
         if same_case:
             raise InputError(f"{where} (did you mean {same_case[0]}? NVIDIA's plugin would "
@@ -422,39 +524,49 @@ def _parse_sharing(ctx: _Ctx, data: Mapping) -> Sharing:
     return Sharing()
 
 
-def _check_cross_fields(cfg: Config, where: str) -> None:
-    """Rules that involve more than one key (upstream ``validateFlags`` and sharing checks)."""
+def _check_cross_fields(cfg: Config, where: str, at: Any = None) -> None:
+    """Rules that involve more than one key (upstream ``validateFlags`` and sharing checks).
+    ``where`` names the source; ``at`` (optional) maps a key path to ``source:line:column``."""
+    def loc(path: str) -> str:
+        return at(path) if at is not None else where
+
     strategy = cfg.flags.mig_strategy
     if cfg.sharing.strategy == SHARING_MPS:
         if strategy == MIG_STRATEGY_MIXED:
-            raise InputError(f"{where}: sharing.mps cannot be used with flags.migStrategy: mixed "
-                             "(MPS shares full GPUs only); expected migStrategy none or single, "
-                             "or sharing.timeSlicing")
+            raise InputError(f"{loc('flags.migStrategy')}: sharing.mps cannot be used with "
+                             "flags.migStrategy: mixed (MPS shares full GPUs only); expected "
+                             "migStrategy none or single, or sharing.timeSlicing")
         for i, r in enumerate(cfg.sharing.resources):
             if r.name != "nvidia.com/gpu":
-                raise InputError(f"{where}: sharing.mps.resources[{i}].name: expected "
-                                 f"nvidia.com/gpu (MPS shares full GPUs only), got {r.name!r}")
+                name = f"sharing.mps.resources[{i}].name"
+                raise InputError(f"{loc(name)}: {name}: expected nvidia.com/gpu (MPS shares full "
+                                 f"GPUs only), got {r.name!r}")
     if strategy != MIG_STRATEGY_MIXED:
         key = "mps" if cfg.sharing.strategy == SHARING_MPS else "timeSlicing"
         for i, r in enumerate(cfg.sharing.resources):
             if r.name.startswith("nvidia.com/mig-"):
-                raise InputError(f"{where}: sharing.{key}.resources[{i}].name: {r.name} exists "
+                name = f"sharing.{key}.resources[{i}].name"
+                raise InputError(f"{loc(name)}: {name}: {r.name} exists "
                                  f"only with flags.migStrategy: mixed (it is {strategy}); "
                                  "expected nvidia.com/gpu")
 
 
-def parse_config(data: Any, source: str = "<config>") -> Config:
+def parse_config(data: Any, source: str = "<config>", marks: YamlMarks | None = None) -> Config:
     """Validate an already-loaded YAML document (a mapping) into a :class:`Config`.
 
     Args:
         data: the parsed YAML (``None`` or ``{}`` gives the defaults).
         source: name used in messages (the file path).
+        marks: where the document's keys and values sit in the file (:func:`yaml_marks`);
+            with them a message starts ``source:line:column`` of the offending key or value.
 
     Raises:
         InputError: an unknown key, a wrong type or value, an unknown version, or a broken
-            cross-field rule; the message names the key path and the expected value.
+            cross-field rule; the message names the key path and the expected value
+            (``config.yaml:6:17: sharing.timeSlicing.resources[0].replicas: expected an
+            integer >= 2, got 1``).
     """
-    ctx = _Ctx(source)
+    ctx = _Ctx(source, marks)
     top = _mapping(ctx, data, "(top level)")
     _check_keys(ctx, top, "", ("version", "flags", "sharing", "resources", "imex"))
     version = top.get("version")
@@ -472,7 +584,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
                    else "accepted but not acted on by this simulated plugin")
             ctx.warn(key, why)
     cfg = Config(version, flags, sharing, tuple(ctx.warnings))
-    _check_cross_fields(cfg, source)
+    _check_cross_fields(cfg, source, ctx.where)
     return cfg
 
 
@@ -484,7 +596,8 @@ def load_config(path: str | Path | None) -> Config:
 
     Raises:
         InputError: unreadable or oversized file, YAML syntax error (with line:column), too
-            deep or alias-expanded YAML, or invalid content.
+            deep or alias-expanded YAML, or invalid content (with the line:column of the
+            offending key or value, the key path and what was expected).
     """
     if path is None:
         return Config()
@@ -492,7 +605,7 @@ def load_config(path: str | Path | None) -> Config:
     text = read_text_bounded(path, MAX_CONFIG_BYTES, "config file")
     require_utf8(path, text, MAX_CONFIG_BYTES, str(path), "a YAML config file (text)")
     data = safe_load_bounded(text, str(path), "a YAML config file")
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), yaml_marks(text))
 
 
 # --------------------------------------------------------------------------- what a reload changes

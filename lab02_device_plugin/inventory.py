@@ -861,4 +861,33 @@ def load_inventory(path: str | Path) -> Inventory:
         raise InputError(f"{p}: a YAML GPU spec of {len(text.encode('utf-8', errors='replace'))} "
                          f"bytes; expected at most {MAX_YAML_BYTES} (or an nvidia-smi XML dump)")
     data = safe_load_bounded(text, str(p), "an nvidia-smi XML dump or a YAML GPU spec")
-    return from_yaml_spec(data, str(p))
+    try:
+        return from_yaml_spec(data, str(p))
+    except InputError as exc:
+        raise _with_position(exc, str(p), text) from None
+
+
+_KEY_PATH = re.compile(r"[A-Za-z_][\w-]*(?:\[\d+\]|\.[A-Za-z_][\w-]*)*")
+
+
+def _with_position(exc: InputError, source: str, text: str) -> InputError:
+    """``exc`` with the line:column of the key path it names: ``inv.yaml: gpus[0].count: ...``
+    becomes ``inv.yaml:3:10: gpus[0].count: ...`` (the value's position, or the key's for an
+    unknown key, or the nearest enclosing value for a missing one; see
+    :func:`lab02_device_plugin.config.yaml_marks`). A message that names no key path of the
+    file is returned as it is."""
+    from lab02_device_plugin.config import yaml_marks
+
+    message = str(exc)
+    head = f"{source}: "
+    if not message.startswith(head):
+        return exc
+    rest = message[len(head):]
+    m = _KEY_PATH.match(rest)
+    if m is None or not rest[m.end():].startswith(":"):
+        return exc
+    marks = yaml_marks(text)
+    path = m.group(0)
+    pos = marks.keys.get(path) if rest[m.end():].startswith(": unknown key") else None
+    pos = pos or marks.value(path)
+    return InputError(f"{source}:{pos[0]}:{pos[1]}: {rest}") if pos else exc

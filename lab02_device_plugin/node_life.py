@@ -20,6 +20,9 @@ run), so the book (chapter 8) and the lab notebook can show them.
 * :func:`unhealthy_gpu`: Xid 79 on a GPU that a pod uses: the pod keeps running, allocatable
   drops, and the kubelet refuses to give the pod that GPU again ("previously allocated
   devices are no longer healthy").
+* :func:`unslice_node`: time-slicing removed from a GPU under four running pods: they keep
+  running and keep their replica IDs, the node advertises one GPU, and a fifth pod stays
+  Pending (kubernetes#60388: the kubelet does not evict pods for devices that left).
 """
 
 from __future__ import annotations
@@ -268,4 +271,41 @@ def unhealthy_gpu() -> Story:
         story.moments.append(n.moment(
             "train is admitted again (as after a node reboot, once the plugin is back)",
             r"^Admit train: not"))
+    return story
+
+
+def unslice_node() -> Story:
+    """A time-sliced GPU is un-sliced under four running pods (the workshop's step 3.5).
+
+    One H100 time-sliced 4 ways (``nvidia.com/gpu`` with 4 replicas) runs four one-replica
+    pods. The node's time-slicing configuration is removed: the plugin restarts with the
+    default configuration and registers one device. The kubelet does not evict running pods
+    when devices leave the plugin's list (kubernetes#60388; the device manager frees an
+    allocation only when its pod ends): the four pods keep running and keep their replica
+    IDs, the node advertises one ``nvidia.com/gpu``, and a fifth pod stays Pending because
+    the four already hold more than the node now has.
+    """
+    story = Story("Un-slicing a node under four running pods")
+    sliced = {"version": "v1", "sharing": {"timeSlicing": {
+        "resources": [{"name": GPU, "replicas": 4}]}}}
+    with _node({"node": "life", "gpus": [{"model": "H100-80GB", "count": 1}]}, sliced) as n:
+        n.wait_allocatable(GPU, 4)
+        for k in range(1, 5):
+            n.kubelet.admit_pod(_pod(f"pod-{k}"))
+        story.moments.append(n.moment("four pods on one GPU time-sliced 4 ways"))
+        n.config = parse_config({"version": "v1"}, "<story>")
+        n.manager.reload("time-slicing label removed")
+        n.wait(lambda: n.kubelet.is_registered(GPU)
+               and n.kubelet.node_status().capacity.get(GPU) == 1
+               and n.kubelet.node_status().allocatable.get(GPU) == 1, f"{GPU} capacity=1")
+        held = n.kubelet.allocations()
+        kept = [f"{pod} keeps {', '.join(ids)}" for pod in sorted(held)
+                for ids in (sorted(d for c in held[pod].values() for d in c.get(GPU, [])),)
+                if ids]
+        moment = n.moment("the time-slicing configuration is removed; the plugin restarts",
+                          r"^reload", r"^ListAndWatch \S+: \d+ device")
+        story.moments.append(Moment(moment.step, moment.capacity, moment.allocatable,
+                                    moment.pods, moment.notes + tuple(kept)))
+        n.kubelet.admit_pod(_pod("pod-5"))
+        story.moments.append(n.moment("pod-5 asks for one nvidia.com/gpu", r"^Schedule pod-5"))
     return story

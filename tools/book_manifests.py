@@ -11,8 +11,9 @@ The convention (also in ``book/README.md``): a manifest shown on a page is one o
   ``CONFIG = \"\"\"version: v1 ...\"\"\"``);
 * the output of a code cell (computed at build time): a Markdown output holding a
   ``yaml`` fence (``IPython.display.Markdown``), or a text output that is a YAML stream of
-  such objects. These are found in the executed notebooks of a build
-  (``_build/jupyter_execute/*.ipynb``).
+  such objects. These are found in the executed notebooks of a build: each page's entry
+  in the execution cache (``_build/.jupyter_cache``), else ``_build/jupyter_execute``
+  (:func:`built_manifests`).
 
 What each kind of object is checked against:
 
@@ -309,19 +310,70 @@ def source_manifests(book_dir: Path = BOOK_DIR) -> tuple[list[Manifest], list[st
     return found, errors
 
 
-def built_manifests(build_dir: Path, outputs_only: bool = True) -> tuple[list[Manifest], list[str]]:
-    """Every manifest the code cells of a build printed (``<build>/jupyter_execute/*.ipynb``);
-    with ``outputs_only=False`` also those of the notebooks' sources.
+def built_manifests(build_dir: Path, outputs_only: bool = True,
+                    book_dir: Path | None = None) -> tuple[list[Manifest], list[str]]:
+    """Every manifest the code cells of a build printed; with ``outputs_only=False`` also
+    those of the notebooks' sources.
 
-    ``build_dir`` is the ``_build`` folder (or its ``html`` subfolder).
+    ``build_dir`` is the ``_build`` folder (or its ``html`` subfolder). For each notebook
+    page of ``book_dir`` (default :data:`BOOK_DIR`) the executed notebook comes from the
+    build's execution cache ``<build>/.jupyter_cache``, matched to the page's current text
+    as the build matches it (:func:`cached_notebook`): these are the outputs the HTML shows,
+    on a fresh build and on an incremental one alike. (``<build>/jupyter_execute/*.ipynb``
+    holds outputs only for the pages executed by the last build; a page taken from the
+    cache is written there without outputs, which is how a reused cache once made this
+    find no manifest at all.) A page without a cache entry falls back to its
+    ``jupyter_execute`` copy; a page in neither place gives an error line naming it, so a
+    build whose outputs cannot be found never passes as "no manifests".
     """
     build_dir = build_dir.parent if build_dir.name == "html" else build_dir
+    book_dir = BOOK_DIR if book_dir is None else book_dir
     errors: list[str] = []
     found: list[Manifest] = []
-    for path in sorted((build_dir / "jupyter_execute").glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        found += manifests_in_notebook(nb, path.name, errors, outputs_only)
+    for page in sorted(book_dir.glob("*.md")):
+        if not _is_notebook_page(page):
+            continue
+        nb = cached_notebook(page, build_dir / ".jupyter_cache")
+        executed = build_dir / "jupyter_execute" / f"{page.stem}.ipynb"
+        if nb is None and executed.is_file():
+            nb = json.loads(executed.read_text(encoding="utf-8"))
+        if nb is None:
+            errors.append(f"{page.name}: no entry in the execution cache {build_dir / '.jupyter_cache'} "
+                          f"matches its text, and {executed} does not exist; build the book first "
+                          "(python tools/build_book.py)")
+            continue
+        found += manifests_in_notebook(nb, f"{page.stem}.ipynb", errors, outputs_only)
     return found, errors
+
+
+def _is_notebook_page(page: Path) -> bool:
+    """True for a MyST notebook page (a ``jupytext``/``kernelspec`` front matter)."""
+    head = page.read_text(encoding="utf-8")[:2000]
+    return head.startswith("---") and ("kernelspec:" in head or "jupytext:" in head)
+
+
+def cached_notebook(page: Path, cache_dir: Path) -> dict | None:
+    """The executed notebook of ``page`` from a jupyter-cache folder, or None.
+
+    The page is read as MyST-NB reads it (``myst_nb.core.read.read_myst_markdown_notebook``)
+    and matched with jupyter-cache's ``match_cache_notebook``, which compares the code
+    cells' text and the kernel: the entry that the build would reuse for the page as it is
+    now. None when the folder is missing, cannot be read, or holds no match.
+    """
+    if not cache_dir.is_dir():
+        return None
+    try:
+        from jupyter_cache import get_cache
+        from myst_nb.core.read import read_myst_markdown_notebook
+
+        nb = read_myst_markdown_notebook(page.read_text(encoding="utf-8"), path=page)
+        cache = get_cache(cache_dir)
+        record = cache.match_cache_notebook(nb)
+        return json.loads(json.dumps(cache.get_cache_bundle(record.pk).nb))
+    except KeyError:  # no entry for this text
+        return None
+    except Exception:  # noqa: BLE001 - an unreadable cache counts as no cache
+        return None
 
 
 # --------------------------------------------------------------------------- schemas

@@ -31,12 +31,17 @@ over) ``timeout`` seconds after its admission is evicted (``PodsReadyTimeout``) 
 requeued no earlier than the backoff delay (``requeuingStrategy``); after
 ``backoffLimitCount`` requeues it is deactivated (ends REJECTED). The check runs at the
 admission cycle of the deadline's instant, before that instant's placement pass.
+
+The plugin also records, per ClusterQueue, the GPUs of its admitted workloads (the quota
+reserved, ``nvidia.com/gpu`` summed over flavors) whenever that changes:
+:meth:`KueueAdmissionPlugin.gpu_quota_timeline` gives it as :class:`QuotaSeries`, beside
+the nominal quota, so a figure can show borrowing (usage above nominal) and reclaim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,6 +51,33 @@ from lab01_cluster_sim.admission.backoff import WaitForPodsReady
 from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
 from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds
+
+@dataclass(frozen=True)
+class QuotaSeries:
+    """GPU quota of one ClusterQueue over a run, a step function (value from each time on).
+
+    Attributes:
+        cluster_queue: the ClusterQueue's name.
+        cohort: its ``cohortName`` (None: it cannot borrow).
+        time: float (T,), seconds, increasing: 0, every change, and the run's end.
+        gpus: int (T,), ``nvidia.com/gpu`` reserved by its admitted workloads (summed over
+            flavors) from ``time[i]`` until ``time[i + 1]``.
+        nominal: its ``nominalQuota`` of ``nvidia.com/gpu``, summed over flavors.
+        borrowing_limit: its ``borrowingLimit`` of ``nvidia.com/gpu`` summed over flavors,
+            or None when some flavor has none (may borrow any unused quota of the cohort).
+    """
+
+    cluster_queue: str
+    cohort: str | None
+    time: np.ndarray
+    gpus: np.ndarray
+    nominal: int
+    borrowing_limit: int | None
+
+    def borrowed(self) -> np.ndarray:
+        """int (T,): GPUs above the nominal quota (borrowed from the cohort) at each step."""
+        return np.maximum(self.gpus - self.nominal, 0)
+
 
 QUEUE_KEY = "kueue.x-k8s.io/queue-name"
 """``Job.extras`` key (and Job/Pod label) naming the LocalQueue."""
@@ -107,6 +139,7 @@ class KueueAdmissionPlugin:
         self._flavor_masks: dict[str, np.ndarray] = {}
         self._all_nodes: np.ndarray | None = None
         self._sim = None
+        self._gpu_usage: list[tuple[float, tuple[int, ...]]] = []   # (time, GPUs per ClusterQueue)
 
     # -- lifecycle ------------------------------------------------------------------------
     def attach(self, sim) -> None:
@@ -163,6 +196,8 @@ class KueueAdmissionPlugin:
                 ctx.evict(record, d.reason)
             elif d.outcome in (Outcome.PENDING, Outcome.PREEMPTING):
                 ctx.hold(record, d.reason)
+        if any(d.outcome is Outcome.ADMITTED for d in decisions):
+            self._sample_usage(now)
 
     def _check_pods_ready(self, ctx: AdmissionContext, now: float) -> None:
         """waitForPodsReady: evict (and requeue after the backoff, or deactivate) every
@@ -202,6 +237,40 @@ class KueueAdmissionPlugin:
                 self._last[d.workload] = key
                 self.decisions.append(d)
 
+    def _sample_usage(self, now: float) -> None:
+        """Record the GPUs reserved per ClusterQueue at ``now`` if they changed (several
+        changes at one instant keep the last)."""
+        used = tuple(sum(v for (_, res), v in self.controller.usage(cq).items() if res == GPU)
+                     for cq in sorted(self.controller.cluster_queues))
+        hist = self._gpu_usage
+        if hist and hist[-1][0] == now:
+            hist.pop()
+        if (hist[-1][1] if hist else None) != used:
+            hist.append((now, used))
+
+    def gpu_quota_timeline(self, end: float | None = None) -> list[QuotaSeries]:
+        """Per ClusterQueue (sorted by name), its admitted GPUs over the run and its quota
+        (:class:`QuotaSeries`); the series start at t = 0 with 0 GPUs and run to ``end``
+        (default: the last change)."""
+        hist = list(self._gpu_usage)
+        names = sorted(self.controller.cluster_queues)
+        if not hist or hist[0][0] > 0:
+            hist.insert(0, (0.0, (0,) * len(names)))
+        if end is not None and end > hist[-1][0]:
+            hist.append((float(end), hist[-1][1]))
+        out = []
+        for i, name in enumerate(names):
+            # this queue's changes only (the first step, and the end, kept)
+            steps = [(t, u[i]) for k, (t, u) in enumerate(hist)
+                     if k in (0, len(hist) - 1) or u[i] != hist[k - 1][1][i]]
+            cq = self.controller.cluster_queues[name]
+            quotas = [q for (_, res), q in cq.quotas().items() if res == GPU]
+            limits = [q.borrowing_limit for q in quotas]
+            out.append(QuotaSeries(name, cq.cohort, np.array([t for t, _ in steps], dtype=float),
+                                   np.array([g for _, g in steps], dtype=np.int64), sum(q.nominal for q in quotas),
+                                   None if any(b is None for b in limits) else sum(limits)))
+        return out
+
     # -- placement filter ----------------------------------------------------------------------
     def filter(self, request, record: JobRecord) -> np.ndarray:
         """bool (N,): the nodes that carry the ``nodeLabels`` of every flavor the record was
@@ -231,6 +300,7 @@ class KueueAdmissionPlugin:
         self._ready_deadline.pop(record.job_id, None)
         if record.job_id in self.controller.workloads:
             self.controller.finish(record.job_id, self._now())
+            self._sample_usage(self._now())
 
     def on_reject(self, record: JobRecord) -> None:
         """A job the engine rejected before it reached admission (no node can ever host one
@@ -260,6 +330,7 @@ class KueueAdmissionPlugin:
                                     order_time=now if by_eviction else None)
         else:
             self.controller.evicted(record.job_id, self._now())
+        self._sample_usage(self._now())
         if self._sim is not None and hasattr(self._sim, "request_pass"):
             self._sim.request_pass()
 
@@ -286,4 +357,4 @@ def queue_summary(controller: AdmissionController) -> list[dict]:
     return rows
 
 
-__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "queue_summary", "workload_of"]
+__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "QuotaSeries", "queue_summary", "workload_of"]

@@ -37,11 +37,22 @@ def _number(text: str) -> float:
     return value
 
 
-def _integer(text: str) -> int:
+def _integer(text: str, expected: str = "a whole number") -> int:
+    """``text`` as an int: digits, or a number written with an exponent or a point whose
+    value is whole (``1e3`` and ``8.0`` are 1000 and 8). Raises ArgumentTypeError saying
+    what was ``expected`` ("a whole number from 1 to 10,000") for anything else (``2.5``,
+    ``nan``, ``x``)."""
     try:
         return int(text.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and value.is_integer():
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
 
 
 def _fmt(x: float) -> str:
@@ -87,10 +98,11 @@ def nonnegative_int(max_value: int | None = None) -> Callable[[str], int]:
 
 
 def _int_range(minimum: int, max_value: int | None) -> Callable[[str], int]:
+    bound = f">= {minimum}" if max_value is None else f"from {minimum} to {_fmt(max_value)}"
+
     def parse(text: str) -> int:
-        value = _integer(text)
+        value = _integer(text, f"a whole number {bound}")
         if value < minimum or (max_value is not None and value > max_value):
-            bound = f">= {minimum}" if max_value is None else f"from {minimum} to {_fmt(max_value)}"
             raise argparse.ArgumentTypeError(f"expected a whole number {bound}, got {text!r}")
         return value
 
@@ -99,7 +111,7 @@ def _int_range(minimum: int, max_value: int | None) -> Callable[[str], int]:
 
 def seed(text: str) -> int:
     """A type for a random seed: a whole number from 0 to :data:`MAX_SEED`."""
-    value = _integer(text)
+    value = _integer(text, f"a seed, a whole number from 0 to {MAX_SEED:,}")
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"expected a seed, a whole number from 0 to {MAX_SEED:,}, got {text!r}")
     return value

@@ -343,6 +343,8 @@ def run(args: argparse.Namespace) -> int:
             fig.savefig(args.plot, dpi=120, bbox_inches="tight")
         except (OSError, ValueError) as exc:
             raise InputError(f"--plot {args.plot}: cannot save the figure: {exc}") from None
-        if not args.quiet:
-            print(f"figure written to {args.plot}", file=sys.stderr)
+        if not args.quiet:      # the same words as every other --plot (commands/_progress.wrote)
+            from lab01_cluster_sim.commands._progress import wrote
+
+            wrote(args.plot, "allocation-versus-arrived figure")
     return 0

@@ -29,7 +29,9 @@ inf) and their arrival in lab01.course/submit-time (seconds, default 0); each at
 
 The run writes scenario.json, summary.json / summary.csv (one row per run), per-job or
 per-node CSVs and a figure into --output, and prints where; with Kueue objects also
-admission.csv (every admission decision with Kueue's message) and per-ClusterQueue rows.
+admission.csv (every admission decision with Kueue's message), per-ClusterQueue rows, and
+quota.csv (each ClusterQueue's admitted GPUs over time against its nominal quota; the
+timeline figure draws one panel per ClusterQueue from it).
 
 Waits: 'wait' (jobs.csv, the summary) is the time before a job's first start (start minus
 submit). A preempted or evicted job queues again: 'queued' adds those waits (each restart

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         axes = (f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'} x {len(workloads)} "
                 f"workload{'' if len(workloads) == 1 else 's'} x {len(seeds)} seed{'' if len(seeds) == 1 else 's'}"
-                + "".join(f" x {len(v)} {k}" for k, v in sorted(params.items())))
+                + "".join(f" x {len(v)} {k} value{'' if len(v) == 1 else 's'}" for k, v in sorted(params.items())))
         runs = f"{len(result.rows)} run{'' if len(result.rows) == 1 else 's'}"
         print(f"wrote {runs} ({axes}; {len(result.rows) - failed} ok, {failed} failed) "
               f"to {args.output or 'stdout'}", file=sys.stderr)

@@ -123,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     rows = mean_rows(per_seed)
     se = jct_standard_error(per_seed)
     table = [asdict(r) | {"jct_se_s": e} for r, e in zip(rows, se)]
+    if args.format == "csv":    # "never span" stays readable (a CSV cell drops infinities)
+        table = [t | {"max_wait_s": "inf"} if math.isinf(t["max_wait_s"]) else t for t in table]
     units = {"mean_wait_s": "duration", "mean_jct_s": "duration", "jct_se_s": "duration", "makespan_s": "duration",
              "mean_slowdown": "index", "spanning_jobs": "mean", "multi_gpu_jobs": "mean", "slowed_jobs": "mean"}
     print(format_rows(table, args.format, units=units), end="")
@@ -135,8 +137,9 @@ def run(args: argparse.Namespace) -> int:
                    "differences")
         over = (f"{args.seeds} workloads (seeds {args.seed}..{args.seed + args.seeds - 1})" if args.seeds > 1
                 else f"1 workload (seed {args.seed})")
-        note = (f"Mean over {over}; jct_se: "
-                f"standard error of the mean JCT over them. Shortest mean JCT: wait bound {name[best]}, {verdict}. "
+        se_note = ("jct_se: standard error of the mean JCT over them" if args.seeds > 1 else
+                   "jct_se '-': a standard error needs 2 or more workloads")
+        note = (f"Mean over {over}; {se_note}. Shortest mean JCT: wait bound {name[best]}, {verdict}. "
                 "One workload alone is often not monotonic in the bound (where one job starts changes the whole "
                 "queue behind it): compare bounds on the same workloads, and raise --seeds to tell close ones apart.")
         print(textwrap.fill(note, 78))
@@ -176,11 +179,12 @@ def clearly_longer(per_seed: list[list], i: int, best: int) -> bool:
 
 def jct_standard_error(per_seed: list[list]) -> list[float]:
     """Standard error over the seeds of each bound's mean JCT, s: the sample standard
-    deviation (n - 1) / sqrt(n); 0 with one seed."""
+    deviation (n - 1) / sqrt(n); NaN with one seed (none can be estimated from one
+    workload; the table prints '-', CSV an empty cell, JSON null)."""
     import numpy as np
 
     out = []
     for rows in zip(*per_seed):
         v = np.array([r.mean_jct_s for r in rows])
-        out.append(float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0)
+        out.append(float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan)
     return out

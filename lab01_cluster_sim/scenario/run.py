@@ -23,8 +23,10 @@ lists it and ``run`` refuses in one line; ``--check`` validates any scenario wit
 it. Kueue admission runs as a stage of the one engine (timed mode): a
 :class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
 (engine-design.md section 5), passed as ``simulate(..., plugins=[...])``; the run then also
-writes ``admission.csv`` (every admission decision with Kueue's message) and per-ClusterQueue
-figures in ``summary.json`` / ``summary.csv``. Every timed run reports its preemptions
+writes ``admission.csv`` (every admission decision with Kueue's message), per-ClusterQueue
+figures in ``summary.json`` / ``summary.csv``, and ``quota.csv`` (:func:`quota_rows`: each
+ClusterQueue's admitted GPUs over time against its nominal quota), which ``timeline.png``
+draws as one panel per ClusterQueue. Every timed run reports its preemptions
 (evictions, and the GPU-hours of progress they threw away) per job and in the summary.
 """
 
@@ -301,9 +303,12 @@ def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> Ru
     except OSError as exc:
         raise InputError(f"--output {out}: cannot create the folder: {exc.strerror or exc}") from None
     kind = kind_of(sc)
-    runner = {"autoscaler": _run_autoscaler, "replay": _run_replay, "topology": _run_topology}.get(kind)
+    runner = {"replay": _run_replay, "topology": _run_topology}.get(kind)
     try:
-        result = runner(sc, out) if runner else _run_timed(sc, out, progress)
+        if kind == "autoscaler":
+            result = _run_autoscaler(sc, out)
+        else:
+            result = (runner or _run_timed)(sc, out, progress)
     except BaseException:
         if created:     # a failed run leaves no half-written folder behind
             import shutil
@@ -324,7 +329,7 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec.get("simulation", {})
-    rows, timelines, job_rows, decision_rows = [], {}, [], []
+    rows, timelines, job_rows, decision_rows, quotas = [], {}, [], [], {}
     for policy in _policies(sc):
         label = policy if isinstance(policy, str) else policy.describe()
         queued = QueuedTime()
@@ -359,6 +364,9 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
                                   "cluster_queue": x.cluster_queue, "reason": x.reason} for x in plugin.decisions)
         rows.append(d)
         timelines[label] = result.timeline
+        if plugin is not None:
+            tl = result.timeline
+            quotas[label] = plugin.gpu_quota_timeline(end=float(tl.time[-1]) if len(tl.time) else None)
         for row in result.jobs_table():
             rec = result.records[row["job"]]
             q = queued.queued.get(row["job"])
@@ -371,17 +379,34 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     if decision_rows:
         _write_csv(out / "admission.csv", decision_rows)
         files.append("admission.csv")
+    if quotas:      # the data of the timeline's ClusterQueue panels
+        _write_csv(out / "quota.csv", quota_rows(quotas))
+        files.append("quota.csv")
     _write_json(out / "summary.json", rows)
     _write_csv(out / "summary.csv", [_flat(r) for r in rows])
     _write_csv(out / "jobs.csv", job_rows)
     end = max((float(tl.time[-1]) for tl in timelines.values() if len(tl.time)), default=0.0)
     unit = "s" if end <= 600 else "min" if end <= 3 * 3600 else "h"   # readable ticks for short and long runs
-    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} job{'s' * (len(jobs) != 1)} on {len(nodes)} node{'s' * (len(nodes) != 1)}", time_unit=unit)
+    fig = plot_timeline(timelines, title=f"{sc.name}: {len(jobs)} job{'s' * (len(jobs) != 1)} on {len(nodes)} node{'s' * (len(nodes) != 1)}", time_unit=unit,
+                        quotas=quotas or None)
     _save(fig, out / "timeline.png")
     return RunResult("timed", rows, out, files)
 
 
-def _run_replay(sc: Scenario, out: Path) -> RunResult:
+def quota_rows(quotas: dict[str, list]) -> list[dict]:
+    """``quota.csv``'s rows: per run (policy) and ClusterQueue, each step of its admitted GPUs
+    (``gpus`` from ``time_s`` on) with its nominal quota and the GPUs borrowed above it."""
+    return [{"policy": label, "cluster_queue": q.cluster_queue, "time_s": float(t), "gpus": int(g),
+             "nominal_gpus": q.nominal, "borrowed_gpus": int(b)}
+            for label, series in quotas.items() for q in series
+            for t, g, b in zip(q.time, q.gpus, q.borrowed())]
+
+
+def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
+    import sys
+
+    from tqdm import tqdm
+
     from lab01_cluster_sim.plots.replay import plot_alloc_vs_arrived
     from lab01_cluster_sim.replay import compare, summarise
 
@@ -390,7 +415,10 @@ def _run_replay(sc: Scenario, out: Path) -> RunResult:
     policies = [p for p in _policies(sc) if isinstance(p, str)]
     if len(policies) != len(_policies(sc)):
         raise ScenarioError(f"{sc.path}: the paper's replay takes named policies, not a KubeSchedulerConfiguration")
-    results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),))
+    # a bar on a terminal only (one step per policy replayed), as the compare command shows
+    with tqdm(total=len(policies), desc="replays", unit="run", file=sys.stderr,
+              disable=not (progress and sys.stderr.isatty()), leave=False) as bar:
+        results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),), progress=bar.update)
     rows = [_plain(summarise(p, runs).__dict__) for p, runs in results.items()]
     _write_json(out / "summary.json", rows)
     _write_csv(out / "summary.csv", rows)
@@ -398,16 +426,19 @@ def _run_replay(sc: Scenario, out: Path) -> RunResult:
     return RunResult("replay", rows, out, ["summary.json", "summary.csv", "allocation.png"])
 
 
-def _run_topology(sc: Scenario, out: Path) -> RunResult:
+def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
+    from lab01_cluster_sim.commands._progress import steps
     from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
     from lab01_cluster_sim.topology import compare_wait_vs_slowdown
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec["simulation"]
     topo = sim["topology"]
-    rows = compare_wait_vs_slowdown(nodes, jobs, [float(w) for w in topo["maxWaitSeconds"]],
-                                    discipline=sim.get("discipline", "fifo-skip"),
-                                    default_comm_fraction=topo.get("commFraction", 0.2))
+    waits = [float(w) for w in topo["maxWaitSeconds"]]
+    # one bound at a time (each bound is its own run), so a terminal shows a bar per bound
+    rows = [row for w in (steps(waits, "topology", total=len(waits)) if progress else waits)
+            for row in compare_wait_vs_slowdown(nodes, jobs, [w], discipline=sim.get("discipline", "fifo-skip"),
+                                                default_comm_fraction=topo.get("commFraction", 0.2))]
     plain = [_plain(r.__dict__) for r in rows]
     _write_json(out / "summary.json", plain)
     _write_csv(out / "summary.csv", plain)

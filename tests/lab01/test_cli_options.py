@@ -36,6 +36,20 @@ def test_option_types_reject(factory, text):
         factory(text)
 
 
+def test_whole_numbers_written_as_floats_are_whole_and_refusals_give_the_range():
+    # issue 11 §2 (polish): 1e3 and 8.0 are whole numbers; a refusal echoes the text typed
+    # and says the range (it said "expected a whole number, got '1e9'", no range)
+    assert o.positive_int(max_value=100_000)("1e3") == 1000 and o.positive_int()("8.0") == 8
+    assert o.seed("4e0") == 4
+    for text in ("1e9", "2.5", "nan", "x"):
+        with pytest.raises(argparse.ArgumentTypeError) as info:
+            o.positive_int(max_value=100_000)(text)
+        assert str(info.value) == f"expected a whole number from 1 to 100,000, got {text!r}"
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        o.seed("1.5")
+    assert str(info.value) == "expected a seed, a whole number from 0 to 4,294,967,295, got '1.5'"
+
+
 def test_usage_error_is_one_line_exit_1(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "--seed", "-1"])

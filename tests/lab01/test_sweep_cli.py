@@ -51,7 +51,13 @@ def _status(argv):
     # fresh tester #10: the value simulate --nodes refuses ran away here (30 s, 700 MB) before lab01fix
     (["--param", "nodes=1000000000"],
      "error: --param nodes=1000000000: the disciplines runner expects a whole number from 1 to 10,000"),
-    (["--param", "nodes=1e9"], "--param nodes=1000000000.0: the disciplines runner expects a whole number from 1 to"),
+    # issue 11 §2 (polish): the value is echoed as the whole number it is, not 1000000000.0
+    (["--param", "nodes=1e9"],
+     "error: --param nodes=1000000000: the disciplines runner expects a whole number from 1 to 10,000"),
+    (["--runner", "simulate", "--param", "interarrival=1e9"],
+     "error: --param interarrival=1000000000: the simulate runner expects a finite number > 0 and <= 10,000,000"),
+    (["--runner", "replay", "--param", "workload_seed=1e30"],
+     "error: --param workload_seed=1e+30: expected a seed, a whole number from 0 to 4,294,967,295"),
     (["--runner", "simulate", "--param", "nodes=1000000000"],
      "error: --param nodes=1000000000: the simulate runner expects a whole number from 1 to 100,000"),
     (["--param", "gpus_per_node=65"], "--param gpus_per_node=65: the disciplines runner expects a whole number from 1"),
@@ -188,3 +194,11 @@ def test_sweep_to_stdout_says_what_it_wrote_on_stderr(capsys):
     assert "wrote 2 runs (1 policy x 1 workload x 2 seeds; 2 ok, 0 failed) to stdout" in captured.err
     assert main(["sweep", "--quiet", "--policies", "fifo", "--workloads", "5", "--seeds", "0", "--workers", "1"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_sweep_names_the_parameter_axes_it_wrote(capsys):
+    # 1 policy x 1 workload x 1 seed x 2 values of nodes = 2 runs
+    assert main(["sweep", "--policies", "fifo", "--workloads", "5", "--seeds", "0", "--workers", "1",
+                 "--param", "nodes=1,2"]) == 0
+    err = capsys.readouterr().err
+    assert "wrote 2 runs (1 policy x 1 workload x 1 seed x 2 nodes values; 2 ok, 0 failed) to stdout" in err

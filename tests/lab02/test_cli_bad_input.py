@@ -81,7 +81,9 @@ def test_serve_refuses_more_replicas_than_one_listandwatch_message_holds(tmp_pat
     config.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
                       "    - {name: nvidia.com/gpu, replicas: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
-    assert line == (f"error: {config}: sharing.timeSlicing.resources[0].replicas: expected at most "
+    # line 5 "    - {name: nvidia.com/gpu, replicas: 100000}": 4 + 2 + 1 + 6 + 14 + 2 + 10 = 39
+    # characters before the value, so 100000 is at 5:40
+    assert line == (f"error: {config}:5:40: sharing.timeSlicing.resources[0].replicas: expected at most "
                     "512 (the kubelet gets every replica ID of a resource in one ListAndWatch "
                     "message, limited to 4 MiB: see lab02_device_plugin.limits), got 100000")
 
@@ -90,7 +92,8 @@ def test_serve_refuses_an_inventory_of_more_gpus_than_a_node_has(tmp_path):
     inventory = tmp_path / "many.yaml"
     inventory.write_text("gpus:\n- {model: T4, count: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--inventory", str(inventory)))
-    assert line == (f"error: {inventory}: gpus[0].count: 100000 GPUs; expected at most 64 GPUs "
+    # line 2 "- {model: T4, count: 100000}": 2 + 1 + 7 + 2 + 2 + 7 = 21 characters before the value
+    assert line == (f"error: {inventory}:2:22: gpus[0].count: 100000 GPUs; expected at most 64 GPUs "
                     "on one node (the largest single-host systems have 16; see "
                     "lab02_device_plugin.limits)")
 

@@ -217,6 +217,115 @@ def test_load_config_yaml_syntax_error_has_line_and_column(tmp_path):
         load_config(p)
 
 
+# issue 11 §2 (polish): a config error names file:line:column of the offending key or value,
+# its key path and what was expected. Columns are 1-based, as editors and compilers count.
+@pytest.mark.parametrize("text, message", [
+    # line 6 "      replicas: 1": 6 spaces + "replicas: " (10) -> the value at column 17
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n",
+     "6:17: sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got 1"),
+    # an unknown key points at the key itself: line 3 "  migstrategy: none", column 3
+    ("version: v1\nflags:\n  migstrategy: none\n",
+     "3:3: flags.migstrategy: unknown key (did you mean migStrategy? NVIDIA's plugin would ignore the "
+     "case difference; this lab refuses it)"),
+    # a missing key points at the mapping that lacks it: line 5 "    - replicas: 4", the
+    # entry starts after 4 spaces and "- " at column 7
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 4\n",
+     "5:7: sharing.timeSlicing.resources[0].name: expected a resource name such as nvidia.com/gpu (missing)"),
+    # list items: line 4 "    deviceListStrategy: [envvar, cdi]": 4 + 20 + 1 ("[") + 8 ("envvar, ")
+    # = 33 characters before "cdi", column 34
+    ("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, cdi]\n",
+     "4:34: flags.plugin.deviceListStrategy[1]: expected one of envvar, volume-mounts, cdi-annotations, "
+     "cdi-cri, got 'cdi'"),
+    # a rule across keys points at flags.migStrategy: line 2 "flags: {migStrategy: mixed}", 21 -> 22
+    ("version: v1\nflags: {migStrategy: mixed}\nsharing:\n  mps:\n    resources:\n"
+     "    - {name: nvidia.com/gpu, replicas: 2}\n",
+     "2:22: sharing.mps cannot be used with flags.migStrategy: mixed (MPS shares full GPUs only); "
+     "expected migStrategy none or single, or sharing.timeSlicing"),
+    # ... or at the resource whose name breaks it: line 6 "    - name: nvidia.com/mig-1g.10gb", 4 + 2 + 6 -> 13
+    ("version: v1\nflags: {migStrategy: single}\nsharing:\n  timeSlicing:\n    resources:\n"
+     "    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n",
+     "6:13: sharing.timeSlicing.resources[0].name: nvidia.com/mig-1g.10gb exists only with "
+     "flags.migStrategy: mixed (it is single); expected nvidia.com/gpu"),
+    # a value merged in with << is found where it is written: line 1 "x-base: &b {replicas: 1}"
+    # is itself an unknown top-level key (column 1)
+    ("x-base: &b {replicas: 1}\nversion: v1\n",
+     "1:1: x-base: unknown key; expected one of version, flags, sharing, resources, imex (NVIDIA's "
+     "plugin ignores unknown keys; this lab refuses them)"),
+    # a whole document of the wrong kind: line 1, column 1
+    ("- version: v1\n", "1:1: (top level): expected a mapping, got [{'version': 'v1'}]"),
+])
+def test_load_config_error_names_file_line_column_key_and_expected(tmp_path, text, message):
+    p = tmp_path / "config.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_config(p)
+    assert str(info.value) == f"{p}:{message}"
+
+
+def test_load_config_warnings_name_the_line_of_the_key(tmp_path):
+    p = tmp_path / "config.yaml"
+    p.write_text("version: v1\n"
+                 "resources:\n"                       # line 2: ignored, as upstream
+                 "  gpus: []\n"
+                 "sharing:\n"
+                 "  timeSlicing:\n"
+                 "    resources:\n"
+                 "    - name: nvidia.com/gpu\n"
+                 "      replicas: 2\n"
+                 "      devices: [0]\n")              # line 9, after 6 spaces: 9:7
+    c = load_config(p)
+    assert [w.split(": ")[0] for w in c.warnings] == [f"{p}:9:7", f"{p}:2:1"]
+    assert c.warnings[0].startswith(f"{p}:9:7: sharing.timeSlicing.resources[0].devices: only \"all\" is acted on")
+
+
+def test_yaml_marks_follow_merge_keys_and_aliases():
+    from lab02_device_plugin.config import yaml_marks
+
+    text = ("defaults: &d {replicas: 4}\n"            # line 1
+            "sharing:\n"                              # line 2
+            "  timeSlicing:\n"                        # line 3
+            "    resources:\n"                        # line 4
+            "    - <<: *d\n"                          # line 5
+            "      name: nvidia.com/gpu\n")           # line 6
+    marks = yaml_marks(text)
+    # replicas comes from the anchor on line 1: "defaults: &d {replicas: " is 24 characters
+    assert marks.values["sharing.timeSlicing.resources[0].replicas"] == (1, 25)
+    assert marks.keys["sharing.timeSlicing.resources[0].name"] == (6, 7)
+    assert marks.values["sharing.timeSlicing.resources[0].name"] == (6, 13)
+    # a missing key falls back to the nearest enclosing value: the list item at 5:7
+    assert marks.value("sharing.timeSlicing.resources[0].devices") == (5, 7)
+    assert marks.value("(top level)") == (1, 1)
+
+
+def test_yaml_marks_walk_each_node_once_and_skip_overlong_paths():
+    from lab02_device_plugin.config import MAX_MARK_PATH, yaml_marks
+
+    # 9 aliases per level over 4 levels expand to 9**4 = 6561 lists of 9 scalars, but the
+    # file has 1 + 4 anchored lists of 9 items: 5 + 45 = 50 nodes below the top mapping,
+    # each walked once (an alias keeps the path where its node was first met)
+    levels = ["a0: &a0 [" + ", ".join(["x"] * 9) + "]"]
+    for i in range(1, 5):
+        levels.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    marks = yaml_marks("\n".join(levels) + "\n")
+    # the document, 5 keys, a0's 9 scalars, and a1..a4's 9 items each (aliases recorded,
+    # not descended): 1 + 5 + 9 + 4 x 9 = 51 value positions
+    assert len(marks.values) == 51
+    # an alias item is placed where the node it names is written: a0's list, line 1, after
+    # "a0: " (4 characters) at column 5, where its anchor &a0 starts
+    assert marks.values["a1[8]"] == (1, 5)
+    # a key path longer than the bound is neither recorded nor descended into
+    long_key = "k" * (MAX_MARK_PATH + 1)
+    marks = yaml_marks(f"version: v1\n{long_key}: {{a: 1, b: 2}}\n")
+    assert set(marks.keys) == {"version"} and marks.value(f"{long_key}.a") == (1, 1)
+
+
+def test_parse_config_of_loaded_data_keeps_the_message_without_a_position():
+    # the book and notebooks parse dicts: no file, no line
+    with pytest.raises(InputError) as info:
+        parse_config({"version": "v1", "flags": {"migStrategy": "full"}}, "<book config>")
+    assert str(info.value) == "<book config>: flags.migStrategy: expected one of none, single, mixed, got 'full'"
+
+
 def test_load_config_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read config file"):
         load_config(tmp_path / "nope.yaml")

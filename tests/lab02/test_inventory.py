@@ -394,3 +394,25 @@ def test_listing_errors():
         from_nvidia_smi_list("  MIG 1g.10gb     Device  0: (UUID: MIG-x)\n", "l.txt")
     inv = from_nvidia_smi_list("GPU 0: Tesla T4 (UUID: GPU-t4)\n", "l.txt")
     assert inv.gpus[0].memory_mib == 0 and "memory unknown" in inv.warnings[0]
+
+
+# issue 11 §2 (polish): a YAML GPU spec's error names file:line:column of the key path it names
+@pytest.mark.parametrize("text, message", [
+    # line 3 "  count: 100000": 2 + 7 = 9 characters before the value
+    ("gpus:\n- model: T4\n  count: 100000\n",
+     "3:10: gpus[0].count: 100000 GPUs; expected at most 64 GPUs on one node (the largest single-host "
+     "systems have 16; see lab02_device_plugin.limits)"),
+    # an unknown key: the key itself, line 3 after two spaces
+    ("gpus:\n- model: T4\n  cuont: 2\n",
+     "3:3: gpus[0].cuont: unknown key; expected one of model, count, memory_mib, numa_node, mig, uuids"),
+    # a missing model: the entry that lacks it, line 2 after "- "
+    ("gpus:\n- count: 2\n",
+     "2:3: gpus[0].model: expected a GPU model such as H100-80GB (A100-40GB, A100-80GB, H100-80GB, "
+     "H200-141GB, T4, L4, V100-32GB) or a product name, got null (no value)"),
+])
+def test_yaml_spec_errors_name_line_and_column(tmp_path, text, message):
+    p = tmp_path / "inventory.yaml"
+    p.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_inventory(p)
+    assert str(info.value) == f"{p}:{message}"

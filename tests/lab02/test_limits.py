@@ -69,22 +69,26 @@ def test_values_are_shown_in_yaml_words_not_python_reprs(value, shown):
 
 @pytest.mark.parametrize("text, message", [
     ("version: v1\nflags: {plugin: {passDeviceSpecs: 'no'}}",
-     "flags.plugin.passDeviceSpecs: expected true or false, got 'no'"),
+     "2:35: flags.plugin.passDeviceSpecs: expected true or false, got 'no'"),
     ("version: v1\nflags: {migStrategy: 2024-01-01}",
-     "flags.migStrategy: expected one of none, single, mixed, got a date (2024-01-01)"),
+     "2:22: flags.migStrategy: expected one of none, single, mixed, got a date (2024-01-01)"),
     ("version: v1\nflags: {mpsRoot: !!binary aGVsbG8=}",
-     "flags.mpsRoot: expected a non-empty string, got !!binary data (5 bytes)"),
+     "2:18: flags.mpsRoot: expected a non-empty string, got !!binary data (5 bytes)"),
     ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: true}]}}",
-     "sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got true (a boolean)"),
+     "2:70: sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got true (a boolean)"),
     ("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: .inf}]}}",
-     "sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got .inf"),
+     "2:70: sharing.timeSlicing.resources[0].replicas: expected an integer >= 2, got .inf"),
 ])
 def test_config_errors_show_the_value_as_yaml_writes_it(tmp_path, text, message):
+    # line:column of the value on line 2 (1-based): "flags: {plugin: {passDeviceSpecs: " is
+    # 7 + 1 + 8 + 1 + 17 = 34 characters, so 'no' starts at column 35; "flags: {migStrategy: "
+    # 21 -> 22; "flags: {mpsRoot: " 17 -> 18; "sharing: {timeSlicing: {resources: [{name:
+    # nvidia.com/gpu, replicas: " 9 + 1 + 13 + 1 + 11 + 1 + 1 + 6 + 14 + 2 + 10 = 69 -> 70
     path = tmp_path / "c.yaml"
     path.write_text(text)
     with pytest.raises(InputError) as info:
         load_config(path)
-    assert str(info.value) == f"{path}: {message}"
+    assert str(info.value) == f"{path}:{message}"
 
 
 def test_shorten_words_cuts_between_words():

@@ -58,6 +58,30 @@ def test_unhealthy_gpu():
     assert "previously allocated devices are no longer healthy" in story.moments[3].notes[0]
 
 
+def test_unslice_node_keeps_the_running_pods():
+    """Workshop step 3.5 (ch10): time-slicing removed under four running pods."""
+    story = node_life.unslice_node()
+    four = {f"pod-{k}": ("Running", "") for k in range(1, 5)}
+    # One H100 x 4 replicas: capacity = allocatable = 4, one replica per pod.
+    assert (story.moments[0].capacity, story.moments[0].allocatable) == ({GPU: 4}, {GPU: 4})
+    assert story.moments[0].pods == four
+    # Default config: the plugin registers 1 device; nobody is evicted (kubernetes#60388)
+    # and each pod keeps the replica ID it was given (::0 .. ::3).
+    after = story.moments[1]
+    assert (after.capacity, after.allocatable) == ({GPU: 1}, {GPU: 1})
+    assert after.pods == four
+    kept = [n for n in after.notes if " keeps " in n]
+    assert [n.split(" keeps ")[0] for n in kept] == ["pod-1", "pod-2", "pod-3", "pod-4"]
+    assert [n.rsplit("::", 1)[1] for n in kept] == ["0", "1", "2", "3"]
+    assert len({n.split(" keeps ")[1].rsplit("::", 1)[0] for n in kept}) == 1  # one GPU
+    assert any("nvidia.com/gpu 4 -> 1 device" in n for n in after.notes)
+    # pod-5: allocatable 1 - 4 replicas still held = -3 < 1, so FailedScheduling.
+    assert story.moments[2].pods == {**four, "pod-5": ("Pending", "FailedScheduling")}
+    assert story.moments[2].notes == (
+        "Schedule pod-5: not bound, Pending (FailedScheduling): 0/1 nodes are available: "
+        "1 Insufficient nvidia.com/gpu.",)
+
+
 def test_story_lines_are_the_same_on_every_run():
     assert node_life.mig_repartition().lines() == node_life.mig_repartition().lines()
     first, second = node_life.restart_window().lines(), node_life.restart_window().lines()

@@ -150,7 +150,8 @@ def test_serve_prints_config_warnings(sock_dir, tmp_path):
     finally:
         rc, _out, err = stop_serve(proc)
     assert rc == 0
-    assert f"warning: {cfg}: flags.nvidiaDriverRoot: accepted but not acted on" in err
+    # the key is on line 3 after two spaces: 3:3
+    assert f"warning: {cfg}:3:3: flags.nvidiaDriverRoot: accepted but not acted on" in err
 
 
 def test_bad_config_is_one_line_exit_1(tmp_path, capsys):
@@ -161,7 +162,8 @@ def test_bad_config_is_one_line_exit_1(tmp_path, capsys):
                "--inventory", str(example_path("inventory-1gpu.yaml"))])
     err = capsys.readouterr().err
     assert rc == 1
-    assert err == (f"error: {cfg}: sharing.timeSlicing.resources[0].replicas: expected an "
+    # line 6 "      replicas: 1": the value after 6 spaces and "replicas: " (10) is at column 17
+    assert err == (f"error: {cfg}:6:17: sharing.timeSlicing.resources[0].replicas: expected an "
                    "integer >= 2, got 1\n")
 
 

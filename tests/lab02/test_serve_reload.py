@@ -103,7 +103,8 @@ def test_a_bad_config_keeps_the_previous_one_serving_and_a_kubelet_restart_rerea
             rewrite(config, time_slicing(2).replace("replicas: 2", "replicas: 1000000000"))
             plugin.proc.send_signal(signal.SIGHUP)
             line = plugin.expect("refused")
-            assert line == (f"reload (SIGHUP) refused: {config}: "
+            # time_slicing()'s line 6 "      replicas: 1000000000": the value is at column 17
+            assert line == (f"reload (SIGHUP) refused: {config}:6:17: "
                             "sharing.timeSlicing.resources[0].replicas: expected at most 512 "
                             "(the kubelet gets every replica ID of a resource in one "
                             "ListAndWatch message, limited to 4 MiB: see "

@@ -206,3 +206,41 @@ def test_disciplines_explains_why_fifo_and_drf_top_different_fairness_columns():
     text = _why_fairness_differs("fifo", "drf")
     assert text.startswith("The two measure different things, so fifo can top jain_index while drf tops "
                            "jain_dominant_share: in one FIFO line") and "smallest dominant share go first" in text
+
+
+# issue 11 §2: every --plot and --dashboard says on stderr where it wrote (stdout stays the
+# results, so a table or CSV piped elsewhere is not broken by the status line)
+@pytest.mark.parametrize("argv, what", [
+    (["topology", "--jobs", "10", "--nodes", "2", "--max-waits", "0", "--seeds", "1", "--plot"],
+     "wait-versus-slowdown figure"),
+    (["defrag", "--jobs", "20", "--nodes", "2", "--dashboard"], "fragmentation dashboard"),
+    (["disciplines", "--jobs", "20", "--nodes", "2", "--plot"], "trilemma figure"),
+    (["sharing", "--plot"], "sharing-modes figure"),
+    (["autoscale", "--plot"], "autoscaler figure"),
+    (["compare", "--policies", "best-fit", "--seeds", "1", "--plot"], "allocation-versus-arrived figure"),
+    (["simulate", "--jobs", "30", "--nodes", "4", "--plot"], "timeline figure"),
+])
+def test_every_figure_option_says_where_it_wrote(argv, what, tmp_path, capsys):
+    png = tmp_path / "fig.png"
+    assert main([*argv, str(png)]) == 0
+    captured = capsys.readouterr()
+    assert f"wrote {png} ({what})\n" in captured.err and str(png) not in captured.out
+    assert png.stat().st_size > 0
+    assert "\r" not in captured.err and "\x1b" not in captured.err    # no progress bar when captured
+
+
+
+def test_topology_one_workload_has_no_standard_error_and_csv_keeps_inf(capsys):
+    # issue 11 §2 (polish): with one workload a standard error cannot be estimated: '-' in the
+    # table, an empty CSV cell (was 0.0, which reads as "no spread"); the bound "inf" (never
+    # span) stays "inf" in CSV (a CSV cell drops infinities: it was an empty cell)
+    argv = ["topology", "--jobs", "10", "--nodes", "2", "--max-waits", "0,inf", "--seeds", "1"]
+    assert main([*argv, "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    head = rows[0].split(",")
+    cells = [dict(zip(head, r.split(","))) for r in rows[1:]]
+    assert [c["max_wait_s"] for c in cells] == ["0.0", "inf"] and [c["jct_se_s"] for c in cells] == ["", ""]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[-1] for line in out.splitlines()[2:4]] == ["-", "-"]
+    assert "Mean over 1 workload (seed 0); jct_se '-': a standard error needs 2 or more" in out

@@ -67,6 +67,21 @@ def test_mig_placement_rules():
     assert place_layout("H100-80GB", ["7g.80gb", "1g.10gb"]) is None
     with pytest.raises(InputError, match="does not fit"):
         MigLayout("A100-40GB", ("4g.20gb", "4g.20gb"))
+
+
+@pytest.mark.parametrize("profiles, why", [
+    # 4g.40gb: at most 1 per GPU
+    (("4g.40gb", "4g.40gb"), "2 x 4g.40gb; expected at most 1 of that profile"),
+    # 7 + 1 = 8 compute slices
+    (("7g.80gb", "1g.10gb"), "8 compute slices; expected at most 7"),
+    # 3 + 3 + 1 = 7 compute slices fit, but memory 4 + 4 + 1 = 9 of the 8 slices does not
+    (("3g.40gb", "3g.40gb", "1g.10gb"), "9 memory slices; expected at most 8"),
+])
+def test_a_layout_that_does_not_fit_says_why_in_one_line(profiles, why):
+    # issue 11 §2 (polish): the layout as typed (not a Python list) and what was expected
+    with pytest.raises(InputError) as info:
+        MigLayout("A100-80GB", profiles)
+    assert str(info.value) == f"MIG layout {','.join(profiles)} does not fit one A100-80GB: {why}"
     with pytest.raises(InputError, match="unknown MIG profile"):
         MigLayout("A100-40GB", ("1g.10gbx",))
 
@@ -177,3 +192,23 @@ def test_memory_failures_are_reported():
         [("exclusive", 1, 3), ("time-slicing", 4, 0), ("mps", 4, 0), ("mig", 3, 1)]
     assert rows["mig"].note == "3 2g.20gb instances fit one A100-80GB: 1 wait"
     assert rows["time-slicing"].note == "" and rows["mps"].note == ""
+
+
+def test_mig_resource_names_are_a_table_that_agrees_with_lab02():
+    """Every profile of MIG_PROFILES has its mixed-strategy name in the table (no naming rule
+    in Lab 01's code: writing it is Lab 02's part 2C), and the names are the ones Lab 02's
+    mixed_resource_name gives (for these profiles, no "+": "nvidia.com/mig-" + name)."""
+    import inspect
+
+    from lab01_cluster_sim import sharing_modes
+    from lab01_cluster_sim.sharing_modes import MIG_PROFILES, MIXED_RESOURCE_NAMES
+    from lab02_device_plugin.mig import mixed_resource_name
+
+    names = {p for profiles in MIG_PROFILES.values() for p in profiles}
+    assert len(names) == 17 and set(MIXED_RESOURCE_NAMES) == names
+    assert MIG_PROFILES["H100-80GB"]["3g.40gb"].resource == "nvidia.com/mig-3g.40gb"
+    assert MIG_PROFILES["H200-141GB"]["7g.141gb"].resource == "nvidia.com/mig-7g.141gb"
+    assert all(MIXED_RESOURCE_NAMES[n] == mixed_resource_name(n) for n in names)
+    # the student edition copies Lab 01 whole: no formula for the name may be in it
+    source = inspect.getsource(sharing_modes)
+    assert 'f"nvidia.com/mig-{' not in source and '"nvidia.com/mig-" +' not in source

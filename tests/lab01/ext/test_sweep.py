@@ -107,6 +107,16 @@ def test_grid_rejects_workloads_the_runner_cannot_run(runner, workload):
         grid(runner, ["fifo" if runner == "disciplines" else "best-fit"], [workload], [0])
 
 
+def test_whole_number_parameters_typed_as_floats_mean_integers():
+    # nodes=2.0 and nodes=1e1 are the whole numbers 2 and 10: they run, labelled as integers
+    specs = grid("disciplines", ["fifo"], ["5"], [0], {"nodes": [2.0, 1e1], "interarrival": [300.0]})
+    assert [s.params for s in specs] == [(("interarrival", 300.0), ("nodes", 2)),
+                                         (("interarrival", 300.0), ("nodes", 10))]
+    assert all(isinstance(dict(s.params)["nodes"], int) for s in specs)
+    with pytest.raises(InputError, match=r"^--param nodes=2\.5: the disciplines runner expects a whole number"):
+        grid("disciplines", ["fifo"], ["5"], [0], {"nodes": [2.5]})
+
+
 def test_grid_rejects_parameters_the_runner_does_not_use():
     with pytest.raises(InputError, match="--param 'foo'.*expected one of: gpus_per_node, interarrival, nodes"):
         grid("disciplines", ["fifo"], ["10"], [0], {"foo": [1, 2]})
@@ -119,6 +129,9 @@ def test_rows_have_integer_counts_and_a_single_error_message():
                      workers=1, quiet=True).rows
     ok, bad = rows
     assert ok["completed"] == 5 and isinstance(ok["completed"], int) and isinstance(ok["preemptions"], int)
+    # timeout counts jobs killed at their time limit (none here: the demo jobs have no limit):
+    # an integer like the other state counts, not 0.0
+    assert ok["timeout"] == 0 and isinstance(ok["timeout"], int)
     text = format_rows([ok], "csv")
     assert ",5," in text and "5.0" not in text.splitlines()[1].split(",")[9:]
     assert bad["status"] == "error" and " | " not in bad["error"]

@@ -5,7 +5,9 @@ cannot run is refused in one line."""
 from __future__ import annotations
 
 import csv
+import io
 import json
+import sys
 
 import pytest
 
@@ -163,7 +165,73 @@ def test_kueue_borrowing_then_reclaim_by_preemption(tmp_path, capsys):
     assert (queues["team-a"]["evictions"], queues["team-a"]["admitted"], queues["team-b"]["evictions"]) == (1, 4, 0)
     assert "preemptions 1 (2.00 GPU-h lost)" in out
     assert "ClusterQueue team-a: 4/4 admitted, 0 pending, 0 rejected, 1 evictions" in out
-    assert out.rstrip().endswith("jobs.csv, timeline.png, admission.csv")
+    assert out.rstrip().endswith("jobs.csv, timeline.png, admission.csv, quota.csv")
+
+
+def _quota(out):
+    with open(out / "quota.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    return {cq: [(float(r["time_s"]), int(r["gpus"]), int(r["borrowed_gpus"])) for r in rows
+                 if r["cluster_queue"] == cq] for cq in sorted({r["cluster_queue"] for r in rows})}
+
+
+def test_kueue_timeline_panel_data_shows_borrowing_and_reclaim(tmp_path, capsys):
+    # issue 11 §2 (polish): the timeline draws one panel per ClusterQueue from these series.
+    status, _, err = _run(capsys, str(SCENARIOS / "kueue-borrowing"), "--output", str(tmp_path))
+    assert status == 0, err
+    # (time, GPUs admitted, borrowed = max(0, GPUs - nominal 8)), by hand from the admissions:
+    # team-a: +4 at t=0,1,2,3 -> 4, 8, 12 (borrows 4), 16 (borrows 8: all of team-b's idle quota);
+    #   t=1800 a-train-3 evicted for b-train-0: 12 (borrows 4); t=3600 a-train-0 ends (-4) and
+    #   a-train-3 is readmitted (+4) at the same instant: still 12, no step; a-train-1, -2 end at
+    #   3601, 3602: 8, 4; a-train-3 ends at 7200: 0 (the run's end)
+    # team-b: b-train-0 holds 4 of its own 8 from 1800 to 5400; never borrows
+    assert _quota(tmp_path) == {
+        "team-a": [(0.0, 4, 0), (1.0, 8, 0), (2.0, 12, 4), (3.0, 16, 8), (1800.0, 12, 4), (3601.0, 8, 0),
+                   (3602.0, 4, 0), (7200.0, 0, 0)],
+        "team-b": [(0.0, 0, 0), (1800.0, 4, 0), (5400.0, 0, 0), (7200.0, 0, 0)]}
+    with open(tmp_path / "quota.csv") as fh:
+        assert {r["nominal_gpus"] for r in csv.DictReader(fh)} == {"8"}
+
+
+def test_kueue_static_partition_quota_never_exceeds_nominal(tmp_path, capsys):
+    # no cohort: team-a holds at most its nominal 8 GPUs (a-train-0, -1 at t=0, 1; -2, -3 when
+    # those end at 3600, 3601), team-b 4 from 1800 to 5400
+    status, _, err = _run(capsys, str(SCENARIOS / "kueue-static-partition"), "--output", str(tmp_path))
+    assert status == 0, err
+    quota = _quota(tmp_path)
+    assert max(g for _, g, _ in quota["team-a"]) == 8 and all(b == 0 for s in quota.values() for _, _, b in s)
+    assert quota["team-b"] == [(0.0, 0, 0), (1800.0, 4, 0), (5400.0, 0, 0), (quota["team-b"][-1][0], 0, 0)]
+
+
+def test_timeline_figure_has_a_panel_per_cluster_queue():
+    import numpy as np
+
+    from lab01_cluster_sim.admission.plugin import QuotaSeries
+    from lab01_cluster_sim.metrics import Timeline
+    from lab01_cluster_sim.plots.timeline import plot_timeline
+
+    tl = Timeline(*(np.array(v, dtype=float) for v in ([0, 3600], [1, 0], [0, 0], [np.nan] * 2, [0, 0], [1, 0])))
+    a = QuotaSeries("team-a", "research", np.array([0.0, 1800.0, 3600.0]), np.array([16, 12, 0]), 8, None)
+    b = QuotaSeries("team-b", None, np.array([0.0, 3600.0]), np.array([4, 0]), 8, 4)
+    assert a.borrowed().tolist() == [8, 4, 0]      # 16 - 8, 12 - 8, none
+    fig = plot_timeline({"best-fit": tl}, quotas={"best-fit": [a, b]}, time_unit="min")
+    axes = fig.get_axes()
+    assert len(axes) == 4       # allocation, stranded, one per ClusterQueue
+    assert axes[2].get_title(loc="left") == "ClusterQueue team-a (cohort research): admitted GPUs"
+    assert axes[3].get_title(loc="left") == "ClusterQueue team-b (no cohort: cannot borrow): admitted GPUs"
+    labels = [t.get_text() for t in axes[2].get_legend().get_texts()]
+    assert labels == ["admitted", "borrowed from the cohort", "nominal quota 8"]
+    # team-b never borrows (no shading) and shows its ceiling nominal 8 + borrowingLimit 4 = 12
+    assert [t.get_text() for t in axes[3].get_legend().get_texts()] == [
+        "admitted", "nominal quota 8", "nominal + borrowingLimit 12"]
+    assert axes[3].get_xlabel() == "time (min)" and axes[1].get_xlabel() == ""
+    # readable at the book's size: no text under 9 pt (the legends; ticks and labels are
+    # 10 pt). At the run's 110 dpi an 8-inch figure is 880 px wide: 9 pt = 13.75 px there,
+    # still 9 px on screen when it is shown as narrow as 880 x 9 / 13.75 = 576 px
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+    assert min(sizes) >= 9
 
 
 def test_kueue_borrowing_counts_the_wait_after_the_eviction(tmp_path, capsys):
@@ -277,3 +345,40 @@ def test_every_example_scenario_is_valid(capsys):
     for path in examples:
         status, out, err = _run(capsys, str(path), "--check")
         assert status == 0, err
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (the progress bars draw only on one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_topology_scenario_shows_a_bar_per_bound_on_a_terminal_only(tmp_path, monkeypatch, progress):
+    # issue 11 §2: long commands show progress on a terminal. topology-islands compares 3
+    # wait bounds (0, 600, 3600 s): one step each
+    from lab01_cluster_sim.scenario import load_scenario, run_scenario
+
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    result = run_scenario(load_scenario(SCENARIOS / "topology-islands.yaml"), tmp_path / "out", progress=progress)
+    assert [r["max_wait_s"] for r in result.rows] == [0.0, 600.0, 3600.0]
+    assert ("topology:   0%" in term.getvalue() and "| 0/3 [" in term.getvalue()) is progress
+    if not progress:
+        assert term.getvalue() == ""
+
+
+def test_timeline_draws_at_most_eight_cluster_queue_panels():
+    import numpy as np
+
+    from lab01_cluster_sim.admission.plugin import QuotaSeries
+    from lab01_cluster_sim.metrics import Timeline
+    from lab01_cluster_sim.plots.timeline import MAX_QUEUE_PANELS, plot_timeline
+
+    tl = Timeline(*(np.array(v, dtype=float) for v in ([0, 60], [1, 0], [0, 0], [np.nan] * 2, [0, 0], [1, 0])))
+    series = [QuotaSeries(f"q{i:02d}", "c", np.array([0.0, 60.0]), np.array([1, 0]), 1, None) for i in range(11)]
+    fig = plot_timeline({"run": tl}, title="t", quotas={"run": series}, time_unit="s")
+    # 2 + 8 panels; 11 - 8 = 3 queues named in the title instead
+    assert MAX_QUEUE_PANELS == 8 and len(fig.get_axes()) == 10
+    assert fig.get_suptitle() == "t (3 more ClusterQueues not drawn)"

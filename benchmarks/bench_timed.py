@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pstats
 import sys
 import time
@@ -85,7 +86,18 @@ def main() -> None:
     ap.add_argument("--only-large", action="store_true", help="run only the J-job, 2N-node configuration")
     ap.add_argument("--tree", metavar="DIR", help="measure the lab01_cluster_sim of this checkout (e.g. a git "
                                                   "worktree of main) instead of this one")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON object per run instead of the table (for benchmarks/ab_trees.py)")
     args = ap.parse_args()
+    if args.json:
+        for scoring in args.modes.split(","):
+            sizes = ((args.nodes, args.jobs // 2), (2 * args.nodes, args.jobs))
+            for n, jobs in sizes[1:] if args.only_large else sizes:
+                k = None if scoring == "all" else adaptive_nodes_to_score(n)
+                for _ in range(max(1, args.repeat)):
+                    print(json.dumps(run_once(jobs, n, args.policy, k, args.seed, False, args.load,
+                                              args.gang_share)), flush=True)
+        return
     print("| nodes | jobs | policy | nodes scored | wall s | CPU s | decisions | CPU us/decision | CPU us/job | "
           "events | completed | alloc while arriving | p99 wait s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")

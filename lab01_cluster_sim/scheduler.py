@@ -791,7 +791,7 @@ class _BlockedTable:
         if not self.slot or not nodes:
             return None
         hit = self._hits(sched, nodes) & (self.mark[: len(self.keys)] != sched._pass_id)
-        idx = np.flatnonzero(hit)
+        idx = hit.nonzero()[0]
         if idx.size == 0:
             return None
         return self.keys[int(idx[np.argmin(self.order[idx])])]
@@ -881,6 +881,7 @@ class Scheduler:
         # log had length p fits no node outside log[p:] until a node comes back online, so
         # its retries filter only those nodes (see try_schedule).
         self._release_log: list[int] = []
+        self._node_scratch = np.zeros(state.num_nodes, dtype=bool)  # all False between uses
         self._since: dict[tuple, int] = {}
         self._table = _BlockedTable()
         self._next_seq = 0
@@ -954,7 +955,11 @@ class Scheduler:
         """
         st = self.state
         sl = slice(lo, hi)
-        ok = (st.cpu_free[sl] >= request.cpu_milli) & (st.mem_free[sl] >= request.memory_mib) & self.online[sl]
+        # NOTE: speed. One result array, filled in place (no temporaries beyond one
+        # comparison at a time): this filter runs on all N nodes about once per decision.
+        ok = st.cpu_free[sl] >= request.cpu_milli
+        ok &= st.mem_free[sl] >= request.memory_mib
+        ok &= self.online[sl]
         if request.num_gpus > 0:
             if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
                 ok &= self.max_free[sl] >= request.gpu_milli
@@ -965,6 +970,16 @@ class Scheduler:
         for extra in self.extra_filters:
             ok &= extra(request, record)[sl]
         return ok
+
+    def _distinct_nodes(self, nodes: list[int]) -> np.ndarray:
+        """The distinct node indices of ``nodes``, sorted: int64 (k,). Same answer as
+        ``np.unique``; marks a reused bool (N,) scratch row instead of sorting (NOTE: speed:
+        ``np.unique`` on up to N/8 entries was 6 % of a 100k-job run)."""
+        mark = self._node_scratch
+        mark[nodes] = True
+        out = mark.nonzero()[0]
+        mark[out] = False
+        return out
 
     def _find_feasible(self, request: Request, record: JobRecord | None, k: int) -> np.ndarray:
         """Up to ``k`` feasible nodes, searching from the rotating start index in chunks and
@@ -980,7 +995,7 @@ class Scheduler:
         last = (start - 1) % n
         while scanned < n and count < k:
             hi = min(n, pos + chunk, pos + (n - scanned))
-            idx = np.flatnonzero(self.feasible_mask(request, record, pos, hi)) + pos
+            idx = self.feasible_mask(request, record, pos, hi).nonzero()[0] + pos
             if count + idx.size >= k:
                 idx = idx[: k - count]
                 last = int(idx[-1])
@@ -1024,7 +1039,9 @@ class Scheduler:
             if self.nodes_to_score is not None and candidates.size > self.nodes_to_score:
                 candidates = candidates[: self.nodes_to_score]
         elif self.nodes_to_score is None:
-            candidates = np.flatnonzero(self.feasible_mask(request, record))
+            # NOTE: speed. ``.nonzero()[0]`` is ``np.flatnonzero`` on a 1-D mask, minus two
+            # Python-level calls; this line runs once per scheduling decision.
+            candidates = self.feasible_mask(request, record).nonzero()[0]
         else:
             candidates = self._find_feasible(request, record, self.nodes_to_score)
         if candidates.size == 0:
@@ -1034,7 +1051,7 @@ class Scheduler:
         else:
             scores = self.policy.score(self.state, request, candidates, self.rng)
             best = candidates[scores == scores.max()]
-            node = int(best[np.argmin(self.state.tie_rank[best])])
+            node = int(best[0]) if best.size == 1 else int(best[np.argmin(self.state.tie_rank[best])])
         return node, tuple(self.policy.pick_gpus(self.state, request, node, self.rng))
 
     # -- bind / release ----------------------------------------------------------------
@@ -1300,7 +1317,7 @@ class Scheduler:
                     return Outcome.WAITING
                 within = np.array(sorted(nodes), dtype=np.int64)
             elif fresh <= max(64, self.state.num_nodes // 8):
-                within = np.unique(np.asarray(self._release_log[since:], dtype=np.int64))
+                within = self._distinct_nodes(self._release_log[since:])
             else:
                 del self._since[key]  # too many releases since: a full filter is as cheap
         if gang and record.job.workers == 1:
@@ -1584,6 +1601,7 @@ class Scheduler:
         self.full_free = np.concatenate([self.full_free, (new >= MILLI_PER_GPU).sum(axis=1).astype(np.int64)])
         self.max_free = np.concatenate([self.max_free, new.max(axis=1).astype(np.int64)])
         self.online = np.concatenate([self.online, np.full(len(indices), online, dtype=bool)])
+        self._node_scratch = np.zeros(st.num_nodes, dtype=bool)
         self._model_masks.clear()
         self.uncordon_all_blocked()
 

@@ -33,7 +33,10 @@ def min_max_normalize(raw: np.ndarray) -> np.ndarray:
     lo, hi = int(raw.min()), int(raw.max())
     if hi == lo:
         return np.zeros_like(raw)
-    return (raw - lo) * MAX_NODE_SCORE // (hi - lo)
+    out = raw - lo          # a new array: ``raw`` is left as it was
+    out *= MAX_NODE_SCORE
+    out //= hi - lo
+    return out
 
 
 def best_fit_raw_score(cpu_left: np.ndarray, idle_milli: np.ndarray, cpu_req: int, gpu_req: int,

@@ -279,9 +279,10 @@ class ClusterState:
         if tag >= 0:
             self.tag_count[node, tag] -= 1
         self.node_version[node] += 1
+        # Only the GPUs given back can have gone over (the others were not touched).
         if (
             self.cpu_free[node] > self.cpu_capacity[node]
             or self.mem_free[node] > self.mem_capacity[node]
-            or (self.gpu_free[node] > MILLI_PER_GPU).any()
+            or any(self.gpu_free[node, g] > MILLI_PER_GPU for g in gpus)
         ):
             raise ValueError(f"release: more freed than allocated on node {self.nodes[node].name}")

@@ -196,6 +196,20 @@ class LearnerFunction:
     file: str
 
 
+def _segment(lines: list[str], node: ast.AST) -> str:
+    """The source text of ``node``, as :func:`ast.get_source_segment` gives it, from the
+    file's lines split once (that function splits the whole file again at each call,
+    which made reading the course's learner files take seconds)."""
+    if getattr(node, "end_lineno", None) is None or getattr(node, "end_col_offset", None) is None:
+        return ""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()
+    head = lines[first].encode()[node.col_offset:].decode()
+    tail = lines[last].encode()[:node.end_col_offset].decode()
+    return "\n".join([head, *lines[first + 1:last], tail])
+
+
 def learner_functions(course: Path) -> list[LearnerFunction]:
     """The learner's functions of a student edition, in file order (read with ``ast``).
 
@@ -205,15 +219,16 @@ def learner_functions(course: Path) -> list[LearnerFunction]:
     """
     out: list[LearnerFunction] = []
     for rel in learner_files(course):
-        tree = ast.parse((course / rel).read_text(encoding="utf-8"))
+        source = (course / rel).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        lines = source.split("\n")  # read_text made every line end "\n": Python's own line numbers
         module = rel[:-3].replace("/", ".").removesuffix(".__init__")
         owned: set[int] = set()
         for node in tree.body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             parts = sorted({p for sub in ast.walk(node) if isinstance(sub, ast.Raise)
-                            for p in STUB_RE.findall(ast.get_source_segment(
-                                (course / rel).read_text(encoding="utf-8"), sub) or "")})
+                            for p in STUB_RE.findall(_segment(lines, sub))})
             for sub in ast.walk(node):
                 owned.add(id(sub))
             if len(parts) > 1:

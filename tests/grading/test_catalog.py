@@ -100,3 +100,29 @@ def test_learner_files_are_the_files_with_stubs(tmp_path: Path) -> None:
     (pkg / "c.py").write_text("raise NotImplementedError\n")  # an abstract method, not a stub
     assert catalog.learner_files(tmp_path) == {"lab01_cluster_sim/a.py": ("1B",),
                                                "lab01_cluster_sim/sub/b.py": ("1C", "2A")}
+
+
+def test_learner_functions_read_each_stub_once_per_function(tmp_path: Path) -> None:
+    """The stubs are found from the file's lines split once (as ast.get_source_segment
+    would find them): a multi-line raise, a line with non-ASCII text before the stub, a
+    stub text inside a string that is no raise, and a function with no stub."""
+    pkg = tmp_path / "lab01_cluster_sim"
+    pkg.mkdir()
+    (pkg / "m.py").write_text(
+        'def résumé():\n'
+        '    x = "é"; raise NotImplementedError("your code here (1A)")\n'
+        '\n'
+        'def two_lines():\n'
+        '    raise NotImplementedError(\n'
+        '        "your code here (1B)")\n'
+        '\n'
+        'def not_a_raise():\n'
+        '    return \'raise NotImplementedError("your code here (1C)")\'\n'
+        '\n'
+        'def done():\n'
+        '    raise ValueError("no stub")\n')
+    got = [(f.name, f.part) for f in catalog.learner_functions(tmp_path)]
+    # résumé: 1A (col offsets are bytes: "é" is 2); two_lines: its text spans lines 5-6 and is
+    # not the stub's exact text, as with ast.get_source_segment; not_a_raise: no Raise node
+    assert got == [("résumé", "1A")]
+    assert catalog.learner_files(tmp_path) == {"lab01_cluster_sim/m.py": ("1A", "1C")}

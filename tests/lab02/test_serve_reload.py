@@ -117,7 +117,10 @@ def test_a_bad_config_keeps_the_previous_one_serving_and_a_kubelet_restart_rerea
             rewrite(config, time_slicing(3))
             kubelet.restart()
             kubelet.wait_for_resource(GPU, 3, timeout=30)  # 1 T4 x 3
-            plugin.expect("was re-created (kubelet restart)): nvidia.com/gpu 2 -> 3 devices")
+            # the restart is seen from whichever cue the watcher meets first: the kubelet socket
+            # re-created, or (on a busy machine, seen at the load of 9) this plugin's own socket
+            # removed by the restarting kubelet; either way the reload names the restart
+            plugin.expect("(kubelet restart)): nvidia.com/gpu 2 -> 3 devices")
             assert plugin.terminate() == 0
         finally:
             plugin.kill()

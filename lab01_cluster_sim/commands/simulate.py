@@ -149,7 +149,8 @@ def trace_jobs(folder: str, pod_list: str | None) -> tuple[list[Node], list[Job]
 
 
 def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float | None,
-                   gang_share: float, load: float = 0.9) -> tuple[list[Node], list[Job]]:
+                   gang_share: float, load: float = 0.9,
+                   names: tuple[str, str, str] = ("--load", "--interarrival", "--jobs")) -> tuple[list[Node], list[Job]]:
     """``num_jobs`` synthetic jobs on ``num_nodes`` openb-mix nodes.
 
     The default mean inter-arrival gap makes the offered GPU load ``load`` x capacity:
@@ -159,7 +160,8 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
 
     Raises:
         InputError: counts < 1, a bad share/gap, a load outside [MIN_LOAD, 10], or a last
-            arrival past MAX_ARRIVAL_S (1e9 s).
+            arrival past MAX_ARRIVAL_S (1e9 s); ``names`` are how the message calls the load,
+            the gap and the job count (the command's options by default).
     """
     from lab01_cluster_sim.workloads.synthetic import PodMix, synthetic_nodes, synthetic_pods
 
@@ -187,9 +189,9 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
                     j.cpu_milli, j.memory_mib, j.gpu_models, j.priority, j.workers, j.tenant) for j in jobs]
     last = max(j.submit_time for j in jobs)
     if last > MAX_ARRIVAL_S:
-        cause = (f"--interarrival {interarrival:,.0f} s" if interarrival is not None and interarrival.is_integer()
-                 else f"--interarrival {interarrival:g} s" if interarrival is not None else f"--load {load:g}")
-        raise InputError(f"{cause} with --jobs {num_jobs:,}: the last synthetic job would arrive at "
+        cause = (f"{names[1]} {interarrival:,.0f} s" if interarrival is not None and interarrival.is_integer()
+                 else f"{names[1]} {interarrival:g} s" if interarrival is not None else f"{names[0]} {load:g}")
+        raise InputError(f"{cause} with {names[2]} {num_jobs:,}: the last synthetic job would arrive at "
                          f"{last:,.0f} s, past the simulator's {MAX_ARRIVAL_S:,.0f} s (about 31.7 years) "
                          "time cap; expected fewer jobs, a higher load or a shorter gap")
     return nodes, jobs

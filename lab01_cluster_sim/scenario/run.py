@@ -201,7 +201,9 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
         g = w["generator"]
         seed = g.get("seed", sc.spec.get("simulation", {}).get("seed", 0))
         gen_nodes, jobs = synthetic_jobs(g.get("jobs", 200), g.get("nodes", DEFAULT_NODES), seed, None,
-                                         g.get("gangShare", 0.0), g.get("load", DEFAULT_LOAD))
+                                         g.get("gangShare", 0.0), g.get("load", DEFAULT_LOAD),
+                                         names=(f"{sc.sources.get('Scenario', 'Scenario')}: "
+                                                "spec.workload.generator.load", "", "spec.workload.generator.jobs"))
         nodes = nodes or gen_nodes
     return nodes, jobs
 

@@ -273,3 +273,15 @@ def test_do_not_disrupt_with_node_pools_is_named_not_ignored(tmp_path):
     (item,) = [u for u in sc.unsupported if "do-not-disrupt" in u]
     assert item.endswith("karpenter.sh/do-not-disrupt: '10m': only \"true\" is modelled (a duration ending the "
                          "protection is not)")
+
+
+def test_generated_arrivals_past_the_time_cap_name_the_scenario_fields(tmp_path, capsys):
+    # fresh tester 2 F2: load 0.001 is allowed, but 20,000 jobs on one node at that load arrive
+    # over about 7e9 s (the mean gap is E[GPU-s per job] / (0.001 x 8 GPUs)), past the 1e9 s cap
+    p = tmp_path / "s.yaml"
+    p.write_text(SCENARIO + "  workload: {generator: {name: synthetic, load: 0.001, jobs: 20000, nodes: 1}}\n")
+    assert main(["run", str(p), "--output", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {p}:1:1: Scenario/s: spec.workload.generator.load 0.001 with "
+                          "spec.workload.generator.jobs 20,000: the last synthetic job would arrive at ")
+    assert "past the simulator's 1,000,000,000 s" in err and not (tmp_path / "out").exists()

@@ -159,7 +159,7 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
     load: much of the work arrives late in long jobs.)
 
     Raises:
-        InputError: counts < 1, a bad share/gap, a load outside [MIN_LOAD, 10], or a last
+        InputError: counts < 1, a bad share/gap, a load below MIN_LOAD, or a last
             arrival past MAX_ARRIVAL_S (1e9 s); ``names`` are how the message calls the load,
             the gap and the job count (the command's options by default).
     """
@@ -169,8 +169,10 @@ def synthetic_jobs(num_jobs: int, num_nodes: int, seed: int, interarrival: float
         raise InputError(f"--jobs and --nodes must be >= 1, got {num_jobs} and {num_nodes}")
     if not 0.0 <= gang_share <= 1.0:
         raise InputError(f"--gang-share must be in [0, 1], got {gang_share}")
-    if not MIN_LOAD <= load <= 10:
-        raise InputError(f"--load must be from {MIN_LOAD:g} to 10, got {load:g}")
+    # Only the floor here: the command line caps --load at 10 for learners, but the speed
+    # benchmarks drive this function at 16 to make queues form (benchmarks/bench_timed.py).
+    if not load >= MIN_LOAD:
+        raise InputError(f"{names[0]} must be >= {MIN_LOAD:g}, got {load:g}")
     if interarrival is not None and not interarrival > 0:
         raise InputError(f"--interarrival must be > 0 s, got {interarrival}")
     nodes = synthetic_nodes(num_nodes)

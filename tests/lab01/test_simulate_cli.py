@@ -185,3 +185,15 @@ def test_table_prints_durations_in_readable_units():
     assert lines[2] == "  queueing delay: mean 1.5 min, p50 30.0 s, p99 2.0 h"
     assert lines[3] == "  JCT:            mean 42.0 s, p50 n/a, p99 40.2 min"
     assert lines[4] == "  makespan:       432.9 h"
+
+
+def test_synthetic_jobs_keeps_only_the_load_floor():
+    """The library function refuses the load that loses durations in floating point (below
+    0.001) but not the benchmarks' load of 16 (the command line alone caps --load at 10)."""
+    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.errors import InputError
+
+    nodes, jobs = synthetic_jobs(100, 10, 0, None, 0.0, 16.0)
+    assert (len(nodes), len(jobs)) == (10, 100)
+    with pytest.raises(InputError, match=r"^--load must be >= 0.001, got 1e-300$"):
+        synthetic_jobs(100, 10, 0, None, 0.0, 1e-300)

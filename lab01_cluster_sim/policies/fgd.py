@@ -69,7 +69,7 @@ class FGD:
         (int64 (C,); -1 for other pods), computed from scratch (no cache)."""
         tracker = self._bind_state(state)
         before = tracker.weighted_values()[nodes]
-        total = float(self.target.weights.sum())
+        total = float(self.target._weight_sum)
         access = self.target.access(state.model_names)
         L = state.gpu_free[nodes]
         cpu_after = state.cpu_free[nodes] - request.cpu_milli

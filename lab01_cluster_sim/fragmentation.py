@@ -87,7 +87,7 @@ class TargetWorkload:
         if self.weights is None:
             object.__setattr__(self, "weights", integer_weights(self.popularity))
         object.__setattr__(self, "_weights_f", np.asarray(self.weights, dtype=np.float64))
-        object.__setattr__(self, "_weight_sum", int(np.asarray(self.weights, dtype=np.int64).sum()))
+        object.__setattr__(self, "_weight_sum", int(np.asarray(self.weights).sum()))
         # distinct per-GPU shares, computed once: fragmentation_of groups shapes by u
         u_values, u_of_shape = np.unique(self.gpu_milli, return_inverse=True)
         object.__setattr__(self, "_u_values", u_values)

@@ -10,6 +10,16 @@ from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.examples import EXAMPLES_DIR
 
 
+def _load_error(tmp_path, text: str, name: str = "config.yaml") -> tuple:
+    """Write ``text`` to ``tmp_path/name``, load it, and return the path and the InputError's
+    message (fails if loading succeeds)."""
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_config(p)
+    return p, str(info.value)
+
+
 def cfg(text: str) -> Config:
     return parse_config(yaml.safe_load(text), "c.yaml")
 
@@ -256,11 +266,8 @@ def test_load_config_yaml_syntax_error_has_line_and_column(tmp_path):
     ("- version: v1\n", "1:1: (top level): expected a mapping, got [{version: v1}]"),
 ])
 def test_load_config_error_names_file_line_column_key_and_expected(tmp_path, text, message):
-    p = tmp_path / "config.yaml"
-    p.write_text(text)
-    with pytest.raises(InputError) as info:
-        load_config(p)
-    assert str(info.value) == f"{p}:{message}"
+    p, error = _load_error(tmp_path, text)
+    assert error == f"{p}:{message}"
 
 
 def test_load_config_warnings_name_the_line_of_the_key(tmp_path):
@@ -371,11 +378,8 @@ def test_shipped_example_configs_load_without_warnings(name):
     ("version: v1\nflags: {gfd: {sleepInterval: 60}}\n", "2:30: flags.gfd.sleepInterval: expected a string, got 60"),
 ])
 def test_ignored_sections_still_refuse_typos_and_wrong_types(tmp_path, text, message):
-    p = tmp_path / "config.yaml"
-    p.write_text(text)
-    with pytest.raises(InputError) as info:
-        load_config(p)
-    assert str(info.value).startswith(f"{p}:{message}")
+    p, error = _load_error(tmp_path, text)
+    assert error.startswith(f"{p}:{message}")
 
 
 @pytest.mark.parametrize("text", ["", "# nothing yet\n"])
@@ -390,18 +394,12 @@ def test_an_empty_config_file_runs_the_defaults_with_one_warning(tmp_path, text)
 
 def test_a_tab_in_the_indentation_is_named(tmp_path):
     # fresh tester 2 F8: line 3 starts with a tab (column 1); PyYAML only says "cannot start any token"
-    p = tmp_path / "tab.yaml"
-    p.write_text("version: v1\nflags:\n\tmigStrategy: none\n")
-    with pytest.raises(InputError) as info:
-        load_config(p)
-    assert str(info.value) == (f"{p}:3:1: invalid YAML (found character that cannot start any token: a tab; YAML "
-                               "indents with spaces only); expected a YAML config file")
+    p, error = _load_error(tmp_path, "version: v1\nflags:\n\tmigStrategy: none\n", "tab.yaml")
+    assert error == (f"{p}:3:1: invalid YAML (found character that cannot start any token: a tab; YAML "
+                     "indents with spaces only); expected a YAML config file")
 
 
 def test_a_key_that_is_not_a_string_is_pointed_at(tmp_path):
     # fresh tester 2 F8: "1: x" is on line 2, column 1 (it was reported at 1:1, the mapping)
-    p = tmp_path / "c.yaml"
-    p.write_text("version: v1\n1: x\n")
-    with pytest.raises(InputError) as info:
-        load_config(p)
-    assert str(info.value) == f"{p}:2:1: (top level): expected string keys, got 1"
+    p, error = _load_error(tmp_path, "version: v1\n1: x\n", "c.yaml")
+    assert error == f"{p}:2:1: (top level): expected string keys, got 1"

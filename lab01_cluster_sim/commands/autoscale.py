@@ -24,7 +24,7 @@ Scenarios:
   mini-lab  the workshop's mini-lab: a 1-GPU node time-sliced to --replicas replicas,
             --pods pods of one GPU each; the extra pods make the autoscaler launch an
             unsliced node and run there after the boot delay
-  burst     a seeded burst of --pods pods of 1, 4 or 8 GPUs (see lab01_cluster_sim.autoscaler.scenarios)
+  burst     a seeded burst of --pods pods of 1, 4 or 8 GPUs (see lab01_cluster_sim.studies.autoscaling)
 
 Prints per node (type, launch, ready, termination and why, $) and per pod (node, bound,
 started, finished, disruptions) for mini-lab, and the summary: cost in dollars, pending
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, PRICES_AS_OF, load_catalogue
     from lab01_cluster_sim.autoscaler.nodepool import NodePool
-    from lab01_cluster_sim.autoscaler.scenarios import MINI_LAB_IMAGE, burst_pods, one_gpu_types
+    from lab01_cluster_sim.studies.autoscaling import MINI_LAB_IMAGE, burst_pods, one_gpu_types
     from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
     from lab01_cluster_sim.sweep import format_rows
 

@@ -78,7 +78,7 @@ def _why_fairness_differs(by_slow: str, by_share: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
     from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
-    from lab01_cluster_sim.disciplines.trilemma import COLUMNS, trilemma_report
+    from lab01_cluster_sim.studies.trilemma import COLUMNS, trilemma_report
     from lab01_cluster_sim.sweep import format_rows
 
     names = [d.strip() for d in args.disciplines.split(",") if d.strip()]

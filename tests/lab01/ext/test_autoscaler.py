@@ -6,7 +6,7 @@ import pytest
 
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, PRICES_AS_OF, InstanceType, load_catalogue
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.scenarios import MINI_LAB_IMAGE, mini_lab, one_gpu_types
+from lab01_cluster_sim.studies.autoscaling import MINI_LAB_IMAGE, mini_lab, one_gpu_types
 from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
 from lab01_cluster_sim.errors import InputError
 

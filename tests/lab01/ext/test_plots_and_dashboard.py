@@ -7,10 +7,10 @@ import math
 import pytest
 from matplotlib.figure import Figure
 
-from lab01_cluster_sim.autoscaler.scenarios import mini_lab
+from lab01_cluster_sim.studies.autoscaling import mini_lab
 from lab01_cluster_sim.defrag import dashboard_data, demo_mig_jobs
 from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
-from lab01_cluster_sim.disciplines.trilemma import trilemma_report
+from lab01_cluster_sim.studies.trilemma import trilemma_report
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.plots.autoscaler import autoscaler_figure

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.scenarios import one_gpu_types
+from lab01_cluster_sim.studies.autoscaling import one_gpu_types
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.sim import Pod, simulate_autoscaler
 from lab01_cluster_sim.defrag import Defragmenter

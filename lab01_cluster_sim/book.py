@@ -8,8 +8,8 @@
   migration (chapter 6);
 * :func:`holdings_at`: which GPUs each job holds at a moment of a simulation (chapter 7).
 
-Everything here calls the public APIs of the simulator (policies, ``defrag``, ``Runner``,
-``simulate``); nothing is simulated here.
+Everything here calls the public APIs of the simulator (policies, ``defrag``, the engine's
+``Simulation`` with plugins, ``simulate``); nothing is simulated here.
 """
 
 from __future__ import annotations
@@ -121,18 +121,23 @@ def compare_migration(nodes: Sequence[Any], jobs: Sequence[Any], checkpoint: Any
     """
     import numpy as np
 
-    from lab01_cluster_sim.defrag import Defragmenter, stranded_gpus
-    from lab01_cluster_sim.disciplines.runner import Runner
+    from lab01_cluster_sim.defrag import Defragmenter, filter_mask, pending_jobs, stranded_gpus
+    from lab01_cluster_sim.disciplines.outcomes import OutcomeRecorder
+    from lab01_cluster_sim.disciplines.preemption import Checkpoints
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.simulate import Simulation
 
     full = max((n.gpu_count for n in nodes), default=0)
     big_ids = {j.job_id for j in jobs if j.gpus_per_worker == full}
     rows = []
     for label, defrag in (("no migration", None), ("migration", Defragmenter())):
-        def observe(r: Any, t: float) -> float:
-            return stranded_gpus(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+        def observe(sim: Any, t: float) -> float:
+            return stranded_gpus(sim.state, pending_jobs(sim), lambda job: filter_mask(sim, job))
 
-        res = Runner(list(nodes), list(jobs), discipline, on_blocked=defrag, observer=observe,
-                     default_checkpoint=checkpoint).run()
+        recorder = OutcomeRecorder(observe)
+        plugins = [Checkpoints(default=checkpoint), *([defrag] if defrag else []), recorder]
+        Simulation(list(nodes), list(jobs), MostAllocated(), "gang", discipline, plugins=plugins).run()
+        res = recorder.result()
         ts = np.asarray([row[0] for row in res.timeline], dtype=float)
         vals = np.asarray(res.samples, dtype=float)
         dt = np.diff(ts)

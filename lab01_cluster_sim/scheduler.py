@@ -54,8 +54,8 @@ is untouched):
   :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs (backfill), stop at
   a blocked head (strict FIFO), read :attr:`Scheduler.now` and :attr:`Scheduler.running` (the
   running jobs, with their expected end in ``record.run_started + record.remaining``) to
-  make reservations, and ask for an eviction with :meth:`Scheduler.evict`. Register a new
-  one with :func:`register_discipline`.
+  make reservations, and ask for an eviction with :meth:`Scheduler.evict`. The built-in ones
+  are listed by name in :data:`lab01_cluster_sim.registry.DISCIPLINES`.
 - :class:`SchedulerObserver`: hooks on enqueue, bind, release, start, finish, reject and
   evict; metrics use them to stay incremental. Only overridden hooks are called.
 - :meth:`Scheduler.cordon` / :meth:`Scheduler.uncordon`: take a node out of (or back into)
@@ -71,7 +71,6 @@ from __future__ import annotations
 import bisect
 import copy
 import enum
-import importlib
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -565,42 +564,6 @@ class FifoSkip(QueueDiscipline):
             else:
                 self._active.discard(key)  # blocked until woken
                 self._dormant.add(key)
-
-
-DISCIPLINES: dict[str, type[QueueDiscipline]] = {Fifo.name: Fifo, FifoSkip.name: FifoSkip}
-"""Discipline name -> class. Extensions add theirs with :func:`register_discipline`."""
-
-
-def register_discipline(cls: type[QueueDiscipline]) -> type[QueueDiscipline]:
-    """Class decorator adding a queue discipline to :data:`DISCIPLINES` under ``cls.name``."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} needs a non-empty name")
-    if DISCIPLINES.get(cls.name, cls) is not cls:
-        raise ValueError(f"discipline {cls.name!r} registered twice")
-    DISCIPLINES[cls.name] = cls
-    return cls
-
-
-def get_discipline(name: str, **kwargs) -> QueueDiscipline:
-    """Instantiate the queue discipline registered as ``name``.
-
-    Disciplines defined in the :mod:`lab01_cluster_sim.disciplines` package register
-    themselves when that package is imported, which this function does on a miss.
-
-    Raises:
-        InputError: unknown name (the message lists the known ones).
-    """
-    if name not in DISCIPLINES:
-        try:
-            importlib.import_module("lab01_cluster_sim.disciplines")
-        except ImportError:
-            pass
-    try:
-        cls = DISCIPLINES[name]
-    except KeyError:
-        raise InputError(f"unknown queue discipline {name!r}; expected one of: "
-                         f"{', '.join(sorted(DISCIPLINES))}") from None
-    return cls(**kwargs)
 
 
 # -- deadlock -----------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summar
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds
 from lab01_cluster_sim.plugins import HOOKS, AdmissionContext, defines
 from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, uses_target
+from lab01_cluster_sim.registry import get_discipline
 from lab01_cluster_sim.scheduler import (
     MODES,
     UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -67,7 +68,6 @@ from lab01_cluster_sim.scheduler import (
     QueueDiscipline,
     Scheduler,
     SchedulerObserver,
-    get_discipline,
     unresolvable_reason,
     worker_slots,
 )

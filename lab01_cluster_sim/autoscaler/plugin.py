@@ -51,7 +51,6 @@ from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, JobState, Node
-from lab01_cluster_sim.plugins import register_plugin
 from lab01_cluster_sim.sharing_modes import timesliced_node
 
 SPOT_NOTICE_S = 120.0
@@ -484,8 +483,7 @@ class Autoscaler:
         self.sim.remove_node(node.index, reason)
 
 
-@register_plugin("autoscaler")
-def _autoscaler_plugin(nodes, jobs, instance_types: str = "", limit_gpus: float = math.inf,
+def autoscaler_plugin(nodes, jobs, instance_types: str = "", limit_gpus: float = math.inf,
                        consolidation: str = "WhenEmpty", consolidate_after_s: float = 30.0,
                        capacity_type: str = "on-demand") -> Autoscaler:
     """``--plugin autoscaler:instance_types=p5.48xlarge;g5.xlarge,limit_gpus=64`` (default: the

@@ -13,7 +13,8 @@ import numpy as np
 from lab01_cluster_sim.commands._options import fraction, nonnegative_float, positive_float, positive_int, seed
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
-from lab01_cluster_sim.scheduler import DISCIPLINES, MODES, adaptive_nodes_to_score
+from lab01_cluster_sim.registry import DISCIPLINES
+from lab01_cluster_sim.scheduler import MODES, adaptive_nodes_to_score
 from lab01_cluster_sim.simulate import SimulationResult, simulate
 
 NAME = "simulate"
@@ -298,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         nodes, jobs = synthetic_jobs(args.jobs, args.nodes, args.seed, args.interarrival, args.gang_share,
                                      args.load)
-    from lab01_cluster_sim.plugins import make_plugin
+    from lab01_cluster_sim.registry import make_plugin
 
     plugins = [make_plugin(spec, nodes, jobs) for spec in args.plugin]
     result = simulate(nodes, jobs, policy=args.policy, mode=args.mode, discipline=args.discipline, seed=args.seed,

@@ -1,10 +1,10 @@
 """Priority with preemption, DRF and EASY backfill as queue disciplines of the one engine.
 
 They plug into :class:`lab01_cluster_sim.scheduler.Scheduler` at its QueueSort point
-(:class:`~lab01_cluster_sim.scheduler.QueueDiscipline`) and are registered under
-``"priority"``, ``"drf"`` and ``"backfill"``, so ``simulate(..., discipline="backfill")`` and
-``python -m lab01_cluster_sim simulate --discipline backfill`` use them; the compatibility
-runner (:mod:`lab01_cluster_sim.disciplines.runner`) runs the same classes.
+(:class:`~lab01_cluster_sim.scheduler.QueueDiscipline`) and are listed in the registry
+(:data:`lab01_cluster_sim.registry.DISCIPLINES`) under ``"priority"``, ``"drf"`` and
+``"backfill"``, so ``simulate(..., discipline="backfill")`` and
+``python -m lab01_cluster_sim simulate --discipline backfill`` use them.
 
 - ``backfill``: EASY (Lifka, JSSPP 1995; Mu'alem & Feitelson, IEEE TPDS 2001). The first job
   that cannot start (the head) gets a reservation at the *shadow time*, the earliest expected
@@ -48,7 +48,7 @@ from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, format_s
 TERMINATION_GRACE = "termination_grace_s"
 """``Job.extras`` key: the pod's graceful termination period when preempted, s (default 0:
 resources are freed at once)."""
-from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver, register_discipline
+from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver
 
 
 class _Queue(QueueDiscipline):
@@ -89,7 +89,6 @@ def estimated_run(rec: JobRecord) -> float:
     return rec.overhead_left + (rec.remaining - rec.overhead_left) * rec.slowdown
 
 
-@register_discipline
 class EasyBackfill(_Queue):
     """EASY backfill with both of its conditions (see the module docstring)."""
 
@@ -156,7 +155,6 @@ class EasyBackfill(_Queue):
                 scheduler.try_schedule(rec, permit=permit)
 
 
-@register_discipline
 class DrfDiscipline(_Queue):
     """DRF across tenants over (GPUs, CPU, memory); oldest job first within a tenant."""
 
@@ -243,7 +241,6 @@ def _add(usage: dict[str, list[float]], rec: JobRecord, sign: int) -> None:
     u[2] += sign * j.workers * j.memory_mib
 
 
-@register_discipline
 class PriorityPreemption(_Queue):
     """Highest priority first; a job that finds no room evicts lower-priority work chosen by
     :func:`choose_victims` (least lost work) among the victims on nodes it may use (see the

@@ -147,14 +147,7 @@ class Checkpoints:
         return last_checkpoint(progress_s, spec), spec.restore_s
 
 
-def _register() -> None:
-    from lab01_cluster_sim.plugins import register_plugin
-
-    @register_plugin("checkpoints")
-    def _checkpoints_plugin(nodes, jobs, interval_s: float = math.inf, checkpoint_s: float = 0.0,
-                            restore_s: float = 0.0) -> Checkpoints:
-        """``--plugin checkpoints:interval_s=1800,restore_s=60`` (every job)."""
-        return Checkpoints(default=CheckpointSpec(interval_s, checkpoint_s, restore_s))
-
-
-_register()
+def checkpoints_plugin(nodes, jobs, interval_s: float = math.inf, checkpoint_s: float = 0.0,
+                       restore_s: float = 0.0) -> Checkpoints:
+    """``--plugin checkpoints:interval_s=1800,restore_s=60`` (every job)."""
+    return Checkpoints(default=CheckpointSpec(interval_s, checkpoint_s, restore_s))

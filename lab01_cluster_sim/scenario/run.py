@@ -12,10 +12,10 @@ Which entry point:
 - **replay**: ``spec.workload.trace.method: replay``: the fragmentation paper's replay
   (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
 - **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
-  run-slower-across-islands comparison (:func:`lab01_cluster_sim.topology.compare_wait_vs_slowdown`,
+  run-slower-across-islands comparison (:func:`lab01_cluster_sim.studies.topology.compare_wait_vs_slowdown`,
   still on the extensions' runner until the one engine) for each ``maxWaitSeconds``.
 - **autoscaler**: when the scenario has Karpenter NodePools:
-  :func:`lab01_cluster_sim.autoscaler.sim.simulate_autoscaler` (its pods, the NodePools,
+  :class:`lab01_cluster_sim.autoscaler.plugin.Autoscaler` with :class:`lab01_cluster_sim.autoscaler.pods.PodTracker` (its pods, the NodePools,
   the Node objects as static nodes).
 
 What the current simulator cannot execute is never run with a part left out: :func:`blockers`
@@ -431,7 +431,7 @@ def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
     from lab01_cluster_sim.commands._progress import steps
     from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
-    from lab01_cluster_sim.topology import compare_wait_vs_slowdown
+    from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec["simulation"]
@@ -449,7 +449,11 @@ def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 
 
 def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
-    from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+    from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+    from lab01_cluster_sim.autoscaler.pods import MAX_EVENTS, Pod, PodTracker, StaticNode, pod_jobs, static_nodes
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams
+    from lab01_cluster_sim.simulate import Simulation
     from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
 
     pods = []
@@ -460,8 +464,13 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")
-    kwargs = {} if until is None else {"until_s": float(until)}
-    res = simulate_autoscaler(pods, sc.node_pools, static, rng=np.random.default_rng(seed), **kwargs)
+    cluster, fleet = static_nodes(static)
+    scaler = Autoscaler(sc.node_pools, fleet, rng=np.random.default_rng(seed), max_events=MAX_EVENTS)
+    tracker = PodTracker(pods, scaler)
+    Simulation(cluster, pod_jobs(pods), MostAllocated(), "gang", "fifo-skip",
+               plugins=[scaler, TimeSlicing(TimeSlicingParams()), tracker]).run(
+        until=None if until is None else math.nextafter(float(until), math.inf))
+    res = tracker.result()
     summary = {"scenario": sc.name, **res.summary()}
     node_rows = [{"node": n.name, "type": n.instance_type, "pool": n.pool.name if n.pool else "", "capacity":
                   n.capacity_type, "launched_s": n.launched_s, "ready_s": n.ready_s, "terminated_s": n.terminated_s,

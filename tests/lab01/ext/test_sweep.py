@@ -37,7 +37,7 @@ def test_failed_run_is_reported_with_its_parameters_and_the_sweep_goes_on():
     ok, bad = res.rows
     assert ok["status"] == "ok" and ok["completed"] == 20
     assert bad["status"] == "error" and bad["policy"] == "no-such-discipline" and bad["nodes"] == 2
-    assert "unknown discipline 'no-such-discipline'" in bad["error"]
+    assert "unknown queue discipline 'no-such-discipline'" in bad["error"]
     assert res.failed == 1
     rows = list(csv.DictReader(io.StringIO(res.to_csv())))
     assert [r["status"] for r in rows] == ["ok", "error"]

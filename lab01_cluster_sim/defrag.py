@@ -19,7 +19,7 @@ since its last checkpoint and pays its checkpoint and restore time
 stranded GPUs before and after and the GPU-hours the moves cost. Migration is the
 mechanism of Gandiva (Xiao et al., OSDI 2018) and of Singularity (Microsoft, 2022).
 
-Both remedies are plugins of the one engine (:mod:`lab01_cluster_sim.plugins`):
+Both remedies are plugins of the one engine (:mod:`lab01_cluster_sim.framework.interface`):
 :class:`ShapeAwareAdmission` at the Filter point, :class:`Defragmenter` after each scheduling
 cycle; :mod:`lab01_cluster_sim.studies.defrag` runs them and samples :func:`stranded_gpus`
 (:func:`pending_jobs`, :func:`filter_mask` read a running simulation).

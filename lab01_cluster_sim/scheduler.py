@@ -37,7 +37,7 @@ on a copy of the arrays. Optionally, like kube-scheduler's
 ``percentageOfNodesToScore``, only ``nodes_to_score`` feasible nodes are scored, taken
 round-robin from a rotating start (:func:`adaptive_nodes_to_score` gives Kubernetes' default).
 
-Extension points (the plugins of :mod:`lab01_cluster_sim.plugins` reach them through
+Extension points (the plugins of :mod:`lab01_cluster_sim.framework.interface` reach them through
 :class:`lab01_cluster_sim.simulate.Simulation`; all empty by default, so the fast path above
 is untouched):
 
@@ -826,7 +826,7 @@ class Scheduler:
         self.on_evict_request: Callable[[JobRecord, str], None] | None = None
         self.on_retry_at: Callable[[float], None] = lambda t: None
         self.extra_filters: list[Callable[[Request, JobRecord], np.ndarray]] = []
-        # Scheduling-framework plugin points (see lab01_cluster_sim.plugins); each entry is a
+        # Scheduling-framework plugin points (see lab01_cluster_sim.framework.interface); each entry is a
         # callable bound to its plugin. Empty by default: the fast path below is untouched.
         self.pre_filters: list[Callable[[JobRecord, Request], "PreFilterResult | None"]] = []
         self.device_filters: list[Callable[[JobRecord, Request], np.ndarray | None]] = []
@@ -1378,7 +1378,7 @@ class Scheduler:
 
     def _try_schedule_plugins(self, record: JobRecord, permit, retried: bool = False) -> Outcome:
         """:meth:`try_schedule` with the plugin points: PreFilter, device filters, Permit,
-        PostFilter (see :mod:`lab01_cluster_sim.plugins`). No blocked-shape memo: plugins may
+        PostFilter (see :mod:`lab01_cluster_sim.framework.interface`). No blocked-shape memo: plugins may
         answer differently for each job and over time."""
         request = self.request_of(record)
         gang = self.mode == "gang"

@@ -22,7 +22,7 @@ never shares its GPU with any other job: premium is sold as a whole GPU or a MIG
 and the simulator's GPUs are not MIG-partitioned, so here it gets whole GPUs. Each tier maps
 to the sharing mechanism it is sold with (:data:`TIER_MECHANISM`).
 
-Both are plugins of the one engine (:mod:`lab01_cluster_sim.plugins`):
+Both are plugins of the one engine (:mod:`lab01_cluster_sim.framework.interface`):
 :class:`ConstraintFilter` at the Filter point (a node mask per job), :class:`TenancyPlacer` at
 the device-filter point (which GPUs of each node a job may use).
 """

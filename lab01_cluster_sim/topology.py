@@ -58,7 +58,7 @@ import numpy as np
 
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, Node, format_seconds
-from lab01_cluster_sim.plugins import Plugin
+from lab01_cluster_sim.framework.interface import Plugin
 from lab01_cluster_sim.scheduler import PreFilterResult
 
 Allocation = tuple[tuple[int, tuple[int, ...]], ...]

@@ -1,7 +1,7 @@
 """A Karpenter-like autoscaler as a node-lifecycle plugin of the one engine.
 
 What it does, in the order Karpenter does it (karpenter.sh docs, "Concepts: Scheduling,
-Provisioning, Disruption"), at the engine's extension points (:mod:`lab01_cluster_sim.plugins`):
+Provisioning, Disruption"), at the engine's extension points (:mod:`lab01_cluster_sim.framework.interface`):
 
 1. **Scheduling** is the engine's own: pending pods bind to ready, uncordoned nodes with room
    (GPUs as the integer ``nvidia.com/gpu`` a node advertises, time-slicing replicas

@@ -120,7 +120,7 @@ class Checkpoints:
     """Engine plugin (``"checkpoints"``): jobs checkpoint, so an eviction keeps the progress of
     the last checkpoint and the next run first pays the restore time.
 
-    At the ``keep_progress`` point (see :mod:`lab01_cluster_sim.plugins`): a job evicted after
+    At the ``keep_progress`` point (see :mod:`lab01_cluster_sim.framework.interface`): a job evicted after
     ``p`` s of work keeps :func:`last_checkpoint` ``(p, spec)`` and its next run starts with
     ``spec.restore_s`` of overhead. A migration (defragmentation) also pays ``checkpoint_s``
     to write a checkpoint on demand; the migrating plugin adds it.

@@ -38,7 +38,7 @@ from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, last_checkpoint
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node
-from lab01_cluster_sim.scheduler import worker_slots
+from lab01_cluster_sim.framework.noderesources import worker_slots
 
 
 def stranded_gpus(state: ClusterState, pending: Sequence[Job], mask_for=None) -> float:

@@ -23,7 +23,7 @@ from lab01_cluster_sim.disciplines.core import DrfDiscipline, EasyBackfill, Prio
 from lab01_cluster_sim.disciplines.preemption import checkpoints_plugin
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.lifecycle import node_events_plugin
-from lab01_cluster_sim.scheduler import Fifo, FifoSkip, QueueDiscipline
+from lab01_cluster_sim.framework.queue import Fifo, FifoSkip, QueueDiscipline
 from lab01_cluster_sim.sharing_modes import time_slicing_plugin
 from lab01_cluster_sim.tenancy import constraints_plugin, tenancy_plugin
 from lab01_cluster_sim.topology import topology_plugin

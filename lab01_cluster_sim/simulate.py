@@ -58,19 +58,14 @@ from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds
 from lab01_cluster_sim.framework.interface import HOOKS, AdmissionContext, defines
-from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, uses_target
+from lab01_cluster_sim.framework.interface import PlacementPolicy
+from lab01_cluster_sim.policies.base import make_policy, uses_target
 from lab01_cluster_sim.registry import get_discipline
-from lab01_cluster_sim.scheduler import (
-    MODES,
-    UNSCHEDULABLE_AND_UNRESOLVABLE,
-    CapacityClasses,
-    DeadlockReport,
-    QueueDiscipline,
-    Scheduler,
-    SchedulerObserver,
-    unresolvable_reason,
-    worker_slots,
-)
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolvable_reason, worker_slots
+from lab01_cluster_sim.framework.queue import QueueDiscipline
+from lab01_cluster_sim.framework.status import DeadlockReport, UNSCHEDULABLE_AND_UNRESOLVABLE
+from lab01_cluster_sim.scheduler import MODES, Scheduler
 
 
 @dataclass

@@ -59,7 +59,7 @@ import numpy as np
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, Node, format_seconds
 from lab01_cluster_sim.framework.interface import Plugin
-from lab01_cluster_sim.scheduler import PreFilterResult
+from lab01_cluster_sim.framework.status import PreFilterResult
 
 Allocation = tuple[tuple[int, tuple[int, ...]], ...]
 """One ``(node index, GPU indices)`` per worker."""
@@ -216,7 +216,7 @@ def choose_island(slots: np.ndarray, free_milli: np.ndarray, islands: np.ndarray
 
     Best-fit over islands: among the islands whose nodes can host all ``workers`` (sum over
     the island's nodes of ``slots``, each node's worker slots now, see
-    :func:`lab01_cluster_sim.scheduler.worker_slots`), the one with the least free milli-GPU
+    :func:`lab01_cluster_sim.framework.noderesources.worker_slots`), the one with the least free milli-GPU
     (ties: lowest island id), so big holes stay open for big gangs.
 
     Args:

@@ -1,7 +1,7 @@
 """Priority with preemption, DRF and EASY backfill as queue disciplines of the one engine.
 
 They plug into :class:`lab01_cluster_sim.scheduler.Scheduler` at its QueueSort point
-(:class:`~lab01_cluster_sim.scheduler.QueueDiscipline`) and are listed in the registry
+(:class:`~lab01_cluster_sim.framework.queue.QueueDiscipline`) and are listed in the registry
 (:data:`lab01_cluster_sim.registry.DISCIPLINES`) under ``"priority"``, ``"drf"`` and
 ``"backfill"``, so ``simulate(..., discipline="backfill")`` and
 ``python -m lab01_cluster_sim simulate --discipline backfill`` use them.
@@ -48,7 +48,9 @@ from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, format_s
 TERMINATION_GRACE = "termination_grace_s"
 """``Job.extras`` key: the pod's graceful termination period when preempted, s (default 0:
 resources are freed at once)."""
-from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.queue import QueueDiscipline
+from lab01_cluster_sim.framework.status import Outcome
 
 
 class _Queue(QueueDiscipline):
@@ -99,7 +101,7 @@ class EasyBackfill(_Queue):
         fits (inf if never); ``scheduler.now`` if it fits now.
 
         Releases the running jobs one by one in order of expected end (:func:`expected_end`)
-        on one :class:`~lab01_cluster_sim.scheduler.TrialState`; the fit test applies all of
+        on one :class:`~lab01_cluster_sim.framework.noderesources.TrialState`; the fit test applies all of
         the head's filters and runs only once enough GPUs are free in total on its nodes.
         """
         trial = scheduler.trial()
@@ -306,7 +308,7 @@ class PriorityPreemption(_Queue):
         Candidates: running jobs of lower priority (and, in naive mode, pending ones holding
         workers) with a worker on a node ``rec`` may use (online, GPU model, every extra
         filter for ``rec``); whether a set of victims is enough is decided on a trial copy
-        with the same filters (:class:`~lab01_cluster_sim.scheduler.TrialState`).
+        with the same filters (:class:`~lab01_cluster_sim.framework.noderesources.TrialState`).
         """
         request = scheduler.request_of(rec)
         usable = scheduler.online.copy()

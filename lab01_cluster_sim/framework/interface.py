@@ -13,7 +13,7 @@ framework (PreFilter, Filter, Score, Permit, PostFilter, Bind) and Kueue's admis
 A plugin is any object with a ``name`` and some of the methods of :class:`Plugin`; the engine
 calls only the methods a plugin's class defines (looked up once, at registration), so an unused
 point costs nothing. Subclassing :class:`Plugin` is optional and documents intent. Plugins may
-also define the :class:`~lab01_cluster_sim.scheduler.SchedulerObserver` hooks (``on_bind``,
+also define the :class:`~lab01_cluster_sim.framework.interface.SchedulerObserver` hooks (``on_bind``,
 ``on_start``, ``on_finish``, ``on_evict``, ...), which are registered with the scheduler.
 
 Call order at one instant (the engine's priorities): node events, completions and time limits,
@@ -27,15 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from lab01_cluster_sim.model import Job, JobRecord, JobState
-from lab01_cluster_sim.scheduler import PreFilterResult
-
-if TYPE_CHECKING:
-    from lab01_cluster_sim.cluster import Request
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.framework.status import PreFilterResult
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Placement
 
 Simulation = Any
 """What every hook receives as ``sim``: the running :class:`lab01_cluster_sim.simulate.Simulation`
@@ -81,17 +79,17 @@ class Plugin:
         ones (``ctx.evict``). Never looks at nodes."""
 
     # -- scheduling cycle, per attempt ---------------------------------------------------------
-    def pre_filter(self, sim: Simulation, record: JobRecord, request: "Request") -> PreFilterResult | None:
+    def pre_filter(self, sim: Simulation, record: JobRecord, request: Request) -> PreFilterResult | None:
         """Restrict this attempt's candidate nodes, or answer "not now" (see
-        :class:`~lab01_cluster_sim.scheduler.PreFilterResult`); None = no opinion."""
+        :class:`~lab01_cluster_sim.framework.status.PreFilterResult`); None = no opinion."""
         return None
 
-    def filter(self, request: "Request", record: JobRecord | None) -> np.ndarray:
+    def filter(self, request: Request, record: JobRecord | None) -> np.ndarray:
         """bool (N,): nodes this job's pods may use (taints, nodeSelector); ``record`` is None
         when the caller asks about a shape, not a job (answer for the most permissive job)."""
         raise NotImplementedError
 
-    def filter_devices(self, sim: Simulation, record: JobRecord, request: "Request") -> np.ndarray | None:
+    def filter_devices(self, sim: Simulation, record: JobRecord, request: Request) -> np.ndarray | None:
         """bool (N, G): GPUs of each node the job may use (None = all)."""
         return None
 
@@ -187,4 +185,49 @@ class AdmissionContext:
         self.sim.request_pass_at(t)
 
 
-__all__ = ["HOOKS", "AdmissionContext", "Plugin", "PreFilterResult", "defines", "JobState"]
+# -- observers ----------------------------------------------------------------------------
+class SchedulerObserver:
+    """Hooks called as the run goes; subclass and override the ones you need.
+
+    The scheduler calls only the hooks a subclass overrides, so unused hooks cost nothing.
+    ``placement`` is the worker's :class:`Placement`, ``request`` its :class:`Request`.
+    Trial placements of a gang that the permit stage rolls back are never reported.
+    """
+
+    def on_enqueue(self, record: JobRecord) -> None: ...
+    def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
+    def on_release(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
+    def on_start(self, record: JobRecord) -> None: ...
+    def on_finish(self, record: JobRecord) -> None: ...
+    def on_reject(self, record: JobRecord) -> None: ...
+    def on_evict(self, record: JobRecord, lost_work: float) -> None: ...
+
+
+OBSERVER_HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_reject", "on_evict")
+"""The observer hooks, in the order a job meets them."""
+
+
+# -- score: placement policies -----------------------------------------------------------------
+MAX_NODE_SCORE = 100
+"""The highest node score (kube-scheduler's ``framework.MaxNodeScore``)."""
+
+
+class PlacementPolicy(Protocol):
+    """What every placement policy provides (the Score extension point and the GPU pick).
+
+    ``name`` is the registry key. ``score`` returns int64 scores in 0..MAX_NODE_SCORE,
+    shape ``(len(candidates),)``, for the candidate node indices ``candidates`` (int64 array).
+    ``pick_gpus`` returns the GPU indices inside ``node`` for the request (``num_gpus`` of them).
+    """
+
+    name: ClassVar[str]
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray: ...
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]: ...
+
+
+__all__ = ["HOOKS", "MAX_NODE_SCORE", "OBSERVER_HOOKS", "AdmissionContext", "PlacementPolicy", "Plugin",
+           "PreFilterResult", "SchedulerObserver", "defines", "JobState"]

@@ -5,7 +5,8 @@ import pytest
 
 from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.model import Job, JobState, Node
-from lab01_cluster_sim.scheduler import QueueDiscipline, SchedulerObserver
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.queue import QueueDiscipline
 from lab01_cluster_sim.simulate import Simulation
 
 

@@ -12,7 +12,7 @@ from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
 from lab01_cluster_sim.framework.interface import Plugin
 from lab01_cluster_sim.registry import PLUGINS, make_plugin, parse_plugin_spec
-from lab01_cluster_sim.scheduler import PreFilterResult
+from lab01_cluster_sim.framework.status import PreFilterResult
 from lab01_cluster_sim.simulate import Simulation, simulate
 
 GPU = dict(gpu_milli=1000)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobState, Node
-from lab01_cluster_sim.scheduler import SchedulerObserver
+from lab01_cluster_sim.framework.interface import SchedulerObserver
 from lab01_cluster_sim.simulate import Simulation, simulate
 
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
@@ -181,7 +181,7 @@ def _fingerprint(r):
 
 def _eager(fn):
     """Run ``fn`` with FIFO-skip waking every fitting blocked shape at each release."""
-    from lab01_cluster_sim.scheduler import FifoSkip
+    from lab01_cluster_sim.framework.queue import FifoSkip
 
     FifoSkip.lazy_wake = False
     try:

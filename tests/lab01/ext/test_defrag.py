@@ -105,7 +105,7 @@ def test_migration_starts_the_gang_where_planned_even_if_a_prefilter_would_wait(
     # On the engine the plan is bound as computed (no PreFilter runs for it).
     from lab01_cluster_sim.disciplines.preemption import Checkpoints
     from lab01_cluster_sim.policies.generic import MostAllocated
-    from lab01_cluster_sim.scheduler import PreFilterResult
+    from lab01_cluster_sim.framework.status import PreFilterResult
     from lab01_cluster_sim.simulate import simulate
 
     class Stubborn:

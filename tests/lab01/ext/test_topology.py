@@ -126,7 +126,7 @@ def test_choose_island_prefers_the_fullest_island_that_fits():
     import numpy as np
 
     from lab01_cluster_sim.cluster import ClusterState, Request
-    from lab01_cluster_sim.scheduler import worker_slots
+    from lab01_cluster_sim.framework.noderesources import worker_slots
     from lab01_cluster_sim.topology import choose_island
 
     nodes = [Node(f"n{i}", "H100", 8, 96000, 10 ** 6) for i in range(3)]

@@ -372,7 +372,7 @@ def _run_simulate(spec: RunSpec) -> dict:
     ``arrival_allocation_ratio`` (time-weighted while jobs arrive) and
     ``mean_allocation_ratio`` (over the whole run), both in [0, 1],
     ``mean_stranded_gpus``, and ``state_*`` job counts."""
-    from lab01_cluster_sim.commands.simulate import DEFAULT_LOAD, DEFAULT_NODES, stranded_interval, synthetic_jobs
+    from lab01_cluster_sim.studies.timed import DEFAULT_LOAD, DEFAULT_NODES, stranded_interval, synthetic_jobs
     from lab01_cluster_sim.simulate import simulate
 
     p = dict(spec.params)

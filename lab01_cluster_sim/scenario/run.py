@@ -183,7 +183,7 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
     nodes, jobs = list(sc.nodes), list(sc.jobs)
     w = sc.spec.get("workload", {})
     if "trace" in w:
-        from lab01_cluster_sim.commands.simulate import trace_jobs
+        from lab01_cluster_sim.studies.timed import trace_jobs
         from lab01_cluster_sim.workloads.openb import load_trace
 
         folder = str((sc.base_dir / w["trace"]["path"]) if not Path(w["trace"]["path"]).is_absolute()
@@ -196,7 +196,7 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
             trace_nodes, jobs = trace_jobs(folder, pod_list)
         nodes = nodes or trace_nodes
     elif "generator" in w:
-        from lab01_cluster_sim.commands.simulate import DEFAULT_LOAD, DEFAULT_NODES, synthetic_jobs
+        from lab01_cluster_sim.studies.timed import DEFAULT_LOAD, DEFAULT_NODES, synthetic_jobs
 
         g = w["generator"]
         seed = g.get("seed", sc.spec.get("simulation", {}).get("seed", 0))
@@ -225,7 +225,7 @@ def describe(sc: Scenario) -> str:
                 f"{n_nodes if sc.nodes else 'its nodes (openb_node_list_gpu_node.csv)'}")
     elif "generator" in w:
         g = w["generator"]
-        from lab01_cluster_sim.commands.simulate import DEFAULT_NODES
+        from lab01_cluster_sim.studies.timed import DEFAULT_NODES
 
         work = (f"{g.get('jobs', 200)} generated jobs on "
                 f"{n_nodes if sc.nodes else str(g.get('nodes', DEFAULT_NODES)) + ' generated nodes'}")
@@ -325,7 +325,7 @@ def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> Ru
 
 
 def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
-    from lab01_cluster_sim.commands.simulate import summary_dict
+    from lab01_cluster_sim.studies.timed import summary_dict
     from lab01_cluster_sim.plots.timeline import plot_timeline
     from lab01_cluster_sim.simulate import simulate
 

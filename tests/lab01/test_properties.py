@@ -151,7 +151,7 @@ def test_retry_shortcut_changes_nothing(nodes, jobs, policy):
 
 
 def test_retry_shortcut_changes_nothing_on_a_contended_synthetic_run():
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
     from lab01_cluster_sim.scheduler import Scheduler
 
     nodes, jobs = synthetic_jobs(600, 30, 1, None, 0.3, 16.0)
@@ -200,7 +200,7 @@ def test_lazy_wake_gives_the_same_schedule_as_waking_everyone(nodes, jobs, polic
 
 @pytest.mark.parametrize("gang_share", [0.0, 0.5])
 def test_lazy_wake_same_schedule_on_a_contended_synthetic_run(gang_share):
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
 
     nodes, jobs = synthetic_jobs(800, 30, 2, None, gang_share, 16.0)
     lazy = simulate(nodes, jobs, policy="best-fit")

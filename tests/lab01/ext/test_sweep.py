@@ -76,7 +76,7 @@ def test_format_rows_table_csv_json():
 
 
 def test_replay_and_simulate_runners_match_direct_calls():
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
     from lab01_cluster_sim.replay import replay
     from lab01_cluster_sim.simulate import simulate
     from lab01_cluster_sim.workloads.synthetic import default_trace

@@ -190,14 +190,15 @@ class PodOutcome:
     reason: str
 
 
-def scenario_outcomes(path: str | Path, output: str | Path) -> tuple[list[PodOutcome], str]:
+def scenario_outcomes(path: str | Path, output: str | Path) -> tuple[list[PodOutcome], list[str]]:
     """Run the autoscaler scenario at ``path`` (``python -m lab01_cluster_sim run``'s runner,
     output written under ``output``) and say what became of each pod.
 
     Returns:
-        ``(outcomes, refusal)``: one :class:`PodOutcome` per pod in the scenario's order and
-        ``""``; or ``([], refusal)`` when the simulator cannot execute the scenario yet, with
-        its one-line refusal naming what it does not model (the page shows it as such).
+        ``(outcomes, blocked)``: one :class:`PodOutcome` per pod in the scenario's order and
+        ``[]``; or ``([], blocked)`` when the simulator cannot execute the scenario yet, one
+        line per thing it does not model (``file:line:column: object: what``, as ``run
+        --check`` lists them; the page shows them as such).
 
     Raises:
         ScenarioError: the scenario is invalid (one line naming file, object and field), or it
@@ -206,14 +207,13 @@ def scenario_outcomes(path: str | Path, output: str | Path) -> tuple[list[PodOut
     import csv
 
     from lab01_cluster_sim.scenario import ScenarioError, blockers, kind_of, load_scenario, run_scenario
-    from lab01_cluster_sim.scenario.run import refusal
 
     sc = load_scenario(path)
     if kind_of(sc) != "autoscaler":
         raise ScenarioError(f"{path}: expected a scenario with a NodePool (autoscaler mode), got {kind_of(sc)} mode")
     items = blockers(sc)
     if items:
-        return [], refusal(sc, items)
+        return [], items
     out = Path(output)
     run_scenario(sc, out)
     with open(out / "nodes.csv", newline="", encoding="utf-8") as f:
@@ -225,4 +225,4 @@ def scenario_outcomes(path: str | Path, output: str | Path) -> tuple[list[PodOut
             status = "Pending" if not bound else ("Succeeded" if row.get("finished_s") else "Running")
             node = row.get("node") or ""
             outcomes.append(PodOutcome(row["pod"], status, node, types.get(node, ""), row.get("reason") or ""))
-    return outcomes, ""
+    return outcomes, []

@@ -8,6 +8,9 @@ there. The pattern used here: render every state of the main control ahead of ti
 shown state with or without a kernel. With a kernel, :meth:`PrecomputedSlider.rerender`
 recomputes every state from Python when a secondary input changes (for example the
 price in a cost calculator).
+:func:`precomputed_choice` does the same with rows of buttons and HTML panels, for a
+decision the reader makes (the capstone): its first button, "choose", shows a prompt, so
+that no option is chosen for the reader.
 
 The same helper exists in ``lab02_device_plugin.widgets``: the two lab packages must not
 import each other, so each carries its own copy.

@@ -110,6 +110,29 @@ def _names(text: str | None, option: str) -> list[str] | None:
     return names
 
 
+def _write_whole(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, renamed into place, so
+    an interrupted or failed write never leaves a half-written CSV."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".sweep-", suffix=".csv.part", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise InputError(f"--output {path}: cannot write: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.commands.compare import parse_seeds
     from lab01_cluster_sim.sweep import RUNNER_DEFAULT_WORKLOADS, default_policies, grid, param_texts, parse_param, run_sweep
@@ -138,14 +161,14 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _check_writable(args.output)
     specs = grid(args.runner, policies, workloads, seeds, params, typed)
+    if args.trace and not args.quiet:
+        names = ", ".join(w.rsplit(":", 1)[1] for w in workloads)
+        print(f"{len(specs)} runs; each worker loads the pod lists it replays ({names}) and "
+              f"openb_node_list_gpu_node.csv from {args.trace}", file=sys.stderr, flush=True)
     result = run_sweep(specs, workers=args.workers, dask=args.dask, quiet=args.quiet)
     text = result.to_csv()
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as exc:
-            raise InputError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
+        _write_whole(args.output, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()  # the rows before the notes, also when both go to one terminal

@@ -58,8 +58,9 @@ examples:
   python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 \\
       --output replay.csv
   python -m lab01_cluster_sim sweep --runner replay \\
-      --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
-      --seeds 42-51 --output grid.csv
+      --trace ../shared/data/alibaba-gpu-2023/csv --workloads paper \\
+      --policies random,dot-prod,gpu-clustering,gpu-packing,best-fit,fgd \\
+      --seeds 42-51 --output grid.csv        # the FGD paper's grid: 1,020 replays
   python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 \\
       --policies best-fit --param discipline=fifo,backfill
 """
@@ -86,8 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "for simulate)")
     parser.add_argument("--trace", metavar="DIR",
                         help="replay runner: folder of the openb CSVs (python -m lab01_cluster_sim fetch-trace DIR "
-                             "gets them); --workloads are then pod-list names (default, gpushare40, ...) or 'all' "
-                             "for every openb_pod_list_*.csv there (default: default)")
+                             "gets them); --workloads are then pod-list names (default, gpushare40, ...), 'paper' "
+                             "for the FGD paper's 17, or 'all' for every openb_pod_list_*.csv there (default: default)")
     parser.add_argument("--seeds", default="0-2",
                         help=f"seeds: 42, 1,2,3 or 42-51, each once, at most {MAX_SEEDS} (default %(default)s)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2",
@@ -150,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
         if not folder.is_dir():
             raise InputError(f"--trace {args.trace!r}: not a folder")
         workloads = workloads or ["default"]
+        if workloads == ["paper"]:
+            from lab01_cluster_sim.replay import PAPER_POD_LISTS
+
+            workloads = list(PAPER_POD_LISTS)
         if workloads == ["all"]:
             workloads = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv")
                                for p in folder.glob("openb_pod_list_*.csv"))

@@ -24,6 +24,7 @@ changed, which is what keeps a per-event fragmentation time series cheap.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -286,6 +287,7 @@ class FragmentationTracker:
         # dict look-up is far cheaper than numpy's per-call overhead on a few rows.
         self._cpu_thresholds = np.unique(target.cpu_milli)
         self._memo = target.memo(state.model_names)
+        self._plain_plan: tuple | None = None  # see _plain_weighted
 
     def _track_growth(self) -> None:
         """Nodes added to the cluster during a run (an autoscaler): grow the arrays; a new
@@ -345,11 +347,52 @@ class FragmentationTracker:
             if v is None:
                 miss.setdefault(keys[i], i)
         if miss:
-            rows = np.fromiter(miss.values(), dtype=np.int64, count=len(miss))
-            fresh = weighted_fragmentation(L[rows], cpu[rows], models[rows], self._access, self.target).tolist()
+            if len(miss) <= self.PLAIN_ROWS:
+                fresh = [self._plain_weighted(L[i].tolist(), int(cpu[i]), int(models[i])) for i in miss.values()]
+            else:
+                rows = np.fromiter(miss.values(), dtype=np.int64, count=len(miss))
+                fresh = weighted_fragmentation(L[rows], cpu[rows], models[rows], self._access, self.target).tolist()
             memo.update(zip(miss, fresh))
             out = [memo[k] if v is None else v for k, v in zip(keys, out)]
         return np.array(out, dtype=np.int64)
+
+    PLAIN_ROWS = 4
+    """Up to this many node states missing from the memo are computed in plain Python
+    (:meth:`_plain_weighted`); more go to the vectorised kernel. NOTE: speed: after each
+    placement one node changes, and numpy's fixed cost per call is several times a plain
+    evaluation of one node."""
+
+    def _plain_weighted(self, free: list[int], cpu: int, model: int) -> int:
+        """:func:`weighted_fragmentation` of one node state, the same integer, computed as the
+        module docstring states the rule: per distinct share u, how many GPUs have L_g >= u
+        and the sum of the L_g < u (from the sorted shares and their prefix sums), then each
+        shape's fragment weighted."""
+        plan = self._plain_plan
+        if plan is None or plan[0] is not self._access:
+            t = self.target
+            shapes = [(int(d), int(k), int(c), int(w), tuple(bool(a) for a in row), int(u) > 0)
+                      for d, k, c, w, row, u in zip(t._u_of_shape, t.num_gpus, t.cpu_milli, t.weights,
+                                                    self._access, t.gpu_milli)]
+            plan = self._plain_plan = (self._access, [int(u) for u in t._u_values], shapes)
+        _, u_values, shapes = plan
+        ordered = sorted(free)
+        g = len(ordered)
+        prefix = [0]
+        for x in ordered:
+            prefix.append(prefix[-1] + x)
+        idle = prefix[-1]
+        below, count_ge = [], []
+        for u in u_values:
+            i = bisect.bisect_left(ordered, u)  # ordered[:i] < u <= ordered[i:]
+            below.append(prefix[i])
+            count_ge.append(g - i)
+        total = 0
+        for d, k, c, w, access, uses_gpu in shapes:
+            if uses_gpu and count_ge[d] >= k and cpu >= c and access[model]:
+                total += w * below[d]
+            else:
+                total += w * idle
+        return total
 
     def weighted_values_of(self, nodes: np.ndarray) -> np.ndarray:
         """int64 (C,): :meth:`weighted_values` of ``nodes`` (int (C,)) alone, recomputing only

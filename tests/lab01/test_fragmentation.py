@@ -204,3 +204,20 @@ def test_fgd_scores_alike_nodes_once_with_the_same_answer():
     assert batch[1].tolist() == [int(a[1][0]) for a in alone]
     # the half-used node takes the pod on GPU 0 (its 500 free fit exactly: no new fragment)
     assert int(batch[1][40]) == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(shapes=st.lists(_shape, min_size=1, max_size=6), nodes=st.lists(_node, min_size=1, max_size=6),
+       weights=st.lists(st.integers(1, 9), min_size=6, max_size=6))
+def test_plain_single_state_path_equals_the_kernel(shapes, nodes, weights):
+    # the plain-Python evaluation used for a few states gives the vectorised kernel's integers
+    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
+    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
+    state = ClusterState([Node("n", "A", 4, 9000, 1024), Node("m", "B", 4, 9000, 1024)])
+    tracker = FragmentationTracker(state, target)
+    free = np.array([f + [0] * (4 - len(f)) for f, _, _ in nodes])
+    cpu = np.array([c for _, c, _ in nodes])
+    models = np.array([["A", "B"].index(m) for _, _, m in nodes])
+    want = weighted_fragmentation(free, cpu, models, target.access(state.model_names), target)
+    got = [tracker._plain_weighted(free[i].tolist(), int(cpu[i]), int(models[i])) for i in range(len(nodes))]
+    assert got == want.tolist()

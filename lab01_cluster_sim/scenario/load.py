@@ -316,12 +316,12 @@ class _Builder(KueueKinds, PodKinds):
 
     def _resolve(self, rel: str) -> Path:
         """A path of the Scenario object: ``$COURSE_SHARED_DATA/...`` (or ``${COURSE_SHARED_DATA}/...``)
-        is under the course's shared data folder (:func:`lab01_cluster_sim.book.shared_data_dir`:
+        is under the course's shared data folder (:func:`lab01_cluster_sim.shared_data.shared_data_dir`:
         that environment variable, else ``../shared/data`` beside the clone, as the README's
         "Real data" says); an absolute path is used as is; any other is relative to the scenario."""
         for prefix in (SHARED_DATA_VAR + "/", "${" + SHARED_DATA_VAR[1:] + "}/"):
             if rel.startswith(prefix):
-                from lab01_cluster_sim.book import shared_data_dir
+                from lab01_cluster_sim.shared_data import shared_data_dir
 
                 return shared_data_dir() / rel[len(prefix):]
         p = Path(rel)

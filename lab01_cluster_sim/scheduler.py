@@ -3,44 +3,45 @@
 For every pending job, in the order its
 :class:`~lab01_cluster_sim.framework.queue.QueueDiscipline` gives (**queue sort**):
 
-1. **Filter**: which nodes can host one worker now (CPU, memory, GPUs of an allowed model,
-   node online). :func:`~lab01_cluster_sim.framework.noderesources.filter_node` lists *every* reason a node is refused, with
-   requested / used / capacity, like NodeResourcesFit's ``InsufficientResource``. A job that
-   fits no node now stays pending (``Unschedulable``, "not now"); a job that could not fit
-   even on an empty cluster is rejected on arrival (``UnschedulableAndUnresolvable``,
-   "never"; :func:`~lab01_cluster_sim.framework.noderesources.unresolvable_reason`).
+1. **Filter**: which nodes can host one worker now (CPU, memory, GPUs of an allowed model, node
+   online). :func:`~lab01_cluster_sim.framework.noderesources.filter_node` lists *every* reason
+   a node is refused, with requested / used / capacity, like NodeResourcesFit's
+   ``InsufficientResource``. A job that fits no node now stays pending (``Unschedulable``, "not
+   now"); a job that could not fit even on an empty cluster is rejected on arrival
+   (``UnschedulableAndUnresolvable``, "never";
+   :func:`~lab01_cluster_sim.framework.noderesources.unresolvable_reason`).
 2. **Score**: the placement policy (:mod:`lab01_cluster_sim.policies`) scores the feasible
-   nodes; the highest wins, ties go to the lowest ``state.tie_rank``; the policy then picks
-   the GPUs inside the node. Same steps as :func:`lab01_cluster_sim.policies.base.place`.
-3. **Permit**: in *gang* mode every worker of a job is trial-placed (bound, then rolled back
-   if the gang is incomplete) and :func:`gang_permit` allows the job only when all of them
-   found a place: all-or-nothing, as the coscheduling plugin's Permit stage does. In *naive*
-   mode there is no permit: workers are bound one at a time, round-robin over the pending
-   jobs, and partial allocations are held (a Kubernetes scheduler without coscheduling).
+   nodes; the highest wins, ties go to the lowest ``state.tie_rank``; the policy then picks the
+   GPUs inside the node. Same steps as :func:`lab01_cluster_sim.policies.base.place`.
+3. **Permit**: in *gang* mode every worker of a job is trial-placed (bound, then rolled back if
+   the gang is incomplete) and :func:`gang_permit` allows the job only when all of them found a
+   place: all-or-nothing, as the coscheduling plugin's Permit stage does. In *naive* mode there
+   is no permit: workers are bound one at a time, round-robin over the pending jobs, and
+   partial allocations are held (a Kubernetes scheduler without coscheduling).
 4. **Bind**: :meth:`ClusterState.bind`.
 
 Naive mode can deadlock: jobs each hold part of their gang, and nothing that runs will ever
 free enough for any of them. :meth:`Scheduler.find_deadlock` detects it and names who holds
 what; the simulation then stops (it never hangs).
 
-Speed. The filter is a handful of vector comparisons over per-node arrays kept up to date
-on every bind and release (fully free GPUs, largest free share per GPU), not a rescan of
-the (nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is
-remembered as *blocked* (:mod:`lab01_cluster_sim.framework.blocked`); later jobs of the same shape are skipped without work until a
-release frees room on a node that can host one of its workers (binds only take resources,
-so nothing else can unblock it; FIFO-skip wakes them lazily, earliest first); a one-worker
-shape's retry filters only the nodes released
-since it was blocked (no other node can have become feasible). These shortcuts rely on every
-change to the cluster state during a run going through the scheduler (binds in
+Speed. The filter is a handful of vector comparisons over per-node arrays kept up to date on
+every bind and release (fully free GPUs, largest free share per GPU), not a rescan of the
+(nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is remembered
+as *blocked* (:mod:`lab01_cluster_sim.framework.blocked`); later jobs of the same shape are
+skipped without work until a release frees room on a node that can host one of its workers
+(binds only take resources, so nothing else can unblock it; FIFO-skip wakes them lazily,
+earliest first); a one-worker shape's retry filters only the nodes released since it was
+blocked (no other node can have become feasible). These shortcuts rely on every change to the
+cluster state during a run going through the scheduler (binds in
 :meth:`Scheduler.try_schedule`, :meth:`Scheduler.release_job`, :meth:`Scheduler.cordon` /
-:meth:`Scheduler.uncordon`); extensions that want to try placements on the side should work
-on a copy of the arrays. Optionally, like kube-scheduler's
-``percentageOfNodesToScore``, only ``nodes_to_score`` feasible nodes are scored, taken
-round-robin from a rotating start (:func:`adaptive_nodes_to_score` gives Kubernetes' default).
+:meth:`Scheduler.uncordon`); extensions that want to try placements on the side should work on
+a copy of the arrays. Optionally, like kube-scheduler's ``percentageOfNodesToScore``, only
+``nodes_to_score`` feasible nodes are scored, taken round-robin from a rotating start
+(:func:`adaptive_nodes_to_score` gives Kubernetes' default).
 
-Extension points (the plugins of :mod:`lab01_cluster_sim.framework.interface` reach them through
-:class:`lab01_cluster_sim.simulate.Simulation`; all empty by default, so the fast path above
-is untouched):
+Extension points (the plugins of :mod:`lab01_cluster_sim.framework.interface` reach them
+through :class:`lab01_cluster_sim.simulate.Simulation`; all empty by default, so the fast path
+above is untouched):
 
 - :attr:`Scheduler.pre_filters`, :attr:`Scheduler.device_filters`, :attr:`Scheduler.permits`,
   :attr:`Scheduler.post_filters`: PreFilter (restrict the candidate nodes, or "not now"),
@@ -51,20 +52,22 @@ is untouched):
   filter, for preemption victims and backfill reservations; :meth:`Scheduler.plan_placements`
   places a gang on a copy of the state; :meth:`Scheduler.bind_placements` binds a plan.
 
-- :class:`~lab01_cluster_sim.framework.queue.QueueDiscipline`: keeps the pending jobs and runs a pass by calling
-  :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs (backfill), stop at
-  a blocked head (strict FIFO), read :attr:`Scheduler.now` and :attr:`Scheduler.running` (the
-  running jobs, with their expected end in ``record.run_started + record.remaining``) to
-  make reservations, and ask for an eviction with :meth:`Scheduler.evict`. The built-in ones
-  are listed by name in :data:`lab01_cluster_sim.registry.DISCIPLINES`.
-- :class:`~lab01_cluster_sim.framework.interface.SchedulerObserver`: hooks on enqueue, bind, release, start, finish, reject and
-  evict; metrics use them to stay incremental. Only overridden hooks are called.
+- :class:`~lab01_cluster_sim.framework.queue.QueueDiscipline`: keeps the pending jobs and runs
+  a pass by calling :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs
+  (backfill), stop at a blocked head (strict FIFO), read :attr:`Scheduler.now` and
+  :attr:`Scheduler.running` (the running jobs, with their expected end in ``record.run_started
+  + record.remaining``) to make reservations, and ask for an eviction with
+  :meth:`Scheduler.evict`. The built-in ones are listed by name in
+  :data:`lab01_cluster_sim.registry.DISCIPLINES`.
+- :class:`~lab01_cluster_sim.framework.interface.SchedulerObserver`: hooks on enqueue, bind,
+  release, start, finish, reject and evict; metrics use them to stay incremental. Only
+  overridden hooks are called.
 - :meth:`Scheduler.cordon` / :meth:`Scheduler.uncordon`: take a node out of (or back into)
   scheduling, for node-down events or nodes an autoscaler has not launched yet.
 - :attr:`Scheduler.extra_filters`: callables ``(request, record) -> bool mask (N,)`` ANDed into
   the filter (taints/tolerations, topology); empty by default, so free when unused. When
-  present, jobs of the same shape are no longer treated as interchangeable (the blocked
-  memo becomes per job and FIFO-skip tries every job), since the filter may read the job.
+  present, jobs of the same shape are no longer treated as interchangeable (the blocked memo
+  becomes per job and FIFO-skip tries every job), since the filter may read the job.
 """
 
 from __future__ import annotations

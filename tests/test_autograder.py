@@ -5,8 +5,10 @@ every attack of the adversarial review (reports/grading-review.md) as a regressi
 checkout, are graded by ``tools/grade_submissions.py`` (which runs the zip's own
 ``run_autograder`` in a temporary folder standing for ``/autograder``, two at a time), and
 the solutions once more by calling ``run_autograder`` directly. As root (Gradescope's
-case) learner code runs as a transient unprivileged uid, with an interpreter that uid can
-read (``grading.toolbox.readable_runtime``); not as root, as this user (partial isolation).
+case) learner code runs as an unprivileged uid of each grading's own (``course-learner`` when
+it exists and no other grading holds it, else a transient uid: the tests pass either way),
+with an interpreter that uid can read (``grading.toolbox.readable_runtime``); not as root, as
+this user (partial isolation).
 
 ==========================  ===========================================================  =====
 submission                  what it holds                                                score
@@ -30,6 +32,9 @@ a04/                        empty; a04: a forged JUnit report and os._exit      
 a05/                        every stub returns an object equal to everything                0
 a07-a09/                    empty; a07: a fork-hopping survivor; a09: a daemon that         0
                             rewrites results.json when it runs as root
+huge-2C/                    the solutions, but mixed_resource_name returns 9 MB of text    59
+                            (a failing assertion quotes it): 2C's 5 + 1 points lost
+numpy-str/                  the solutions, mixed_resource_name returning ``numpy.str_``     65
 helpers/                    the solutions, but metrics.py imports a helper module of      57
                             the learner's (not taken): 1B loses its 7 + 1 points
 notebooks.zip               only the notebooks                                              0
@@ -74,6 +79,8 @@ PARTIAL = ("1A", "1C", "1E", "2A", "2C")
 BAD_ZIPS = ("z10_badcrc.zip", "z11_truncated.zip", "z1_file_then_dir.zip", "z2_longname.zip",
             "z5_dir_then_file.zip", "z8_encrypted.zip", "z9_method99.zip")
 edition_tool = load_tool("make_student_edition")
+ISOLATED = re.compile(r"learner code ran as (the transient uid \d+|the unprivileged user course-learner \(uid \d+\))")
+"""The grader's note when learner code ran as a uid of its own (whether course-learner exists or not)."""
 
 
 def with_parts(rel: str, keep: tuple[str, ...]) -> str:
@@ -292,6 +299,14 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
         "\nimport math\n", "\nimport math\nfrom lab01_cluster_sim.my_helpers import helper  # noqa\n", 1)
     helpers["lab01_cluster_sim/my_helpers.py"] = "def helper():\n    return 1\n"
     _write(folder / "helpers", helpers)
+    # issue 23: a 9 MB return value costs only its own part's tests; a numpy string is a str
+    mig = solutions["lab02_device_plugin/mig.py"]
+    solution_line = '    return "nvidia.com/mig-" + profile_name.replace("+", ".")\n'
+    assert solution_line in mig
+    _write(folder / "huge-2C", {**solutions, "lab02_device_plugin/mig.py": mig.replace(
+        solution_line, '    return "x" * 9_000_000\n')})
+    _write(folder / "numpy-str", {**solutions, "lab02_device_plugin/mig.py": mig.replace(
+        solution_line, '    import numpy as np\n    return np.str_("nvidia.com/mig-" + profile_name.replace("+", "."))\n')})
     with zipfile.ZipFile(folder / "notebooks.zip", "w") as zf:
         for nb in SPEC["notebooks"]:
             zf.write(student / nb, nb)
@@ -435,7 +450,7 @@ def test_dry_run_of_the_solutions_scores_full_marks_with_a_right_execution_time(
     assert counts["hidden"] == {"passed": 9, "failed": 0, "skipped": 0, "not run": 0}
     notes = _notes(doc)
     if os.geteuid() == 0:
-        assert re.search(r"learner code ran as the transient uid \d+", notes), notes
+        assert ISOLATED.search(notes), notes
         assert "Note:" not in doc["output"]  # full isolation: nothing to say to the learner
     else:
         assert "partial isolation" in doc["output"]
@@ -457,7 +472,19 @@ def test_batch_gradebook_has_the_scores_by_hand(batch) -> None:
     n = len(rows)
     assert f"[{n}/{n}]" in batch["log"]
     if os.geteuid() == 0:
-        assert "learner code ran as the transient uid" in batch["log"]  # the isolation of each run, shown
+        assert ISOLATED.search(batch["log"]), batch["log"][-2000:]  # the isolation of each run, shown
+
+
+def test_a_huge_return_value_costs_only_its_own_tests_and_a_numpy_string_is_a_string(batch) -> None:
+    """Issue 23: 9 MB returned by mixed_resource_name and quoted by 2C.1's message costs
+    2C's tests only (the trusted run cuts what it quotes; before, the report passed its size
+    cap and all 65 points were lost); ``numpy.str_`` satisfies "returns a str" (before, the
+    worker refused it: 2C's 6 points lost)."""
+    huge = batch["results"]["huge-2C"]
+    assert huge["score"] == 65 - 5 - 1, [(t["number"], t["output"][:200]) for t in huge["tests"] if t["score"] == 0]
+    assert {t["tags"][0] for t in huge["tests"] if t["status"] == "failed"} == {"2C"}
+    assert all(len(t["output"]) <= 4000 for t in huge["tests"])
+    assert batch["results"]["numpy-str"]["score"] == 65
 
 
 def test_folder_zip_scores_as_the_flat_submission(batch) -> None:
@@ -602,8 +629,10 @@ def test_common_mistakes_get_a_message_for_the_learner(batch) -> None:
 
 
 # -- the grader's own guarantees ---------------------------------------------------------------------
-def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, env: dict | None = None) -> dict:
-    """runner.py of the autograder (not run_autograder) on one submission."""
+def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, env: dict | None = None,
+                status: int = 0) -> dict:
+    """runner.py of the autograder (not run_autograder) on one submission; ``status``: its
+    expected exit status."""
     course = base / "course"
     if not course.exists():
         with zipfile.ZipFile(autograder_zip) as zf:
@@ -615,17 +644,16 @@ def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, 
                           cwd=course / "tests", env={**{k: v for k, v in os.environ.items()
                                                         if not k.startswith(("PYTHON", "PYTEST"))}, **(env or {})},
                           capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == status, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(results.read_text())
     doc["_stdout"] = proc.stdout
+    doc["_stderr"] = proc.stderr
     return doc
 
 
-def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(open_tmp: Path, autograder_zip: Path,
-                                                                              submissions) -> None:
-    """The review's finding 8: as root, when the learner's user cannot run the interpreter
-    (this test's interpreter lives under /root), nothing of the submission runs and it
-    scores 0 with a message for the learner, instead of running as root."""
+def _interpreter_others_cannot_run() -> Path:
+    """This test's interpreter, when an unprivileged user cannot run it (it lives under
+    /root); else the test is skipped (as it is when not root: no user to switch to)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (switching users)")
     unreadable = Path(sys.executable).resolve()
@@ -636,12 +664,48 @@ def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(op
         runs = False
     if runs:
         pytest.skip(f"{unreadable} can be run by an unprivileged user here")
+    return unreadable
+
+
+def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(open_tmp: Path, autograder_zip: Path,
+                                                                              submissions) -> None:
+    """The review's finding 8: as root, when the learner's user cannot run the interpreter
+    (this test's interpreter lives under /root), nothing of the submission runs and it
+    scores 0 with a message for the learner, instead of running as root."""
+    unreadable = _interpreter_others_cannot_run()
     base = Path(tempfile.mkdtemp(prefix="refuse-", dir=open_tmp))
-    doc = _run_grader(autograder_zip, submissions["folder"] / "a07-a09", base, "--worker-python", str(unreadable))
+    doc = _run_grader(autograder_zip, submissions["folder"] / "a07-a09", base, "--worker-python", str(unreadable),
+                      status=runner.EXIT_NOT_GRADED)
     assert doc["score"] == 0
-    assert "could not start a safe process for your code, so it did not run it" in doc["output"]
-    assert "do not import as uid" in "\n".join(doc["extra_data"]["grader_notes"])
+    assert "could not start a safe process for your code, so it did not run it and this is not a grade" in doc["output"]
+    # issue 23: an infrastructure failure, not a grade: the cause names the interpreter, the fix the option
+    cause = doc["extra_data"]["not_graded"]
+    assert cause.startswith(f"not graded: the learner's interpreter cannot start: {unreadable}") and "--worker-python" in cause
+    assert cause in _notes(doc) and f"error: {cause}" in doc["_stderr"]
     assert all("did not run it" in t["output"] for t in doc["tests"])
+
+
+def test_a_batch_whose_sandbox_cannot_start_exits_non_zero_with_the_cause_in_one_line(
+        open_tmp: Path, autograder_zip: Path, submissions) -> None:
+    """Issue 23: grading as root with an interpreter the learner's user cannot run (here
+    this test's, when it lives under /root) gives no gradebook of zeros: the rows have no
+    score and say "not graded", the batch exits non-zero, and the terminal's last line says
+    what failed and names the option that fixes it."""
+    unreadable = _interpreter_others_cannot_run()
+    base = Path(tempfile.mkdtemp(prefix="not-graded-", dir=open_tmp))
+    folder = base / "in"
+    shutil.copytree(submissions["solutions"], folder / "solutions")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "grade_submissions.py"), str(folder), "--out",
+                           str(base / "gradebook.csv"), "--autograder", str(autograder_zip), "--worker-python",
+                           str(unreadable)], env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 1 of 1 submission(s) NOT graded") and str(unreadable) in last, last
+    assert "--worker-python" in last
+    with open(base / "gradebook.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    assert row["autograded score"] == "" and row["problems"].startswith("not graded: ")
 
 
 def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograder_zip: Path, student_edition,

@@ -555,9 +555,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
     try:
         hidden_tests = _declared_hidden(hidden, base) if hidden else []
         if iso.mode == "refused":
-            message = (f"The autograder could not run your code safely, so it did not run it: {iso.refused}. "
-                       "Please tell your instructor.")
-            return _refused(visible_tests, hidden_tests, written, message, notes + [iso.refused], submission, started)
+            return _not_graded(visible_tests, hidden_tests, written, iso.refused, notes, submission, started)
         files = layout.list_files(submission)
         found = layout.resolve(submission, list(learner), files)
         part_notes: dict[str, list[str]] = {}
@@ -604,17 +602,19 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         sandbox.prepare_tree(tree, iso)
         config = sandbox.make_config(iso, tree, base / "learner-home", worker_python or python, worker_path,
                                      namespaces)
+        unreachable = sandbox.interpreter_problem(iso, config.python, config.path)
+        if unreachable:
+            return _not_graded(visible_tests, hidden_tests, written, f"the learner's interpreter cannot start: "
+                               f"{unreachable}", notes, submission, started)
         mark = time.monotonic()
         check = sandbox.probe(config, list(learner), SELF_TEST_TIMEOUT_S, reaper=True)
         timings["self-test"] = time.monotonic() - mark
         failed = [r for r in check.records if "fail" in r]
         if check.error or failed or len(check.finished) != len(learner):
             why = check.error or (f"{failed[0]['fail']}: {failed[0].get('error')}" if failed else "incomplete")
-            message = (f"the course's own files do not import as {iso.user or 'the learner user'}: {why} (is the "
-                       f"interpreter {config.python} readable by that user?)")
-            return _refused(visible_tests, hidden_tests, written,
-                            "The autograder could not start a safe process for your code, so it did not run it. "
-                            "Please tell your instructor.", notes + [message], submission, started)
+            return _not_graded(visible_tests, hidden_tests, written, f"the course's own files do not import as "
+                               f"{iso.user or 'the learner user'} with {config.python}: {why}", notes, submission,
+                               started)
         boot = check.boot
         notes.append("learner processes: " + ("new PID and network namespaces (no network)" if boot.get("pidns")
                                               else f"no namespaces ({boot.get('why') or 'not available'})"))
@@ -674,14 +674,31 @@ def _counts(outcomes: list[TestOutcome]) -> dict:
     return counts
 
 
-def _refused(visible: list[catalog.DeclaredTest], hidden: list[catalog.DeclaredTest],
-             written: list[catalog.WrittenQuestion], message: str, notes: list[str], submission: Path,
-             started: float) -> Grading:
-    """Score 0 for everything, with ``message``: no learner code was run."""
-    v = [TestOutcome(t, t.number, t.title, "failed", 0.0, message) for t in visible]
-    h = [TestOutcome(t, t.number, t.title, "failed", 0.0, message) for t in hidden]
-    doc = results_document(v, h, written, [message], notes, {}, submission, started)
-    return Grading(doc, v + h, notes)
+NOT_GRADED_MESSAGE = ("The autograder could not start a safe process for your code, so it did not run it and "
+                      "this is not a grade. Please tell your instructor.")
+NOT_GRADED_FIX = ("fix: as root, give an interpreter that the learner's user can run (--worker-python PATH, with "
+                  "--worker-path for its packages; tools/grade_submissions.py makes one itself when not given "
+                  "--worker-python), or install the course where every user can read it")
+"""How to fix a grading that could not start (the grader's notes and the batch's terminal)."""
+
+
+def _not_graded(visible: list[catalog.DeclaredTest], hidden: list[catalog.DeclaredTest],
+                written: list[catalog.WrittenQuestion], cause: str, notes: list[str], submission: Path,
+                started: float) -> Grading:
+    """An infrastructure failure, not a grade: no learner code was run. Every test says so
+    (score 0, as Gradescope needs a score), ``extra_data.not_graded`` holds the one-line
+    cause and the fix, the grader exits with status :data:`EXIT_NOT_GRADED`, and batch
+    grading leaves the row's score empty."""
+    v = [TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in visible]
+    h = [TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in hidden]
+    line = f"not graded: {cause}; {NOT_GRADED_FIX}"
+    doc = results_document(v, h, written, [NOT_GRADED_MESSAGE], notes + [line], {}, submission, started)
+    doc["extra_data"]["not_graded"] = line
+    return Grading(doc, v + h, notes + [line])
+
+
+EXIT_NOT_GRADED = 3
+"""The grader's exit status when the submission was not graded (the sandbox could not start)."""
 
 
 def course_written_questions(course: Path) -> list[catalog.WrittenQuestion]:
@@ -795,9 +812,10 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc(file=sys.stdout)
             message = (f"The autograder failed ({type(exc).__name__}: {str(exc)[:300]}) and gave no score. "
                        "Please tell your instructor.")
+            cause = f"not graded: the grader failed ({type(exc).__name__}: {str(exc)[:300]})"
             result = Grading({"score": 0.0, "execution_time": 0, "output": message, "output_format": "text",
-                              "visibility": "visible", "stdout_visibility": "hidden", "tests": []},
-                             [], [message])
+                              "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+                              "extra_data": {"not_graded": cause}}, [], [message])
     sandbox.kill_children()
     args.results.parent.mkdir(parents=True, exist_ok=True)
     result.results["execution_time"] = math.ceil(max(0.0, time.time() - started))
@@ -810,6 +828,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {note}")
     print("hidden tests and pytest's own counts (visible + hidden): " + json.dumps(result.private))
     print(json.dumps({"score": result.results["score"]}))
+    not_graded = (result.results.get("extra_data") or {}).get("not_graded")
+    if not_graded:
+        print(f"error: {not_graded}", file=sys.stderr)
+        return EXIT_NOT_GRADED
     return 0
 
 

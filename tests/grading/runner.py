@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import math
 import os
@@ -362,9 +363,22 @@ def trusted_tree(root: Path, course: Path, test_dirs: list[str], extra_files: di
     return root
 
 
+def draw_seed(files: dict[str, Path]) -> str:
+    """The seed of the hidden tests' random draw (tests/hidden/test_hidden_bank.py): a
+    digest of the learner's files, so that a regrade of the same files draws the same
+    instances and another submission other ones."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + files[rel].read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandbox.SandboxConfig,
-                functions: list[catalog.LearnerFunction], phases: list[tuple[str, float]]) -> RunResult:
+                functions: list[catalog.LearnerFunction], phases: list[tuple[str, float]],
+                seed: str = "0") -> RunResult:
     """Run the graded tests under ``paths`` (in that order) in a trusted pytest process in ``tree``.
+
+    ``seed``: the hidden tests' draw (:func:`draw_seed`), as ``GRADING_DRAW_SEED``.
 
     ``phases``: ``(node id prefix, deadline)`` pairs (deadline: wall clock, time.time());
     the tests of each phase get a fresh worker and stop calling learner code at its
@@ -383,7 +397,8 @@ def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandb
     env = {"PATH": os.pathsep.join(dict.fromkeys([str(Path(python).parent), "/usr/local/bin", "/usr/bin", "/bin"])),
            "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "tests")]),
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONHASHSEED": "0",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+           "GRADING_DRAW_SEED": seed}
     # --confcutdir: with ``-c /dev/null`` pytest would otherwise collect from /dev's parent,
     # /, down to the tree, and fail on a folder above it that this user cannot list
     cmd = [python, "-s", "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree), "--confcutdir", str(tree),
@@ -479,10 +494,11 @@ def _process_start() -> float:
 
 
 def read_hidden(hidden: Path) -> dict[str, bytes]:
-    """The hidden test files under ``hidden/tests/hidden/`` as {relative path: bytes} (bounded)."""
+    """The hidden test files under ``hidden/tests/hidden/`` (``*.py`` and the answer bank
+    ``bank.json``) as {relative path: bytes} (bounded)."""
     out: dict[str, bytes] = {}
     base = hidden / HIDDEN_DIR
-    for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+    for path in sorted([*base.rglob("*.py"), *base.glob("bank.json")]) if base.is_dir() else []:
         if "__pycache__" in path.parts:
             continue
         if path.stat().st_size > catalog.MAX_SOURCE_BYTES or len(out) >= 1000:
@@ -644,7 +660,9 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         phases = [("tests/", now + max(left / 2, left - reserve) if hidden_tests else hard_end)]
         if hidden_tests:
             phases.append((HIDDEN_DIR + "/", hard_end))
-        run = run_trusted(python, ttree, paths, config, functions, phases)
+        seed = draw_seed(overlay)
+        notes.append(f"hidden tests' draw seed: {seed}")
+        run = run_trusted(python, ttree, paths, config, functions, phases, seed)
         shutil.rmtree(ttree, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -432,7 +432,12 @@ def test_zip_has_gradescope_files_and_no_solution(autograder_zip: Path) -> None:
     assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
     assert sorted(n for n in names if n.startswith("hidden/")) == [
+        "hidden/tests/hidden/bank.json", "hidden/tests/hidden/test_hidden_bank.py",
         "hidden/tests/hidden/test_hidden_lab01.py", "hidden/tests/hidden/test_hidden_lab02.py"]
+    # the bank: answers only (numbers, strings, lists), 200 per part, never the code that computed them
+    bank = json.loads(texts["hidden/tests/hidden/bank.json"])
+    assert sorted(bank) == sorted(VISIBLE) and all(len(v) == 200 for v in bank.values())
+    assert bank["2C"][0][1].startswith("nvidia.com/mig-")
     assert not [n for n in names if n.startswith("course/tests/hidden")]
     assert "course/tests/grading/worker.py" in names and "course/tests/grading/proxy.py" in names
     # every line that exists only inside a solution region of this checkout is absent
@@ -834,8 +839,8 @@ def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, a
     # states for grading without root)
     log = (markers / "a08.log").read_text() if (markers / "a08.log").is_file() else ""
     assert (markers / "a08-hidden").is_dir(), log
-    assert sorted(p.name for p in (markers / "a08-hidden").iterdir()) == ["test_hidden_lab01.py",
-                                                                          "test_hidden_lab02.py"]
+    assert sorted(p.name for p in (markers / "a08-hidden").iterdir()) == [
+        "bank.json", "test_hidden_bank.py", "test_hidden_lab01.py", "test_hidden_lab02.py"]
 
 
 def test_no_learner_process_survives_its_grading(batch) -> None:

@@ -1,6 +1,7 @@
 """Lab 01's graded tests hold a learner to the contract and to nothing more (issue 23): a
-permit that lets every gang start fails 1C.3, and victims returned in another order than
-the reference's pass 1D (the contract asks for the ids, in any order).
+permit that lets every gang start fails 1C.3, a permit answering numpy booleans passes 1C,
+and victims returned in another order than the reference's pass 1D (the contract asks for
+the ids, in any order).
 
 Each graded test function is called directly, with the learner function replaced
 everywhere the course's code looks it up (as the grader's proxies are).
@@ -43,6 +44,18 @@ def test_a_permit_that_is_always_true_fails_the_deadlock_test(monkeypatch: pytes
     _replace(monkeypatch, graded, "lab01_cluster_sim.scheduler", "gang_permit", lambda original: lambda *a: True)
     with pytest.raises(AssertionError):
         graded.test_naive_mode_deadlocks_where_gang_mode_does_not()
+
+
+def test_a_permit_answering_numpy_booleans_passes_the_permit_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    graded = _graded_module("test_lab01_part1c_gang")
+    monkeypatch.setattr(metrics, "count_stranded_gpus", lambda *args, **kwargs: 0)
+    _replace(monkeypatch, graded, "lab01_cluster_sim.scheduler", "gang_permit",
+             lambda original: lambda *a: np.bool_(original(*a)))
+    assert type(graded.gang_permit(1, 1)) is np.bool_
+    graded.test_permit_is_all_or_nothing()
+    graded.test_naive_mode_deadlocks_where_gang_mode_does_not()
 
 
 def test_victims_in_any_order_pass_every_preemption_test(monkeypatch: pytest.MonkeyPatch) -> None:

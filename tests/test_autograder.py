@@ -733,6 +733,19 @@ def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(op
     assert all("did not run it" in t["output"] for t in doc["tests"])
 
 
+def test_namespaces_that_are_required_but_missing_mean_not_graded(open_tmp: Path, autograder_zip: Path,
+                                                                  submissions, worker_args: list[str]) -> None:
+    """Issue 23: with --require-namespaces, learner processes without PID and network
+    namespaces (here: not asked for, --no-namespaces) grade nothing: not graded, with the
+    reason, exit status 3, never a score of 0 that looks like one."""
+    base = Path(tempfile.mkdtemp(prefix="nons-", dir=open_tmp))
+    doc = _run_grader(autograder_zip, submissions["solutions"], base, "--no-namespaces", "--require-namespaces",
+                      *worker_args, status=runner.EXIT_NOT_GRADED)
+    assert doc["extra_data"]["not_graded"].startswith("not graded: learner processes got no PID and network "
+                                                      "namespaces (not asked)")
+    assert doc["score"] == 0 and all("this is not a grade" in t["output"] for t in doc["tests"])
+
+
 def test_a_batch_whose_sandbox_cannot_start_exits_non_zero_with_the_cause_in_one_line(
         open_tmp: Path, autograder_zip: Path, submissions) -> None:
     """Issue 23: grading as root with an interpreter the learner's user cannot run (here

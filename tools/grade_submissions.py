@@ -18,6 +18,14 @@ their points in the header), and the problems the autograder reported. Each subm
 ``results.json`` is kept in ``--results-dir`` (default: beside the gradebook, in
 ``gradebook-results/``).
 
+A submission the autograder could not grade (its sandbox did not start: an interpreter
+the learner's user cannot run, no results) is *not graded*: its row has no score and the
+cause; the tool then exits with status 2 and its last line says what failed and how to fix
+it. As root, when the learner's user cannot run this interpreter and no ``--worker-python``
+is given, the learners' code runs with ``/usr/bin/python3.X`` and this environment's
+packages linked into a folder every user can read (:func:`grading.toolbox.readable_runtime`).
+Concurrent gradings never share a uid (:mod:`grading.sandbox`), so any ``--jobs`` is safe.
+
 Without ``--autograder``, the autograder is built first from this repository
 (tools/make_autograder.py: the student edition plus the hidden tests; in a student edition,
 which has none, without hidden tests).

@@ -19,8 +19,9 @@ Design: no learner code ever runs in a process whose output decides the score.
   0700, so unreadable by the learner's user when this process is root).
 - Learner code runs only in worker processes (:mod:`grading.worker`, started by
   :mod:`grading.sandbox`): as an unprivileged user when this process is root (learner
-  code never runs as root unless ``--run-as none`` says so; if no user works, the
-  submission scores 0 with a message and nothing of it runs), in new PID and network
+  code never runs as root unless ``--run-as none`` says so; if that user cannot run the
+  interpreter, nothing of the submission runs and it is *not graded*: an infrastructure
+  failure, never a grade, see :func:`_not_graded`), in new PID and network
   namespaces where the kernel allows, with resource limits; every process it starts is
   killed after each step.
 - First a self-test imports the course's own files in a worker (the user switch and the
@@ -541,7 +542,8 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
           isolation: sandbox.Isolation | None = None, work_base: Path | None = None,
           started_at: float | None = None, submission_problem: str | None = None,
           budget: float = GRADING_BUDGET_S, worker_python: str | None = None,
-          worker_path: list[str] | None = None, namespaces: bool = True) -> Grading:
+          worker_path: list[str] | None = None, namespaces: bool = True,
+          require_namespaces: bool = False) -> Grading:
     """Grade an unpacked submission folder against a student edition (see the module docstring).
 
     Args:
@@ -557,6 +559,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         worker_python, worker_path: interpreter and extra ``sys.path`` entries of learner
             processes (default: ``python``; it must be readable by the learner's user).
         namespaces: try PID and network namespaces for learner processes.
+        require_namespaces: without them, grade nothing (not graded, with the kernel's reason).
     """
     started = _started_at() if started_at is None else started_at
     hard_end = started + budget
@@ -632,6 +635,10 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
                                f"{iso.user or 'the learner user'} with {config.python}: {why}", notes, submission,
                                started)
         boot = check.boot
+        if require_namespaces and not boot.get("pidns"):
+            return _not_graded(visible_tests, hidden_tests, written, "learner processes got no PID and network "
+                               f"namespaces ({boot.get('why') or 'not available'}), which --require-namespaces "
+                               "asks for", notes, submission, started)
         notes.append("learner processes: " + ("new PID and network namespaces (no network)" if boot.get("pidns")
                                               else f"no namespaces ({boot.get('why') or 'not available'})"))
         for rel, path in overlay.items():
@@ -696,7 +703,9 @@ NOT_GRADED_MESSAGE = ("The autograder could not start a safe process for your co
                       "this is not a grade. Please tell your instructor.")
 NOT_GRADED_FIX = ("fix: as root, give an interpreter that the learner's user can run (--worker-python PATH, with "
                   "--worker-path for its packages; tools/grade_submissions.py makes one itself when not given "
-                  "--worker-python), or install the course where every user can read it")
+                  "--worker-python), or install the course where every user can read it; for namespaces, grade "
+                  "where unshare(2) is allowed (not in a container that forbids it) or without "
+                  "--require-namespaces")
 """How to fix a grading that could not start (the grader's notes and the batch's terminal)."""
 
 
@@ -801,6 +810,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker-path", action="append", default=[],
                         help="extra sys.path entry of learner processes (repeatable)")
     parser.add_argument("--no-namespaces", action="store_true", help="do not try PID/network namespaces")
+    parser.add_argument("--require-namespaces", action="store_true",
+                        help="grade nothing (not graded) when learner processes cannot get PID and network namespaces")
     args = parser.parse_args(argv)
     started = _started_at()
     sandbox.become_subreaper()
@@ -823,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
             result = grade(args.course.resolve(), unpacked, hidden, python=args.python, isolation=iso,
                            work_base=args.work_base, started_at=started, submission_problem=problem,
                            budget=args.budget, worker_python=args.worker_python, worker_path=args.worker_path,
-                           namespaces=not args.no_namespaces)
+                           namespaces=not args.no_namespaces, require_namespaces=args.require_namespaces)
         except Exception as exc:  # noqa: BLE001 - a grader bug: say so on Gradescope, details for instructors
             import traceback
 

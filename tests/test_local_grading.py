@@ -36,7 +36,6 @@ def test_a_rigged_package_shows_as_failed_tests_not_points(tmp_path: Path) -> No
     init.write_text(init.read_text() + RIG)
     out = tmp_path / "check-1C.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     proc = subprocess.run([sys.executable, "-P", "tests/grading/local.py", "--grade-part=1C", "--grade-no-hidden",
                            f"--grade-json={out}", "-q", "-p", "no:cacheprovider"], cwd=edition, env=env,
                           capture_output=True, text=True, timeout=600)

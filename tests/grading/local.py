@@ -59,6 +59,7 @@ def grade(root: Path, parts: list[str], out: Path, hidden: bool, pytest_args: li
                f"--grade-json={Path(tmp) / 'in-process.json'}", f"--junitxml={report}", "-o", "junit_family=xunit1",
                "-o", "junit_logging=no", *pytest_args]
         env = dict(os.environ)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # a graded run needs pytest-timeout only (-p above)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), str(root / "tests"), env.get("PYTHONPATH", "")] if p)
         mark = time.monotonic()
         proc = subprocess.run(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL)

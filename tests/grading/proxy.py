@@ -467,7 +467,7 @@ its own test, never the report (whose size the grader caps)."""
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Before the JUnit XML plugin sees it: cut a failure's text to :data:`MAX_QUOTED_CHARS`,
     keeping the crash line first (the grader shows it) and the end of the traceback."""
-    if report.longrepr is None:
+    if report.longrepr is None or not report.failed:  # a skip's longrepr is a tuple junitxml unpacks
         return
     try:
         text = str(report.longrepr)

@@ -19,11 +19,14 @@ the controller itself never looks at nodes.
 
 A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
 ``job.workers`` pods (requests per pod: ``cpu`` milli-cores, ``memory`` bytes from MiB,
-``nvidia.com/gpu`` devices), unless ``job.extras["pod_sets"]`` gives the pod sets
-(multi-role gangs); LocalQueue, namespace, minCount, nodeSelector and tolerations come from
-``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``, ``node_selector``,
-``tolerations``), as the scenario reader fills them from a Job's
-``kueue.x-k8s.io/queue-name`` label and ``kueue.x-k8s.io/job-min-parallelism`` annotation.
+``nvidia.com/gpu`` devices, plus any other extended resource in
+``job.extras["extended_requests"]``, e.g. a MIG profile ``nvidia.com/mig-3g.40gb``), unless
+``job.extras["pod_sets"]`` gives the pod sets (multi-role gangs); LocalQueue, namespace,
+minCount, nodeSelector, tolerations, required node affinity, creation timestamp and input
+position come from ``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``,
+``node_selector``, ``tolerations``, ``affinity``, ``creation_timestamp``, ``position``), as the
+scenario reader fills them from a Job's ``kueue.x-k8s.io/queue-name`` label,
+``kueue.x-k8s.io/job-min-parallelism`` annotation, pod template and metadata.
 
 With ``wait_for_pods_ready`` (:class:`~.backoff.WaitForPodsReady`, Kueue's
 ``waitForPodsReady``) an admitted workload whose pods are not all running (start delay
@@ -92,11 +95,13 @@ def workload_of(job: Job, default_queue: str = "") -> Workload:
         requests = {CPU: job.cpu_milli, MEMORY: job.memory_mib * MIB}
         if job.gpus_per_worker:
             requests[GPU] = job.gpus_per_worker
+        requests.update(extras.get("extended_requests", {}))
         pod_sets = (PodSet("main", job.workers, {r: v for r, v in requests.items() if v},
                            extras.get("min_count"), dict(extras.get("node_selector", {})),
-                           tuple(extras.get("tolerations", ()))),)
+                           tuple(extras.get("tolerations", ())), tuple(extras.get("affinity", ()))),)
     return Workload(job.job_id, extras.get(QUEUE_KEY, default_queue), tuple(pod_sets),
-                    extras.get("namespace", "default"), job.priority, job.submit_time)
+                    extras.get("namespace", "default"), job.priority, job.submit_time,
+                    extras.get("creation_timestamp"), int(extras.get("position", 0)))
 
 
 class AdmissionContext(Protocol):

@@ -50,6 +50,7 @@ from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, parse_quantity, resource_value
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
+from lab01_cluster_sim.scenario.podsched import creation_timestamp, read_pod_scheduling
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,
                                                load_documents, read_text, where)
@@ -211,6 +212,7 @@ class _Builder:
         self.docs = docs
         self.sc = Scenario(path, path.stem if path.is_file() else path.name)
         self.seen: dict[tuple[str, str], Document] = {}
+        self.position = {id(d): i for i, d in enumerate(docs)}   # input order: Kueue's last tie-break
 
     def by_kind(self, *kinds: str) -> list[Document]:
         return [d for d in self.docs if d.data["kind"] in kinds]
@@ -345,8 +347,12 @@ class _Builder:
                               kq.PreemptionPolicy(p.get("reclaimWithinCohort", "Never")),
                               kq.PreemptionPolicy(bwc.get("policy", "Never")), bwc.get("maxPriorityThreshold")),
                 kq.FlavorFungibility(kq.FungibilityPolicy(ff.get("whenCanBorrow", "MayStopSearch")),
-                                     kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor"))),
+                                     kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor")),
+                                     kq.FungibilityPreference(ff["preference"]) if "preference" in ff else None),
                 self._weight(doc, spec))
+            if "preference" in ff and (ff.get("whenCanBorrow"), ff.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+                raise _err(doc, ("spec", "flavorFungibility", "preference"), "preference can only be set when both "
+                           "whenCanBorrow and whenCanPreempt are TryNextFlavor (the CRD's validation rule)")
             if p.get("reclaimWithinCohort", "Never") == "Never" and bwc.get("policy", "Never") != "Never":
                 raise _err(doc, ("spec", "preemption"), "reclaimWithinCohort=Never and borrowWithinCohort.policy!=Never "
                            "(the CRD refuses this combination)")
@@ -729,16 +735,13 @@ class _Builder:
             if grace < 0:
                 raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
             extras[TERMINATION_GRACE] = float(grace)
-        selector = dict(pod.get("nodeSelector", {}))
-        models: tuple[str, ...] = ()
-        if GPU_PRODUCT in selector:
-            models = (selector.pop(GPU_PRODUCT),)
-        if selector:
-            extras["node_selector"] = tuple(sorted(selector.items()))
-            self.sc.unsupported.append(f"{_src(doc, pod_path + ('nodeSelector',))}: nodeSelector on "
-                                       f"{', '.join(sorted(selector))} (only {GPU_PRODUCT} is placed by the current "
-                                       "simulator)")
-        for fld in ("affinity", "topologySpreadConstraints", "tolerations", "nodeName", "schedulingGates"):
+        models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported)
+        extras.update(sched)
+        stamp = creation_timestamp(doc)
+        if stamp is not None:
+            extras["creation_timestamp"] = stamp
+        extras["position"] = self.position[id(doc)]
+        for fld in ("topologySpreadConstraints", "nodeName", "schedulingGates"):
             if fld in pod:
                 self.sc.unsupported.append(f"{_src(doc, pod_path + (fld,))}: {fld} is not modelled")
         queue = labels.get(QUEUE_KEY)
@@ -824,6 +827,7 @@ class _Builder:
         job_id = name if ns == "default" else f"{ns}/{name}"
         extras = dict(first.extras)
         extras["pods"] = tuple(j.job_id for j in jobs)
+        extras["position"] = self.position[id(doc)]
         gang = replace(first, job_id=job_id, workers=len(jobs), submit_time=max(j.submit_time for j in jobs),
                        duration=max(j.duration for j in jobs), priority=max(j.priority for j in jobs), extras=extras)
         self.sc.sources[job_id] = _src(doc)

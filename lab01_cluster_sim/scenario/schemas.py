@@ -150,6 +150,7 @@ CLUSTER_QUEUE = top(KUEUE, "ClusterQueue", {"spec": obj({
     "flavorFungibility": obj({
         "whenCanBorrow": string(enum=("MayStopSearch", "TryNextFlavor"), default="MayStopSearch"),
         "whenCanPreempt": string(enum=("MayStopSearch", "TryNextFlavor"), default="TryNextFlavor"),
+        "preference": string(enum=("BorrowingOverPreemption", "PreemptionOverBorrowing")),
     }, default={}),
     "fairSharing": _fair_sharing,
 })}, ("spec",))

@@ -53,7 +53,7 @@ from lab01_cluster_sim.admission.api import PodSet, Workload
 from lab01_cluster_sim.admission.backoff import WaitForPodsReady
 from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
-from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds
+from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds, termination_grace
 
 @dataclass(frozen=True)
 class QuotaSeries:
@@ -321,12 +321,31 @@ class KueueAdmissionPlugin:
                                                       reason)])
 
     def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
-        """A preempted workload is gone: release its quota and queue it again. (An eviction
-        the stage did not ask for, such as a node drain, also gives the quota back.)"""
+        """A preempted workload is stopped: release its quota and queue it again, at once, or,
+        for a workload this stage preempted whose pods have a ``terminationGracePeriodSeconds``,
+        once that period is over (its preemptor stays Preempting until then). (An eviction
+        the stage did not ask for, such as a node drain, also gives the quota back, at once.)"""
         status = self.controller.workloads.get(record.job_id)
         self._ready_deadline.pop(record.job_id, None)
         if status is None or status.state not in (State.ADMITTED, State.EVICTING):
             return
+        grace = termination_grace(record.job)
+        terminating = getattr(getattr(self._sim, "scheduler", None), "terminating", {})
+        if grace > 0 and status.state is State.EVICTING and record.job_id in terminating:
+            # Kueue releases the quota once the Job's pods are gone (the Job is stopped and
+            # its Workload's QuotaReserved cleared when no pod is active): after the grace
+            # period, when the engine frees the pods' GPUs too; the preemptor waits till then.
+            self._sim.call_at(self._now() + grace, "kueue-quota-release", self._release_after_grace, record)
+            return
+        self._release_evicted(record)
+
+    def _release_after_grace(self, event) -> None:
+        record: JobRecord = event.payload
+        status = self.controller.workloads.get(record.job_id)
+        if status is not None and status.state is State.EVICTING:
+            self._release_evicted(record)
+
+    def _release_evicted(self, record: JobRecord) -> None:
         if record.job_id in self._timed_out:       # our own PodsReadyTimeout eviction
             requeue_at = self._timed_out.pop(record.job_id)
             now = self._now()

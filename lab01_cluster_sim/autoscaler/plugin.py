@@ -50,7 +50,7 @@ from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, JobRecord, JobState, Node
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, termination_grace
 from lab01_cluster_sim.plugins import register_plugin
 from lab01_cluster_sim.sharing_modes import timesliced_node
 
@@ -441,14 +441,33 @@ class Autoscaler:
             # pod schedules the next check (on_release). Spot interruption and expiry are not blocked.
             return
         if policy == "WhenEmptyOrUnderutilized" and self._pods_fit_elsewhere(node) and self._budget_allows(node.pods):
-            for p in sorted(node.pods):
-                self._evict(p, "consolidation: underutilized node")
+            grace = max(self._evict(p, "consolidation: underutilized node") for p in sorted(node.pods))
+            if grace > 0:
+                # Karpenter's termination controller drains the node through the Eviction API and
+                # deletes the instance once its pods are gone (Karpenter docs, "Disruption",
+                # Termination Controller): the node is cordoned meanwhile, and the pods' GPUs stay
+                # held for their terminationGracePeriodSeconds.
+                node.cordoned = True
+                self.sim.cordon(node.index)
+                self.sim.call_at(self.sim.now + grace, "consolidation-terminate", self._on_drained, node,
+                                 eng.NODE_CHANGE)
+            else:
+                self._terminate(node, "consolidation: underutilized")
+
+    def _on_drained(self, event) -> None:
+        node: SimNode = event.payload
+        if node.alive:
             self._terminate(node, "consolidation: underutilized")
 
-    def _evict(self, name: str, reason: str) -> None:
+    def _evict(self, name: str, reason: str, max_grace: float = math.inf) -> float:
+        """Evict pod ``name`` if it runs, gracefully (its ``terminationGracePeriodSeconds``, at
+        most ``max_grace`` s); return the grace period given, s (0 if it was not running)."""
         rec = self.sim.records[name]
-        if rec.state is JobState.RUNNING:
-            self.sim.evict(rec, reason)
+        if rec.state is not JobState.RUNNING:
+            return 0.0
+        grace = min(termination_grace(rec.job), max_grace)
+        self.sim.evict(rec, reason, grace_s=grace)
+        return grace
 
     def _on_spot_notice(self, event) -> None:
         node = self.nodes.get(event.payload)
@@ -458,7 +477,7 @@ class Autoscaler:
         self.sim.cordon(node.index)
         for p in sorted(node.pods):
             if self._budget_allows({p}):
-                self._evict(p, f"spot interruption notice ({node.name})")
+                self._evict(p, f"spot interruption notice ({node.name})", SPOT_NOTICE_S)
         self.sim.call_at(self.sim.now + SPOT_NOTICE_S, "spot-terminate", self._on_spot_terminate, node,
                          eng.NODE_CHANGE)
 

@@ -21,7 +21,7 @@ import numpy as np
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.autoscaler.plugin import MAX_NODES, SPOT_NOTICE_S, Autoscaler, SimNode
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.model import TERMINATION_GRACE, Job, Node
 from lab01_cluster_sim.policies.generic import MostAllocated
 from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams, timesliced_node
 
@@ -43,6 +43,8 @@ class Pod:
         image: container image name; image_gib its size, GiB.
         do_not_disrupt: the pod carries ``karpenter.sh/do-not-disrupt: "true"``: consolidation
             leaves its node alone while it runs (:class:`~.plugin.Autoscaler`).
+        termination_grace_s: its ``terminationGracePeriodSeconds``: when consolidation or a
+            spot notice evicts it, its GPUs stay held that long (at most the 2 min notice).
     """
 
     name: str
@@ -55,9 +57,10 @@ class Pod:
     image: str = "app:latest"
     image_gib: float = 1.0
     do_not_disrupt: bool = False
+    termination_grace_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib"):
+        for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib", "termination_grace_s"):
             value = getattr(self, attr)
             if not (value >= 0 and math.isfinite(value)):   # also rejects NaN
                 raise InputError(f"pod {self.name!r}: {attr} must be a finite number >= 0, got {value}")
@@ -245,7 +248,8 @@ class AutoscalerSim:
         self.pods = {p.name: PodRun(p, pending_since=p.submit_s) for p in pods}
         jobs = [Job(p.name, p.submit_s, p.duration_s, p.gpus, 1000 if p.gpus else 0, p.cpu_milli, p.memory_mib,
                     tenant=p.workload, extras={"workload": p.workload, "image": p.image, "image_gib": p.image_gib,
-                            **({"do_not_disrupt": True} if p.do_not_disrupt else {})})
+                            **({"do_not_disrupt": True} if p.do_not_disrupt else {}),
+                            **({TERMINATION_GRACE: p.termination_grace_s} if p.termination_grace_s else {})})
                 for p in pods]
         self._tracker = _PodTracker(self)
         self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline,

@@ -730,7 +730,7 @@ class _Builder:
             extras["do_not_disrupt"] = True
         grace = pod.get("terminationGracePeriodSeconds")
         if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
-            from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+            from lab01_cluster_sim.model import TERMINATION_GRACE
 
             if grace < 0:
                 raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,6 +45,10 @@ class Pod:
             leaves its node alone while it runs (:class:`~.plugin.Autoscaler`).
         termination_grace_s: its ``terminationGracePeriodSeconds``: when consolidation or a
             spot notice evicts it, its GPUs stay held that long (at most the 2 min notice).
+        node_selector: its nodeSelector, ``(key, value)`` pairs. affinity: its required node
+            affinity terms (:class:`~lab01_cluster_sim.admission.api.MatchExpression` tuples).
+            Both decide which NodePools can launch for it and which nodes it binds to
+            (:mod:`.requirements`).
     """
 
     name: str
@@ -58,6 +62,8 @@ class Pod:
     image_gib: float = 1.0
     do_not_disrupt: bool = False
     termination_grace_s: float = 0.0
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple = ()
 
     def __post_init__(self) -> None:
         for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib", "termination_grace_s"):
@@ -70,7 +76,8 @@ class Pod:
 class StaticNode:
     """A node that exists from t=0 and no NodePool owns (never consolidated or expired).
 
-    ``gpus`` physical GPUs advertised ``timeslice_replicas`` times each.
+    ``gpus`` physical GPUs advertised ``timeslice_replicas`` times each. ``labels``: the Node's
+    labels, ``(key, value)`` pairs (matched against pods' nodeSelector and node affinity).
     """
 
     name: str
@@ -83,6 +90,7 @@ class StaticNode:
     cached_images: tuple[str, ...] = ()
     pull_mib_per_s: float = 128.0
     extract_mib_per_s: float = 256.0
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -119,12 +127,15 @@ class AutoscalerResult:
         nodes: every node ever launched, in launch order.
         end_s: time of the last event, s.
         timeline: rows ``(t, ready nodes, provisioned GPUs, pending pods)`` at each event batch.
+        unlaunchable: pod name -> why Karpenter launches no node for it (Karpenter's words),
+            for pods still pending at the end for that reason.
     """
 
     pods: dict[str, PodRun]
     nodes: list[SimNode]
     end_s: float
     timeline: list[tuple[float, int, int, int]]
+    unlaunchable: dict[str, str] = field(default_factory=dict)
 
     def node(self, name: str) -> SimNode:
         """The node called ``name``. Raises KeyError."""
@@ -234,8 +245,10 @@ class AutoscalerSim:
             if st.name in seen:
                 raise InputError(f"duplicate node name {st.name!r}")
             seen.add(st.name)
+            labels = dict(st.labels)
             nodes.append(timesliced_node(st.name, st.gpu_model, st.gpus, st.timeslice_replicas, st.cpu_milli,
-                                         st.memory_mib) if st.gpus else Node(st.name, "", 0, st.cpu_milli, st.memory_mib))
+                                         st.memory_mib, labels=labels) if st.gpus else
+                         Node(st.name, "", 0, st.cpu_milli, st.memory_mib, labels=labels))
             n = SimNode(st.name, st.gpu_model, st.gpus * st.timeslice_replicas, st.gpus, st.cpu_milli, st.memory_mib,
                         st.price_per_hour, 0.0, 0.0, pull_mib_per_s=st.pull_mib_per_s,
                         extract_mib_per_s=st.extract_mib_per_s, timeslice_replicas=st.timeslice_replicas)
@@ -249,7 +262,9 @@ class AutoscalerSim:
         jobs = [Job(p.name, p.submit_s, p.duration_s, p.gpus, 1000 if p.gpus else 0, p.cpu_milli, p.memory_mib,
                     tenant=p.workload, extras={"workload": p.workload, "image": p.image, "image_gib": p.image_gib,
                             **({"do_not_disrupt": True} if p.do_not_disrupt else {}),
-                            **({TERMINATION_GRACE: p.termination_grace_s} if p.termination_grace_s else {})})
+                            **({TERMINATION_GRACE: p.termination_grace_s} if p.termination_grace_s else {}),
+                            **({"node_selector": p.node_selector} if p.node_selector else {}),
+                            **({"affinity": p.affinity} if p.affinity else {})})
                 for p in pods]
         self._tracker = _PodTracker(self)
         self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline,
@@ -268,7 +283,10 @@ class AutoscalerSim:
         for name, run in self.pods.items():
             rec = self.sim.records[name]
             run.node = self.sim.state.nodes[rec.placements[0].node_index].name if rec.placements else None
-        return AutoscalerResult(self.pods, list(self.autoscaler.nodes.values()), end, self._tracker.timeline)
+        unlaunchable = {name: why for name, why in self.autoscaler.unlaunchable.items()
+                        if self.sim.records[name].start_time is None}
+        return AutoscalerResult(self.pods, list(self.autoscaler.nodes.values()), end, self._tracker.timeline,
+                                unlaunchable)
 
 
 class _PodTracker:

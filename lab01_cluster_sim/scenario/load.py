@@ -50,7 +50,7 @@ from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, parse_quantity, resource_value
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
-from lab01_cluster_sim.scenario.podsched import creation_timestamp, read_pod_scheduling
+from lab01_cluster_sim.scenario.podsched import creation_timestamp, node_pool_types, read_pod_scheduling
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,
                                                load_documents, read_text, where)
@@ -565,21 +565,21 @@ class _Builder:
         for doc in self.by_kind("NodePool"):
             spec = doc.data["spec"]
             tspec = spec["template"]["spec"]
-            types = tuple(DEFAULT_CATALOGUE)
             capacity = "on-demand"
             for i, req in enumerate(tspec["requirements"]):
                 path = ("spec", "template", "spec", "requirements", i, "values")
                 values = req.get("values", [])
-                if req["key"] == "node.kubernetes.io/instance-type":
+                if req["key"] == "node.kubernetes.io/instance-type" and req["operator"] == "In":
                     unknown = [v for v in values if v not in by_name]
                     if unknown:
                         raise _err(doc, path, f"instance type {unknown[0]!r} is not in the catalogue; expected one of: "
                                    f"{', '.join(sorted(by_name))}")
-                    types = tuple(by_name[v] for v in values)
-                else:
-                    if len(values) != 1 or values[0] not in ("on-demand", "spot"):
-                        raise _err(doc, path, "karpenter.sh/capacity-type: expected exactly one of on-demand, spot")
+                if req["key"] == "karpenter.sh/capacity-type":
+                    if req["operator"] != "In" or len(values) != 1 or values[0] not in ("on-demand", "spot"):
+                        raise _err(doc, path, "karpenter.sh/capacity-type: expected operator In with exactly one of "
+                                   "on-demand, spot (a NodePool launching both is not modelled)")
                     capacity = values[0]
+            types = node_pool_types(doc, tspec["requirements"], DEFAULT_CATALOGUE)
             limits = spec.get("limits", {})
             for r in limits:
                 if r != GPU:
@@ -735,7 +735,7 @@ class _Builder:
             if grace < 0:
                 raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
             extras[TERMINATION_GRACE] = float(grace)
-        models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported)
+        models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported, bool(self.sc.node_pools))
         extras.update(sched)
         stamp = creation_timestamp(doc)
         if stamp is not None:

@@ -47,13 +47,18 @@ def _note(doc: Document, path: tuple, message: str) -> str:
     return f"{where(doc.file, doc.pos(path))}: {object_name(doc.data)}: {message}"
 
 
-def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: list[str]
-                        ) -> tuple[tuple[str, ...], dict[str, Any]]:
+def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: list[str],
+                        node_pools: bool = False) -> tuple[tuple[str, ...], dict[str, Any]]:
     """The GPU models the engine may place the pod on, and the ``Job.extras`` entries for
     Kueue (``node_selector``: sorted ``(key, value)`` pairs; ``tolerations``: tuple of
     :class:`~lab01_cluster_sim.admission.api.Toleration`; ``affinity``: tuple of terms of
     :class:`~lab01_cluster_sim.admission.api.MatchExpression`), from ``pod`` found at
     ``pod_path`` of ``doc`` (module docstring).
+
+    With ``node_pools`` (the scenario has Karpenter NodePools, run by the autoscaler), every
+    nodeSelector key and the whole required node affinity are placed: they decide which
+    NodePools can launch for the pod and which nodes it binds to
+    (:mod:`lab01_cluster_sim.autoscaler.requirements`).
 
     Returns:
         ``(models, extras)``: ``models`` () = any GPU model.
@@ -68,7 +73,7 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
     if selector:
         extras["node_selector"] = tuple(sorted(selector.items()))
     other = sorted(k for k in selector if k != GPU_PRODUCT)
-    if other:
+    if other and not node_pools:
         unsupported.append(_note(doc, pod_path + ("nodeSelector",), f"nodeSelector on {', '.join(other)} is not "
                                  f"placed by the engine (only {GPU_PRODUCT} is; Kueue's flavor assignment reads "
                                  "every key)"))
@@ -93,7 +98,9 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
         if placed == ():
             raise _err(doc, base, f"the {GPU_PRODUCT} In lists of this term have no model in common (the pod could "
                        "never be placed)")
-        if placed is None:
+        if placed is None and node_pools:
+            pass     # the autoscaler's Filter matches the terms against node labels
+        elif placed is None:
             unsupported.append(_note(doc, base, "required node affinity is not placed by the engine except as one term "
                                      f"of {GPU_PRODUCT} In [...] (Kueue's flavor assignment reads it)"))
         elif models:
@@ -135,6 +142,33 @@ def _affinity_models(terms: tuple[kq.NodeSelectorTerm, ...]) -> tuple[str, ...] 
     return tuple(sorted(allowed or ()))
 
 
+def node_pool_types(doc: Document, requirements: list[dict], catalogue: tuple) -> tuple:
+    """The instance types of ``catalogue`` a NodePool's ``spec.template.spec.requirements``
+    allow: every requirement on a well-known label must hold for the type's labels
+    (:func:`lab01_cluster_sim.autoscaler.requirements.instance_labels`; Karpenter filters its
+    instance types by the NodePool's requirements the same way). ``karpenter.sh/capacity-type``
+    is read by the caller.
+
+    Raises:
+        ScenarioError: a malformed requirement, or requirements that leave no instance type.
+    """
+    from lab01_cluster_sim.autoscaler.requirements import CAPACITY_TYPE, instance_labels
+
+    types = tuple(catalogue)
+    for i, req in enumerate(requirements):
+        if req["key"] == CAPACITY_TYPE:
+            continue
+        path = ("spec", "template", "spec", "requirements", i)
+        try:
+            expr = kq.MatchExpression(req["key"], req["operator"], tuple(req.get("values") or ()))
+        except InputError as exc:
+            raise _err(doc, path, str(exc)) from None
+        types = tuple(t for t in types if expr.matches(instance_labels(t, "", "")))
+        if not types:
+            raise _err(doc, path, "no instance type of the catalogue meets the requirements up to this one")
+    return types
+
+
 def creation_timestamp(doc: Document, meta_path: tuple = ("metadata",)) -> float | None:
     """``metadata.creationTimestamp`` (RFC 3339, e.g. ``2026-01-05T09:30:00Z``) as seconds
     since the epoch, or None when absent.
@@ -158,4 +192,4 @@ def creation_timestamp(doc: Document, meta_path: tuple = ("metadata",)) -> float
     return stamp.timestamp()
 
 
-__all__ = ["creation_timestamp", "read_pod_scheduling"]
+__all__ = ["creation_timestamp", "node_pool_types", "read_pod_scheduling"]

@@ -50,7 +50,8 @@ from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.admission.api import required_affinity_matches
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.requirements import incompatibility, instance_labels, matches, pod_terms
+from lab01_cluster_sim.autoscaler.requirements import (incompatibility, instance_labels, matches, pod_terms,
+                                                       unadvertised)
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, termination_grace
 from lab01_cluster_sim.plugins import register_plugin
@@ -315,7 +316,7 @@ class Autoscaler:
                            key=lambda n: n.name)
         claims: list[_Claim] = []
         for rec in todo:
-            why = incompatibility(rec.job)
+            why = incompatibility(rec.job) or unadvertised(rec.job)
             if why is not None:     # no NodePool can launch for it (requirements.py); it stays Pending
                 self.unlaunchable[rec.job_id] = why
                 rec.reason = f"Karpenter: {why}"
@@ -372,10 +373,14 @@ class Autoscaler:
     def filter(self, request, record: JobRecord | None) -> np.ndarray:
         """bool (N,): the nodes whose labels satisfy ``record``'s nodeSelector and required node
         affinity (kube-scheduler's NodeAffinity rule, ``required_affinity_matches``), so a pod
-        that asked for an instance type, capacity type or GPU name binds only to such a node.
+        that asked for an instance type, capacity type or GPU name binds only to such a node;
+        none for a pod requesting an extended resource other than ``nvidia.com/gpu`` (no node
+        of an autoscaled scenario advertises one).
         Launched nodes carry their well-known labels (:func:`~.requirements.instance_labels`),
         not the labels GPU Feature Discovery would add after they join."""
         nodes = self.sim.state.nodes
+        if record is not None and record.job.extras.get("extended_requests"):
+            return np.zeros(len(nodes), dtype=bool)     # no node advertises it (unadvertised())
         if record is None or not (record.job.extras.get("node_selector") or record.job.extras.get("affinity")):
             return np.ones(len(nodes), dtype=bool)
         terms = pod_terms(record.job)

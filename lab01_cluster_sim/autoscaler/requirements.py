@@ -85,6 +85,19 @@ def incompatibility(job: Job) -> str | None:
     return reason
 
 
+def unadvertised(job: Job) -> str | None:
+    """Why no instance type can hold ``job``'s pods because of an extended resource the
+    provider does not advertise (an instance type offers ``nvidia.com/gpu`` only; MIG
+    profiles such as ``nvidia.com/mig-3g.40gb`` and ``nvidia.com/gpu.shared`` are created by
+    NVIDIA's device plugin on the node, after launch), or None. Karpenter's filter on
+    resources (``InstanceTypeFilterError``, nodeclaim.go) says "no instance type has enough
+    resources"; the simulator names the resource."""
+    extended = sorted(job.extras.get("extended_requests", {}))
+    if not extended:
+        return None
+    return f"no instance type has enough resources ({', '.join(extended)} is advertised by no instance type)"
+
+
 def matches(job: Job, labels: Mapping[str, str]) -> bool:
     """Whether a node with well-known ``labels`` satisfies some requirement alternative of
     ``job`` on the well-known keys (keys Karpenter cannot know are left to
@@ -97,4 +110,4 @@ def matches(job: Job, labels: Mapping[str, str]) -> bool:
 
 
 __all__ = ["CAPACITY_TYPE", "GPU_COUNT", "GPU_MANUFACTURER", "GPU_MEMORY", "GPU_NAME", "INSTANCE_TYPE", "NODEPOOL",
-           "WELL_KNOWN", "incompatibility", "instance_labels", "matches", "pod_terms", "unknown_label"]
+           "WELL_KNOWN", "incompatibility", "instance_labels", "matches", "pod_terms", "unadvertised", "unknown_label"]

@@ -48,7 +48,9 @@ class Pod:
         node_selector: its nodeSelector, ``(key, value)`` pairs. affinity: its required node
             affinity terms (:class:`~lab01_cluster_sim.admission.api.MatchExpression` tuples).
             Both decide which NodePools can launch for it and which nodes it binds to
-            (:mod:`.requirements`).
+            (:mod:`.requirements`). extended: requests of extended resources other than
+            ``nvidia.com/gpu`` (e.g. a MIG profile), ``(resource, count)`` pairs: no instance
+            type offers them, so the pod stays Pending.
     """
 
     name: str
@@ -64,6 +66,7 @@ class Pod:
     termination_grace_s: float = 0.0
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple = ()
+    extended: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib", "termination_grace_s"):
@@ -264,7 +267,8 @@ class AutoscalerSim:
                             **({"do_not_disrupt": True} if p.do_not_disrupt else {}),
                             **({TERMINATION_GRACE: p.termination_grace_s} if p.termination_grace_s else {}),
                             **({"node_selector": p.node_selector} if p.node_selector else {}),
-                            **({"affinity": p.affinity} if p.affinity else {})})
+                            **({"affinity": p.affinity} if p.affinity else {}),
+                            **({"extended_requests": dict(p.extended)} if p.extended else {})})
                 for p in pods]
         self._tracker = _PodTracker(self)
         self.sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline,

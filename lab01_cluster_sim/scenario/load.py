@@ -698,6 +698,7 @@ class _Builder:
                                                f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
                                                "modelled (a duration ending the protection is not)")
         requests = self._pod_requests(doc, pod_path, pod)
+        extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
         labels = {**meta.get("labels", {})}
         if kind == "Job":
             labels.update(_get(d, ("spec", "template", "metadata", "labels")) or {})
@@ -726,6 +727,8 @@ class _Builder:
                 raise _err(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if extended:
+            extras["extended_requests"] = extended
         if do_not_disrupt:
             extras["do_not_disrupt"] = True
         grace = pod.get("terminationGracePeriodSeconds")
@@ -790,9 +793,9 @@ class _Builder:
                 for rname, value in req.items():
                     path = pod_path + (group, ci, "resources", "requests" if rname in res.get("requests", {}) else "limits",
                                        rname)
-                    if rname not in KNOWN_RESOURCES:
+                    if rname not in KNOWN_RESOURCES and not (self.sc.node_pools and "/" in rname):
                         self.sc.unsupported.append(f"{_src(doc, path)}: resource {rname} is not modelled")
-                        continue
+                        continue   # with NodePools, an extended resource no instance type offers keeps the pod Pending
                     amount = resource_value(rname, value, f"{where(doc.file, doc.pos(path))}: {object_name(doc.data)}: "
                                             f"{format_path(path)}")
                     if agg == "sum":

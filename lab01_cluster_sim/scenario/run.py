@@ -458,7 +458,8 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
         image, gib, workload = sc.pod_images[j.job_id]
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
                         image or "image", gib, bool(j.extras.get("do_not_disrupt")), termination_grace(j),
-                        tuple(j.extras.get("node_selector", ())), tuple(j.extras.get("affinity", ()))))
+                        tuple(j.extras.get("node_selector", ())), tuple(j.extras.get("affinity", ())),
+                        tuple(sorted(j.extras.get("extended_requests", {}).items()))))
     static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib,
                          labels=tuple(sorted(n.labels.items()))) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)

@@ -125,3 +125,22 @@ def test_nodepool_requirements_that_leave_no_type_are_refused(tmp_path):
     path.write_text(POOL.replace("values: [a100, h100]", "values: [v100]"))
     with pytest.raises(ScenarioError, match="no instance type of the catalogue meets the requirements"):
         load_scenario(path)
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/mig-3g.40gb", "nvidia.com/gpu.shared"])
+def test_an_extended_resource_no_instance_type_advertises_gets_no_node(tmp_path, capsys, resource):
+    # An instance type offers nvidia.com/gpu; MIG profiles and shared GPUs appear only once
+    # NVIDIA's device plugin runs on the node. Karpenter's resource filter (nodeclaim.go,
+    # InstanceTypeFilterError: "no instance type has enough resources") launches nothing.
+    path = tmp_path / "pool.yaml"
+    path.write_text(POOL.replace("  nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}\n", "")
+                    .replace('limits: {nvidia.com/gpu: "1"}', f'limits: {{{resource}: "1"}}'))
+    assert load_scenario(path).unsupported == []
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    capsys.readouterr()
+    with open(tmp_path / "out" / "pods.csv") as fh:
+        (row,) = csv.DictReader(fh)
+    assert row["first_bound_s"] == "" and row["node"] == ""
+    assert row["reason"] == f"no instance type has enough resources ({resource} is advertised by no instance type)"
+    with open(tmp_path / "out" / "nodes.csv") as fh:
+        assert list(csv.DictReader(fh)) == []

@@ -17,8 +17,10 @@ that flavor, counting what earlier pod sets of the same workload already took
   capacity (C)" (it could never fit).
 - ``request <= available`` -> **Fit** (borrowing if it takes the queue past its nominal quota).
 - otherwise "insufficient unused quota for R in flavor F, N more needed", and **Preempt**
-  when preemption could help (the request fits the nominal quota, or the queue may preempt
-  within itself or while borrowing) and the preemption oracle finds candidates
+  when preemption could help (the request fits the nominal quota, or a cohort on the queue's
+  path that has a parent could hold it, or the queue may preempt while borrowing:
+  ``borrowWithinCohort``, or ``reclaimWithinCohort`` under fair sharing) and the preemption
+  oracle finds candidates
   (the mode says whether they are in the same queue or reclaimed from the cohort); else NoFit.
 
 The group's mode in a flavor is the worst of its resources, a mode being (preemption mode,
@@ -349,14 +351,12 @@ class FlavorAssigner:
             return Granular.FIT, borrow, "", False
         reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
                   f"{format_amount(res, val - available)} more needed")
-        if self.oracle is not None and (val <= self.tree.nominal(name, fr) or self._can_preempt_within_cq()
+        if self.oracle is not None and (val <= self.tree.nominal(name, fr)
+                                        or self.tree.may_reclaim_in_hierarchy(name, fr, val)
                                         or self._can_preempt_while_borrowing()):
             mode, borrow_after = self.oracle(fr, val)
             return mode, borrow_after, reason, False
         return Granular.NO_FIT, borrow, reason, False
-
-    def _can_preempt_within_cq(self) -> bool:
-        return self.cq.preemption.within_cluster_queue is not PreemptionPolicy.NEVER
 
     def _can_preempt_while_borrowing(self) -> bool:
         p = self.cq.preemption

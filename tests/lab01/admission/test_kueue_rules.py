@@ -236,3 +236,43 @@ def test_mig_profile_quota():
     assert d2.reason == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/mig-3g.40gb "
                          "in flavor a100-mig, 1 more needed")
     assert ctl.usage("q") == {("a100-mig", mig): 3}
+
+
+# -- when preemption is considered at all (fitsResourceQuota) -------------------------------------
+def test_no_preemption_for_a_request_above_nominal_without_borrow_within_cohort():
+    # fitsResourceQuota (flavorassigner.go): past "insufficient unused quota", the preemption
+    # oracle runs only if nominalQuota >= request, or the hierarchy may reclaim, or the queue may
+    # preempt while borrowing (borrowWithinCohort, or reclaimWithinCohort under fair sharing).
+    # q owns 4 GPUs in cohort "pool" (peer p owns 4, idle). low (priority 0) borrows: 6 GPUs.
+    # high (priority 10) asks 6 > nominal 4: withinClusterQueue LowerPriority alone does not let
+    # it preempt low, so it stays pending (NoFit), 8 - 6 = 2 free < 6.
+    q = gpu_cq("q", ("a100", 4), preemption=Preemption(within_cluster_queue=LOWER))
+    ctl = controller([q, gpu_cq("p", ("a100", 4))])
+    ctl.submit(wl("low", "q", 6, priority=0), 0)
+    ctl.settle(0)
+    ctl.submit(wl("high", "q", 6, t=1, priority=10), 1)
+    (d,) = ctl.settle(1)
+    assert (d.workload, d.outcome) == ("high", Outcome.PENDING)
+    assert d.reason == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+                        "flavor a100, 4 more needed")
+    # within nominal (4 <= 4) the same queue does preempt low
+    ctl.submit(wl("high-4", "q", 4, t=2, priority=10), 2)
+    assert ("low", "Evicted") in outcomes(ctl.cycle(2))
+
+
+def test_may_reclaim_in_hierarchy():
+    # FindHeightOfLowestSubtreeThatFits's second result (hierarchical_preemption.go). Cohort mid
+    # (parent root) holds q (nominal 2) and s (nominal 4); r (nominal 4) sits in root directly.
+    # q asking 4: past its 2, the remaining 4 - 2 = 2 fit mid's subtree (6), and mid has a
+    # parent -> True. r asking 6: the remaining 2 fit only at root, which has no parent -> False.
+    # Within its own nominal quota a queue with a parent may always reclaim -> True.
+    from lab01_cluster_sim.admission import Cohort, QuotaTree
+
+    q = gpu_cq("q", ("a100", 2), cohort="mid")
+    s = gpu_cq("s", ("a100", 4), cohort="mid")
+    r = gpu_cq("r", ("a100", 4), cohort="root")
+    tree = QuotaTree([q, s, r], [Cohort("mid", "root"), Cohort("root")])
+    fr = ("a100", GPU)
+    assert tree.may_reclaim_in_hierarchy("q", fr, 4) is True
+    assert tree.may_reclaim_in_hierarchy("r", fr, 6) is False
+    assert tree.may_reclaim_in_hierarchy("r", fr, 4) is True

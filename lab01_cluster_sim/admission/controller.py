@@ -169,7 +169,7 @@ class WorkloadStatus:
         self.order = queue_order(self.workload)
         self.shape = (self.workload.priority,) + tuple(
             (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())), tuple(sorted(ps.node_selector.items())),
-             ps.tolerations) for ps in self.workload.pod_sets)
+             ps.tolerations, ps.affinity) for ps in self.workload.pod_sets)
 
 
 @dataclass

@@ -276,3 +276,17 @@ def test_may_reclaim_in_hierarchy():
     assert tree.may_reclaim_in_hierarchy("q", fr, 4) is True
     assert tree.may_reclaim_in_hierarchy("r", fr, 6) is False
     assert tree.may_reclaim_in_hierarchy("r", fr, 4) is True
+
+
+def test_a_workload_that_fails_does_not_set_aside_one_with_another_affinity():
+    # BestEffortFIFO sets aside, with a failed head, the pending workloads asking the same; one
+    # whose affinity differs may fit another flavor and must stay a head (here: b has room).
+    ctl = _two_gpu_flavors()
+    ctl.submit(wl("fill-a", "q", 4, node_selector={PRODUCT: "A"}), 0)
+    ctl.settle(0)
+    to_a = ((MatchExpression(PRODUCT, "In", ("A",)),),)
+    to_b = ((MatchExpression(PRODUCT, "In", ("B",)),),)
+    ctl.submit(wl("wants-a", "q", 1, t=1, affinity=to_a), 1)
+    ctl.submit(wl("wants-b", "q", 1, t=2, affinity=to_b), 1)
+    admitted = [d.workload for d in ctl.settle(1) if d.outcome is Outcome.ADMITTED]
+    assert admitted == ["wants-b"]

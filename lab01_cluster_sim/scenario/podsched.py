@@ -14,9 +14,10 @@ What each field does in the simulator (Kubernetes 1.35 ``PodSpec`` and ``ObjectM
   form are listed as not placed by the engine (kube-scheduler's NodeAffinity filter is not
   modelled yet). ``preferredDuringScheduling...``, ``podAffinity`` and ``podAntiAffinity``
   are not modelled.
-- ``tolerations``: reach flavor assignment (against each flavor's ``nodeTaints``). They only
-  widen where a pod may go; the engine does not yet keep untolerating pods off tainted
-  nodes (kube-scheduler's TaintToleration filter is not modelled yet).
+- ``tolerations`` (operators Equal and Exists): reach flavor assignment (against each
+  flavor's ``nodeTaints``). They only widen where a pod may go; the engine does not yet keep
+  untolerating pods off tainted nodes (kube-scheduler's TaintToleration filter is not modelled
+  yet). ``tolerationSeconds`` (NoExecute eviction) is listed as not modelled.
 - ``metadata.creationTimestamp`` (RFC 3339): orders workloads that arrive at the same
   simulated instant (Kueue orders by it, :func:`lab01_cluster_sim.admission.ordering.age`).
 
@@ -78,6 +79,15 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
                                  f"placed by the engine (only {GPU_PRODUCT} is; Kueue's flavor assignment reads "
                                  "every key)"))
     tolerations = pod.get("tolerations") or []
+    for i, t in enumerate(tolerations):
+        if t.get("operator", "Equal") not in ("Equal", "Exists"):
+            raise _err(doc, pod_path + ("tolerations", i, "operator"), f"expected Equal or Exists, got "
+                       f"{t.get('operator')!r} (the comparison operators of Kubernetes 1.35 are alpha and not modelled)")
+        if t.get("operator") == "Exists" and t.get("value"):
+            raise _err(doc, pod_path + ("tolerations", i, "value"), "must be empty when operator is Exists")
+        if "tolerationSeconds" in t:
+            unsupported.append(_note(doc, pod_path + ("tolerations", i, "tolerationSeconds"), "tolerationSeconds "
+                                     "(eviction by a NoExecute taint after that time) is not modelled"))
     if tolerations:
         extras["tolerations"] = tuple(kq.Toleration(t.get("key", ""), t.get("operator", "Equal"), t.get("value", ""),
                                                     t.get("effect", "")) for t in tolerations)

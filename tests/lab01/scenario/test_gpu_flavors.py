@@ -177,3 +177,14 @@ def test_preference_needs_both_policies_try_next_flavor(tmp_path):
     assert str(exc.value).endswith("ClusterQueue/q: spec.flavorFungibility.preference: preference can only be set "
                                    "when both whenCanBorrow and whenCanPreempt are TryNextFlavor (the CRD's "
                                    "validation rule)")
+
+
+def test_toleration_seconds_is_named_as_not_modelled_and_a_bad_operator_refused(tmp_path):
+    path = tmp_path / "s.yaml"
+    tol = "  tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]\n"
+    path.write_text(QUEUE + _pod("p", spec=tol))
+    (line,) = load_scenario(path).unsupported
+    assert line.endswith("Pod/p: tolerationSeconds (eviction by a NoExecute taint after that time) is not modelled")
+    path.write_text(QUEUE + _pod("p", spec="  tolerations: [{key: k, operator: Gt, value: \"3\"}]\n"))
+    with pytest.raises(ScenarioError, match=r"spec\.tolerations\[0\]\.operator: expected Equal or Exists"):
+        load_scenario(path)

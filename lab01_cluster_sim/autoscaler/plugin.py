@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab01_cluster_sim import engine as eng
-from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.admission.api import required_affinity_matches
+from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.autoscaler.requirements import (incompatibility, instance_labels, matches, pod_terms,
                                                        unadvertised)

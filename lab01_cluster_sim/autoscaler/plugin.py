@@ -294,8 +294,17 @@ class Autoscaler:
         (:func:`~.requirements.matches`)."""
         return all(matches(r.job, labels) for r in pods)
 
+    @staticmethod
+    def _model_ok(gpu_model: str, pods: Sequence[JobRecord]) -> bool:
+        """Every GPU pod built without Kubernetes objects (a trace's job: ``gpu_models`` set,
+        no nodeSelector or affinity in its extras) accepts ``gpu_model``. Pods read from a
+        scenario state their model as a label requirement instead (:mod:`.requirements`)."""
+        return all(not r.job.gpu_models or r.job.gpus_per_worker == 0 or gpu_model in r.job.gpu_models
+                   or "node_selector" in r.job.extras or "affinity" in r.job.extras for r in pods)
+
     def _type_holds(self, pool: NodePool, it: InstanceType, pods: Sequence[JobRecord]) -> bool:
-        if not self._labels_ok(instance_labels(it, pool.capacity_type, pool.name), pods):
+        if not (self._model_ok(it.gpu_model, pods)
+                and self._labels_ok(instance_labels(it, pool.capacity_type, pool.name), pods)):
             return False
         g = sum(r.job.gpus_per_worker for r in pods)
         c = sum(r.job.cpu_milli for r in pods)
@@ -322,7 +331,7 @@ class Autoscaler:
                 rec.reason = f"Karpenter: {why}"
                 continue
             req = pod_request(rec.job)
-            target = next((n for n in launching if self._fits(req, self._free(n))
+            target = next((n for n in launching if self._fits(req, self._free(n)) and self._model_ok(n.gpu_model, [rec])
                            and self._labels_ok(sim.state.nodes[n.index].labels, [rec])), None)
             if target is not None:
                 self._nominate(target, rec)

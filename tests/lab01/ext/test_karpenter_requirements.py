@@ -144,3 +144,18 @@ def test_an_extended_resource_no_instance_type_advertises_gets_no_node(tmp_path,
     assert row["reason"] == f"no instance type has enough resources ({resource} is advertised by no instance type)"
     with open(tmp_path / "out" / "nodes.csv") as fh:
         assert list(csv.DictReader(fh)) == []
+
+
+def test_a_trace_jobs_gpu_model_still_picks_the_instance_type():
+    # Jobs built without Kubernetes objects (simulate --plugin autoscaler on a trace) name GPU
+    # models directly (Job.gpu_models, no label requirement): the cheapest 1-GPU type of that
+    # model is launched (A10G: g5.xlarge, $1.006/h), and the job binds there.
+    from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+    from lab01_cluster_sim.model import Job
+    from lab01_cluster_sim.simulate import simulate
+
+    scaler = Autoscaler([NodePool("gpu", AWS, consolidation_policy="WhenEmpty")])
+    job = Job("t", 0, 100, 1, 1000, 1000, 1024, gpu_models=("A10G",))
+    rec = simulate([], [job], policy="best-fit", plugins=[scaler]).records["t"]
+    assert [n.instance_type for n in scaler.nodes.values()] == ["g5.xlarge"]
+    assert rec.start_time == 75.0     # 60 s boot + 15 s device plugin registration

@@ -352,8 +352,11 @@ class Autoscaler:
                 if options:
                     claims.append(_Claim([rec], options))
                 elif not self._fits_anywhere(sim, rec):
-                    why = ("no instance type met all requirements or had enough resources in NodePools "
-                           f"{', '.join(p.name for p in self.pools)}")
+                    # Karpenter's InstanceTypeFilterError (nodeclaim.go) when neither the
+                    # requirements nor the resources leave a type; its requirements= and
+                    # resources= details are replaced by the NodePools tried
+                    why = ("no instance type met the scheduling requirements or had enough resources, NodePools="
+                           f"{','.join(p.name for p in self.pools)}")
                     self.unlaunchable[rec.job_id] = why
                     rec.reason = f"Karpenter: {why}"
         for claim in claims:

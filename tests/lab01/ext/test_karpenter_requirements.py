@@ -72,7 +72,8 @@ def test_a_pod_binds_only_to_a_node_of_its_instance_type():
 def test_no_instance_type_is_large_enough():
     r = _run(Pod("huge", 16, 100))
     assert r.nodes == []
-    assert r.unlaunchable == {"huge": "no instance type met all requirements or had enough resources in NodePools gpu"}
+    assert r.unlaunchable == {"huge": "no instance type met the scheduling requirements or had enough resources, "
+                                      "NodePools=gpu"}
 
 
 POOL = """apiVersion: karpenter.sh/v1

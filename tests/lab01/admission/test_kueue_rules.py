@@ -48,8 +48,8 @@ def test_node_selector_picks_its_flavor_quota_never_the_other():
     # The issue's repro. A Job selecting gpu.product=B must be charged to flavor b even though
     # a comes first and has room; one selecting A gets a, and when a is full it waits: b's
     # labels contradict its selector ("flavor b doesn't match node affinity"), as
-    # checkFlavorForPodSets does (flavorassigner_test.go, "multiple flavors, fits while
-    # skipping tainted flavor" / node affinity cases).
+    # checkFlavorForPodSets does (flavorassigner_test.go, "multiple flavors, fits a node
+    # selector" and "multiple flavors, doesn't fit node affinity").
     ctl = _two_gpu_flavors()
     ctl.submit(wl("wants-b", "q", 2, node_selector={PRODUCT: "B"}), 0)
     ctl.submit(wl("wants-a", "q", 4, t=1, node_selector={PRODUCT: "A"}), 1)
@@ -74,6 +74,18 @@ def test_required_node_affinity_picks_the_flavor():
     ctl.submit(wl("not-a", "q", 1, t=1, affinity=((MatchExpression(PRODUCT, "NotIn", ("A",)),),)), 0)
     ds = ctl.settle(0)
     assert {d.workload: d.flavors["main"][GPU] for d in ds} == {"aff-b": "b", "not-a": "b"}
+
+
+def test_a_labelless_flavor_first_takes_a_workload_with_a_selector():
+    # flavorassigner_test.go, "labelless flavor in group with labeled flavor, workload uses
+    # labeled selector": flavors "default" (no labels) then "two" (type=two), 4 CPUs each; a pod
+    # set selecting type=two gets "default", which has no key to contradict the selector.
+    cq = gpu_cq("q", ("default", 4000), ("two", 4000), cohort=None, resource="cpu")
+    ctl = AdmissionController([cq], [LocalQueue("lq-q", "ns", "q")],
+                              [ResourceFlavor("default"), ResourceFlavor("two", {"type": "two"})])
+    ctl.submit(wl("w", "q", 1000, resource="cpu", node_selector={"type": "two"}), 0)
+    (d,) = ctl.settle(0)
+    assert (d.outcome, d.flavors["main"]["cpu"]) == (Outcome.ADMITTED, "default")
 
 
 def test_only_the_flavors_own_label_keys_count():

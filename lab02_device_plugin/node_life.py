@@ -36,11 +36,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab02_device_plugin.config import Config, parse_config
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import Inventory, from_yaml_spec
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.kubelet.manager import Container, MockKubelet, Pod
+from lab02_device_plugin.plugin.config import Config, parse_config
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
+from lab02_device_plugin.plugin.inventory import Inventory, from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager
 
 GPU = "nvidia.com/gpu"
 #: How long any one step may take before the story fails (seconds).

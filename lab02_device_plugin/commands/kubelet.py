@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lab02_device_plugin.commands._args import seconds
 from lab02_device_plugin.commands._output import LinePrinter
-from lab02_device_plugin.kubelet import (
+from lab02_device_plugin.kubelet.manager import (
     DEVICE_PLUGIN_PATH, SAME_SOCKET_MODES, MockKubelet, Pod, parse_admit, pods_from_manifests,
 )
 from lab02_device_plugin.limits import (

@@ -16,7 +16,7 @@ import pytest
 from _fake_device_plugin import FakeDevicePlugin
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.kubelet import (
+from lab02_device_plugin.kubelet.manager import (
     CHECKPOINT_NAME,
     Container,
     MockKubelet,

@@ -26,12 +26,12 @@ from typing import Any
 import defusedxml
 import defusedxml.ElementTree as DET
 
-from lab02_device_plugin import mig as migmod
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
     MAX_GPU_MEMORY_MIB, MAX_GPUS, MAX_INVENTORY_BYTES, MAX_YAML_BYTES, read_text_bounded,
     require_utf8, safe_load_bounded, short_repr, shorten,
 )
+from lab02_device_plugin.plugin import mig as migmod
 
 #: MIG devices one GPU can have: 7 compute slices, at most one MIG device each (NVIDIA MIG
 #: User Guide: "up to seven instances"); A30 has 4.
@@ -874,9 +874,9 @@ def _with_position(exc: InputError, source: str, text: str) -> InputError:
     """``exc`` with the line:column of the key path it names: ``inv.yaml: gpus[0].count: ...``
     becomes ``inv.yaml:3:10: gpus[0].count: ...`` (the value's position, or the key's for an
     unknown key, or the nearest enclosing value for a missing one; see
-    :func:`lab02_device_plugin.config.yaml_marks`). A message that names no key path of the
+    :func:`lab02_device_plugin.plugin.config.yaml_marks`). A message that names no key path of the
     file is returned as it is."""
-    from lab02_device_plugin.config import yaml_marks
+    from lab02_device_plugin.plugin.config import yaml_marks
 
     message = str(exc)
     head = f"{source}: "

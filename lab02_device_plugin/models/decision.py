@@ -12,7 +12,7 @@ Requirements go in (:class:`Requirements`); one of five answers comes out
     isolation from application faults. GPU-wide events (Xid 79, uncontained ECC errors,
     a GPU reset) still reach every instance (NVIDIA MIG User Guide; NVIDIA GPU memory
     error management, "Error Containment"). Only on MIG-capable GPUs
-    (:data:`lab02_device_plugin.mig.MIG_GPUS`), only in the fixed profile sizes, and each
+    (:data:`lab02_device_plugin.plugin.mig.MIG_GPUS`), only in the fixed profile sizes, and each
     profile has a fixed SM count (no profile below ``7g`` gets half of an H100's SMs).
 ``MPS``
     Multi-Process Service: since Volta every client has its own GPU address space and
@@ -62,11 +62,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .contention import Kernel, bursty_latency_quantile, bursty_time_slicing, kernel_timeline
-from .errors import InputError
-from .mig import (MIG_GPUS, MigProfile, canonical_model, get_profile, gpu_multiprocessors,
-                  mixed_resource_name, nominal_memory_gb, profiles, quantization_waste,
-                  table_name)
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.contention import (
+    Kernel, bursty_latency_quantile, bursty_time_slicing, kernel_timeline,
+)
+from lab02_device_plugin.plugin.mig import (
+    MIG_GPUS, MigProfile, canonical_model, get_profile, gpu_multiprocessors, mixed_resource_name,
+    nominal_memory_gb, profiles, quantization_waste, table_name,
+)
 
 MECHANISMS = ("exclusive", "MIG", "MPS", "time-slicing", "DRA")
 WORKLOADS = ("training", "inference", "interactive", "batch")
@@ -76,13 +79,13 @@ _NO_MIG_NAMES = MappingProxyType({"t4": "T4", "v100": "V100", "a10": "A10", "a10
                                   "l4": "L4", "l40": "L40", "l40s": "L40S"})
 
 #: GPU models and whether they support MIG: every GPU of NVIDIA's "Supported GPUs" table
-#: (:data:`lab02_device_plugin.mig.MIG_GPUS`), and common cloud GPUs without MIG (T4,
+#: (:data:`lab02_device_plugin.plugin.mig.MIG_GPUS`), and common cloud GPUs without MIG (T4,
 #: V100, A10, A10G, L4, L40, L40S). Keys are lower-case short names.
 MIG_CAPABLE: MappingProxyType = MappingProxyType({
     **{key: True for key in MIG_GPUS}, **{key: False for key in _NO_MIG_NAMES}})
 
 #: GPU memory in GB of the models whose memory this module states: the MIG tables'
-#: nominal memory (:func:`lab02_device_plugin.mig.nominal_memory_gb`), the MIG User
+#: nominal memory (:func:`lab02_device_plugin.plugin.mig.nominal_memory_gb`), the MIG User
 #: Guide's product names (A30 24GB, H100 80GB PCIe, H100 94GB, GH200 96GB) and NVIDIA's
 #: product pages (T4 16 GB, A10 and A10G 24 GB, L4 24 GB, L40 and L40S 48 GB). Others
 #: (V100 16 or 32 GB, Blackwell parts) are left out: the answer then says to check.
@@ -129,7 +132,7 @@ class Requirements:
         dra_available: the cluster runs Kubernetes DRA with a GPU DRA driver.
         varying_sizes: pods of this kind ask for different slice sizes over time.
         memory_gb: GPU memory the pod needs (GB), if known; with MIG it picks the profile
-            (:func:`lab02_device_plugin.mig.quantization_waste`), > 0.
+            (:func:`lab02_device_plugin.plugin.mig.quantization_waste`), > 0.
     """
 
     gpus: float
@@ -393,7 +396,7 @@ def _mig_profile(req: Requirements) -> tuple[str, float, str | None] | None:
     that also covers ``req.gpus`` of the SMs when that one is bigger (else None).
 
     None when the GPU model has no profile table, the memory is unknown, or nothing fits.
-    Profiles come from :func:`lab02_device_plugin.mig.quantization_waste` (``+me`` excluded).
+    Profiles come from :func:`lab02_device_plugin.plugin.mig.quantization_waste` (``+me`` excluded).
     """
     if req.memory_gb is None or canonical_model(req.gpu_model) is None:
         return None
@@ -655,7 +658,7 @@ def _h100(name: str):
 def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     """Every candidate mechanism for each tenant group of ``case``, with the numbers the
     labs' models compute: MPS timeline (:func:`kernel_timeline`), MIG SM counts
-    (:mod:`lab02_device_plugin.mig`), time-slicing with duty cycles
+    (:mod:`lab02_device_plugin.plugin.mig`), time-slicing with duty cycles
     (:func:`bursty_time_slicing`). Latency under MIG: :func:`mig_latency_ms` (compute
     scales with the instance's SMs, the memory-bound part with its bandwidth).
 

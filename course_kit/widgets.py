@@ -9,8 +9,7 @@ shown state with or without a kernel. With a kernel, :meth:`PrecomputedSlider.re
 recomputes every state from Python when a secondary input changes (for example the
 price in a cost calculator).
 
-The same helper exists in ``lab02_device_plugin.widgets``: the two lab packages must not
-import each other, so each carries its own copy.
+Both labs' chapters use it (the one copy lives here, in the package both labs import).
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ import numpy as np
 
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.kubelet.manager import Container, MockKubelet, Pod
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
 from lab02_device_plugin.plugin.config import parse_config
 from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
 from lab02_device_plugin.plugin.inventory import from_yaml_spec

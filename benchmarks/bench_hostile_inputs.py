@@ -179,7 +179,7 @@ def hostile_cases(work: Path) -> list[tuple[str, list[str]]]:
 
 def reload_latency(repeat: int) -> list[dict]:
     """Time from a config write / SIGHUP to the mock kubelet's node status showing it."""
-    from lab02_device_plugin.kubelet.manager import MockKubelet
+    from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 
     rows = []
     for case in ("replicas 4 -> 8, watched config file", "MIG repartition + SIGHUP"):

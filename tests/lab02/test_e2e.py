@@ -127,7 +127,7 @@ def test_invalid_resource_name_rejected_at_register(name):
     import tempfile
     from pathlib import Path
 
-    from lab02_device_plugin.kubelet.manager import MockKubelet
+    from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 
     d = Path(tempfile.mkdtemp(prefix="rn-"))
     device = AdvertisedDevice(id="GPU-x", physical_id="GPU-x", gpu_uuid="GPU-x", gpu_index=0)

@@ -16,7 +16,8 @@ from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.cli import main
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.kubelet.manager import MockKubelet, register_error
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.registration import register_error
 from lab02_device_plugin.limits import (
     MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, MAX_GPUS, MAX_REPLICAS, check_yaml,
     safe_load_all_bounded, safe_load_bounded, short_repr, shorten, shorten_words,

@@ -14,7 +14,8 @@ import pytest
 
 from _node import gpus, node, pod, time_slicing
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.kubelet.manager import Container, MockKubelet, Pod
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
 from lab02_device_plugin.plugin.config import parse_config
 from lab02_device_plugin.plugin.inventory import from_yaml_spec
 from lab02_device_plugin.plugin.manager import plan_changes
@@ -142,7 +143,7 @@ def test_a_sidecar_counts_with_the_app_containers_for_the_scheduler():
 
 
 def test_restart_policy_is_for_init_containers_and_always_only():
-    from lab02_device_plugin.kubelet.manager import pods_from_manifests
+    from lab02_device_plugin.kubelet.pod import pods_from_manifests
     doc = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {
         "initContainers": [{"name": "i", "restartPolicy": "OnFailure"}],
         "containers": [{"name": "c"}]}}

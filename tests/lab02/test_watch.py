@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lab02_device_plugin.kubelet.manager import MockKubelet
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 from lab02_device_plugin.plugin.config import config_changes, load_config, parse_config
 from lab02_device_plugin.plugin.inventory import from_yaml_spec
 from lab02_device_plugin.plugin.manager import PluginManager

@@ -23,9 +23,10 @@ from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.plugin.health import (
     APPLICATION_XIDS, HealthEvent, HealthPolicy, NvmlHealthSource, SimulatedHealthSource,
 )
-from lab02_device_plugin.plugin.inventory import (
-    Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
+from lab02_device_plugin.plugin.discovery import (
+    from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
+from lab02_device_plugin.plugin.inventory import Inventory
 from lab02_device_plugin.limits import (
     MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, require_utf8, shorten,
 )

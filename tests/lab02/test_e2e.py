@@ -11,7 +11,7 @@ import pytest
 from _node import gpus, node, pod, time_slicing
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.plugin.inventory import load_inventory
+from lab02_device_plugin.plugin.discovery import load_inventory
 from lab02_device_plugin.plugin.server import DevicePluginServer, RegistrationError
 from lab02_device_plugin.plugin.sharing import AdvertisedDevice, AdvertisedResource
 

@@ -12,10 +12,11 @@ import yaml
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.plugin.config import parse_config
-from lab02_device_plugin.plugin.health import HealthPolicy
-from lab02_device_plugin.plugin.inventory import (
-    from_nvidia_smi_list, from_nvidia_smi_xml, from_yaml_spec, load_inventory, with_mig_uuids,
+from lab02_device_plugin.plugin.discovery import (
+    from_nvidia_smi_list, from_nvidia_smi_xml, load_inventory, with_mig_uuids,
 )
+from lab02_device_plugin.plugin.health import HealthPolicy
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
 from lab02_device_plugin.plugin.server import DevicePluginServer, check_advertisable
 from lab02_device_plugin.plugin.sharing import advertise
 

@@ -23,9 +23,8 @@ from lab02_device_plugin.limits import (
     safe_load_all_bounded, safe_load_bounded, short_repr, shorten, shorten_words,
 )
 from lab02_device_plugin.plugin.config import load_config, parse_config
-from lab02_device_plugin.plugin.inventory import (
-    Gpu, Inventory, from_nvidia_smi_list, from_yaml_spec, load_inventory,
-)
+from lab02_device_plugin.plugin.discovery import from_nvidia_smi_list, load_inventory
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory, from_yaml_spec
 from lab02_device_plugin.plugin.server import DevicePluginServer, check_advertisable
 from lab02_device_plugin.plugin.sharing import AdvertisedDevice, AdvertisedResource, advertise
 from lab02_device_plugin.plugin.topology import parse_topology
@@ -268,7 +267,7 @@ def test_xml_with_65_gpus_is_refused(tmp_path):
 
 
 def test_xml_with_8_mig_devices_on_a_gpu_is_refused():
-    from lab02_device_plugin.plugin.inventory import from_nvidia_smi_xml
+    from lab02_device_plugin.plugin.discovery import from_nvidia_smi_xml
     mig = "<mig_device><index>0</index></mig_device>" * 8
     text = (f"<nvidia_smi_log><gpu><uuid>{UUID}</uuid><product_name>A100</product_name>"
             f"<mig_devices>{mig}</mig_devices></gpu></nvidia_smi_log>")
@@ -615,7 +614,7 @@ def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
 def test_an_xml_entity_bomb_is_refused_at_its_first_declaration():
     # 10 ** 9 "lol"s once expanded. Refused before any expansion: real `nvidia-smi -q -x`
     # output declares no entities. Line 2 of the text, column 17 (after the 16 characters of "<!DOCTYPE lolz [").
-    from lab02_device_plugin.plugin.inventory import from_nvidia_smi_xml
+    from lab02_device_plugin.plugin.discovery import from_nvidia_smi_xml
     entities = '<!ENTITY lol0 "lol">' + "".join(
         f'<!ENTITY lol{i} "' + f"&lol{i - 1};" * 10 + '">' for i in range(1, 10))
     text = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n'
@@ -630,7 +629,7 @@ def test_one_large_entity_used_99_times_is_refused_before_it_expands(tmp_path):
     # The tester's file: one 1 MB entity and 99 references, under the 8 MiB cap. expat's
     # amplification guard only starts at 8 MiB of output, so ElementTree built a 99 MB
     # string (228 MB peak); now the declaration itself is refused.
-    from lab02_device_plugin.plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
     path = tmp_path / "quad.xml"
     path.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "' + "A" * 1_000_000
                     + '">]>\n<nvidia_smi_log><gpu><uuid>GPU-1</uuid><product_name>'
@@ -641,7 +640,7 @@ def test_one_large_entity_used_99_times_is_refused_before_it_expands(tmp_path):
 
 def test_the_real_dumps_with_a_system_doctype_still_load(nvidia_smi_dir):
     # `<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v1x.dtd">` names a DTD that is never read.
-    from lab02_device_plugin.plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
     data = nvidia_smi_dir
     for name, gpus in (("azure-vm-4x-tesla-k80.q.xml", 4), ("a100-sxm4-80gb-mig.q.xml", 1),
                        ("rtx-3080-consumer.q.xml", 1)):

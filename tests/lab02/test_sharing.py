@@ -335,7 +335,7 @@ def test_large_node_greedy_path_still_finds_the_free_island():
 def test_shipped_examples_together(inventory, config, expected):
     from lab02_device_plugin.examples import example_path
     from lab02_device_plugin.plugin.config import load_config
-    from lab02_device_plugin.plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     plan = advertise(load_inventory(example_path(inventory)), load_config(example_path(config)))
     assert {r.name: len(r.devices) for r in plan.resources} == expected
@@ -345,7 +345,7 @@ def test_shipped_examples_together(inventory, config, expected):
 def test_shipped_mig_single_refuses_a_mixed_layout():
     from lab02_device_plugin.examples import example_path
     from lab02_device_plugin.plugin.config import load_config
-    from lab02_device_plugin.plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     with pytest.raises(InputError, match="more than one MIG device type present on node"):
         advertise(load_inventory(example_path("inventory-h100-mig.yaml")),
@@ -353,7 +353,7 @@ def test_shipped_mig_single_refuses_a_mixed_layout():
 
 
 def test_real_a100_dump_under_each_mig_strategy(nvidia_smi_dir):
-    from lab02_device_plugin.plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     inv = load_inventory(nvidia_smi_dir / "a100-sxm4-80gb-mig.q.xml")  # 1 GPU, 4 x 1g.20gb
     names = {s: {r.name: [d.id for d in r.devices] for r in

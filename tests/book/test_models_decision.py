@@ -1,14 +1,17 @@
-"""The mechanism decision table (lab02_device_plugin.models.decision)."""
+"""The mechanism decision table (lab02_device_plugin.models.decision) and chapter 5's worked
+case (lab02_device_plugin.models.worked_case)."""
 
 import pytest
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.models.decision import (FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE,
-                                          NBSP, OPTION_COLUMNS, SHARED_RESOURCES, SHARING,
-                                          WorkedCase, decide, decision_table, defended_plan,
-                                          draw_sharing_matrix, gpu_name, half_gpu_mig,
-                                          isolation_rows, mig_latency_ms, option_rows,
-                                          worked_case, Requirements)
+from lab02_device_plugin.models.decision import (
+    FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE, NBSP, SHARED_RESOURCES, SHARING,
+    Requirements, decide, decision_table, draw_sharing_matrix, gpu_name, half_gpu_mig,
+    isolation_rows,
+)
+from lab02_device_plugin.models.worked_case import (
+    OPTION_COLUMNS, WorkedCase, defended_plan, mig_latency_ms, option_rows, worked_case,
+)
 from lab02_device_plugin.plugin.mig import get_profile
 
 

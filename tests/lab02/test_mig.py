@@ -7,10 +7,12 @@ from fractions import Fraction
 import pytest
 
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.mig_partition import (
+    addable_profiles, draw_layout, largest_fitting_prefix, quantization_waste,
+)
 from lab02_device_plugin.plugin.mig import (
-    GPU_MODELS, LGIP_SOURCES, MIG_GPUS, NoLayoutError, addable_profiles, canonical_model,
-    draw_layout, get_profile, gpu_multiprocessors, largest_fitting_prefix, mixed_resource_name,
-    plan_layout, profiles, quantization_waste, table_name,
+    GPU_MODELS, LGIP_SOURCES, MIG_GPUS, NoLayoutError, canonical_model, get_profile,
+    gpu_multiprocessors, mixed_resource_name, plan_layout, profiles, table_name,
 )
 
 

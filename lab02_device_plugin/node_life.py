@@ -1,9 +1,10 @@
 """A node's life, told as stories: what a learner sees on a GPU node when the device plugin
 restarts, when MIG is repartitioned, and when a GPU goes unhealthy under a running pod.
 
-Each story runs the real plugin (:class:`~.manager.PluginManager`, gRPC over unix sockets)
-against the mock kubelet (:class:`~.kubelet.MockKubelet`) in a temporary directory, one step
-at a time, and waits for each step's effect before taking a :class:`Moment`: the node's
+Each story runs the real plugin (:class:`~lab02_device_plugin.plugin.manager.PluginManager`,
+gRPC over unix sockets) against the mock kubelet
+(:class:`~lab02_device_plugin.kubelet.lifecycle.MockKubelet`) in a temporary directory, one
+step at a time, and waits for each step's effect before taking a :class:`Moment`: the node's
 capacity and allocatable, the pods' phases, and the narration lines (kubelet's and plugin's)
 that explain the step. The waits make every story deterministic (the same lines on every
 run), so the book (chapter 8) and the lab notebook can show them.

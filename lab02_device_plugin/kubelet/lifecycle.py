@@ -268,7 +268,7 @@ class MockKubelet(DeviceManager):
             self._endpoints.clear()
             self._allocations.clear()
         for endpoint in endpoints:
-            self._close_endpoint(endpoint)
+            endpoint.close()
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads.clear()

@@ -278,13 +278,6 @@ class DeviceManager:
         thread.start()
         return None
 
-    def _close_endpoint(self, endpoint: Endpoint) -> None:
-        stream = endpoint.stream
-        if stream is not None:
-            stream.cancel()
-        if endpoint.channel is not None:
-            endpoint.channel.close()
-
     def _list_and_watch(self, endpoint: Endpoint) -> None:
         reason = "the plugin closed it"
         try:

@@ -101,6 +101,10 @@ def duration_text(seconds: float) -> str:
 
 
 class RegistrationServicer(pb_grpc.RegistrationServicer):
+    """The ``v1beta1.Registration`` service of a :class:`DeviceManager` (plugin/v1beta1/
+    server.go): at most ``max_dials`` Registers dial their plugin at once (one more is refused
+    with RESOURCE_EXHAUSTED); a refused Register is status UNKNOWN with the kubelet's text."""
+
     def __init__(self, kubelet: "DeviceManager") -> None:
         self._kubelet = kubelet
 

@@ -40,9 +40,9 @@ from lab01_cluster_sim.disciplines.preemption import VictimCandidate, choose_vic
 from lab01_cluster_sim.metrics import count_stranded_gpus
 from lab01_cluster_sim.policies.generic import best_fit_raw_score
 from lab01_cluster_sim.scheduler import gang_permit
-from lab02_device_plugin.health import APPLICATION_XIDS, HealthEvent, HealthPolicy, next_health
-from lab02_device_plugin.mig import PROFILE_TABLES, mixed_resource_name
-from lab02_device_plugin.sharing import (
+from lab02_device_plugin.plugin.health import APPLICATION_XIDS, HealthEvent, HealthPolicy, next_health
+from lab02_device_plugin.plugin.mig import PROFILE_TABLES, mixed_resource_name
+from lab02_device_plugin.plugin.sharing import (
     HEALTHY,
     UNHEALTHY,
     AdvertisedDevice,

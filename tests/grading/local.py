@@ -9,7 +9,7 @@ course's test files, timeouts, the learner's code imported in that process); the
 writes pytest's own JUnit XML report into a folder of this process. This process never
 imports learner code: it scores exactly the declared tests of the course's test files
 (:func:`grading.catalog.declared_tests`) from that report with the autograder's own
-scoring (:func:`grading.runner.score_run`), prints the points table and writes
+scoring (:func:`grading.scoring.score_run`), prints the points table and writes
 ``results.json`` (Gradescope's format). So lines added to a lab package that rewrite the
 plugin's own tally in the child change nothing here: the tests pytest reports as failed
 score 0. (On your own machine your code could still forge the report itself; the
@@ -33,7 +33,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the grading package is tests/grading
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grading import catalog, runner  # noqa: E402
+from grading import catalog, junit, runner, scoring  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXIT_REFUSED = 4
@@ -50,7 +50,7 @@ def grade(root: Path, parts: list[str], out: Path, hidden: bool, pytest_args: li
     if hidden and (root / runner.HIDDEN_DIR).is_dir():
         dirs.append(root / runner.HIDDEN_DIR)
     declared = [t for t in catalog.declared_tests([d for d in dirs if d.is_dir()], root) if _wants(t.part, parts)]
-    written = [q for q in runner.course_written_questions(root) if _wants(q.part, parts)]
+    written = [q for q in scoring.course_written_questions(root) if _wants(q.part, parts)]
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
         report = Path(tmp) / "report.xml"
@@ -63,24 +63,25 @@ def grade(root: Path, parts: list[str], out: Path, hidden: bool, pytest_args: li
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), str(root / "tests"), env.get("PYTHONPATH", "")] if p)
         mark = time.monotonic()
         proc = subprocess.run(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL)
-        data = report.read_bytes() if report.is_file() and report.stat().st_size <= runner.junit.MAX_REPORT_BYTES else None
+        small = report.is_file() and report.stat().st_size <= junit.MAX_REPORT_BYTES
+        data = report.read_bytes() if small else None
     problem = ""
     if proc.returncode == EXIT_REFUSED:
         problem = "the run was refused (a changed grading file: see above)"
         data = None
     elif data is None:
         problem = f"pytest ended without a report (exit status {proc.returncode})"
-    run = runner.RunResult(data, proc.returncode, "", False, time.monotonic() - mark, problem)
-    scored = runner.score_run(declared, run, {}, "tests", {t.file for t in declared})
+    run = scoring.RunResult(data, proc.returncode, "", False, time.monotonic() - mark, problem)
+    scored = scoring.score_run(declared, run, {}, "tests", {t.file for t in declared})
     visible = [o for o in scored.outcomes if not o.test.hidden]
     kept = [o for o in scored.outcomes if o.test.hidden]
-    doc = runner.results_document(visible, kept, written, [problem] if problem else [], scored.notes,
-                                  runner._counts(visible), root, started)
+    doc = scoring.results_document(visible, kept, written, [problem] if problem else [], scored.notes,
+                                  scoring.counts(visible), root, started)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     print("\nPoints counted from pytest's report by a process that runs none of your code (as the autograder "
           "counts):")
-    for line in runner.points_table(scored.outcomes, written):
+    for line in scoring.points_table(scored.outcomes, written):
         print(f"  {line}")
     for note in scored.notes + ([problem] if problem else []):
         print(f"  note: {note}")

@@ -34,7 +34,8 @@ Design: no learner code ever runs in a process whose output decides the score.
   tests in another trusted process with a fresh worker; the hidden tests are in no place
   the learner's user can read.
 - Each trusted run writes pytest's JUnit XML report into its own tree; this process parses
-  it (:mod:`grading.junit`) and scores exactly the declared tests (:mod:`grading.catalog`):
+  it (:mod:`grading.junit`) and scores exactly the declared tests (:mod:`grading.catalog`,
+  :mod:`grading.scoring`):
   one case per test (the literal number of cases of a parametrized one), points from the
   course's own files, ``partial_credit`` only for tests that use that fixture, each part
   and the total capped at their maximum.
@@ -65,7 +66,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grading import catalog, junit, layout, sandbox
+from grading import catalog, junit, layout, sandbox, scoring
 
 GRADED_DIRS = ("tests/lab01/graded", "tests/lab02/graded")
 HIDDEN_DIR = catalog.HIDDEN_DIR
@@ -89,7 +90,6 @@ SUSPICIOUS = re.compile(
     r"|gc\.get_(?:objects|referrers|referents)|_getframe|os\.fork|sys\.modules|/dev/fd|/proc/|results\.json"
     r"|/autograder")
 """What the instructors' notes point out in the lines a learner added (nothing is refused for it)."""
-_TEST_OUTPUT_LIMIT = 4000
 
 
 # -- the learner's files --------------------------------------------------------------------
@@ -172,166 +172,6 @@ def probe_imports(config: sandbox.SandboxConfig, course: Path, learner: dict[str
     return blamed
 
 
-# -- scores -----------------------------------------------------------------------------
-@dataclass
-class TestOutcome:
-    """One graded test (or parametrized case) as scored by this process."""
-
-    test: catalog.DeclaredTest
-    number: str
-    name: str
-    status: str  # passed | failed
-    score: float
-    output: str
-    outcome: str = ""  # passed | failed | skipped | not run (pytest's view; status is Gradescope's)
-
-    def to_gradescope(self) -> dict:
-        """An entry of results.json's ``tests``."""
-        return {
-            "name": self.name,
-            "number": self.number,
-            "score": round(self.score, 4),
-            "max_score": self.test.points,
-            "status": self.status,
-            "output": self.output[:_TEST_OUTPUT_LIMIT],
-            "tags": [self.test.part],
-            "visibility": self.test.visibility,
-            "extra_data": {"nodeid": self.test.nodeid, "part": self.test.part, "hidden": self.test.hidden},
-        }
-
-
-def _first_lines(text: str, n: int = 6) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[:n])
-
-
-def _case_message(case: junit.CaseResult) -> str:
-    message = case.message.strip() or _first_lines(case.details, 3)
-    if case.outcome == "skipped":
-        return f"skipped: {message}"
-    if "Timeout" in message and ("pytest-timeout" in case.details or message.startswith("Failed: Timeout")):
-        message = f"{message.splitlines()[0]} (an endless loop?)"
-    return message
-
-
-def _collection_message(case: junit.CaseResult) -> str:
-    lines = [ln.strip() for ln in case.details.splitlines() if ln.strip()]
-    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    where = [ln for ln in lines if re.match(r"^\S+\.py:\d+: in ", ln)]
-    text = errors[-1] if errors else (lines[-1] if lines else case.message)
-    return f"{text}" + (f" (at {where[-1].split(': in ')[0]})" if where else "")
-
-
-@dataclass
-class RunResult:
-    """What one trusted pytest run left."""
-
-    report: bytes | None
-    returncode: int | None
-    output: str
-    timed_out: bool
-    seconds: float
-    problem: str = ""
-
-
-@dataclass
-class RunScore:
-    """Scores of one trusted run, and what the grader noticed about it."""
-
-    outcomes: list[TestOutcome]
-    notes: list[str]
-    counts: dict
-
-
-def score_run(tests: list[catalog.DeclaredTest], run: RunResult, part_notes: dict[str, list[str]],
-              label: str, known_files: set[str]) -> RunScore:
-    """Score exactly the declared ``tests`` from the trusted run's report.
-
-    A test that is not parametrized counts once, with exactly its node id; a parametrized
-    one at most its literal number of cases, each id once; nothing else in the report
-    counts. A test's score is its points when it passed, else 0, or ``partial_credit`` x
-    points when the test uses that fixture; each part and the total are capped at their
-    declared maximum by construction (one outcome per declared case, at most its points).
-    """
-    notes: list[str] = []
-    report: junit.Report | None = None
-    problem = run.problem
-    if run.report is not None and not problem:
-        try:
-            report = junit.parse(run.report, known_files)
-        except junit.ReportError as exc:
-            problem = str(exc)
-    if problem:
-        notes.append(f"{label}: no report: {problem}")
-    if run.timed_out:
-        notes.append(f"{label}: stopped (past its deadline)")
-    cases: dict[str, list[junit.CaseResult]] = {}
-    collection_errors: dict[str, str] = {}
-    duplicates: list[str] = []
-    if report is not None:
-        seen: set[str] = set()
-        for case in report.cases:
-            if case.outcome == "collection-error":
-                collection_errors[case.nodeid] = _collection_message(case)
-                continue
-            if case.nodeid in seen:
-                duplicates.append(case.nodeid)
-                continue
-            seen.add(case.nodeid)
-            cases.setdefault(case.nodeid.split("[")[0], []).append(case)
-    if duplicates:
-        notes.append(f"{label}: the report repeats tests (counted once): {duplicates[:5]}")
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
-    outcomes: list[TestOutcome] = []
-    declared = {t.nodeid for t in tests}
-    for t in tests:
-        prefix = "".join(f"{n}\n" for n in part_notes.get(t.part, []))
-        got = [c for c in cases.get(t.nodeid, []) if (c.nodeid == t.nodeid) != t.parametrized]
-        extra = len(got) - (t.cases if t.parametrized else 1)
-        if extra > 0:
-            notes.append(f"{label}: {t.nodeid}: {extra} more case(s) than declared (not counted)")
-            got = got[:t.cases if t.parametrized else 1]
-        if not got:
-            if problem:
-                why = f"did not run: {problem}"
-            elif t.file in collection_errors:
-                why = f"did not run: {t.file} failed to import: {collection_errors[t.file]}"
-            elif run.timed_out:
-                why = "did not run: the test run was stopped (the grading's time budget ran out)"
-            else:
-                why = "did not run (the test run ended early)"
-            counts["not run"] += 1
-            outcomes.append(TestOutcome(t, t.number, t.title, "failed", 0.0, prefix + why, "not run"))
-            continue
-        for k, case in enumerate(got, start=1):
-            number = f"{t.number}.{k}" if t.parametrized else t.number
-            name = t.title + (f" [{case.nodeid.split('[', 1)[1][:-1]}]" if t.parametrized else "")
-            passed = case.outcome == "passed"
-            fraction = 1.0 if passed else 0.0
-            message = "passed" if passed else _case_message(case)
-            credit = case.properties.get("partial_credit") if t.uses_partial_credit else None
-            if credit is not None:
-                try:
-                    value = float(credit)
-                except ValueError:
-                    value = math.nan
-                if 0.0 <= value <= 1.0:
-                    fraction = value
-                    if value not in (0.0, 1.0):
-                        message = f"partial credit {value:.0%}. {'' if passed else message}".strip()
-            outcome = "passed" if passed else "skipped" if case.outcome == "skipped" else "failed"
-            counts[outcome] += 1
-            outcomes.append(TestOutcome(t, number, name, "passed" if passed else "failed",
-                                        min(t.points, t.points * fraction), prefix + message, outcome))
-    if report is not None:
-        unknown = sorted({c.nodeid for cs in cases.values() for c in cs if c.nodeid.split("[")[0] not in declared})
-        if unknown:
-            notes.append(f"{label}: the report names tests the course does not declare (ignored): {unknown[:5]}")
-        counts["pytest"] = {"tests": report.tests, "failures": report.failures, "errors": report.errors,
-                            "skipped": report.skipped, "collection errors": len(collection_errors)}
-    return RunScore(outcomes, notes, counts)
-
-
 # -- trees and runs -------------------------------------------------------------------------
 def _copy_package(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
@@ -376,7 +216,7 @@ def draw_seed(files: dict[str, Path]) -> str:
 
 def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandbox.SandboxConfig,
                 functions: list[catalog.LearnerFunction], phases: list[tuple[str, float]],
-                seed: str = "0") -> RunResult:
+                seed: str = "0") -> scoring.RunResult:
     """Run the graded tests under ``paths`` (in that order) in a trusted pytest process in ``tree``.
 
     ``seed``: the hidden tests' draw (:func:`draw_seed`), as ``GRADING_DRAW_SEED``.
@@ -430,7 +270,8 @@ def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandb
         "the test run was stopped past its deadline" if timed_out else
         f"the test run ended without a report (exit status {proc.returncode}): "
         + " | ".join(output.strip().splitlines()[-3:])[:500])
-    return RunResult(data, None if timed_out else proc.returncode, output, timed_out, time.monotonic() - start, problem)
+    return scoring.RunResult(data, None if timed_out else proc.returncode, output, timed_out,
+                             time.monotonic() - start, problem)
 
 
 # -- the whole grading --------------------------------------------------------------------
@@ -439,41 +280,10 @@ class Grading:
     """Everything one grading produced."""
 
     results: dict
-    outcomes: list[TestOutcome]
+    outcomes: list[scoring.TestOutcome]
     notes: list[str]
     private: dict = field(default_factory=dict)
     """For instructors only (stdout): the hidden tests' counts and pytest's figures of the whole run."""
-
-
-def _pts(x: float) -> str:
-    return f"{x:g}" if abs(x - round(x, 2)) < 1e-9 else f"{x:.2f}"
-
-
-def points_table(outcomes: list[TestOutcome], written: list[catalog.WrittenQuestion]) -> list[str]:
-    """Rows per part: tests, passed, points (of the given outcomes), and written points."""
-    rows: dict[str, list[float]] = {}
-    for o in outcomes:
-        row = rows.setdefault(o.test.part, [0, 0, 0.0, 0.0])
-        row[0] += 1
-        row[1] += o.status == "passed"
-        row[2] += o.score
-        row[3] += o.test.points
-    by_part: dict[str, float] = {}
-    for q in written:
-        by_part[q.part] = by_part.get(q.part, 0.0) + q.points
-    lines = [f"{'part':<6}{'tests':>7}{'passed':>8}{'points':>12}   written (by hand)"]
-    for part in sorted(set(rows) | set(by_part), key=lambda p: (int(re.match(r'\d+', p).group()), p)):
-        n, ok, score, top = rows.get(part, [0, 0, 0.0, 0.0])
-        extra = f"   {_pts(by_part[part])} pts" if part in by_part else ""
-        lines.append(f"{part:<6}{n:>7}{ok:>8}{_pts(score):>9} / {_pts(top):<5}{extra}")
-    n = len(outcomes)
-    ok = sum(o.status == "passed" for o in outcomes)
-    score = sum(o.score for o in outcomes)
-    top = sum(o.test.points for o in outcomes)
-    manual = sum(q.points for q in written)
-    lines.append(f"{'total':<6}{n:>7}{ok:>8}{_pts(score):>9} / {_pts(top):<5}"
-                 + (f"   {_pts(manual)} pts" if manual else ""))
-    return lines
 
 
 def _started_at() -> float:
@@ -568,7 +378,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
     learner = catalog.learner_files(course)
     functions = catalog.learner_functions(course)
     visible_tests = catalog.declared_tests([course / d for d in GRADED_DIRS], course)
-    written = course_written_questions(course)
+    written = scoring.course_written_questions(course)
     base = Path(tempfile.mkdtemp(prefix="grading-", dir=work_base))
     os.chmod(base, 0o711)
     try:
@@ -612,7 +422,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         notes.append(f"time budget: {budget:g} s")
         timings: dict[str, float] = {}
         if not overlay:  # nothing of the learner's to run: every test scores 0 without running
-            run = RunResult(None, None, "", False, 0.0, "no file of yours could be used, so nothing was run")
+            run = scoring.RunResult(None, None, "", False, 0.0, "no file of yours could be used, so nothing was run")
             return _scored(visible_tests, hidden_tests, run, part_notes, written, visible_notes, notes, timings,
                            submission, started)
 
@@ -677,26 +487,21 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
                    started)
 
 
-def _scored(visible_tests: list[catalog.DeclaredTest], hidden_tests: list[catalog.DeclaredTest], run: RunResult,
+def _scored(visible_tests: list[catalog.DeclaredTest], hidden_tests: list[catalog.DeclaredTest],
+            run: scoring.RunResult,
             part_notes: dict[str, list[str]], written: list[catalog.WrittenQuestion], visible_notes: list[str],
             notes: list[str], timings: dict[str, float], submission: Path, started: float) -> Grading:
     """The grading of one trusted run: visible and hidden outcomes apart."""
     timings["tests"] = run.seconds
-    scored = score_run(visible_tests + hidden_tests, run, part_notes, "tests",
+    scored = scoring.score_run(visible_tests + hidden_tests, run, part_notes, "tests",
                        {t.file for t in visible_tests + hidden_tests})
     shown = [o for o in scored.outcomes if not o.test.hidden]
     kept = [o for o in scored.outcomes if o.test.hidden]
     notes = notes + scored.notes + ["timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())]
-    doc = results_document(shown, kept, written, visible_notes, notes, _counts(shown), submission, started)
-    return Grading(doc, shown + kept, notes, {"hidden": _counts(kept), "pytest": scored.counts.get("pytest", {})})
-
-
-def _counts(outcomes: list[TestOutcome]) -> dict:
-    """How many of ``outcomes`` passed, failed, were skipped or did not run."""
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
-    for o in outcomes:
-        counts[o.outcome or ("passed" if o.status == "passed" else "failed")] += 1
-    return counts
+    doc = scoring.results_document(shown, kept, written, visible_notes, notes, scoring.counts(shown), submission,
+                                   started)
+    return Grading(doc, shown + kept, notes,
+                   {"hidden": scoring.counts(kept), "pytest": scored.counts.get("pytest", {})})
 
 
 NOT_GRADED_MESSAGE = ("The autograder could not start a safe process for your code, so it did not run it and "
@@ -716,74 +521,16 @@ def _not_graded(visible: list[catalog.DeclaredTest], hidden: list[catalog.Declar
     (score 0, as Gradescope needs a score), ``extra_data.not_graded`` holds the one-line
     cause and the fix, the grader exits with status :data:`EXIT_NOT_GRADED`, and batch
     grading leaves the row's score empty."""
-    v = [TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in visible]
-    h = [TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in hidden]
+    v = [scoring.TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in visible]
+    h = [scoring.TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in hidden]
     line = f"not graded: {cause}; {NOT_GRADED_FIX}"
-    doc = results_document(v, h, written, [NOT_GRADED_MESSAGE], notes + [line], {}, submission, started)
+    doc = scoring.results_document(v, h, written, [NOT_GRADED_MESSAGE], notes + [line], {}, submission, started)
     doc["extra_data"]["not_graded"] = line
     return Grading(doc, v + h, notes + [line])
 
 
 EXIT_NOT_GRADED = 3
 """The grader's exit status when the submission was not graded (the sandbox could not start)."""
-
-
-def course_written_questions(course: Path) -> list[catalog.WrittenQuestion]:
-    """Written questions of the course's lab notebooks (``labs/*.ipynb``)."""
-    out = []
-    for nb in sorted((course / "labs").glob("*.ipynb")):
-        out += catalog.written_questions(nb, nb.relative_to(course).as_posix())
-    return out
-
-
-WRITTEN_ANSWERS_FILE = "written_answers.html"
-_PLACEHOLDER = "YOUR ANSWER HERE"
-
-
-def written_answers_status(submission: Path, written: list[catalog.WrittenQuestion]) -> str:
-    """One line about ``written_answers.html`` in the submission: absent, or how many
-    answers it holds (an answer still reading the placeholder counts as not given)."""
-    found = [p for p in submission.rglob(WRITTEN_ANSWERS_FILE) if p.is_file()]
-    if not found:
-        return f"{WRITTEN_ANSWERS_FILE} NOT found in the submission (make submission writes it)."
-    try:
-        text = found[0].read_text(encoding="utf-8", errors="replace")[:5_000_000]
-    except OSError:
-        return f"{WRITTEN_ANSWERS_FILE} found but not readable."
-    blank = text.count(_PLACEHOLDER)
-    if blank:
-        return (f"{WRITTEN_ANSWERS_FILE} found, {min(blank, len(written))} of {len(written)} answers still read "
-                f"'{_PLACEHOLDER}'.")
-    return f"{WRITTEN_ANSWERS_FILE} found in the submission."
-
-
-def results_document(visible: list[TestOutcome], hidden: list[TestOutcome], written: list[catalog.WrittenQuestion],
-                     visible_notes: list[str], notes: list[str], counts: dict, submission: Path,
-                     started: float) -> dict:
-    """The Gradescope results document (see the module docstring for what is visible)."""
-    lines = ["Autograded points of the visible tests:"] + points_table(visible, written)
-    if hidden:
-        lines.append(f"Hidden tests: {len(hidden)} more tests of the same parts; their results and points "
-                     "appear when grades are published.")
-    if written:
-        lines.append(f"Written answers: {len(written)} questions, {_pts(sum(q.points for q in written))} points, "
-                     f"graded by hand; " + written_answers_status(submission, written))
-    if visible_notes:
-        lines.append("Problems with the submitted files:")
-        lines += [f"  {n}" for n in visible_notes]
-    elapsed = max(0.0, time.time() - started)
-    score = sum(o.score for o in visible + hidden)
-    top = sum(o.test.points for o in visible + hidden)
-    return {
-        "score": round(min(score, top), 4),
-        "execution_time": math.ceil(elapsed),
-        "output": "\n".join(lines),
-        "output_format": "text",
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "extra_data": {"grader_notes": [n for n in notes if n], "visible_counts": counts},
-        "tests": [o.to_gradescope() for o in visible + hidden],
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

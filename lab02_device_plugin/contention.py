@@ -44,7 +44,7 @@ Time-slicing, bursty tenants (chapter 4, the benefit)
     ``rho = n p0 / e``. *Stability condition:* ``rho < 1``. A work-conserving server whose
     offered load is at or above its capacity has no steady state: the backlog grows
     without bound and so does every latency quantile (Kleinrock, Queueing Systems,
-    Vol. 1, 1975, sec. 1.4 and 2.1, stability of a single-server queue, ``rho < 1``). At
+    Vol. 1: Theory, 1975, ch. 2: a single-server queue is stable only for ``rho < 1``). At
     ``rho >= 1`` every tenant eventually has a backlog, all ``n`` are busy and the GPU
     serves ``e < n p0``, so the argument applies. Such inputs are flagged, not answered:
     :func:`bursty_time_slicing` returns ``stable=False`` with infinite p50 and p99,
@@ -60,7 +60,7 @@ Time-slicing, bursty tenants (chapter 4, the benefit)
     Binomial(``n - 1``, ``p``), and its expected throughput while busy is
     ``E[share(K + 1)]`` with ``share(1) = 1`` and ``share(j) = e / j``. Work is
     conserved in a stable system (what is delivered equals what is offered, Kleinrock
-    1975, sec. 2.1), so ``p`` solves ``g(p) = p E[share(K + 1)] = p0``. Summing the
+    1975, ch. 2), so ``p`` solves ``g(p) = p E[share(K + 1)] = p0``. Summing the
     binomial, ``g(p) = (1-e) p (1-p)^(n-1) + e (1 - (1-p)^n) / n``, which rises on
     ``[0, p*]``, ``p* = 1 / (1 + (n-1)(1-e))``, with ``g(p*) >= g(1) = e / n > p0`` when
     stable; the root in ``[p0, p*]`` is unique and found by bisection. The GPU's useful

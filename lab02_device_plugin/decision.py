@@ -632,6 +632,8 @@ class Option:
         meets: whether it meets the tenant's requirements.
         why: the requirement that decided ``meets``.
         measure: what ``p99_ms`` is for this option, in words ("" when None).
+        statistic: the same in one or two words, shown next to the number so that
+            different statistics are not ranked as one: "alone", "all busy" or "p99".
     """
 
     tenant: str
@@ -647,6 +649,7 @@ class Option:
     meets: bool
     why: str
     measure: str = ""
+    statistic: str = ""
 
 
 def overload_reason(tenants: int, duty_cycle: float, capacity_gpus: float) -> str:
@@ -702,14 +705,14 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     opts.append(Option("inference", "exclusive GPU", 1.0, month, 1.0, w,
                        gpu_gb - case.inference_memory_gb, 0, 0, 0.0, w <= slo,
                        f"{w:g}{NBSP}ms within the {slo:g}{NBSP}ms SLO",
-                       "one request alone on the whole GPU"))
+                       "one request alone on the whole GPU", "alone"))
     q3 = _h100("3g.40gb")
     lat = mig_latency_ms(w, q3, case.inference_memory_bound)
     opts.append(Option("inference", "MIG 3g.40gb", 0.5, 0.5 * month, q3.sm_share, lat,
                        40.0 - case.inference_memory_gb, 0, 1, reconfig, lat <= slo,
                        f"{lat:.1f}{NBSP}ms within the {slo:g}{NBSP}ms SLO, isolated",
                        "one request alone on the instance: compute on its SMs, the "
-                       "memory-bound part on its bandwidth"))
+                       "memory-bound part on its bandwidth", "alone"))
     cap = 100.0 / n_inf
     t = kernel_timeline([[Kernel(w, 1.0)] for _ in range(n_inf)], mps=True,
                         active_thread_percentage=cap, memory_bound=case.inference_memory_bound)
@@ -720,7 +723,7 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
                        f"{lat:.1f}{NBSP}ms within the SLO, but experimental and node-wide"
                        if lat <= slo else f"{lat:.1f}{NBSP}ms misses the {slo:g}{NBSP}ms SLO",
                        f"all {n_inf} replicas busy at once, each capped at "
-                       f"{100 // n_inf}{NBSP}% of the SMs"))
+                       f"{100 // n_inf}{NBSP}% of the SMs", "all busy"))
     per_gpu = case.notebooks_per_gpu + 1
     mixed = bursty_time_slicing(per_gpu, case.notebook_duty_cycle, w)
     lat = mixed.p99_latency_ms
@@ -732,7 +735,7 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
                        + (f"{lat:.1f}{NBSP}ms only while the notebooks stay at {duty}; "
                           "no isolation promised" if mixed.stable else
                           overload_reason(per_gpu, case.notebook_duty_cycle, mixed.capacity_gpus)),
-                       f"p99 over the {per_gpu} tenants' duty cycles ({duty} each)"))
+                       f"p99 over the {per_gpu} tenants' duty cycles ({duty} each)", "p99"))
     # regulated tenant -------------------------------------------------------------
     need = case.regulated_memory_gb
     opts.append(Option("regulated", "exclusive GPU", 1.0, month, 1.0, None, gpu_gb - need, 0, 0,
@@ -750,7 +753,7 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     opts.append(Option("notebooks", "exclusive GPU", 1.0, month, 1.0, cell,
                        gpu_gb - case.notebook_memory_gb, 0, 0, 0.0, True,
                        f"idle {_pct(1 - case.notebook_duty_cycle)} of the time",
-                       "one cell alone on the whole GPU"))
+                       "one cell alone on the whole GPU", "alone"))
     k = case.notebooks_per_gpu
     ts = bursty_time_slicing(k, case.notebook_duty_cycle, cell)
     headroom = gpu_gb - k * case.notebook_memory_gb
@@ -763,7 +766,7 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     opts.append(Option("notebooks", f"time-slicing, replicas {k}", 1.0 / k, month / k,
                        ts.mean_throughput_share, ts.p99_latency_ms, headroom, k - 1, k - 1, 0.0,
                        headroom >= 0 and ts.stable, why,
-                       f"p99 over the {k} notebooks' duty cycles ({duty} each)"))
+                       f"p99 over the {k} notebooks' duty cycles ({duty} each)", "p99"))
     waste = quantization_waste("H100-80GB", case.notebook_memory_gb, 0.0)
     fit = waste.profile
     per = fit.max_instances
@@ -771,7 +774,7 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
                        mig_latency_ms(cell, fit, case.notebook_memory_bound),
                        waste.wasted_memory_gb, 0, per - 1, reconfig, True,
                        f"isolated, but a cell always runs on {_pct(fit.sm_share)} of the SMs",
-                       "one cell alone on the instance, every time"))
+                       "one cell alone on the instance, every time", "alone"))
     return opts
 
 
@@ -913,8 +916,9 @@ def option_rows(options: Sequence[Option]) -> list[list[str]]:
     rows = []
     for o in options:
         rows.append([o.tenant, o.mechanism, f"${o.cost_per_month:,.0f}", _pct(o.sm_share),
-                     "-" if o.p99_ms is None else (f"{o.p99_ms:,.1f}{NBSP}ms"
-                                                   if math.isfinite(o.p99_ms) else "unbounded"),
+                     "-" if o.p99_ms is None else
+                     (f"{o.p99_ms:,.1f}{NBSP}ms" if math.isfinite(o.p99_ms) else "unbounded")
+                     + (f" ({o.statistic})" if o.statistic else ""),
                      f"{o.memory_headroom_gb:.1f}{NBSP}GB", f"{o.blast_app} / {o.blast_device}",
                      f"{o.reconfig_gpu_hours:.2f}{NBSP}GPU-h", "yes" if o.meets else "no", o.why,
                      o.measure or "-"])

@@ -308,7 +308,7 @@ def test_overloaded_notebooks_get_no_finite_p99():
     assert ts.p99_ms == math.inf and not ts.meets
     assert ts.why.startswith("overloaded: 5 x 50\u00a0% = 2.5 GPUs of work")
     row = option_rows([ts])[0]
-    assert row[4] == "unbounded"
+    assert row[4] == "unbounded (p99)"
     # at the default 10 %, 0.5 GPUs of work: stable, and the p99 is finite
     ts10 = [o for o in worked_case() if o.mechanism == "time-slicing, replicas 5"][0]
     assert math.isfinite(ts10.p99_ms) and ts10.meets

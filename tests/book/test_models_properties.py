@@ -303,3 +303,44 @@ def test_lab01_simulator_conserves_gpu_seconds(durations):
     ends = {r.job_id: r.end_time for r in res.records.values()}
     assert max(ends.values()) == pytest.approx(sum(durations))
     assert all(ends[f"j{i}"] >= d - 1e-9 for i, d in enumerate(durations))
+
+
+# --------------------------------------------------------------------- inputs outside the domain
+
+NAN, INF = float("nan"), float("inf")
+_LAB02_REFUSALS = {
+    "tenants 0": lambda: time_slicing(0, 5.0),
+    "switch NaN": lambda: time_slicing(2, 5.0, switch_ms=NAN),
+    "duty NaN": lambda: offered_load(2, NAN),
+    "duty 0": lambda: bursty_time_slicing(2, 0.0, 5.0),
+    "duty above 1": lambda: bursty_time_slicing(2, 1.5, 5.0),
+    "work inf": lambda: bursty_time_slicing(2, 0.1, INF),
+    "budget NaN": lambda: max_tenants_within(NAN, 0.1, 5.0),
+    "kernel share NaN": lambda: kernel_timeline([[Kernel(1.0, NAN)]], mps=True),
+    "kernel time inf": lambda: kernel_timeline([[Kernel(INF, 0.5)]], mps=False),
+    "memory-bound NaN": lambda: mig_latency_ms(5.0, mig.get_profile("H100-80GB", "3g.40gb"), NAN),
+    "MIG memory NaN": lambda: mig.quantization_waste("H100-80GB", NAN),
+    "MIG memory inf": lambda: mig.quantization_waste("H100-80GB", INF),
+    "case duty NaN": lambda: worked_case(WorkedCase(notebook_duty_cycle=NAN)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LAB02_REFUSALS))
+def test_lab02_models_refuse_inputs_outside_their_domain(case):
+    from lab02_device_plugin.errors import InputError
+    with pytest.raises(InputError):
+        _LAB02_REFUSALS[case]()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: economics.idle_capacity(INF, 3, 0.5),
+    lambda: economics.idle_capacity(4.0, 3, NAN),
+    lambda: economics.gpus_needed(10, 0.5, NAN),
+    lambda: economics.fleet_for_work(NAN, 0.5),
+    lambda: economics.fleet_for_work(10.0, 0.0),
+    lambda: economics.utilisation_steps(4.0, 10.0, [0.5, 0.4]),
+], ids=["price inf", "utilisation NaN", "target NaN", "work NaN", "utilisation 0", "unsorted"])
+def test_economics_refuses_inputs_outside_its_domain(call):
+    from lab01_cluster_sim.errors import InputError
+    with pytest.raises(InputError):
+        call()

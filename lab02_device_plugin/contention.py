@@ -46,7 +46,11 @@ Time-slicing, bursty tenants (chapter 4, the benefit)
     without bound and so does every latency quantile (Kleinrock, Queueing Systems,
     Vol. 1: Theory, 1975, ch. 2: a single-server queue is stable only for ``rho < 1``). At
     ``rho >= 1`` every tenant eventually has a backlog, all ``n`` are busy and the GPU
-    serves ``e < n p0``, so the argument applies. Such inputs are flagged, not answered:
+    serves ``e < n p0``, so the argument applies. This holds for work that arrives at
+    random times, as the model assumes; tenants whose bursts interleave perfectly never
+    overlap and would get the whole GPU up to ``n p0 < 1`` (the condition is then
+    conservative). Lab 01's engine, with its time-slicing plugin and random arrivals,
+    shows the same boundary (tests/book/test_models_properties.py). Such inputs are flagged, not answered:
     :func:`bursty_time_slicing` returns ``stable=False`` with infinite p50 and p99,
     :func:`bursty_latency_quantile` returns ``math.inf`` and :func:`max_tenants_within`
     never counts an overloaded GPU. ``n == 1`` is a dedicated GPU: no sharing, capacity 1,

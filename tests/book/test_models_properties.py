@@ -344,3 +344,38 @@ def test_economics_refuses_inputs_outside_its_domain(call):
     from lab01_cluster_sim.errors import InputError
     with pytest.raises(InputError):
         call()
+
+
+def _lab01_response_times(n: int, p0: float, seed: int = 7, per_tenant: int = 300) -> tuple[float, float]:
+    """n tenants, each submitting 1 s jobs at random (exponential gaps, mean 1/p0 s, seeded)
+    to one GPU time-sliced into n replicas (2 ms slices, 100 us switches) in Lab 01's engine:
+    the mean response time of the first and of the last tenth of the jobs, in seconds."""
+    import random
+
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(n):
+        t = 0.0
+        for k in range(per_tenant):
+            t += rng.expovariate(p0)
+            jobs.append(Job(f"t{i}-{k}", t, 1.0, 1, 1000, 0, 0))
+    jobs.sort(key=lambda j: j.submit_time)
+    node = timesliced_node("n0", "A100", 1, n, 64_000, 256_000)
+    res = Simulation([node], jobs, "first-fit", "gang", "fifo-skip",
+                     plugins=[TimeSlicing(TimeSlicingParams(2.0, 100.0))]).run()
+    recs = sorted(res.records.values(), key=lambda r: r.job.submit_time)
+    resp = [r.end_time - r.job.submit_time for r in recs]
+    tenth = len(resp) // 10
+    return sum(resp[:tenth]) / tenth, sum(resp[-tenth:]) / tenth
+
+
+@pytest.mark.parametrize("n,p0", [(3, 0.2), (2, 0.45), (3, 0.4)])
+def test_stability_condition_agrees_with_lab01_simulator(n, p0):
+    """Lab 02's condition n p0 < s/(s+c) (here 2/2.1) decides what Lab 01's engine shows on
+    the same inputs: below it the response times stay bounded, above it they keep growing
+    (the last jobs wait many times longer than the first)."""
+    first, last = _lab01_response_times(n, p0)
+    if offered_load(n, p0, 2.0, 0.1).stable:
+        assert last < 10.0 and last < 2 * first
+    else:
+        assert last > 5 * first and last > 50.0

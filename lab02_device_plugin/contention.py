@@ -50,10 +50,10 @@ Time-slicing, bursty tenants (chapter 4, the benefit)
     random times, as the model assumes; tenants whose bursts interleave perfectly never
     overlap and would get the whole GPU up to ``n p0 < 1`` (the condition is then
     conservative). Lab 01's engine, with its time-slicing plugin and random arrivals,
-    shows the same boundary (tests/book/test_models_properties.py). Such inputs are flagged, not answered:
-    :func:`bursty_time_slicing` returns ``stable=False`` with infinite p50 and p99,
-    :func:`bursty_latency_quantile` returns ``math.inf`` and :func:`max_tenants_within`
-    never counts an overloaded GPU. ``n == 1`` is a dedicated GPU: no sharing, capacity 1,
+    shows the same boundary (tests/book/test_models_properties.py). Such inputs are
+    flagged, not answered: :func:`bursty_time_slicing` returns ``stable=False`` with
+    infinite p50 and p99, :func:`bursty_latency_quantile` returns ``math.inf`` and
+    :func:`max_tenants_within` never counts an overloaded GPU. ``n == 1`` is a dedicated GPU: no sharing, capacity 1,
     and ``p0 <= 1`` is always accepted (the tenant's own queue is not modelled).
 
     *Busy share under sharing (fixed point).* On a shared GPU a busy period lasts longer

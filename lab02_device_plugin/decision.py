@@ -895,9 +895,9 @@ def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") 
             name = part.split(" ")[0]
             counts[name] = counts.get(name, 0) + 1
         lines += [f'        "{name}": {n}' for name, n in counts.items()]
-    free = [i for i, g in enumerate(layout) if g in ("free", WHOLE_GPU)]
-    if free:
-        lines += [f"    - devices: [{', '.join(map(str, free))}]", "      mig-enabled: false"]
+    no_mig = [i for i, g in enumerate(layout) if g in ("free", WHOLE_GPU)]
+    if no_mig:
+        lines += [f"    - devices: [{', '.join(map(str, no_mig))}]", "      mig-enabled: false"]
     idle = sum(1.0 - n / 8 for n in slices_used)
     return Plan(tuple(layout), used, dedicated, (used + elsewhere) * month, dedicated * month,
                 plugin, "\n".join(lines) + "\n", 8 * case.reboot_minutes / 60.0,

@@ -45,7 +45,6 @@ ordering is by time, priority and insertion order. Same inputs and seed give the
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -817,7 +816,8 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
         observers: extra :class:`SchedulerObserver` hooks.
         stop_on_deadlock: naive mode: stop the run when a deadlock is detected (else go on;
             the deadlocked jobs stay pending and holding).
-        progress: show a tqdm progress bar of arrivals on stderr (only on a terminal).
+        progress: show the progress of arrivals on stderr (:mod:`lab01_cluster_sim.progress`:
+            a bar on a terminal, a line every few seconds otherwise).
         plugins: extensions at the engine's extension points (topology, time-slicing,
             tenancy, taints, checkpoints, migration, autoscaler, drains, admission; see
             :mod:`lab01_cluster_sim.plugins`), in call order.
@@ -831,11 +831,10 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
                      stranded_interval=stranded_interval, observers=observers,
                      stop_on_deadlock=stop_on_deadlock, plugins=plugins)
     bar = None
-    if progress and sys.stderr.isatty():
-        from tqdm import tqdm
+    if progress:
+        from lab01_cluster_sim.progress import progress_bar
 
-        bar = tqdm(total=len(sim.records), unit="job", desc=f"{sim.mode} {getattr(sim.policy, 'name', '')}",
-                   file=sys.stderr, mininterval=0.5)
+        bar = progress_bar(len(sim.records), f"{sim.mode} {getattr(sim.policy, 'name', '')}", unit="job")
         step = max(1, len(sim.records) // 200)
 
         def tick(arrived: int) -> None:

@@ -405,11 +405,8 @@ def quota_rows(quotas: dict[str, list]) -> list[dict]:
 
 
 def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
-    import sys
-
-    from tqdm import tqdm
-
     from lab01_cluster_sim.plots.replay import plot_alloc_vs_arrived
+    from lab01_cluster_sim.progress import progress_bar
     from lab01_cluster_sim.replay import compare, summarise
 
     nodes, jobs = _nodes_jobs(sc)
@@ -417,9 +414,8 @@ def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
     policies = [p for p in _policies(sc) if isinstance(p, str)]
     if len(policies) != len(_policies(sc)):
         raise ScenarioError(f"{sc.path}: the paper's replay takes named policies, not a KubeSchedulerConfiguration")
-    # a bar on a terminal only (one step per policy replayed), as the compare command shows
-    with tqdm(total=len(policies), desc="replays", unit="run", file=sys.stderr,
-              disable=not (progress and sys.stderr.isatty()), leave=False) as bar:
+    # one step per policy replayed, as the compare command shows
+    with progress_bar(len(policies), "replays", quiet=not progress) as bar:
         results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),), progress=bar.update)
     rows = [_plain(summarise(p, runs).__dict__) for p, runs in results.items()]
     _write_json(out / "summary.json", rows)

@@ -1,14 +1,14 @@
-"""Time-slicing and MPS teaching models (lab02_device_plugin.contention)."""
+"""Time-slicing and MPS teaching models (lab02_device_plugin.models.contention)."""
 
 import math
 
 import pytest
 
-from lab02_device_plugin.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
                                             capped_kernel, inference_processes, kernel_timeline, latency_quantile,
                                             max_stable_tenants, max_tenants_within, mps_gain, offered_load,
                                             time_slicing)
-from lab02_device_plugin.errors import InputError
 
 
 def test_alone_no_penalty():

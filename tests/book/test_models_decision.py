@@ -1,17 +1,20 @@
-"""The mechanism decision table (lab02_device_plugin.decision)."""
+"""The mechanism decision table (lab02_device_plugin.models.decision) and chapter 5's worked
+case (lab02_device_plugin.models.worked_case)."""
 
 import math
 
 import pytest
 
-from lab02_device_plugin.decision import (FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE,
-                                          NBSP, OPTION_COLUMNS, SHARED_RESOURCES, SHARING,
-                                          WorkedCase, decide, decision_table, defended_plan,
-                                          draw_sharing_matrix, gpu_name, half_gpu_mig,
-                                          isolation_rows, mig_latency_ms, option_rows,
-                                          WHOLE_GPU, worked_case, Requirements)
-from lab02_device_plugin.mig import get_profile
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.decision import (
+    FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE, NBSP, SHARED_RESOURCES, SHARING,
+    Requirements, decide, decision_table, draw_sharing_matrix, gpu_name, half_gpu_mig,
+    isolation_rows,
+)
+from lab02_device_plugin.models.worked_case import (
+    OPTION_COLUMNS, WHOLE_GPU, WorkedCase, defended_plan, mig_latency_ms, option_rows, worked_case,
+)
+from lab02_device_plugin.plugin.mig import get_profile
 
 
 def test_whole_gpus_are_exclusive_and_rounded_up():
@@ -211,7 +214,7 @@ def test_defended_plan_fits_one_node():
     assert plan.reboot_gpu_hours == pytest.approx(8 * 15 / 60)
     # the plugin config parses with Lab 02's parser (the NVIDIA format)
     import yaml
-    from lab02_device_plugin.config import parse_config
+    from lab02_device_plugin.plugin.config import parse_config
     cfg = parse_config(yaml.safe_load(plan.plugin_config), "<plan>")
     assert cfg is not None
     mig_cfg = yaml.safe_load(plan.mig_config)

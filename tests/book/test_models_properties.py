@@ -1,7 +1,8 @@
 """Physical invariants of the models the book's part 1 calls, as hypothesis properties.
 
-Time-slicing and MPS (lab02_device_plugin.contention), MIG arithmetic (lab02_device_plugin.mig,
-against Lab 01's own profile table), the worked case (lab02_device_plugin.decision), the
+Time-slicing and MPS (lab02_device_plugin.models.contention), MIG arithmetic
+(lab02_device_plugin.plugin.mig and models.mig_partition, against Lab 01's own profile table),
+the worked case (lab02_device_plugin.models.worked_case), the
 economics of idle capacity (lab01_cluster_sim.economics), and the one quantity two models
 compute: the time-slicing closed form against Lab 01's simulator with its time-slicing
 plugin on the same inputs. A test may import both labs; the packages do not import each
@@ -19,12 +20,14 @@ from lab01_cluster_sim.model import Job
 from lab01_cluster_sim.sharing_modes import (MIG_PROFILES, TimeSlicing, TimeSlicingParams,
                                              timeslice_slowdown, timesliced_node)
 from lab01_cluster_sim.simulate import Simulation
-from lab02_device_plugin import mig
-from lab02_device_plugin.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
-                                            kernel_timeline, latency_quantile, max_stable_tenants,
-                                            max_tenants_within, offered_load, time_slicing)
-from lab02_device_plugin.decision import (HOURS_PER_MONTH, WorkedCase, defended_plan,
-                                          mig_latency_ms, worked_case)
+from lab02_device_plugin.models.contention import (Kernel, bursty_latency_quantile,
+                                                   bursty_time_slicing, kernel_timeline,
+                                                   latency_quantile, max_stable_tenants,
+                                                   max_tenants_within, offered_load, time_slicing)
+from lab02_device_plugin.models.mig_partition import quantization_waste
+from lab02_device_plugin.models.worked_case import (HOURS_PER_MONTH, WorkedCase, defended_plan,
+                                                    mig_latency_ms, worked_case)
+from lab02_device_plugin.plugin import mig
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 
@@ -200,7 +203,7 @@ def test_lab01_mig_table_agrees_with_lab02(model):
 def test_quantization_waste_is_the_smallest_cover(model, frac, compute):
     need = frac * mig.nominal_memory_gb(model)
     try:
-        w = mig.quantization_waste(model, need, compute)
+        w = quantization_waste(model, need, compute)
     except mig.NoLayoutError:
         top = max(p.sm_share for p in mig.profiles(model).values())
         assert compute > top   # only more SMs than the whole-GPU instance has is refused
@@ -319,8 +322,8 @@ _LAB02_REFUSALS = {
     "kernel share NaN": lambda: kernel_timeline([[Kernel(1.0, NAN)]], mps=True),
     "kernel time inf": lambda: kernel_timeline([[Kernel(INF, 0.5)]], mps=False),
     "memory-bound NaN": lambda: mig_latency_ms(5.0, mig.get_profile("H100-80GB", "3g.40gb"), NAN),
-    "MIG memory NaN": lambda: mig.quantization_waste("H100-80GB", NAN),
-    "MIG memory inf": lambda: mig.quantization_waste("H100-80GB", INF),
+    "MIG memory NaN": lambda: quantization_waste("H100-80GB", NAN),
+    "MIG memory inf": lambda: quantization_waste("H100-80GB", INF),
     "case duty NaN": lambda: worked_case(WorkedCase(notebook_duty_cycle=NAN)),
 }
 

@@ -128,7 +128,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import InputError
+from lab02_device_plugin.errors import InputError
 
 #: Illustrative default time slice (ms); an assumption, not a measured value.
 DEFAULT_SLICE_MS = 2.0

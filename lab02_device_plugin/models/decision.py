@@ -195,7 +195,8 @@ ISOLATION: MappingProxyType = MappingProxyType({
         "fault": Isolation("partial", "yes for application faults; GPU-wide events (Xid 79, "
                                       "uncontained ECC errors, a GPU reset) still reach every "
                                       "instance"),
-        "performance": Isolation("yes", "own SMs, L2 and memory bandwidth"),
+        "performance": Isolation("yes", "own SMs, L2 and memory bandwidth; still shared: the "
+                                 "GPU-wide power and clock budget, PCIe and NVLink, the host"),
     }),
     "MPS": MappingProxyType({
         "memory": Isolation("partial", "own address space (Volta and later) and a per-client "

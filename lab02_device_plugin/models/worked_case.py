@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.models.contention import (
-    Kernel, bursty_latency_quantile, bursty_time_slicing, kernel_timeline,
+    Kernel, bursty_time_slicing, kernel_timeline,
 )
 from lab02_device_plugin.models.decision import NBSP, percent
 from lab02_device_plugin.models.mig_partition import quantization_waste
@@ -107,7 +107,8 @@ class Option:
         p99_ms: latency (ms) of one request (inference) or cell (notebooks) in the model;
             what it is differs by mechanism and is said in ``measure``: one request alone
             (exclusive, MIG), all replicas busy at once (MPS, the model's worst case), a
-            0.99 quantile over the neighbours' duty cycles (time-slicing). None where not
+            0.99 quantile over the neighbours' duty cycles (time-slicing), ``math.inf``
+            when the time-sliced GPU is overloaded (no steady state). None where not
             modelled (the regulated tenant's workload is not given).
         memory_headroom_gb: memory the tenant may use beyond its need: its instance or
             limit minus the need; for time-slicing the GPU's memory minus the sum of all
@@ -118,6 +119,8 @@ class Option:
         meets: whether it meets the tenant's requirements.
         why: the requirement that decided ``meets``.
         measure: what ``p99_ms`` is for this option, in words ("" when None).
+        statistic: the same in one or two words, shown next to the number so that
+            different statistics are not ranked as one: "alone", "all busy" or "p99".
     """
 
     tenant: str
@@ -133,6 +136,16 @@ class Option:
     meets: bool
     why: str
     measure: str = ""
+    statistic: str = ""
+
+
+def overload_reason(tenants: int, duty_cycle: float, capacity_gpus: float) -> str:
+    """Why a time-sliced GPU has no steady state, in words: the offered load
+    ``tenants x duty_cycle`` GPUs against the ``capacity_gpus`` a shared GPU delivers
+    (:func:`lab02_device_plugin.models.contention.offered_load`)."""
+    return (f"overloaded: {tenants} x {percent(duty_cycle)} = {tenants * duty_cycle:g} GPUs of work "
+            f"on one GPU that delivers {capacity_gpus:.2f} while shared; no steady state, "
+            f"no finite p99")
 
 
 def _h100(name: str):
@@ -179,14 +192,14 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     opts.append(Option("inference", "exclusive GPU", 1.0, month, 1.0, w,
                        gpu_gb - case.inference_memory_gb, 0, 0, 0.0, w <= slo,
                        f"{w:g}{NBSP}ms within the {slo:g}{NBSP}ms SLO",
-                       "one request alone on the whole GPU"))
+                       "one request alone on the whole GPU", "alone"))
     q3 = _h100("3g.40gb")
     lat = mig_latency_ms(w, q3, case.inference_memory_bound)
     opts.append(Option("inference", "MIG 3g.40gb", 0.5, 0.5 * month, q3.sm_share, lat,
                        40.0 - case.inference_memory_gb, 0, 1, reconfig, lat <= slo,
                        f"{lat:.1f}{NBSP}ms within the {slo:g}{NBSP}ms SLO, isolated",
                        "one request alone on the instance: compute on its SMs, the "
-                       "memory-bound part on its bandwidth"))
+                       "memory-bound part on its bandwidth", "alone"))
     cap = 100.0 / n_inf
     t = kernel_timeline([[Kernel(w, 1.0)] for _ in range(n_inf)], mps=True,
                         active_thread_percentage=cap, memory_bound=case.inference_memory_bound)
@@ -197,17 +210,19 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
                        f"{lat:.1f}{NBSP}ms within the SLO, but experimental and node-wide"
                        if lat <= slo else f"{lat:.1f}{NBSP}ms misses the {slo:g}{NBSP}ms SLO",
                        f"all {n_inf} replicas busy at once, each capped at "
-                       f"{100 // n_inf}{NBSP}% of the SMs"))
+                       f"{100 // n_inf}{NBSP}% of the SMs", "all busy"))
     per_gpu = case.notebooks_per_gpu + 1
-    lat = bursty_latency_quantile(per_gpu, case.notebook_duty_cycle, w, 0.99)
+    mixed = bursty_time_slicing(per_gpu, case.notebook_duty_cycle, w)
+    lat = mixed.p99_latency_ms
     shared_left = gpu_gb - case.inference_memory_gb - case.notebooks_per_gpu * case.notebook_memory_gb
     opts.append(Option("inference", "time-sliced with notebooks", 1.0 / per_gpu, month / per_gpu,
-                       bursty_time_slicing(per_gpu, case.notebook_duty_cycle, w).mean_throughput_share,
+                       mixed.mean_throughput_share,
                        lat, shared_left, per_gpu - 1, per_gpu - 1, 0.0, False,
                        (f"memory does not fit ({shared_left:g}{NBSP}GB); " if shared_left < 0 else "")
-                       + f"{lat:.1f}{NBSP}ms only while the notebooks stay at {duty}; "
-                       "no isolation promised",
-                       f"p99 over the {per_gpu} tenants' duty cycles ({duty} each)"))
+                       + (f"{lat:.1f}{NBSP}ms only while the notebooks stay at {duty}; "
+                          "no isolation promised" if mixed.stable else
+                          overload_reason(per_gpu, case.notebook_duty_cycle, mixed.capacity_gpus)),
+                       f"p99 over the {per_gpu} tenants' duty cycles ({duty} each)", "p99"))
     # regulated tenant -------------------------------------------------------------
     need = case.regulated_memory_gb
     opts.append(Option("regulated", "exclusive GPU", 1.0, month, 1.0, None, gpu_gb - need, 0, 0,
@@ -225,15 +240,20 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
     opts.append(Option("notebooks", "exclusive GPU", 1.0, month, 1.0, cell,
                        gpu_gb - case.notebook_memory_gb, 0, 0, 0.0, True,
                        f"idle {percent(1 - case.notebook_duty_cycle)} of the time",
-                       "one cell alone on the whole GPU"))
+                       "one cell alone on the whole GPU", "alone"))
     k = case.notebooks_per_gpu
     ts = bursty_time_slicing(k, case.notebook_duty_cycle, cell)
     headroom = gpu_gb - k * case.notebook_memory_gb
+    if not ts.stable:
+        why = overload_reason(k, case.notebook_duty_cycle, ts.capacity_gpus)
+    elif headroom >= 0:
+        why = f"alone {percent(ts.p_alone)} of the time; memory sum fits"
+    else:
+        why = "the notebooks' memory does not fit"
     opts.append(Option("notebooks", f"time-slicing, replicas {k}", 1.0 / k, month / k,
                        ts.mean_throughput_share, ts.p99_latency_ms, headroom, k - 1, k - 1, 0.0,
-                       headroom >= 0, f"alone {percent(ts.p_alone)} of the time; memory sum fits"
-                       if headroom >= 0 else "the notebooks' memory does not fit",
-                       f"p99 over the {k} notebooks' duty cycles ({duty} each)"))
+                       headroom >= 0 and ts.stable, why,
+                       f"p99 over the {k} notebooks' duty cycles ({duty} each)", "p99"))
     waste = quantization_waste("H100-80GB", case.notebook_memory_gb, 0.0)
     fit = waste.profile
     per = fit.max_instances
@@ -241,7 +261,7 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
                        mig_latency_ms(cell, fit, case.notebook_memory_bound),
                        waste.wasted_memory_gb, 0, per - 1, reconfig, True,
                        f"isolated, but a cell always runs on {percent(fit.sm_share)} of the SMs",
-                       "one cell alone on the instance, every time"))
+                       "one cell alone on the instance, every time", "alone"))
     return opts
 
 
@@ -249,6 +269,10 @@ def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
 #: another tenant's instance on the same GPU, a GPU of its own on the shared node, or a
 #: node of its own in a separate pool.
 REGULATED_PLACEMENTS = ("instance", "gpu", "node")
+
+#: A GPU of :func:`defended_plan` given whole to one tenant: MIG disabled on it, so the
+#: device plugin advertises it as ``nvidia.com/gpu`` (not time-sliced by the plan's config).
+WHOLE_GPU = "whole GPU, MIG disabled"
 
 
 @dataclass(frozen=True)
@@ -293,10 +317,12 @@ def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") 
     notebooks time-sliced on 7g.80gb instances (the plugin time-slices mixed-strategy MIG
     resources, so whole-GPU resources on the node stay unshared).
 
-    ``regulated`` places the regulated tenant's 4g.40gb: ``"instance"`` beside an inference
-    3g.40gb on one GPU (the default), ``"gpu"`` alone on a GPU of this node (its other half
-    stays empty), ``"node"`` on a node of its own elsewhere (one more GPU, outside this
-    node's layout).
+    ``regulated`` places the regulated tenant: ``"instance"``, a 4g.40gb beside an
+    inference 3g.40gb on one GPU (the default); ``"gpu"``, a GPU of this node to itself,
+    which it pays for whole and so gets whole: MIG disabled on that GPU in the mig-parted
+    config, all its SMs and memory (a 4g.40gb alone would leave half the GPU it pays for
+    empty); ``"node"``, a node of its own elsewhere (one more GPU, outside this node's
+    layout).
 
     Raises:
         InputError: a field of ``case`` out of range, an unknown ``regulated``, or a tenant
@@ -323,9 +349,10 @@ def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") 
         else:
             gpus.append(["4g.40gb"])
     elif regulated == "gpu":
-        gpus.append(["4g.40gb"])
+        gpus.append([WHOLE_GPU])
     layout = [" + ".join(sorted(g, reverse=True)) for g in gpus]
-    slices_used = [sum(get_profile("H100-80GB", n).memory_slices for n in g) for g in gpus]
+    slices_used = [8 if g == [WHOLE_GPU] else
+                   sum(get_profile("H100-80GB", n).memory_slices for n in g) for g in gpus]
     layout += [f"7g.80gb time-sliced x{case.notebooks_per_gpu}"] * nb_gpus
     if len(layout) > 8:
         raise InputError(f"the tenant mix needs {len(layout)} GPUs this way; the node has 8")
@@ -346,7 +373,7 @@ def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") 
               f"        replicas: {case.notebooks_per_gpu}\n")
     lines = ["version: v1", "mig-configs:", "  tenants-mixed:"]
     for i, g in enumerate(layout):
-        if g == "free":
+        if g in ("free", WHOLE_GPU):
             continue
         lines += [f"    - devices: [{i}]", "      mig-enabled: true", "      mig-devices:"]
         counts: dict[str, int] = {}
@@ -354,9 +381,9 @@ def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") 
             name = part.split(" ")[0]
             counts[name] = counts.get(name, 0) + 1
         lines += [f'        "{name}": {n}' for name, n in counts.items()]
-    free = [i for i, g in enumerate(layout) if g == "free"]
-    if free:
-        lines += [f"    - devices: [{', '.join(map(str, free))}]", "      mig-enabled: false"]
+    no_mig = [i for i, g in enumerate(layout) if g in ("free", WHOLE_GPU)]
+    if no_mig:
+        lines += [f"    - devices: [{', '.join(map(str, no_mig))}]", "      mig-enabled: false"]
     idle = sum(1.0 - n / 8 for n in slices_used)
     return Plan(tuple(layout), used, dedicated, (used + elsewhere) * month, dedicated * month,
                 plugin, "\n".join(lines) + "\n", 8 * case.reboot_minutes / 60.0,
@@ -376,7 +403,9 @@ def option_rows(options: Sequence[Option]) -> list[list[str]]:
     rows = []
     for o in options:
         rows.append([o.tenant, o.mechanism, f"${o.cost_per_month:,.0f}", percent(o.sm_share),
-                     "-" if o.p99_ms is None else f"{o.p99_ms:,.1f}{NBSP}ms",
+                     "-" if o.p99_ms is None else
+                     (f"{o.p99_ms:,.1f}{NBSP}ms" if math.isfinite(o.p99_ms) else "unbounded")
+                     + (f" ({o.statistic})" if o.statistic else ""),
                      f"{o.memory_headroom_gb:.1f}{NBSP}GB", f"{o.blast_app} / {o.blast_device}",
                      f"{o.reconfig_gpu_hours:.2f}{NBSP}GPU-h", "yes" if o.meets else "no", o.why,
                      o.measure or "-"])

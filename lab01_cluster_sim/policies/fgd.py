@@ -88,13 +88,17 @@ class FGD:
                 return scores[inverse], gpus[inverse]
         return self._node_scores(state, request, nodes)
 
+    ONE_BY_ONE = 8
+    """Up to this many nodes are scored one by one in plain Python (:meth:`_one_node_score`)."""
+
     DISTINCT_FROM = 16
     """Candidate sets larger than this are first reduced to distinct node states."""
 
     def _node_scores(self, state: ClusterState, request: Request, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         tracker = self._bind_state(state)
-        if nodes.size == 1:
-            return self._one_node_score(tracker, state, request, int(nodes[0]))
+        if nodes.size <= self.ONE_BY_ONE:
+            pairs = [self._one_node_score(tracker, state, request, n) for n in nodes.tolist()]
+            return (np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64))
         before = tracker.weighted_values_of(nodes)
         total = float(self.target._weight_sum)
         L = state.gpu_free[nodes]
@@ -120,8 +124,8 @@ class FGD:
         return fgd_score_of((before - after) / total), np.full(c, -1, dtype=np.int64)
 
     def _one_node_score(self, tracker: FragmentationTracker, state: ClusterState, request: Request,
-                        node: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_node_scores` of one node, the same numbers, with plain Python for the
+                        node: int) -> tuple[int, int]:
+        """:meth:`_node_scores` of one node as (score, GPU or -1), the same numbers, with plain Python for the
         states and one numpy call for the scores (NOTE: speed: after each placement the node
         that changed is rescored alone, and numpy's fixed cost per call dominated)."""
         free = state.gpu_free[node].tolist()
@@ -140,8 +144,7 @@ class FGD:
             total = float(self.target._weight_sum)
             s = fgd_score_of(np.array([(before - a) / total for a in after])).tolist()
             best = max(s, default=-1)
-            gpu = fits[s.index(best)] if s else 0  # the first GPU reaching the best score
-            return np.array([best], dtype=np.int64), np.array([gpu], dtype=np.int64)
+            return best, (fits[s.index(best)] if s else 0)  # the first GPU reaching the best score
         hyp = list(free)
         left = request.num_gpus
         for i, x in enumerate(hyp):  # the k lowest-index fully free GPUs become 0
@@ -149,8 +152,7 @@ class FGD:
                 hyp[i] = 0
                 left -= 1
         after = tracker.weighted_one(hyp, cpu_after, model)
-        return (fgd_score_of(np.array([(before - after) / float(self.target._weight_sum)])),
-                np.full(1, -1, dtype=np.int64))
+        return int(fgd_score_of(np.array([(before - after) / float(self.target._weight_sum)]))[0]), -1
 
     # -- the policy contract ----------------------------------------------------------
     def _entry(self, state: ClusterState, request: Request) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -44,9 +44,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "compare_policies": ("lab01_cluster_sim.replay", "compare"),
     "summarise": ("lab01_cluster_sim.replay", "summarise"),
     # policies and fragmentation
-    "get_policy": ("lab01_cluster_sim.policies.base", "get_policy"),
-    "make_policy": ("lab01_cluster_sim.policies.base", "make_policy"),
-    "policy_names": ("lab01_cluster_sim.policies.base", "policy_names"),
+    "get_policy": ("lab01_cluster_sim.registry", "get_policy"),
+    "make_policy": ("lab01_cluster_sim.registry", "make_policy"),
+    "policy_names": ("lab01_cluster_sim.registry", "policy_names"),
     "TargetWorkload": ("lab01_cluster_sim.fragmentation", "TargetWorkload"),
     # workloads
     "load_trace": ("lab01_cluster_sim.workloads.openb", "load_trace"),

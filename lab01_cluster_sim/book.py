@@ -36,7 +36,7 @@ class FitStep:
 def fit_steps(nodes: Sequence[Any], sizes: Sequence[int], policy: str, waiting: Any,
               seed: int = 0) -> list[FitStep]:
     """Place whole-GPU jobs of ``sizes`` GPUs one by one with ``policy`` (a name for
-    :func:`lab01_cluster_sim.policies.base.get_policy`); return the state before any job and
+    :func:`lab01_cluster_sim.registry.get_policy`); return the state before any job and
     after each, with the GPUs stranded for the ``waiting`` job.
 
     Each job asks for 1 CPU and 1 GiB, so only GPUs decide. Raises
@@ -47,7 +47,8 @@ def fit_steps(nodes: Sequence[Any], sizes: Sequence[int], policy: str, waiting: 
     from lab01_cluster_sim.cluster import ClusterState, Request
     from lab01_cluster_sim.defrag import stranded_gpus
     from lab01_cluster_sim.errors import InputError
-    from lab01_cluster_sim.policies.base import get_policy, place
+    from lab01_cluster_sim.policies.base import place
+    from lab01_cluster_sim.registry import get_policy
 
     state, pol, rng = ClusterState(list(nodes)), get_policy(policy), np.random.default_rng(seed)
     out = [FitStep(state.gpu_free.copy(), (), stranded_gpus(state, [waiting]))]

@@ -1,27 +1,35 @@
-"""The registry: every built-in queue discipline and plugin of Lab 01, listed by name.
+"""The registry: every built-in placement policy, queue discipline and plugin of Lab 01, by name.
 
 As kube-scheduler's in-tree registry (``pkg/scheduler/framework/plugins/registry.go``,
 ``NewInTreeRegistry``: a map from plugin name to factory, written out by hand), registration is
 explicit: this module imports the plugin modules and names what they provide. Nothing registers
 itself when imported, and the framework below never imports a plugin. The engine
-(:mod:`lab01_cluster_sim.simulate`) looks queue disciplines up here by name; the command line
-builds ``--plugin NAME:key=value,...`` here (:func:`make_plugin`).
+(:mod:`lab01_cluster_sim.simulate`) looks placement policies and queue disciplines up here by
+name; the command line builds ``--plugin NAME:key=value,...`` here (:func:`make_plugin`).
 
-To add a discipline or a plugin, write its module in the plugins layer and add one line below.
+To add a policy, a discipline or a plugin, write its module in the plugins layer and add one
+line below.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lab01_cluster_sim.autoscaler.plugin import autoscaler_plugin
 from lab01_cluster_sim.defrag import defrag_plugin, shape_aware_plugin
 from lab01_cluster_sim.disciplines.core import DrfDiscipline, EasyBackfill, PriorityPreemption
 from lab01_cluster_sim.disciplines.preemption import checkpoints_plugin
+from lab01_cluster_sim.framework.interface import PlacementPolicy
+from lab01_cluster_sim.policies.dot_prod import DotProd
+from lab01_cluster_sim.policies.fgd import FGD
+from lab01_cluster_sim.policies.generic import BestFit, FirstFit, RandomFit, WorstFit
+from lab01_cluster_sim.policies.gpu_clustering import GpuClustering
+from lab01_cluster_sim.policies.gpu_packing import GpuPacking
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.fragmentation import TargetWorkload
 from lab01_cluster_sim.lifecycle import node_events_plugin
 from lab01_cluster_sim.framework.queue import Fifo, FifoSkip, QueueDiscipline
 from lab01_cluster_sim.sharing_modes import time_slicing_plugin
@@ -31,6 +39,13 @@ from lab01_cluster_sim.topology import topology_plugin
 DISCIPLINES: dict[str, type[QueueDiscipline]] = {
     cls.name: cls for cls in (Fifo, FifoSkip, PriorityPreemption, DrfDiscipline, EasyBackfill)}
 """Queue discipline name -> class: ``fifo``, ``fifo-skip``, ``priority``, ``drf``, ``backfill``."""
+
+POLICIES: dict[str, type[PlacementPolicy]] = {
+    cls.name: cls for cls in (FirstFit, BestFit, WorstFit, RandomFit, DotProd, GpuPacking, GpuClustering, FGD)}
+"""Placement policy name -> class (the Score extension point: :mod:`lab01_cluster_sim.policies`):
+``first-fit``, ``best-fit``, ``worst-fit``, ``random``, ``dot-prod``, ``gpu-packing``,
+``gpu-clustering``, ``fgd``. A class with ``uses_target = True`` (FGD) is built with the target
+workload."""
 
 PLUGINS: dict[str, Callable[..., Any]] = {
     "topology": topology_plugin,
@@ -58,6 +73,80 @@ def get_discipline(name: str, **kwargs) -> QueueDiscipline:
         raise InputError(f"unknown queue discipline {name!r}; expected one of: "
                          f"{', '.join(sorted(DISCIPLINES))}") from None
     return cls(**kwargs)
+
+
+def check_policy_name(name: str) -> type[PlacementPolicy]:
+    """The class registered as ``name`` in :data:`POLICIES`.
+
+    Raises:
+        InputError: unknown name (the message lists the known ones, each of which works
+            with :func:`make_policy` and with ``simulate``/``replay`` by name).
+    """
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise InputError(f"unknown policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}") from None
+
+
+def uses_target(name: str) -> bool:
+    """True when the policy ``name`` needs the target workload (FGD).
+
+    Raises:
+        InputError: unknown name.
+    """
+    return bool(getattr(check_policy_name(name), "uses_target", False))
+
+
+def get_policy(name: str, **kwargs) -> PlacementPolicy:
+    """Instantiate the policy registered as ``name`` with ``kwargs``.
+
+    A policy that needs the target workload (FGD) needs ``target=``; prefer
+    :func:`make_policy`, or pass the name to ``simulate``/``replay``, which build the
+    target from the job list.
+
+    Raises:
+        InputError: unknown name (the message lists the known ones), or a target-based
+            policy without ``target``.
+    """
+    cls = check_policy_name(name)
+    if getattr(cls, "uses_target", False) and kwargs.get("target") is None:
+        raise InputError(f"policy {name!r} needs the target workload: use make_policy({name!r}, target=...) "
+                         "with a TargetWorkload, or pass the name to simulate()/replay(), which build it "
+                         "from the job list")
+    return cls(**kwargs)
+
+
+def make_policy(name: str, target=None) -> PlacementPolicy:
+    """Like :func:`get_policy`, but hands ``target`` (a
+    :class:`~lab01_cluster_sim.fragmentation.TargetWorkload`) to the policies that need
+    the target workload (those with a class attribute ``uses_target = True``, e.g. FGD).
+
+    Raises:
+        InputError: unknown name, or a target-based policy without a target.
+    """
+    if uses_target(name):
+        return get_policy(name, target=target)
+    return get_policy(name)
+
+
+def policy_for_jobs(name: str, jobs: Sequence[Any], target=None) -> PlacementPolicy:
+    """The policy ``name`` for a run of ``jobs``: a policy that needs the target workload
+    (FGD) gets ``target`` or, like the FGD paper, one built from ``jobs`` themselves
+    (:meth:`~lab01_cluster_sim.fragmentation.TargetWorkload.from_jobs`; fgd-facts.md sec. 2).
+
+    Raises:
+        InputError: unknown name; a target-based policy with neither a target nor jobs.
+    """
+    if target is None and uses_target(name):
+        if not jobs:
+            raise InputError(f"policy {name!r} needs a target workload, built from the jobs: got none")
+        target = TargetWorkload.from_jobs(jobs)
+    return make_policy(name, target=target)
+
+
+def policy_names() -> list[str]:
+    """Names of every registered policy, sorted."""
+    return sorted(POLICIES)
 
 
 def parse_plugin_spec(text: str) -> tuple[str, dict[str, Any]]:
@@ -119,4 +208,5 @@ def make_plugin(text: str, nodes, jobs) -> Any:
         raise InputError(f"--plugin {text!r}: {exc}") from None
 
 
-__all__ = ["DISCIPLINES", "PLUGINS", "get_discipline", "make_plugin", "parse_plugin_spec"]
+__all__ = ["DISCIPLINES", "PLUGINS", "POLICIES", "get_discipline", "get_policy", "make_plugin", "make_policy",
+           "parse_plugin_spec", "check_policy_name", "policy_for_jobs", "policy_names", "uses_target"]

@@ -36,7 +36,8 @@ from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
-from lab01_cluster_sim.policies.base import make_policy, place
+from lab01_cluster_sim.policies.base import place
+from lab01_cluster_sim.registry import make_policy
 
 DEFAULT_INFLATION = 1.3
 """Arrived GPU request as a multiple of cluster GPU capacity (the paper's ``-tune 1.3``)."""

@@ -60,8 +60,7 @@ from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolva
 from lab01_cluster_sim.framework.queue import QueueDiscipline
 from lab01_cluster_sim.framework.status import UNSCHEDULABLE_AND_UNRESOLVABLE, DeadlockReport
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
-from lab01_cluster_sim.policies.base import make_policy, uses_target
-from lab01_cluster_sim.registry import get_discipline
+from lab01_cluster_sim.registry import get_discipline, policy_for_jobs
 from lab01_cluster_sim.scheduler import MODES, Scheduler
 
 
@@ -153,15 +152,9 @@ class Simulation:
         self.seed = int(seed)
         jobs = list(jobs)
         if isinstance(policy, str):
-            target = target_workload
-            if target is None and uses_target(policy):
-                # FGD scores against the target workload M; like the paper, build M from
-                # the workload being run (fgd-facts.md sec. 2).
-                from lab01_cluster_sim.fragmentation import TargetWorkload
-                if not jobs:
-                    raise InputError(f"policy {policy!r} needs a target workload, built from the jobs: got none")
-                target = TargetWorkload.from_jobs(jobs)
-            self.policy = make_policy(policy, target=target)
+            # FGD scores against the target workload M; like the paper, M is built from the
+            # workload being run unless given (fgd-facts.md sec. 2).
+            self.policy = policy_for_jobs(policy, jobs, target=target_workload)
         else:
             self.policy = policy
         self.discipline = get_discipline(discipline) if isinstance(discipline, str) else discipline

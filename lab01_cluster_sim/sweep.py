@@ -114,7 +114,7 @@ def runner_policies(runner: str) -> tuple[str, ...]:
 
         return tuple(DISCIPLINES)
     if runner in ("replay", "simulate"):
-        from lab01_cluster_sim.policies.base import policy_names
+        from lab01_cluster_sim.registry import policy_names
 
         return tuple(policy_names())
     raise InputError(f"unknown runner {runner!r}; expected one of: {', '.join(RUNNERS)}")

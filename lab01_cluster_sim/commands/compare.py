@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from lab01_cluster_sim.commands._format import clean_number, format_numbers, format_percent, render_table
 from lab01_cluster_sim.commands._options import MAX_SEED, seed
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.policies.base import policy_names
+from lab01_cluster_sim.registry import policy_names
 from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST
 from lab01_cluster_sim.replay import (DEFAULT_INFLATION, LESSON_POLICIES, PAPER_POLICIES, TEXTBOOK_POLICIES,
                                       PolicySummary, compare, summarise)

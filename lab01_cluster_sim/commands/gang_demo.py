@@ -9,7 +9,7 @@ import sys
 from lab01_cluster_sim.commands._options import positive_float, positive_int
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import format_seconds
-from lab01_cluster_sim.policies.base import check_policy_name
+from lab01_cluster_sim.registry import check_policy_name
 from lab01_cluster_sim.scenarios import textbook_gang
 from lab01_cluster_sim.simulate import SimulationResult, simulate
 

@@ -1,7 +1,8 @@
-"""The placement policies' registry and the shared filter -> score -> select -> pick pipeline.
+"""The filter -> score -> select -> pick pipeline the placement policies share, and their GPU picks.
 
 The contract every policy meets (:class:`~lab01_cluster_sim.framework.interface.PlacementPolicy`,
-the Score extension point) is the framework's.
+the Score extension point) is the framework's; the policies are listed by name in
+:data:`lab01_cluster_sim.registry.POLICIES`.
 
 Pipeline for one worker (pod), as in kube-scheduler v1.20 as the fragmentation paper's
 simulator runs it (reference/fgd-facts.md sec. 4.0):
@@ -18,76 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.framework.interface import PlacementPolicy
 from lab01_cluster_sim.model import MILLI_PER_GPU
-
-POLICIES: dict[str, type] = {}
-"""Policy name -> policy class. Filled by :func:`register`."""
-
-
-def register(cls: type) -> type:
-    """Class decorator adding a policy to :data:`POLICIES` under ``cls.name``."""
-    if cls.name in POLICIES:
-        raise ValueError(f"policy {cls.name!r} registered twice")
-    POLICIES[cls.name] = cls
-    return cls
-
-
-def _load_builtin_policies() -> None:
-    # Imported for their @register side effect. Kept lazy so that importing the
-    # contract does not drag in every policy module.
-    import importlib
-    import pkgutil
-
-    import lab01_cluster_sim.policies as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
-
-
-def check_policy_name(name: str) -> type:
-    """The class registered as ``name``.
-
-    Raises:
-        InputError: unknown name (the message lists the known ones, each of which works
-            with :func:`make_policy` and with ``simulate``/``replay`` by name).
-    """
-    _load_builtin_policies()
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise InputError(f"unknown policy {name!r}; expected one of: {', '.join(sorted(POLICIES))}") from None
-
-
-def uses_target(name: str) -> bool:
-    """True when the policy ``name`` needs the target workload (FGD).
-
-    Raises:
-        InputError: unknown name.
-    """
-    return bool(getattr(check_policy_name(name), "uses_target", False))
-
-
-def get_policy(name: str, **kwargs) -> PlacementPolicy:
-    """Instantiate the policy registered as ``name`` with ``kwargs``.
-
-    A policy that needs the target workload (FGD) needs ``target=``; prefer
-    :func:`make_policy`, or pass the name to ``simulate``/``replay``, which build the
-    target from the job list.
-
-    Raises:
-        InputError: unknown name (the message lists the known ones), or a target-based
-            policy without ``target``.
-    """
-    cls = check_policy_name(name)
-    if getattr(cls, "uses_target", False) and kwargs.get("target") is None:
-        raise InputError(f"policy {name!r} needs the target workload: use make_policy({name!r}, target=...) "
-                         "with a TargetWorkload, or pass the name to simulate()/replay(), which build it "
-                         "from the job list")
-    return cls(**kwargs)
-
 
 def place(state: ClusterState, request: Request, policy: PlacementPolicy,
           rng: np.random.Generator) -> tuple[int, tuple[int, ...]] | None:
@@ -169,22 +102,3 @@ def pick_random_gpus(state: ClusterState, request: Request, node: int,
         _, ok = shared_gpu_candidates(state, request, node)
         return (int(ok[rng.integers(ok.size)]),)
     return pick_lowest_free_gpus(state, request, node)
-
-
-def make_policy(name: str, target=None) -> PlacementPolicy:
-    """Like :func:`get_policy`, but hands ``target`` (a
-    :class:`~lab01_cluster_sim.fragmentation.TargetWorkload`) to the policies that need
-    the target workload (those with a class attribute ``uses_target = True``, e.g. FGD).
-
-    Raises:
-        InputError: unknown name, or a target-based policy without a target.
-    """
-    if uses_target(name):
-        return get_policy(name, target=target)
-    return get_policy(name)
-
-
-def policy_names() -> list[str]:
-    """Names of every registered policy, sorted."""
-    _load_builtin_policies()
-    return sorted(POLICIES)

@@ -13,7 +13,7 @@ import numpy as np
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload
 from lab01_cluster_sim.model import MILLI_PER_GPU
-from lab01_cluster_sim.policies.base import pick_lowest_free_gpus, register
+from lab01_cluster_sim.policies.base import pick_lowest_free_gpus
 
 
 def fgd_score_of(delta_milli: np.ndarray) -> np.ndarray:
@@ -24,7 +24,6 @@ def fgd_score_of(delta_milli: np.ndarray) -> np.ndarray:
     return np.trunc(100.0 / (1.0 + np.exp(-np.asarray(delta_milli, dtype=np.float64) / 1000.0))).astype(np.int64)
 
 
-@register
 class FGD:
     """FGD: place the pod where the node's fragmentation grows least (or falls most).
 

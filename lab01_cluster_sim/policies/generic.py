@@ -19,7 +19,6 @@ from lab01_cluster_sim.framework.interface import MAX_NODE_SCORE
 from lab01_cluster_sim.policies.base import (
     pick_best_gpus,
     pick_random_gpus,
-    register,
 )
 
 
@@ -70,7 +69,6 @@ def best_fit_raw_score(cpu_left: np.ndarray, idle_milli: np.ndarray, cpu_req: in
     ### END SOLUTION
 
 
-@register
 class FirstFit:
     """First-fit: the feasible node with the lowest index (the order of the node list).
 
@@ -103,7 +101,6 @@ def _best_fit_raw(state: ClusterState, request: Request, candidates: np.ndarray)
     )
 
 
-@register
 class BestFit:
     """Best-fit (the paper's BestFit): prefer the node left fullest after the placement.
 
@@ -125,7 +122,6 @@ class BestFit:
         return pick_best_gpus(state, request, node)
 
 
-@register
 class WorstFit:
     """Worst-fit (spread): prefer the node left emptiest after the placement.
 
@@ -147,7 +143,6 @@ class WorstFit:
         return pick_best_gpus(state, request, node)
 
 
-@register
 class RandomFit:
     """Random (the paper's Random baseline): a uniform choice among the feasible nodes.
 

@@ -10,10 +10,9 @@ from typing import ClassVar
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.policies.base import pick_best_gpus, register
+from lab01_cluster_sim.policies.base import pick_best_gpus
 
 
-@register
 class GpuClustering:
     """GpuClustering: put GPU pods of the same kind together.
 

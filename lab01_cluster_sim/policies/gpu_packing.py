@@ -11,10 +11,9 @@ import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.model import MILLI_PER_GPU
-from lab01_cluster_sim.policies.base import pick_best_gpus, register
+from lab01_cluster_sim.policies.base import pick_best_gpus
 
 
-@register
 class GpuPacking:
     """GpuPacking: fill partly used GPUs first, then partly used nodes, idle nodes last.
 

@@ -29,8 +29,7 @@ from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU
 from lab01_cluster_sim.framework.interface import PlacementPolicy
-from lab01_cluster_sim.policies.base import (make_policy, pick_best_gpus, pick_lowest_free_gpus,
-                                             shared_gpu_candidates, uses_target)
+from lab01_cluster_sim.policies.base import pick_best_gpus, pick_lowest_free_gpus, shared_gpu_candidates
 
 GPU_PICKS = ("binpack", "spread")
 """The GPU choices inside a node (HAMi's ``gpuSchedulerPolicy`` values)."""
@@ -53,7 +52,7 @@ class GpuPick:
     """``policy``'s node score with the GPU pick ``pick`` (``binpack`` or ``spread``).
 
     Args:
-        policy: a placement policy object (see :func:`with_gpu_pick` for a name).
+        policy: a placement policy object (by name: :func:`lab01_cluster_sim.registry.policy_for_jobs`).
         pick: one of :data:`GPU_PICKS`.
 
     Raises:
@@ -87,24 +86,4 @@ class GpuPick:
         return getattr(self.policy, attr)
 
 
-def with_gpu_pick(policy: str | PlacementPolicy, pick: str, jobs=()) -> GpuPick:
-    """:class:`GpuPick` over ``policy`` (a name is built as :func:`~lab01_cluster_sim.simulate.simulate`
-    builds it: FGD's target workload from ``jobs``).
-
-    Raises:
-        InputError: unknown policy or pick; a target-based policy without jobs.
-    """
-    if isinstance(policy, str):
-        target = None
-        if uses_target(policy):
-            from lab01_cluster_sim.fragmentation import TargetWorkload
-
-            jobs = list(jobs)
-            if not jobs:
-                raise InputError(f"policy {policy!r} needs a target workload, built from the jobs: got none")
-            target = TargetWorkload.from_jobs(jobs)
-        policy = make_policy(policy, target=target)
-    return GpuPick(policy, pick)
-
-
-__all__ = ["GPU_PICKS", "GpuPick", "pick_spread_gpus", "with_gpu_pick"]
+__all__ = ["GPU_PICKS", "GpuPick", "pick_spread_gpus"]

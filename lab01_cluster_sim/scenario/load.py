@@ -216,7 +216,7 @@ class _Builder(KueueKinds, PodKinds):
         for path, value in walk(spec, ("spec",)):
             if isinstance(value, float) and not math.isfinite(value):
                 raise error_at(doc, path, f"expected a finite number, got {value}")
-        from lab01_cluster_sim.policies.base import check_policy_name
+        from lab01_cluster_sim.registry import check_policy_name
 
         names = [(("spec", "simulation", "policy"), sim["policy"])] if "policy" in sim else []
         names += [(("spec", "simulation", "comparePolicies", i), n) for i, n in enumerate(sim.get("comparePolicies", []))]

@@ -343,9 +343,12 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
             plugin = KueueAdmissionPlugin(sc.kueue.controller(), wait_for_pods_ready=sc.kueue.wait_for_pods_ready)
             extra["plugins"] = [plugin, queued]
         if "gpuSchedulerPolicy" in sim:     # the GPU choice inside a node (policies/gpu_pick.py)
-            from lab01_cluster_sim.policies.gpu_pick import with_gpu_pick
+            from lab01_cluster_sim.policies.gpu_pick import GpuPick
+            from lab01_cluster_sim.registry import policy_for_jobs
 
-            policy = with_gpu_pick(policy, sim["gpuSchedulerPolicy"], jobs)
+            if isinstance(policy, str):
+                policy = policy_for_jobs(policy, jobs)
+            policy = GpuPick(policy, sim["gpuSchedulerPolicy"])
         result = simulate(nodes, jobs, policy=policy, mode=sim.get("mode", "gang"),
                           discipline=sim.get("discipline", "fifo-skip"), seed=sim.get("seed", 0),
                           until=sim.get("until"), nodes_to_score=nodes_to_score(sc, len(nodes)), progress=progress,

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.model import Node
-from lab01_cluster_sim.policies.base import get_policy, place
+from lab01_cluster_sim.policies.base import place
+from lab01_cluster_sim.registry import get_policy
 
 
 def _state():

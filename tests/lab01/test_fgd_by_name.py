@@ -8,7 +8,7 @@ from lab01_cluster_sim.cli import main
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.fragmentation import TargetWorkload
 from lab01_cluster_sim.model import Job, JobState, Node
-from lab01_cluster_sim.policies.base import get_policy, make_policy, policy_names
+from lab01_cluster_sim.registry import get_policy, make_policy, policy_names
 from lab01_cluster_sim.simulate import simulate
 
 

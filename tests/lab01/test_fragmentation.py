@@ -19,7 +19,7 @@ from lab01_cluster_sim.fragmentation import (
     weighted_fragmentation,
 )
 from lab01_cluster_sim.model import Job, Node
-from lab01_cluster_sim.policies.base import get_policy
+from lab01_cluster_sim.registry import get_policy
 from lab01_cluster_sim.policies.fgd import fgd_score_of
 
 # The worked check of fgd-facts.md sec. 3.

@@ -11,7 +11,8 @@ from conftest import REPO_ROOT
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.model import Node
 from lab01_cluster_sim.policies.base import pick_best_gpus
-from lab01_cluster_sim.policies.gpu_pick import GpuPick, pick_spread_gpus, with_gpu_pick
+from lab01_cluster_sim.policies.gpu_pick import GpuPick, pick_spread_gpus
+from lab01_cluster_sim.registry import get_policy, policy_for_jobs
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.scenario import ScenarioError, load_scenario
 from lab01_cluster_sim.scenario.run import blockers, run_scenario
@@ -22,7 +23,7 @@ SCENARIO = REPO_ROOT / "scenarios" / "gpu-pick-pack-or-spread.yaml"
 
 def _run(pick):
     sc = load_scenario(SCENARIO)
-    policy = "best-fit" if pick is None else with_gpu_pick("best-fit", pick, sc.jobs)
+    policy = "best-fit" if pick is None else GpuPick(policy_for_jobs("best-fit", sc.jobs), pick)
     result = simulate(sc.nodes, sc.jobs, policy=policy, mode="gang")
     return result.records, {row["job"]: row["placements"] for row in result.jobs_table()}
 
@@ -59,7 +60,7 @@ def test_the_two_picks_on_one_row():
     assert pick_spread_gpus(state, half, 0) == (0,)    # most free: 1000 on GPUs 0 and 3, lowest index
     whole = Request(1000, 1024, 2, 1000)
     assert pick_spread_gpus(state, whole, 0) == (0, 3)  # fully free GPUs, lowest first
-    pol = GpuPick(with_gpu_pick("first-fit", "binpack").policy, "spread")
+    pol = GpuPick(get_policy("first-fit"), "spread")
     assert pol.pick_gpus(state, half, 0, np.random.default_rng(0)) == (0,)
     assert pol.name == "first-fit/gpu-spread"
     with pytest.raises(InputError, match="gpuSchedulerPolicy"):

@@ -6,7 +6,8 @@ import pytest
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
-from lab01_cluster_sim.policies.base import get_policy, place
+from lab01_cluster_sim.policies.base import place
+from lab01_cluster_sim.registry import get_policy
 from lab01_cluster_sim.registry import get_discipline
 from lab01_cluster_sim.framework.noderesources import filter_node, unresolvable_reason, worker_slots
 from lab01_cluster_sim.framework.queue import Fifo

@@ -12,7 +12,8 @@ import pytest
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.model import Node
-from lab01_cluster_sim.policies.base import get_policy, place
+from lab01_cluster_sim.policies.base import place
+from lab01_cluster_sim.registry import get_policy
 from lab01_cluster_sim.policies.generic import best_fit_raw_score
 
 

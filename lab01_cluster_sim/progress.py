@@ -6,7 +6,8 @@ seconds; a longer one prints a plain line every :data:`LINE_INTERVAL_S` seconds 
 one at the end, e.g. ``replays: 12/60 runs (20 %), 00:31 elapsed, ~02:04 left``, with no
 carriage returns or control characters, so a log shows that a long run is alive and how far
 it is. Library functions show progress only when asked (``progress=True``); the commands ask
-unless ``--quiet``.
+unless ``--quiet``; a loop of runs wraps its items in :func:`steps`, and a command says where it
+wrote a file with :func:`wrote`, so stdout carries the results alone.
 
 Built on tqdm (https://tqdm.github.io/): the line form is a tqdm whose ``display`` writes a
 whole line instead of redrawing one, so both forms count, rate and estimate alike.
@@ -15,7 +16,8 @@ whole line instead of redrawing one, so both forms count, rate and estimate alik
 from __future__ import annotations
 
 import sys
-from typing import IO
+from collections.abc import Iterable, Iterator
+from typing import IO, TypeVar
 
 from tqdm import tqdm
 
@@ -70,4 +72,25 @@ def progress_bar(total: int | None, desc: str, unit: str = "run", *, quiet: bool
                     **kwargs)
 
 
-__all__ = ["LINE_INTERVAL_S", "progress_bar"]
+T = TypeVar("T")
+
+
+def steps(items: Iterable[T], desc: str, total: int | None = None, unit: str = "run") -> Iterator[T]:
+    """Iterate ``items``, showing progress on stderr (``desc``: what is running) with
+    :func:`progress_bar`: a bar on a terminal, else a line every few seconds of a long loop.
+    ``total`` defaults to ``len(items)`` when ``items`` has one."""
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)  # type: ignore[arg-type]
+    with progress_bar(total, desc, unit=unit) as bar:
+        for item in items:
+            yield item
+            bar.update(1)
+
+
+def wrote(path: object, what: str = "") -> None:
+    """Say on stderr where a command wrote a file (figures, CSVs), so stdout stays the results
+    alone (a CSV or JSON piped elsewhere is not broken by a status line)."""
+    print(f"wrote {path}" + (f" ({what})" if what else ""), file=sys.stderr)
+
+
+__all__ = ["LINE_INTERVAL_S", "progress_bar", "steps", "wrote"]

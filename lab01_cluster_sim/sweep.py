@@ -276,7 +276,7 @@ def _check_replay_params(params: Mapping[str, Sequence[object]], workloads: Sequ
     """Raise InputError unless the replay runner's params are in range: ``inflation`` a number
     from 0.01 to 10 (as ``compare --inflation``), ``workload_seed`` a seed, and only with the
     synthetic workload (a trace has no workload seed: a row must not claim one)."""
-    from lab01_cluster_sim.commands._options import MAX_SEED
+    from lab01_cluster_sim.options import MAX_SEED
 
     for i, v in enumerate(params.get("inflation", ())):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.01 <= v <= 10:
@@ -619,13 +619,13 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
     """Rows of dicts as an aligned text table, CSV or JSON.
 
     CSV and JSON carry every number without float noise
-    (:func:`~lab01_cluster_sim.commands._format.clean_number`: 12 significant digits; NaN and
+    (:func:`~lab01_cluster_sim.formatting.clean_number`: 12 significant digits; NaN and
     infinity are an empty cell in CSV, ``null`` in JSON). In the table, whole floats print as
     integers, other floats with 4 significant digits and never an exponent, a missing
     figure (None, NaN) as ``-``; names are left-aligned, numbers right-aligned.
 
     ``units`` (table only) maps a column to how the commands' shared rules
-    (:mod:`lab01_cluster_sim.commands._format`) print it: ``"percent"`` (a value in %, one
+    (:mod:`lab01_cluster_sim.formatting`) print it: ``"percent"`` (a value in %, one
     decimal, ``" %"`` added to the header), ``"ratio"`` (a value in [0, 1] shown as %, the
     same), ``"duration"`` (seconds shown in s, min or h, one unit for the whole column,
     named in the header: ``mean_wait_s`` -> ``mean_wait (min)``), ``"count"`` (integers;
@@ -637,7 +637,7 @@ def format_rows(rows: Iterable[Mapping], fmt: str = "table", columns: Sequence[s
         InputError: an unknown format.
         ValueError: a ``units`` kind not in :data:`UNIT_KINDS`.
     """
-    from lab01_cluster_sim.commands._format import (clean_record, csv_cell, duration_unit, format_duration,
+    from lab01_cluster_sim.formatting import (clean_record, csv_cell, duration_unit, format_duration,
                                                     format_number, format_percent, render_table)
 
     rows = list(rows)

@@ -43,7 +43,7 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lab01_cluster_sim.autoscaler.nodepool import CONSOLIDATION_POLICIES
     from lab01_cluster_sim.autoscaler.plugin import MAX_NODES
-    from lab01_cluster_sim.commands._options import (nonnegative_float, nonnegative_int, positive_float,
+    from lab01_cluster_sim.options import (nonnegative_float, nonnegative_int, positive_float,
                                                      positive_int, seed)
 
     parser.add_argument("--scenario", default="mini-lab", choices=("mini-lab", "burst"), help="default %(default)s")
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
 
-        from lab01_cluster_sim.commands._progress import wrote
+        from lab01_cluster_sim.progress import wrote
 
         autoscaler_figure(res).savefig(args.plot, dpi=120)
         wrote(args.plot, "autoscaler figure")

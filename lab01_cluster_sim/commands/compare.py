@@ -11,8 +11,8 @@ import re
 import sys
 from collections.abc import Sequence
 
-from lab01_cluster_sim.commands._format import clean_number, format_numbers, format_percent, render_table
-from lab01_cluster_sim.commands._options import MAX_SEED, seed
+from lab01_cluster_sim.formatting import clean_number, format_numbers, format_percent, render_table
+from lab01_cluster_sim.options import MAX_SEED, seed
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.registry import policy_names
 from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST
@@ -159,7 +159,7 @@ rounds alloc% and frag%), GPUs to 3 (one milli-GPU)."""
 
 
 def row_dict(r: PolicySummary, workload: str = "") -> dict:
-    """One policy's figures, cleaned for CSV and JSON (:func:`~lab01_cluster_sim.commands._format.clean_number`:
+    """One policy's figures, cleaned for CSV and JSON (:func:`~lab01_cluster_sim.formatting.clean_number`:
     no float noise; percentages to 2 decimals and GPUs to 3, :data:`_PLACES`; whole counts as integers); None where the run cannot give one:
     ``alloc_100`` when the arrived load never reached 100 % (inflation below 1),
     ``alloc_end_sd`` with one seed, ``stranded_gpus`` when not computed."""
@@ -287,7 +287,7 @@ def check_plot_path(path: str) -> None:
     if ext not in formats:
         raise InputError(f"--plot {path}: expected a file name ending in one of "
                          f"{', '.join('.' + e for e in sorted(formats))}")
-    from lab01_cluster_sim.commands._options import check_output_path
+    from lab01_cluster_sim.options import check_output_path
 
     check_output_path(path, "--plot")
 
@@ -351,8 +351,8 @@ def run(args: argparse.Namespace) -> int:
             fig.savefig(args.plot, dpi=120, bbox_inches="tight")
         except (OSError, ValueError) as exc:
             raise InputError(f"--plot {args.plot}: cannot save the figure: {exc}") from None
-        if not args.quiet:      # the same words as every other --plot (commands/_progress.wrote)
-            from lab01_cluster_sim.commands._progress import wrote
+        if not args.quiet:      # the same words as every other --plot (progress.wrote)
+            from lab01_cluster_sim.progress import wrote
 
             wrote(args.plot, "allocation-versus-arrived figure")
     return 0

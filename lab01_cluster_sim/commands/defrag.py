@@ -38,7 +38,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import (nonnegative_float, positive_float, positive_int,
+    from lab01_cluster_sim.options import (nonnegative_float, positive_float, positive_int,
                                                      positive_or_inf, seed)
 
     parser.add_argument("--reserved", default="0,0.25,0.5", help="shares of nodes kept for whole-node jobs")
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node, mean_interarrival_s=args.interarrival)
     import textwrap
 
-    from lab01_cluster_sim.commands._progress import steps, wrote
+    from lab01_cluster_sim.progress import steps, wrote
 
     total_runs = len(shares) + 2 + (1 if args.dashboard else 0)
     bar = steps(range(total_runs), "defrag", total=total_runs)

@@ -40,7 +40,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import (nonnegative_float, positive_float, positive_int,
+    from lab01_cluster_sim.options import (nonnegative_float, positive_float, positive_int,
                                                      positive_or_inf, seed)
     from lab01_cluster_sim.registry import DISCIPLINES
 
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = demo_jobs(args.seed, args.jobs, gpus_per_node=args.gpus_per_node,
                      mean_interarrival_s=args.interarrival, big_tenant="research")
     spec = CheckpointSpec(interval_s=args.checkpoint_interval, restore_s=args.restore)
-    from lab01_cluster_sim.commands._progress import steps, wrote
+    from lab01_cluster_sim.progress import steps, wrote
     from lab01_cluster_sim.registry import DISCIPLINES
 
     unknown = [d for d in names if d not in DISCIPLINES]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lab01_cluster_sim.commands._options import positive_float
+from lab01_cluster_sim.options import positive_float
 from lab01_cluster_sim.fetch import (DEFAULT_BASE_URL, UPSTREAM_COMMIT, UPSTREAM_FOLDER, UPSTREAM_REPOSITORY,
                                      FetchedFile, fetch_trace, read_sums, summary)
 

@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 
-from lab01_cluster_sim.commands._options import positive_float, positive_int
+from lab01_cluster_sim.options import positive_float, positive_int
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import format_seconds
 from lab01_cluster_sim.registry import check_policy_name

@@ -42,7 +42,7 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import nonnegative_float, positive_float, positive_int
+    from lab01_cluster_sim.options import nonnegative_float, positive_float, positive_int
     from lab01_cluster_sim.sharing_modes import MIG_PROFILES
 
     parser.add_argument("--gpu", default="A100-80GB", choices=sorted(MIG_PROFILES), help="GPU model (default %(default)s)")
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from lab01_cluster_sim.plots.dashboard import sharing_modes_figure
 
-        from lab01_cluster_sim.commands._progress import wrote
+        from lab01_cluster_sim.progress import wrote
 
         sharing_modes_figure(rows).savefig(args.plot, dpi=120)
         wrote(args.plot, "sharing-modes figure")

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from lab01_cluster_sim.commands._options import fraction, nonnegative_float, positive_float, positive_int, seed
+from lab01_cluster_sim.options import fraction, nonnegative_float, positive_float, positive_int, seed
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.registry import DISCIPLINES
 from lab01_cluster_sim.scheduler import MODES, adaptive_nodes_to_score
@@ -135,7 +135,7 @@ def _print_table(d: dict, out) -> None:
     notes = {"wait_s": f" (over the {started} jobs that started; never started: {ns['pending']} still pending, "
                        f"{ns['rejected']} rejected)" if ns["pending"] + ns["rejected"] else "",
              "jct_s": ""}
-    from lab01_cluster_sim.commands._format import format_duration
+    from lab01_cluster_sim.formatting import format_duration
 
     def t(x):   # each in its readable unit: 42.0 s, 40.2 min, 6.5 h
         return format_duration(x, missing="n/a")
@@ -205,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(d, out)
     if args.jobs_out:
-        from lab01_cluster_sim.commands._progress import wrote
+        from lab01_cluster_sim.progress import wrote
 
         _write_jobs(result, args.jobs_out)
         wrote(args.jobs_out, "one row per job")
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             fig.savefig(args.plot)
         except (OSError, ValueError) as exc:
             raise InputError(f"--plot {args.plot}: cannot save the figure: {exc}") from None
-        from lab01_cluster_sim.commands._progress import wrote
+        from lab01_cluster_sim.progress import wrote
 
         wrote(args.plot, "timeline figure")
     return 0

@@ -68,13 +68,13 @@ examples:
 
 def _check_writable(path: str) -> None:
     """Fail before any run when --output cannot be written (the runs would be lost)."""
-    from lab01_cluster_sim.commands._options import check_output_path
+    from lab01_cluster_sim.options import check_output_path
 
     check_output_path(path, "--output")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import nonnegative_int
+    from lab01_cluster_sim.options import nonnegative_int
     from lab01_cluster_sim.commands.compare import MAX_SEEDS
     from lab01_cluster_sim.sweep import RUNNERS
 

@@ -47,7 +47,7 @@ def _floats(text: str, opt: str) -> list[float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from lab01_cluster_sim.commands._options import fraction, positive_float, positive_int, seed
+    from lab01_cluster_sim.options import fraction, positive_float, positive_int, seed
     from lab01_cluster_sim.topology import INFINIBAND_NDR_GBPS, NVLINK_H100_GBPS
 
     parser.add_argument("--max-waits", default="0,300,1800,inf", help="bounded waits to compare, s (default %(default)s)")
@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from lab01_cluster_sim.commands._progress import steps, wrote
+    from lab01_cluster_sim.progress import steps, wrote
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
     from lab01_cluster_sim.sweep import format_rows
     from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown

@@ -28,7 +28,7 @@ def check_figure_path(path: str, option: str) -> None:
     if p.suffix.lower().lstrip(".") not in formats:
         raise InputError(f"{option} {path}: expected a file name ending in one of "
                          f"{', '.join('.' + e for e in sorted(formats))}")
-    from lab01_cluster_sim.commands._options import check_output_path
+    from lab01_cluster_sim.options import check_output_path
 
     check_output_path(path, option)
 

@@ -428,7 +428,7 @@ def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 
 
 def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
-    from lab01_cluster_sim.commands._progress import steps
+    from lab01_cluster_sim.progress import steps
     from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
     from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown
 

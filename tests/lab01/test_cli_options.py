@@ -1,4 +1,4 @@
-"""The shared option types (commands/_options.py) and the CLI's one-line usage errors."""
+"""The shared option types (options.py) and the CLI's one-line usage errors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lab01_cluster_sim.cli import main
-from lab01_cluster_sim.commands import _options as o
+from lab01_cluster_sim import options as o
 
 
 @pytest.mark.parametrize("text", ["nan", "inf", "-inf", "0", "-1", "x", "11"])

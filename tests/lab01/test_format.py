@@ -1,4 +1,4 @@
-"""The shared number formatting of the Lab 01 commands (commands/_format.py)."""
+"""The shared number formatting of the Lab 01 commands (formatting.py)."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from lab01_cluster_sim.commands._format import (
+from lab01_cluster_sim.formatting import (
     clean_number, clean_record, csv_cell, duration_unit, format_count, format_duration, format_number,
     format_numbers, format_percent, format_seconds, render_table,
 )

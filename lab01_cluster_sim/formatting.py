@@ -1,4 +1,4 @@
-"""Number formatting shared by the Lab 01 commands, so units read the same everywhere.
+"""Number formatting shared by Lab 01's commands, sweeps and tables, so units read the same everywhere.
 
 One rule per kind of number:
 

@@ -1,4 +1,4 @@
-"""argparse value types shared by the Lab 01 subcommands.
+"""argparse value types shared by the Lab 01 subcommands, and the bounds the layers below them check.
 
 Each function here is a ``type=`` for :meth:`argparse.ArgumentParser.add_argument`: it
 turns the option's text into a value or raises :class:`argparse.ArgumentTypeError` with a
@@ -8,7 +8,8 @@ command line (:mod:`lab01_cluster_sim.cli`) prints that as one line,
 ``99999999999999999999`` never reach a loop, a timer or an array size.
 
 The factories taking bounds (``positive_int(max_value=...)``) return the type function;
-the plain ones (``seed``, ``fraction``) are type functions themselves::
+the plain ones (``seed``, ``fraction``) are type functions themselves. :data:`MAX_SEED` and
+:func:`check_output_path` are also used below the commands (a sweep's seeds, a figure's file)::
 
     parser.add_argument("--jobs", type=positive_int(max_value=1_000_000))
     parser.add_argument("--seed", type=seed)

@@ -15,10 +15,21 @@ For every pending job, in the order its
    GPUs inside the node. Same steps as :func:`lab01_cluster_sim.policies.base.place`.
 3. **Permit**: in *gang* mode every worker of a job is trial-placed (bound, then rolled back if
    the gang is incomplete) and :func:`gang_permit` allows the job only when all of them found a
-   place: all-or-nothing, as the coscheduling plugin's Permit stage does. In *naive* mode there
-   is no permit: workers are bound one at a time, round-robin over the pending jobs, and
+   place: all-or-nothing, the outcome of the coscheduling plugin's Permit stage. In *naive* mode
+   there is no permit: workers are bound one at a time, round-robin over the pending jobs, and
    partial allocations are held (a Kubernetes scheduler without coscheduling).
 4. **Bind**: :meth:`ClusterState.bind`.
+
+Gang is a mode of this cycle, not a plugin module. kube-scheduler's coscheduling plugin
+(kubernetes-sigs/scheduler-plugins, ``pkg/coscheduling/coscheduling.go``, Beta) reaches
+all-or-nothing pod by pod: each pod of a PodGroup is assumed on its node and its ``Permit``
+returns ``Wait`` until ``minMember`` pods are assumed, then allows them all; ``Unreserve``
+rejects every waiting pod of the group when one is rejected or ``PermitWaitingTimeSeconds``
+runs out. Waiting pods hold their nodes meanwhile. Here one cycle trial-places every worker and
+decides at once, so a gang never holds part of its allocation between passes. A Permit-Wait
+plugin would therefore change the schedules (partial holdings up to the timeout); and the
+mode decides more than the Permit: how many workers one cycle places, the blocked-shape memo
+(keyed by shape and mode), naive mode's repeated rounds within a pass and its deadlock check.
 
 Naive mode can deadlock: jobs each hold part of their gang, and nothing that runs will ever
 free enough for any of them. :meth:`Scheduler.find_deadlock` detects it and names who holds

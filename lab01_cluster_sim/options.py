@@ -1,4 +1,4 @@
-"""argparse value types shared by the Lab 01 subcommands, and the bounds the layers below them check.
+"""argparse value types shared by the Lab 01 subcommands, and the input bounds they share.
 
 Each function here is a ``type=`` for :meth:`argparse.ArgumentParser.add_argument`: it
 turns the option's text into a value or raises :class:`argparse.ArgumentTypeError` with a
@@ -8,12 +8,14 @@ command line (:mod:`lab01_cluster_sim.cli`) prints that as one line,
 ``99999999999999999999`` never reach a loop, a timer or an array size.
 
 The factories taking bounds (``positive_int(max_value=...)``) return the type function;
-the plain ones (``seed``, ``fraction``) are type functions themselves. :data:`MAX_SEED` and
-:func:`check_output_path` are also used below the commands (a sweep's seeds, a figure's file)::
+the plain ones (``seed``, ``fraction``) are type functions themselves::
 
     parser.add_argument("--jobs", type=positive_int(max_value=1_000_000))
     parser.add_argument("--seed", type=seed)
     parser.add_argument("--load", type=positive_float(max_value=10))
+
+:data:`MAX_SEED` and :func:`check_output_path` are also used below the commands (a sweep's
+seeds, a figure's file), so this module sits on a low floor of the lab (``.importlinter``).
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ earlier pod sets of the same workload already took:
   request > maximum capacity (A > B)" (it could never fit).
 - ``request <= available`` -> **Fit** (borrowing if it takes the queue past its nominal quota).
 - otherwise "insufficient unused quota for R in flavor F, N more needed", and **Preempt**
-  when preemption could help (the request fits the nominal quota, or the queue may preempt
-  within itself or while borrowing) and the preemption oracle finds candidates
+  when preemption could help (the request fits the nominal quota, or some cohort above the
+  queue could supply the borrowed part, ``mayReclaimInHierarchy``, or the queue may preempt
+  while borrowing) and the preemption oracle finds candidates
   (the mode says whether they are in the same queue or reclaimed from the cohort); else NoFit.
 
 The group's mode in a flavor is the worst of its resources. The search stops at the first
@@ -320,14 +321,14 @@ class FlavorAssigner:
             return Granular.FIT, borrow, "", False
         reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
                   f"{format_amount(res, val - available)} more needed")
-        if self.oracle is not None and (val <= self.tree.nominal(name, fr) or self._can_preempt_within_cq()
+        # Kueue's condition for simulating preemption (fitsResourceQuota): the request fits the
+        # nominal quota, or the cohort tree could supply the rest, or it may preempt while borrowing
+        if self.oracle is not None and (val <= self.tree.nominal(name, fr)
+                                        or self.tree.may_reclaim_in_hierarchy(name, fr, val)
                                         or self._can_preempt_while_borrowing()):
             mode, borrow_after = self.oracle(fr, val)
             return mode, borrow_after, reason, False
         return Granular.NO_FIT, borrow, reason, False
-
-    def _can_preempt_within_cq(self) -> bool:
-        return self.cq.preemption.within_cluster_queue is not PreemptionPolicy.NEVER
 
     def _can_preempt_while_borrowing(self) -> bool:
         p = self.cq.preemption

@@ -253,6 +253,26 @@ class QuotaTree:
             height += 1
         return height
 
+    def may_reclaim_in_hierarchy(self, cluster_queue: str, fr: FlavorResource, val: int) -> bool:
+        """True when some cohort above ``cluster_queue`` could supply ``val`` more of ``fr``
+        (the lowest subtree that holds it is below the root), so preemption in the tree may
+        make room: the second result of Kueue's ``FindHeightOfLowestSubtreeThatFits``
+        (pkg/scheduler/preemption/classical/hierarchical_preemption.go). A queue without a
+        cohort: False; one that would not borrow: True."""
+        node: Node | None = self.cluster_queues[cluster_queue]
+        if node.parent is None:
+            return False
+        if node.usage.get(fr, 0) + val <= node.subtree_quota.get(fr, 0):
+            return True
+        remaining = val - node.local_available(fr)
+        node = node.parent
+        while node is not None:
+            if node.usage.get(fr, 0) + remaining <= node.subtree_quota.get(fr, 0):
+                return node.parent is not None
+            remaining -= node.local_available(fr)
+            node = node.parent
+        return False
+
     def fits(self, cluster_queue: str, usage: Mapping[FlavorResource, int]) -> bool:
         """True when every ``(flavor, resource)`` of ``usage`` is <= :meth:`available`."""
         return all(val <= self.available(cluster_queue, fr) for fr, val in usage.items())

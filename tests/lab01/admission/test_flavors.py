@@ -141,3 +141,32 @@ def test_pods_quota_counts_pods():
     ctl.submit(wl("two-pods", "q", 1, count=2), 0)
     (a,) = ctl.settle(0)
     assert a.outcome is Outcome.ADMITTED and ctl.usage("q") == {("a100", GPU): 2, ("a100", "pods"): 2}
+
+
+def test_preemption_within_the_queue_is_tried_only_where_the_hierarchy_can_supply_the_quota():
+    """Kueue tries preemption for a request above the queue's nominal quota only when the
+    cohort tree could supply the borrowed part (``mayReclaimInHierarchy`` of
+    ``classical.FindHeightOfLowestSubtreeThatFits``, used by ``fitsResourceQuota`` in
+    pkg/scheduler/flavorassigner/flavorassigner.go, Kueue v0.17.0 and main ff69552e), or it
+    may preempt while borrowing; ``withinClusterQueue`` alone does not make it try. Found by
+    the upstream oracle (tests/upstream/test_differential_kueue.py), which answers NoFit here.
+
+    Queues a and b (4 GPUs each) share cohort pool; a's low-priority job holds 4, b's job 2.
+    a's head asks 6: 2 above a's nominal quota. The cohort has 8 - 6 = 2 free, short of the
+    6 the head would add to it, so no level of the tree can supply it: NoFit, and the head
+    waits with a's low job untouched (preempting it would free a's own 4, but Kueue does not
+    look there)."""
+    from lab01_cluster_sim.admission import Preemption
+
+    from .helpers import LOWER, NEVER
+
+    ctl = controller([gpu_cq("a", ("a100", 4), preemption=Preemption(LOWER, NEVER)), gpu_cq("b", ("a100", 4))])
+    ctl.submit(wl("low", "a", 4), 0)
+    ctl.submit(wl("b-job", "b", 2), 0)
+    ctl.settle(0)
+    ctl.submit(wl("head", "a", 6, t=1, priority=5), 1)
+    (d,) = ctl.settle(1)
+    assert (d.workload, d.outcome) == ("head", Outcome.PENDING)
+    assert d.reason == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+                        "flavor a100, 4 more needed")
+    assert sorted(ctl.admitted()) == ["b-job", "low"]

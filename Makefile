@@ -3,7 +3,8 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
 .PHONY: help quickstart setup run test book bench check grade grade-lab01 grade-lab02 student-edition autograder \
-	grade-submissions submission clean
+	grade-submissions submission clean \
+	upstream-oracle test-upstream
 
 help:  ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -18,6 +19,12 @@ run:  ## the main job: compare placement policies on the embedded synthetic work
 
 test:  ## second command of the README: the whole test suite
 	$(PYTHON) -m pytest
+
+upstream-oracle:  ## build the upstream oracle (kube-scheduler, Kueue, Karpenter Go code) into tools/upstream/bin/
+	tools/upstream/build.sh
+
+test-upstream: upstream-oracle  ## the differential tests against the upstream oracle, 3000 cases per test
+	UPSTREAM_EXAMPLES=3000 $(PYTHON) -m pytest tests/upstream -q -p no:cacheprovider
 
 book:  ## build the course book (HTML) into book/_build/html
 	$(PYTHON) tools/build_book.py

@@ -22,7 +22,8 @@ The group's mode in a flavor is the worst of its resources. The search stops at 
 flavor that fits without borrowing; at one that fits by borrowing when
 ``whenCanBorrow: MayStopSearch`` (the default); at one that needs preemption when
 ``whenCanPreempt: MayStopSearch``; otherwise it goes on and keeps the best flavor seen
-(higher mode first, then no borrowing; the v1beta1 preference order, feature gate
+(higher mode first, then the lower borrowing level: quota found in a lower subtree of the
+cohort tree, 0 = none borrowed; the v1beta1 preference order, feature gate
 FlavorFungibilityImplicitPreferenceDefault off).
 
 The module never looks at nodes: a flavor is a name with labels and taints.
@@ -179,19 +180,23 @@ def flavor_mismatch(pod_set: PodSet, flavor: ResourceFlavor, keys: set[str]) -> 
     return None
 
 
-def _is_preferred(a: tuple[Granular, bool], b: tuple[Granular, bool]) -> bool:
-    """True when mode ``a`` = (granular mode, needs borrowing) is better than ``b``."""
+def _is_preferred(a: tuple[Granular, int], b: tuple[Granular, int]) -> bool:
+    """True when mode ``a`` = (granular mode, borrowing level) is better than ``b``: a
+    better mode, else a lower borrowing level (quota found more locally; 0 = no borrowing),
+    as Kueue's ``isPreferred`` with its default BorrowingOverPreemption order
+    (pkg/scheduler/flavorassigner/flavorassigner.go, v0.17.0 and main ff69552e)."""
     if a[0] is Granular.NO_FIT:
         return False
     if b[0] is Granular.NO_FIT:
         return True
     if a[0] != b[0]:
         return a[0] > b[0]
-    return not a[1] and b[1]
+    return a[1] < b[1]
 
 
-def _should_try_next_flavor(rep: tuple[Granular, bool], cq: ClusterQueue) -> bool:
-    mode, borrows = rep
+def _should_try_next_flavor(rep: tuple[Granular, int], cq: ClusterQueue) -> bool:
+    mode, level = rep
+    borrows = level > 0
     fung = cq.flavor_fungibility
     stop_borrow = fung.when_can_borrow is FungibilityPolicy.MAY_STOP_SEARCH
     stop_preempt = fung.when_can_preempt is FungibilityPolicy.MAY_STOP_SEARCH
@@ -268,7 +273,7 @@ class FlavorAssigner:
         keys = label_keys(group, self.flavors)
         reasons: list[str] = []
         best: dict[str, tuple[str, Mode, int]] = {}
-        best_mode: tuple[Granular, bool] = (Granular.NO_FIT, True)
+        best_mode: tuple[Granular, int] = (Granular.NO_FIT, 1 << 30)
         static_only = True  # every flavor failed for a reason that cannot change
         for fq in group.flavors:
             rf = self.flavors.get(fq.name)
@@ -280,14 +285,14 @@ class FlavorAssigner:
                 reasons.append(mismatch)
                 continue
             chosen: dict[str, tuple[str, Mode, int]] = {}
-            rep: tuple[Granular, bool] = (Granular.FIT, False)
+            rep: tuple[Granular, int] = (Granular.FIT, 0)
             flavor_never = False
             for res, val in requests.items():
                 fr = (fq.name, res)
                 mode, borrow, reason, never = self._fits_quota(fr, val + assigned.get(fr, 0))
                 if reason:
                     reasons.append(reason)
-                cand = (mode, borrow > 0)
+                cand = (mode, borrow)
                 if _is_preferred(rep, cand):
                     rep = cand
                 if rep[0] is Granular.NO_FIT:

@@ -170,3 +170,29 @@ def test_preemption_within_the_queue_is_tried_only_where_the_hierarchy_can_suppl
     assert d.reason == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
                         "flavor a100, 4 more needed")
     assert sorted(ctl.admitted()) == ["b-job", "low"]
+
+
+def test_try_next_flavor_prefers_the_flavor_borrowed_from_nearer_in_the_cohort_tree():
+    """Between two flavors that both fit by borrowing, Kueue keeps the one whose quota comes
+    from a lower subtree (``isPreferred`` compares ``borrowingLevel``, the height of
+    ``FindHeightOfLowestSubtreeThatFits``; flavorassigner.go, Kueue v0.17.0 and main
+    ff69552e). Found by the upstream oracle (tests/upstream/test_differential_kueue.py).
+
+    Queue q (no quota of its own) sits in cohort near, under root; near holds 4 GPUs of
+    flavor b, cohort far (also under root) holds queue other with 4 GPUs of flavor a. q lists
+    a first, with whenCanBorrow: TryNextFlavor. a is borrowed from root (level 2), b from
+    near (level 1): b wins."""
+    from lab01_cluster_sim.admission import Cohort
+
+    fung = FlavorFungibility(FungibilityPolicy.TRY_NEXT_FLAVOR, FungibilityPolicy.TRY_NEXT_FLAVOR)
+    q = ClusterQueue("q", (ResourceGroup((GPU,), (FlavorQuotas("a", {GPU: ResourceQuota(0)}),
+                                                  FlavorQuotas("b", {GPU: ResourceQuota(0)}))),), "near",
+                     flavor_fungibility=fung)
+    other = ClusterQueue("other", (ResourceGroup((GPU,), (FlavorQuotas("a", {GPU: ResourceQuota(4)}),)),), "far")
+    cohorts = [Cohort("near", "root", (ResourceGroup((GPU,), (FlavorQuotas("b", {GPU: ResourceQuota(4)}),)),)),
+               Cohort("far", "root"), Cohort("root")]
+    ctl = AdmissionController([q, other], [LocalQueue("lq-q", "ns", "q")], [ResourceFlavor("a"), ResourceFlavor("b")],
+                              cohorts)
+    ctl.submit(wl("w", "q", 2), 0)
+    (d,) = ctl.settle(0)
+    assert (d.outcome, d.flavors["main"][GPU], d.borrowing) == (Outcome.ADMITTED, "b", True)

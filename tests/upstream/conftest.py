@@ -16,7 +16,8 @@ EXAMPLES = int(os.environ.get("UPSTREAM_EXAMPLES", "200"))
 
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+                                           HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much,
+                                           HealthCheck.large_base_example])
 """Seeded (derandomized), bounded, no example database: the same cases on every machine."""
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+import pytest
+from hypothesis import given, reject
 
 from upstream import sim_adapter
 from upstream.conftest import SETTINGS
@@ -28,8 +29,22 @@ def decision(answer: dict) -> dict:
             "targets": answer["targets"]}
 
 
+def upstream_panic_known(case: dict) -> bool:
+    """Kueue v0.17.0 panics (nil pointer in fairsharing.TargetClusterQueueOrdering.Iter,
+    pkg/scheduler/preemption/fairsharing/ordering.go: after the CQ-without-cohort loop it
+    goes on to ``preemptorCq.Parent().Root()``) when fair sharing is on and a ClusterQueue
+    without a cohort looks for preemption targets; later Kueue returns there (kubernetes-
+    sigs/kueue #13187, on main since). The simulator follows main, so such a case has no
+    v0.17.0 answer to compare with."""
+    go = case["go"]
+    cq = next(c for c in go["clusterQueues"] if c["metadata"]["name"] == go["clusterQueue"])
+    return go["fairSharing"] is not None and "cohortName" not in cq["spec"]
+
+
 def _check(oracle, case: dict) -> None:
     up = oracle.ask(case["go"])
+    if up.get("error", "").startswith("upstream panic:") and upstream_panic_known(case):
+        reject()
     assert "error" not in up, f"oracle refused a generated case: {up['error']}\n{json.dumps(case['go'])}"
     sim = sim_adapter.sim_kueue(case)
     assert decision(sim) == decision(up), json.dumps(case, sort_keys=True)
@@ -47,4 +62,16 @@ def test_classic_admission(oracle, case):
 @given(case=kueue_case(fair_sharing=True))
 def test_fair_sharing_admission(oracle, case):
     """The same with fair sharing on (weights, preemption strategies)."""
+    _check(oracle, case)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 17: a pod set's nodeSelector (nvidia.com/gpu.product) does not reach "
+                   "flavor assignment yet, so flavors whose nodeLabels contradict it are not skipped (helper kueue's "
+                   "work; strict, so this fails once that lands and the marker must go)")
+@SETTINGS
+@given(case=kueue_case(flavor_labels=True))
+def test_flavor_node_labels(oracle, case):
+    """ResourceFlavors with ``nodeLabels`` and head workloads selecting a GPU model: Kueue
+    skips a flavor whose labels contradict the pods' nodeSelector ("flavor F doesn't match
+    node affinity", flavorassigner.go flavorSelector / checkFlavorForPodSets)."""
     _check(oracle, case)

@@ -13,8 +13,9 @@
 //
 // Input: JSON lines on stdin, one case per line, each with a "kind"; output: one JSON
 // line per case, in order.
-// A malformed case gets {"error": "..."} on its line (the process goes on); a malformed
-// line of JSON ends the process with exit status 2.
+// A malformed case gets {"error": "..."} on its line, and so does a case on which the
+// upstream code panics ("upstream panic: ..."); the process goes on. A malformed line of
+// JSON ends the process with exit status 2.
 package serve
 
 import (
@@ -55,7 +56,7 @@ func Run(handlers map[string]Handler) {
 		var err error
 		if err = json.Unmarshal(raw, &h); err == nil {
 			if handle, ok := handlers[h.Kind]; ok {
-				result, err = handle(raw)
+				result, err = answer(handle, raw)
 			} else {
 				kinds := make([]string, 0, len(handlers))
 				for k := range handlers {
@@ -76,4 +77,16 @@ func Run(handlers map[string]Handler) {
 			out.Flush() // answer at once when the caller waits for this line
 		}
 	}
+}
+
+// answer runs one handler; a panic in the upstream code becomes an error on the case's
+// line starting "upstream panic:" (Kueue v0.17.0 has one, see tests/upstream), so one bad
+// case does not end the session.
+func answer(handle Handler, raw json.RawMessage) (result any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, fmt.Errorf("upstream panic: %v", r)
+		}
+	}()
+	return handle(raw)
 }

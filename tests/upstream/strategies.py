@@ -271,8 +271,10 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
     # admitted workloads: each in a CQ, on flavors of that CQ, at an earlier time
     admitted = []
     go_admitted = []
-    for w in range(draw(st.integers(0, 6))):
-        i = draw(st.integers(0, ncq - 1))
+    head_cq = draw(st.integers(0, ncq - 1))
+    for w in range(draw(st.integers(0, 8))):
+        # half of them in the head's queue, so that preemption within it has candidates
+        i = head_cq if draw(st.booleans()) else draw(st.integers(0, ncq - 1))
         cq = cqs[i]
         flavor = draw(st.sampled_from([f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]]))
         count = draw(st.integers(1, 3))
@@ -284,10 +286,10 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
         usage = [(flavor, r, _kueue_units(r, v) * count) for r, v in req.items() if v]
         admitted.append({"name": name, "clusterQueue": cq["metadata"]["name"], "usage": usage, "time": t})
         go_admitted.append(_workload(name, f"lq-{i}", count, req, prio, t, cq["metadata"]["name"], flavor))
-    i = draw(st.integers(0, ncq - 1))
+    i = head_cq
     count = draw(st.integers(1, 4))
     req = _requests(draw, covered)
-    prio = draw(st.integers(0, 3))
+    prio = draw(st.sampled_from([0, 1, 2, 3, 3, 3]))   # often above the admitted ones
     min_count = draw(st.integers(1, count - 1)) if count > 1 and draw(st.integers(0, 3)) == 0 else None
     selector = {}
     if flavor_labels and draw(st.booleans()):

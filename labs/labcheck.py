@@ -44,13 +44,13 @@ PARTS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "1E": ("DRF ordering",
            "lab01_cluster_sim/disciplines/drf.py: drf_pick_tenant"),
     "2A": ("registration -> ListAndWatch -> Allocate",
-           "lab02_device_plugin/sharing.py: list_and_watch_snapshot"),
+           "lab02_device_plugin/plugin/sharing.py: list_and_watch_snapshot"),
     "2B": ("replicas: 4, and why allocation is not isolation",
-           "lab02_device_plugin/sharing.py: expand_replicas, physical_device_id"),
+           "lab02_device_plugin/plugin/sharing.py: expand_replicas, physical_device_id"),
     "2C": ("MIG profiles as resource names",
-           "lab02_device_plugin/mig.py: mixed_resource_name"),
+           "lab02_device_plugin/plugin/mig.py: mixed_resource_name"),
     "2D": ("health transitions",
-           "lab02_device_plugin/health.py: next_health"),
+           "lab02_device_plugin/plugin/health.py: next_health"),
 })
 """Part id -> (what it is about, where the learner's code goes)."""
 

@@ -239,7 +239,7 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
 
     unchanged = dict(plain)
     unchanged["lab01_cluster_sim/disciplines/metrics.py"] = unchanged.pop("lab01_cluster_sim/metrics.py")
-    del unchanged["lab02_device_plugin/health.py"]
+    del unchanged["lab02_device_plugin/plugin/health.py"]
     _write(folder / "unchanged", unchanged)
 
     partial = dict(honest)
@@ -247,7 +247,7 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
         "\nimport math\n", "\nimport math\nimport course_module_that_does_not_exist  # breaks the import\n", 1)
     partial["lab01_cluster_sim/disciplines/preemption.py"] = (
         honest["lab01_cluster_sim/disciplines/preemption.py"] + "\n\ndef broken(:\n    pass\n")
-    partial["lab02_device_plugin/health.py"] = _replace_stub(honest["lab02_device_plugin/health.py"], "2D",
+    partial["lab02_device_plugin/plugin/health.py"] = _replace_stub(honest["lab02_device_plugin/plugin/health.py"], "2D",
                                                              READER.format(root=str(root)))
     _write(folder / "partial", partial)
 
@@ -275,16 +275,16 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
     _write(folder / "honest-1A", honest_1a)
     _write(folder / "a02", rig(honest_1a, {"lab01_cluster_sim/scheduler.py": ["a02_duplicate_items.py"]}))
     _write(folder / "a01-a06", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a01_partial_credit_property.py"],
-                                           "lab02_device_plugin/sharing.py": ["a06_a01_without_flagged_words.py"]}))
+                                           "lab02_device_plugin/plugin/sharing.py": ["a06_a01_without_flagged_words.py"]}))
     _write(folder / "a03-a10", rig(plain, {"lab01_cluster_sim/metrics.py": ["a03_replace_test_functions.py"],
-                                           "lab02_device_plugin/mig.py": ["a10_duplicates_that_pass.py"]}))
+                                           "lab02_device_plugin/plugin/mig.py": ["a10_duplicates_that_pass.py"]}))
     _write(folder / "a04", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a04_forged_report_exit.py"],
-                                       "lab02_device_plugin/sharing.py": ["a04_forged_report_exit.py"]}))
+                                       "lab02_device_plugin/plugin/sharing.py": ["a04_forged_report_exit.py"]}))
     always_equal = {rel: re.sub(r'raise NotImplementedError\("your code here \(\w+\)"\)', "return _AnyValue()", text)
                     + attack("a05_always_equal.py", markers) for rel, text in plain.items()}
     _write(folder / "a05", always_equal)
     _write(folder / "a07-a09", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a07_fork_hopper.py"],
-                                           "lab02_device_plugin/sharing.py": ["a09_root_fallback_rewrites_results.py"]}))
+                                           "lab02_device_plugin/plugin/sharing.py": ["a09_root_fallback_rewrites_results.py"]}))
 
     # common mistakes: a helper module the autograder does not take; only the notebooks
     helpers = dict(solutions)
@@ -473,9 +473,9 @@ def test_missing_and_misplaced_files_are_named(batch) -> None:
     out = doc["output"]
     assert ("lab01_cluster_sim/metrics.py: expected at lab01_cluster_sim/metrics.py; found only "
             "lab01_cluster_sim/disciplines/metrics.py (wrong folder), not used") in out
-    assert "lab02_device_plugin/health.py: expected in the submission" in out and "not found" in out
+    assert "lab02_device_plugin/plugin/health.py: expected in the submission" in out and "not found" in out
     t = next(t for t in doc["tests"] if t["number"] == "2D.1")
-    assert t["output"].startswith("lab02_device_plugin/health.py: expected in the submission")
+    assert t["output"].startswith("lab02_device_plugin/plugin/health.py: expected in the submission")
     assert "written_answers.html NOT found" in out
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = Path(__file__).resolve().parent / "autograder"
-COURSE_PARTS = ("lab01_cluster_sim", "lab02_device_plugin", "tests/grading", "tests/lab01/graded",
+COURSE_PARTS = ("course_kit", "lab01_cluster_sim", "lab02_device_plugin", "tests/grading", "tests/lab01/graded",
                 "tests/lab02/graded", "labs", "pyproject.toml", "LICENSE")
 """What of the student edition goes into ``course/`` (folders and files)."""
 GRADER_REQUIREMENTS = ("pytest>=8.0", "pytest-timeout>=2.3", "defusedxml>=0.7")

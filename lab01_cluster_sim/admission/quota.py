@@ -254,23 +254,21 @@ class QuotaTree:
         return height
 
     def may_reclaim_in_hierarchy(self, cluster_queue: str, fr: FlavorResource, val: int) -> bool:
-        """True when some cohort above ``cluster_queue`` could supply ``val`` more of ``fr``
-        (the lowest subtree that holds it is below the root), so preemption in the tree may
-        make room: the second result of Kueue's ``FindHeightOfLowestSubtreeThatFits``
-        (pkg/scheduler/preemption/classical/hierarchical_preemption.go). A queue without a
-        cohort: False; one that would not borrow: True."""
-        node: Node | None = self.cluster_queues[cluster_queue]
-        if node.parent is None:
-            return False
-        if node.usage.get(fr, 0) + val <= node.subtree_quota.get(fr, 0):
-            return True
+        """Whether the lowest subtree where ``val`` more of ``fr`` fits without borrowing lies
+        below a cohort the queue could reclaim from (the second result of Kueue's
+        ``FindHeightOfLowestSubtreeThatFits``, ``pkg/scheduler/preemption/classical/
+        hierarchical_preemption.go``): the queue has a parent and fits its own quota, or some
+        cohort on its path fits the rest and has a parent itself."""
+        node = self.cluster_queues[cluster_queue]
+        if node.parent is None or node.usage.get(fr, 0) + val <= node.subtree_quota.get(fr, 0):
+            return node.parent is not None
         remaining = val - node.local_available(fr)
-        node = node.parent
-        while node is not None:
-            if node.usage.get(fr, 0) + remaining <= node.subtree_quota.get(fr, 0):
-                return node.parent is not None
-            remaining -= node.local_available(fr)
-            node = node.parent
+        cohort = node.parent
+        while cohort is not None:
+            if cohort.usage.get(fr, 0) + remaining <= cohort.subtree_quota.get(fr, 0):
+                return cohort.parent is not None
+            remaining -= cohort.local_available(fr)
+            cohort = cohort.parent
         return False
 
     def fits(self, cluster_queue: str, usage: Mapping[FlavorResource, int]) -> bool:

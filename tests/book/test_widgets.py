@@ -1,10 +1,9 @@
-"""The precomputed-slider widget helper (identical copies in both lab packages)."""
+"""The precomputed widgets (course_kit.widgets, used by both labs' chapters): slider and choice."""
 
 import matplotlib.pyplot as plt
 import pytest
 
-import lab01_cluster_sim.widgets as w1
-import lab02_device_plugin.widgets as w2
+from course_kit import widgets
 
 
 def _render(i):
@@ -13,9 +12,8 @@ def _render(i):
     return fig, f"<b>state {i}</b>"
 
 
-@pytest.mark.parametrize("mod", [w1, w2])
-def test_slider_links_stack_and_rerenders(mod):
-    view = mod.precomputed_slider(["a", "b", "c"], _render, "pick", index=1)
+def test_slider_links_stack_and_rerenders():
+    view = widgets.precomputed_slider(["a", "b", "c"], _render, "pick", index=1)
     assert len(view.stack.children) == 3
     assert view.stack.selected_index == 1
     assert view.index == 1
@@ -30,20 +28,35 @@ def test_slider_links_stack_and_rerenders(mod):
     assert view.stack.children[0].children[1].value == "<b>state 10</b>"
 
 
-@pytest.mark.parametrize("mod", [w1, w2])
-def test_bad_arguments(mod):
+def test_bad_arguments():
     with pytest.raises(ValueError, match="labels"):
-        mod.precomputed_slider([], _render, "x")
+        widgets.precomputed_slider([], _render, "x")
     with pytest.raises(ValueError, match="unique"):
-        mod.precomputed_slider(["a", "a"], _render, "x")
+        widgets.precomputed_slider(["a", "a"], _render, "x")
     with pytest.raises(ValueError, match="index"):
-        mod.precomputed_slider(["a"], _render, "x", index=3)
+        widgets.precomputed_slider(["a"], _render, "x", index=3)
     with pytest.raises(TypeError, match="Figure"):
-        mod.precomputed_slider(["a"], lambda i: "nope", "x")
+        widgets.precomputed_slider(["a"], lambda i: "nope", "x")
 
 
-def test_copies_stay_identical_but_for_the_pointer():
-    import inspect
-    a = inspect.getsource(w1).replace("lab02_device_plugin.widgets", "X")
-    b = inspect.getsource(w2).replace("lab01_cluster_sim.widgets", "X")
-    assert a == b
+def test_choice_starts_on_the_prompt_and_links_each_control():
+    view = widgets.precomputed_choice([("a:", ["x", "y"]), ("b:", ["p", "q", "r"])], lambda i, j: f"<i>{i}{j}</i>",
+                                      prompt="pick")
+    assert [c.options[0] for c in view.controls] == ["choose", "choose"]
+    assert [c.index for c in view.controls] == [0, 0]
+    assert view.stack.selected_index == 0 and view.stack.children[0].value == "pick"
+    # outer stack: prompt + one inner stack per option of a; inner: prompt + one panel per option of b
+    assert [s.children[j + 1].value for s in view.stack.children[1:] for j in range(3)] == [
+        "<i>00</i>", "<i>01</i>", "<i>02</i>", "<i>10</i>", "<i>11</i>", "<i>12</i>"]
+    pairs = {(link.source[0].description, id(link.target[0])) for link in view._links}
+    assert ("a:", id(view.stack)) in pairs
+    assert {("b:", id(s)) for s in view.stack.children[1:]} <= pairs
+
+
+def test_choice_refuses_bad_controls():
+    with pytest.raises(ValueError, match="one or two"):
+        widgets.precomputed_choice([], lambda: "")
+    with pytest.raises(ValueError, match="unique labels"):
+        widgets.precomputed_choice([("a:", ["x", "x"])], lambda i: "")
+    with pytest.raises(ValueError, match="no options"):
+        widgets.precomputed_choice([("a:", [])], lambda i: "")

@@ -55,11 +55,11 @@ from grading import sandbox, wire
 RECORD_TYPES = (
     "lab01_cluster_sim.disciplines.preemption.CheckpointSpec",
     "lab01_cluster_sim.disciplines.preemption.VictimCandidate",
-    "lab02_device_plugin.health.HealthEvent",
-    "lab02_device_plugin.health.HealthPolicy",
-    "lab02_device_plugin.sharing.AdvertisedDevice",
-    "lab02_device_plugin.sharing.AdvertisedResource",
-    "lab02_device_plugin.sharing.DeviceState",
+    "lab02_device_plugin.plugin.health.HealthEvent",
+    "lab02_device_plugin.plugin.health.HealthPolicy",
+    "lab02_device_plugin.plugin.sharing.AdvertisedDevice",
+    "lab02_device_plugin.plugin.sharing.AdvertisedResource",
+    "lab02_device_plugin.plugin.sharing.DeviceState",
 )
 """The course's record types a learner function may return (resolved to the trusted
 package's classes). Everything else a learner returns must be plain data."""

@@ -211,7 +211,7 @@ def test_anything_but_plain_data_is_refused(client, name: str, expected: str) ->
 
 
 def test_course_records_come_back_as_the_trusted_class(client) -> None:
-    from lab02_device_plugin.sharing import AdvertisedDevice
+    from lab02_device_plugin.plugin.sharing import AdvertisedDevice
 
     device = AdvertisedDevice("GPU-a", "GPU-a", "GPU-a", 0, numa_node=1)
     back = call(client, "echo", [device])

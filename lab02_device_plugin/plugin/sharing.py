@@ -26,13 +26,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from lab02_device_plugin.config import (
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
+from lab02_device_plugin.plugin.config import (
     MIG_STRATEGY_MIXED, MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, SHARING_MPS, SHARING_NONE, Config,
 )
-from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import Inventory
-from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
-from lab02_device_plugin.mig import mixed_resource_name
+from lab02_device_plugin.plugin.inventory import Inventory
+from lab02_device_plugin.plugin.mig import mixed_resource_name
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"

@@ -26,6 +26,7 @@ from lab01_cluster_sim.admission.plugin import workload_of
 from lab01_cluster_sim.admission.preemption import Admitted
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+from lab01_cluster_sim.autoscaler.requirements import incompatibility, unadvertised
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.policies.base import pick_best_gpus
 from lab01_cluster_sim.scenario import load_scenario
@@ -159,11 +160,14 @@ def _preemptor(ctl: AdmissionController):
 # -- Karpenter ------------------------------------------------------------------------------------
 def sim_karpenter(case: dict) -> list[str]:
     """The instance types of the case's NodePool on which the simulator's autoscaler would
-    launch a node for the pod alone (``Autoscaler._type_holds``), by name, in the
-    catalogue's order."""
+    launch a node for the pod alone (as ``Autoscaler._provision`` decides: none when the
+    pod's requirements or resources rule out every NodePool, else ``Autoscaler._type_holds``),
+    by name, in the catalogue's order."""
     sc = load(case["objects"])
     pool = sc.node_pools[0]
     job = next(j for j in sc.jobs if j.job_id == case["pod"]["metadata"]["name"])
+    if incompatibility(job) or unadvertised(job):   # no NodePool can launch for it: stays Pending
+        return []
     scaler = Autoscaler([pool])
     holds = {it.name for it in pool.instance_types if scaler._type_holds(pool, it, [_Pending(job)])}
     return [it.name for it in DEFAULT_CATALOGUE if it.name in holds]

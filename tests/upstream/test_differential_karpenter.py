@@ -16,20 +16,16 @@ from hypothesis import given
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from upstream import sim_adapter
 from upstream.conftest import SETTINGS
-from upstream.strategies import GPU_PRODUCT, karpenter_case
+from upstream.strategies import karpenter_case
 
 
 @SETTINGS
 @given(case=karpenter_case(DEFAULT_CATALOGUE))
 def test_launchable_instance_types(oracle, case):
+    """The launchable types agree, including for pods selecting GPU Feature Discovery's
+    ``nvidia.com/gpu.product``, a label Karpenter cannot know before launch (both sides:
+    none)."""
     up = oracle.ask(case["go"])
     assert "error" not in up, f"oracle refused a generated case: {up['error']}"
     sim = sim_adapter.sim_karpenter(case)
-    if GPU_PRODUCT in case["pod"]["spec"].get("nodeSelector", {}):
-        # Stated deviation (issue 17, sec. 4): Karpenter knows no instance type's
-        # nvidia.com/gpu.product before launch (GPU Feature Discovery labels the node after
-        # it boots), so Requirements.Compatible refuses the pod ("label ... does not have
-        # known values") and nothing is launched; the simulator matches the catalogue's GPU model.
-        assert up["launchable"] == [] and not up["compatible"], json.dumps(case, sort_keys=True)
-        return
     assert sim == up["launchable"], json.dumps(case, sort_keys=True)

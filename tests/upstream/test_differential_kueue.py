@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import given, reject
 
 from upstream import sim_adapter
@@ -65,9 +64,6 @@ def test_fair_sharing_admission(oracle, case):
     _check(oracle, case)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17: a pod set's nodeSelector (nvidia.com/gpu.product) does not reach "
-                   "flavor assignment yet, so flavors whose nodeLabels contradict it are not skipped (helper kueue's "
-                   "work; strict, so this fails once that lands and the marker must go)")
 @SETTINGS
 @given(case=kueue_case(flavor_labels=True))
 def test_flavor_node_labels(oracle, case):

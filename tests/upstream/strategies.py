@@ -83,8 +83,9 @@ def scoring_strategy(draw) -> dict:
 
 
 @st.composite
-def existing_pod(draw, name: str, cpu: int, mem: int, gpus: int) -> dict | None:
-    """A pod already bound to a node of that allocatable, within it (None when none fits)."""
+def existing_pod(draw, name: str, cpu: int, mem: int, gpus: int) -> dict:
+    """A pod already bound to a node with that much left (cpu milli, memory MiB, GPUs), asking
+    at least 1m CPU and 1 MiB and at most what is left."""
     c = draw(st.integers(1, cpu))
     m = draw(st.integers(1, mem))
     g = draw(st.integers(0, gpus))
@@ -184,6 +185,9 @@ def _kueue_units(res: str, amount: int) -> int:
 
 @st.composite
 def quota(draw, res: str, with_limits: bool, cohort: bool) -> dict:
+    """One ``resources[]`` entry of a flavor: a nominal quota of 0 to 16 steps (1 CPU, 4 GiB,
+    1 GPU), and, for a ClusterQueue in a cohort, maybe a borrowingLimit and a lendingLimit
+    (at most the nominal quota, as Kueue's validation requires)."""
     nominal = draw(st.integers(0, 16)) * {"cpu": 1000, "memory": 4096, GPU: 1}[res]
     q = {"name": res, "nominalQuota": _qty(res, nominal)}
     if with_limits and cohort:

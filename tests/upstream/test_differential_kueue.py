@@ -46,7 +46,11 @@ def _check(oracle, case: dict) -> None:
         reject()
     assert "error" not in up, f"oracle refused a generated case: {up['error']}\n{json.dumps(case['go'])}"
     sim = sim_adapter.sim_kueue(case)
-    assert decision(sim) == decision(up), json.dumps(case, sort_keys=True)
+    mine, theirs = decision(sim), decision(up)
+    loose = {"targets": [], "borrows": None}
+    if mine != theirs and {**mine, **loose} == {**theirs, **loose} and sim_adapter.over_admitted(case):
+        return   # stated deviation: targets and borrowing in an over-admitted tree (scenarios/README.md)
+    assert mine == theirs, json.dumps(case, sort_keys=True)
 
 
 @SETTINGS

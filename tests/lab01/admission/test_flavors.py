@@ -206,3 +206,22 @@ def test_try_next_flavor_prefers_the_flavor_borrowed_from_nearer_in_the_cohort_t
     ctl.submit(wl("w", "q", 2), 0)
     (d,) = ctl.settle(0)
     assert (d.outcome, d.flavors["main"][GPU], d.borrowing) == (Outcome.ADMITTED, "b", True)
+
+
+def test_over_admitted_queue_has_no_unused_quota_rather_than_a_negative_amount():
+    """After over-admission (quota removed under admitted workloads) Kueue's
+    ``ClusterQueueSnapshot.Available`` is 0, not negative (``max(0, available(c, fr))``,
+    pkg/cache/scheduler/clusterqueue_snapshot.go, v0.17.0 and main ff69552e), so "N more
+    needed" is the request itself. Found by the upstream oracle (its messages said 4 more
+    needed where the simulator said 22). Queue q owns 4 GPUs and holds 10: a request of 3
+    needs 3 more, not 9."""
+    from lab01_cluster_sim.admission import QuotaTree
+    from lab01_cluster_sim.admission.flavors import FlavorAssigner
+
+    q = gpu_cq("q", ("a100", 4), cohort=None)
+    tree = QuotaTree([q])
+    tree.add_usage("q", {("a100", GPU): 10})
+    assert tree.available("q", ("a100", GPU)) == 0
+    a = FlavorAssigner(wl("w", "q", 3), q, tree, {"a100": ResourceFlavor("a100")}).assign()
+    assert a.message() == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+                           "flavor a100, 3 more needed")

@@ -1,8 +1,15 @@
 # Thin wrappers over the project's entry points. `make help` lists them.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
+# requirements.lock pins every package (dependencies + book + dev extras) to one version with its
+# SHA-256 hashes; `make lock` writes it with uv (https://docs.astral.sh/uv/pip/compilation/),
+# `make setup` installs exactly it. uv's own version is pinned here.
+LOCK := requirements.lock
+UV_VERSION := 0.13.9
+LOCK_COMPILE = $(PYTHON) -m uv pip compile pyproject.toml --extra book --extra dev --universal \
+	--python-version 3.11 --generate-hashes --custom-compile-command "make lock" --quiet --output-file $(LOCK)
 
-.PHONY: help quickstart setup run test book bench check grade grade-lab01 grade-lab02 student-edition autograder \
+.PHONY: help quickstart setup lock upgrade-lock run test book bench check grade grade-lab01 grade-lab02 student-edition autograder \
 	grade-submissions submission clean
 
 help:  ## list the targets
@@ -10,8 +17,18 @@ help:  ## list the targets
 
 quickstart: setup run book  ## first command of the README: install, run the main job, build the book
 
-setup:  ## install the project (editable) with its book and dev extras
-	$(PIP) install -e ".[book,dev]"
+setup:  ## install the exact versions of requirements.lock, then the project itself (editable)
+	$(PIP) install --require-hashes -r $(LOCK)
+	$(PIP) install --no-deps --no-build-isolation -e .
+
+lock:  ## re-resolve requirements.lock after a change to pyproject.toml (pins that still fit are kept)
+	$(PIP) install --quiet "uv==$(UV_VERSION)"
+	$(LOCK_COMPILE)
+
+upgrade-lock:  ## move every pin to the newest release pyproject.toml allows, install it, run the suite
+	$(PIP) install --quiet "uv==$(UV_VERSION)"
+	$(LOCK_COMPILE) --upgrade
+	$(MAKE) setup test
 
 run:  ## the main job: compare placement policies on the embedded synthetic workload
 	$(PYTHON) -m lab01_cluster_sim compare

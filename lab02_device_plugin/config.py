@@ -79,7 +79,7 @@ _SHARED_NAME_RE = re.compile(r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb(\.me)?)$")
 # to the default changes nothing, so only a different value is warned about; None (an empty
 # YAML value) counts as the default.
 _IGNORED_FLAGS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
-    "failOnInitError": (True,), "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
+    "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
     "gdrcopyEnabled": (False,), "gdsEnabled": (False,), "mofedEnabled": (False,),
     "useNodeFeatureAPI": (False,), "deviceDiscoveryStrategy": ("auto",),
 })
@@ -155,11 +155,17 @@ class PluginFlags:
 
 @dataclass(frozen=True)
 class Flags:
-    """``flags``: MIG strategy, MPS root and the plugin flags."""
+    """``flags``: MIG strategy, MPS root, ``failOnInitError`` and the plugin flags.
+
+    ``fail_on_init_error`` (default true, as upstream): false makes ``serve`` keep running
+    with no devices when NVML cannot initialise, as NVIDIA's plugin does
+    (``getResourceManagers`` in internal/plugin/factory.go, v0.20.0).
+    """
 
     mig_strategy: str = MIG_STRATEGY_NONE
     mps_root: str = DEFAULT_MPS_ROOT
     plugin: PluginFlags = field(default_factory=PluginFlags)
+    fail_on_init_error: bool = True
 
 
 @dataclass(frozen=True)
@@ -449,13 +455,15 @@ def _parse_plugin_flags(ctx: _Ctx, data: Mapping) -> PluginFlags:
 
 
 def _parse_flags(ctx: _Ctx, data: Mapping) -> Flags:
-    known = ("migStrategy", "mpsRoot", "plugin", "gfd") + tuple(_IGNORED_FLAGS)
+    known = ("migStrategy", "mpsRoot", "failOnInitError", "plugin", "gfd") + tuple(_IGNORED_FLAGS)
     _check_keys(ctx, data, "flags", known)
     kw: dict[str, Any] = {}
     if data.get("migStrategy") is not None:
         kw["mig_strategy"] = _choice(ctx, data["migStrategy"], "flags.migStrategy", MIG_STRATEGIES)
     if data.get("mpsRoot") is not None:
         kw["mps_root"] = _string(ctx, data["mpsRoot"], "flags.mpsRoot")
+    if data.get("failOnInitError") is not None:
+        kw["fail_on_init_error"] = _bool(ctx, data["failOnInitError"], "flags.failOnInitError")
     kw["plugin"] = _parse_plugin_flags(ctx, _mapping(ctx, data.get("plugin"), "flags.plugin"))
     if data.get("deviceDiscoveryStrategy") is not None:
         _choice(ctx, data["deviceDiscoveryStrategy"], "flags.deviceDiscoveryStrategy",
@@ -711,6 +719,7 @@ def config_changes(old: Config, new: Config) -> list[str]:
     diff("version", old.version, new.version)
     diff("flags.migStrategy", old.flags.mig_strategy, new.flags.mig_strategy)
     diff("flags.mpsRoot", old.flags.mps_root, new.flags.mps_root)
+    diff("flags.failOnInitError", old.flags.fail_on_init_error, new.flags.fail_on_init_error)
     a, b = old.flags.plugin, new.flags.plugin
     for key, attr in (("passDeviceSpecs", "pass_device_specs"),
                       ("deviceListStrategy", "device_list_strategy"),

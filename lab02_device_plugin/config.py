@@ -572,9 +572,9 @@ def _parse_sharing_strategy(ctx: _Ctx, data: Mapping, path: str, strategy: str) 
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
             raise ctx.error(f"{rpath}.replicas", "an integer >= 2", replicas)
         if replicas > MAX_REPLICAS:
-            raise ctx.error(f"{rpath}.replicas", f"at most {MAX_REPLICAS} (the kubelet gets every "
-                            "replica ID of a resource in one ListAndWatch message, limited to "
-                            "4 MiB: see lab02_device_plugin.limits)", replicas)
+            raise ctx.error(f"{rpath}.replicas", f"at most {MAX_REPLICAS} (more replicas of even "
+                            "one device with a one-character ID do not fit the 4 MiB ListAndWatch "
+                            "message the kubelet accepts: see lab02_device_plugin.limits)", replicas)
         rename = entry.get("rename")
         if rename is not None:
             rename = _string(ctx, rename, f"{rpath}.rename")

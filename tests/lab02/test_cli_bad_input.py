@@ -77,17 +77,21 @@ def test_serve_socket_dir_without_write_access_is_one_line(tmp_path):
 # ----------------------------------------------------------------------- finding 2
 
 def test_serve_refuses_more_replicas_than_one_listandwatch_message_holds(tmp_path):
-    # 100000 replicas of one GPU would be a ListAndWatch message of about 5.8 MB (> 4 MiB);
-    # the config bound (512) refuses it before any ID is built.
+    # 100000 replicas of one GPU with a 40-character UUID would be a ListAndWatch message of
+    # about 6.6 MB (> 4 MiB); refused before any ID is built
     config = tmp_path / "big.yaml"
     config.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
                       "    - {name: nvidia.com/gpu, replicas: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
-    # line 5 "    - {name: nvidia.com/gpu, replicas: 100000}": 4 + 2 + 1 + 6 + 14 + 2 + 10 = 39
-    # characters before the value, so 100000 is at 5:40
+    assert line.startswith("error: nvidia.com/gpu: 1 devices x 100000 replicas make a ListAndWatch message of ")
+    assert "expected at most 4194304 (gRPC's default 4 MiB, which the kubelet keeps)" in line
+    # a billion is refused by the config itself: line 5 "    - {name: nvidia.com/gpu, replicas:
+    # 1000000000}": 4 + 2 + 1 + 6 + 14 + 2 + 10 = 39 characters before the value, so 5:40
+    config.write_text(config.read_text().replace("100000", "1000000000"))
+    line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
     assert line == (f"error: {config}:5:40: sharing.timeSlicing.resources[0].replicas: expected at most "
-                    "512 (the kubelet gets every replica ID of a resource in one ListAndWatch "
-                    "message, limited to 4 MiB: see lab02_device_plugin.limits), got 100000")
+                    "179392 (more replicas of even one device with a one-character ID do not fit the 4 MiB "
+                    "ListAndWatch message the kubelet accepts: see lab02_device_plugin.limits), got 1000000000")
 
 
 def test_serve_refuses_an_inventory_of_more_gpus_than_a_node_has(tmp_path):

@@ -2,7 +2,7 @@
 
 Weng et al., "Beware of Fragmentation", USENIX ATC'23. The published numbers are the
 authors' cached results (``experiments/analysis/expected_results/analysis_allo_discrete.csv``
-of hkust-adsl/kubernetes-scheduler-simulator, copied into reference/fgd-facts.md sec. 6).
+of hkust-adsl/kubernetes-scheduler-simulator, commit 8f3d641).
 
     python benchmarks/reproduce_fgd_table.py                       # default list -> benchmarks/fgd_table.md
     python benchmarks/reproduce_fgd_table.py --lists default,gpushare40,multigpu20,cpu050,gpuspec10
@@ -30,7 +30,8 @@ from lab01_cluster_sim.replay import PAPER_POLICIES, PAPER_SEEDS
 
 REPO = Path(__file__).resolve().parents[1]
 
-# fgd-facts.md sec. 6: 10-seed means (sd) of the GPU allocation ratio, tune 1.3.
+# analysis_allo_discrete.csv of the authors' repository: 10-seed means (sd) of the GPU
+# allocation ratio, tune 1.3.
 PUBLISHED_DEFAULT = {  # policy: (mean@130, sd@130, mean@100)
     "random": (87.47, 0.32, 86.30),
     "dot-prod": (90.85, 0.20, 90.62),
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Cluster `openb_node_list_gpu_node.csv` (1213 nodes, 6212 GPUs), inflation 1.3, seeds 42..51, GPU allocation "
         "ratio in % at arrived 100 % and 130 % of the GPU capacity (discretised as the authors' scripts do). "
-        "Published: the authors' cached results (reference/fgd-facts.md sec. 6). Go's `math/rand` is not "
+        "Published: the authors' cached results (experiments/analysis/expected_results/"
+        "analysis_allo_discrete.csv of hkust-adsl/kubernetes-scheduler-simulator). Go's `math/rand` is not "
         "reproduced, so single seeds differ; the means are what compare.",
         "",
     ]

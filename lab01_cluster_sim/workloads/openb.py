@@ -24,7 +24,7 @@ most :data:`MAX_FILE_BYTES` (32 MiB) with lines of at most :data:`MAX_LINE_CHARS
 characters and at most :data:`MAX_ROWS` (200,000) rows; the size is checked before reading, so
 a device such as /dev/zero, a FIFO or a sparse multi-gigabyte file is refused at once.
 
-Deviation from the FGD simulator's ``pod_csv_to_yaml.py`` (fgd-facts.md sec. 1), which clamps
+Deviation from the FGD simulator's ``data/pod_csv_to_yaml.py``, which clamps
 ``gpu_milli`` above 1000 to 1000 and zeroes the share of a pod with ``num_gpu`` 0: no row of
 the published pod lists needs either repair (checked on all 24 lists), so such a row is
 malformed input here and raises, naming file:line:column, instead of being silently

@@ -1,6 +1,7 @@
 """Loaders for the Alibaba GPU cluster trace 2023 ("openb", Weng et al., ATC'23).
 
-Two kinds of CSV (columns and units in shared/data/alibaba-gpu-2023/SOURCE.md):
+Two kinds of CSV (columns and units in the trace's README.md, cluster-trace-gpu-v2023/ of
+the GitHub repository alibaba/clusterdata):
 
 - node lists ``openb_node_list_*.csv``: ``sn,cpu_milli,memory_mib,gpu,model``;
 - pod lists ``openb_pod_list_*.csv``: ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,

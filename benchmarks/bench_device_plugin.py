@@ -33,11 +33,15 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from lab02_device_plugin.api import deviceplugin_pb2 as pb
-from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import from_yaml_spec
+# Import this checkout's packages, not whatever copy of them is installed.
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lab02_device_plugin.api import deviceplugin_pb2 as pb  # noqa: E402
+from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc  # noqa: E402
+from lab02_device_plugin.config import parse_config  # noqa: E402
+from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource  # noqa: E402
+from lab02_device_plugin.inventory import from_yaml_spec  # noqa: E402
 from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
 from lab02_device_plugin.manager import PluginManager
 

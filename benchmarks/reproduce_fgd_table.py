@@ -26,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from lab01_cluster_sim.replay import PAPER_POLICIES, PAPER_SEEDS
-
+# Import this checkout's packages, not whatever copy of them is installed.
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lab01_cluster_sim.replay import PAPER_POLICIES, PAPER_SEEDS  # noqa: E402
 
 # analysis_allo_discrete.csv of the authors' repository: 10-seed means (sd) of the GPU
 # allocation ratio, tune 1.3.

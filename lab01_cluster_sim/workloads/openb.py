@@ -408,6 +408,22 @@ def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:
                      f"{', '.join(known) if known else '(no openb_pod_list_*.csv there)'}")
 
 
+def check_trace_folder(folder: str | Path) -> Path:
+    """``folder`` as a Path when it is a folder (``--trace``).
+
+    Raises:
+        InputError: it does not exist (the message says how to download the trace into it),
+            or it is something else than a folder.
+    """
+    folder = Path(folder)
+    if not folder.exists():
+        raise InputError(f"--trace {folder}: does not exist; expected the folder holding the openb CSV files "
+                         f"(python -m lab01_cluster_sim fetch-trace {folder} downloads them)")
+    if not folder.is_dir():
+        raise InputError(f"--trace {folder}: not a folder; expected the folder holding the openb CSV files")
+    return folder
+
+
 def load_trace(folder: str | Path, pod_list: str | None = None,
                node_list: str = DEFAULT_NODE_LIST) -> tuple[list[Node], PodList]:
     """The paper's setting from a folder of openb CSVs: the GPU node list and a pod list.
@@ -415,9 +431,7 @@ def load_trace(folder: str | Path, pod_list: str | None = None,
     Raises:
         InputError: the folder or a file is missing; TraceFormatError: a malformed file.
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(f"--trace {folder}: not a folder; expected the folder holding the openb CSV files")
+    folder = check_trace_folder(folder)
     node_path = folder / node_list
     if not node_path.is_file():
         raise InputError(f"node list {node_path} not found; expected {node_list} in the trace folder")

@@ -118,8 +118,11 @@ def test_node_with_gpus_needs_a_model(tmp_path):
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(TraceFormatError, match="cannot read"):
         load_pods(tmp_path / "nope.csv")
-    with pytest.raises(InputError, match="not a folder"):
+    with pytest.raises(InputError, match="nope: does not exist"):
         load_trace(tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="file: not a folder"):
+        load_trace(tmp_path / "file")
 
 
 def test_resolve_pod_list_by_short_name_and_listing(tmp_path):

@@ -165,7 +165,7 @@ def test_trace_path_under_course_shared_data(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     # "    trace: {path: " is 18 characters: the value starts at column 19 of line 7
     assert err.startswith(f"error: {path}:7:19: Scenario/shared: spec.workload.trace.path: "
-                          f"{tmp_path / 'nope' / 'trace'}: not a folder")
+                          f"{tmp_path / 'nope' / 'trace'}: does not exist")
     assert err.rstrip().endswith(f"$COURSE_SHARED_DATA is {tmp_path / 'nope'})")
 
 

@@ -221,3 +221,11 @@ def test_whole_numbers_written_as_floats_are_accepted_for_seeds_and_workloads(ca
                  "--workers", "1"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [(r["workload"], r["seed"]) for r in rows] == [("5", "10"), ("5", "2")]
+
+
+def test_a_missing_trace_folder_says_it_does_not_exist(tmp_path, capsys):
+    missing = tmp_path / "nope"
+    assert main(["sweep", "--runner", "replay", "--trace", str(missing)]) == 1
+    assert capsys.readouterr().err == (f"error: --trace {missing}: does not exist; expected the folder holding the "
+                                       f"openb CSV files (python -m lab01_cluster_sim fetch-trace {missing} "
+                                       "downloads them)\n")

@@ -14,6 +14,7 @@ expected>``); 130 interrupted; 3 an internal error (a bug), printed with its tra
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import pkgutil
@@ -97,9 +98,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def _nearest_option(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: Sequence[str]) -> None:
+    """Exit 1 with one line naming the arguments that no parser took and, for a misspelt
+    option, the nearest one of the command (``--dry-runn`` -> ``did you mean --dry-run?``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
+            parser = action.choices[args.command]
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    typed = next((e.split("=", 1)[0] for e in extra if e.startswith("--")), None)
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    nearest = difflib.get_close_matches(typed, options, n=1, cutoff=0.6) if typed else []
+    parser.error(message + (f"; did you mean {nearest[0]}?" if nearest else ""))
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser, modules = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _nearest_option(parser, args, extra)
     if args.command is None:
         parser.print_help()
         sys.stdout.flush()

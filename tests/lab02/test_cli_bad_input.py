@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _process import REPO_ROOT
+from _process import REPO_ROOT, socket_dir  # noqa: F401 (fixture: a short folder for unix sockets)
 from lab02_device_plugin.examples import example_path
 
 pytestmark = pytest.mark.timeout(120)
@@ -149,30 +149,30 @@ def test_kubelet_pods_file_is_validated_before_any_pod_is_admitted(tmp_path, con
 
 # ----------------------------------------------------------------------- finding 5
 
-def test_sigterm_to_demo_removes_its_temporary_directory(tmp_path):
+def test_sigterm_to_demo_removes_its_temporary_directory(socket_dir):
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "demo", "--pods", "1000"],
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "TMPDIR": str(socket_dir), "PYTHONUNBUFFERED": "1"})
     try:
         for line in proc.stdout:
             if "kubelet | Admit pod-" in line:  # sockets and checkpoint exist now
                 break
-        assert [p.name for p in tmp_path.iterdir()][0].startswith("lab02-demo-")
+        assert [p.name for p in socket_dir.iterdir()][0].startswith("lab02-demo-")
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130 and list(tmp_path.iterdir()) == []
+    assert proc.returncode == 130 and list(socket_dir.iterdir()) == []
 
 
 # ----------------------------------------------------------------------- finding 6
 
-def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
+def test_demo_into_a_closed_pipe_is_quiet(socket_dir):
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "demo"], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "TMPDIR": str(tmp_path)})
+                            env={**os.environ, "TMPDIR": str(socket_dir)})
     try:
         proc.stdout.readline()  # `| head -1`
         proc.stdout.close()
@@ -182,16 +182,16 @@ def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0 and err == "" and list(tmp_path.iterdir()) == []
+    assert proc.returncode == 0 and err == "" and list(socket_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize("command", ["kubelet", "serve"])
-def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(tmp_path, command):
+def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(socket_dir, command):
     # The process may already have written all its start-up lines into the pipe's buffer when
     # we close our end, so something must make it print again after the close: the kubelet's
     # closing summary when --duration runs out, or the plugin restart that SIGHUP asks of serve.
-    argv = (["kubelet", "--plugin-dir", str(tmp_path), "--duration", "5"] if command == "kubelet"
-            else ["serve", "--socket-dir", str(tmp_path), "--kubelet-socket", "", "--inventory", INVENTORY])
+    argv = (["kubelet", "--plugin-dir", str(socket_dir), "--duration", "5"] if command == "kubelet"
+            else ["serve", "--socket-dir", str(socket_dir), "--kubelet-socket", "", "--inventory", INVENTORY])
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", *argv], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -206,7 +206,7 @@ def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(tmp_path, command):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0 and err == ""
-    assert [p.name for p in tmp_path.iterdir() if p.is_socket()] == []
+    assert [p.name for p in socket_dir.iterdir() if p.is_socket()] == []
 
 
 # ----------------------------------------------------------------------- finding 13

@@ -317,3 +317,18 @@ def test_listing_needs_an_inventory(capsys, tmp_path):
     assert rc == 1
     err = capsys.readouterr().err
     assert err == "error: --listing: needs --inventory (it completes an nvidia-smi XML dump)\n"
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["serve", "--dry-runn"], "error: unrecognized arguments: --dry-runn; did you mean --dry-run? "
+                              "(see python -m lab02_device_plugin serve --help)"),
+    (["kubelet", "--plugin-dri", "d"], "error: unrecognized arguments: --plugin-dri d; did you mean --plugin-dir? "
+                                      "(see python -m lab02_device_plugin kubelet --help)"),
+    (["serve", "--zzzz"], "error: unrecognized arguments: --zzzz (see python -m lab02_device_plugin serve --help)"),
+    (["serve", "stray"], "error: unrecognized arguments: stray (see python -m lab02_device_plugin serve --help)"),
+])
+def test_an_unknown_option_names_the_nearest_one_as_lab01_does(argv, line, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 1
+    assert capsys.readouterr().err == line + "\n"

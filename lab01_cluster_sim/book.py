@@ -167,3 +167,62 @@ def holdings_at(result: Any, t: float) -> list[tuple[str, str, tuple[int, ...]]]
         for p in rec.placements or rec.last_placements:
             out.append((rec.job_id, p.node, tuple(int(g) for g in p.gpus)))
     return out
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    """What became of one pod of an autoscaler scenario (a row of the run's ``pods.csv``).
+
+    Attributes:
+        pod: the pod's name (``namespace/name`` outside ``default``).
+        status: ``"Pending"`` (never bound), ``"Running"`` (bound, not finished when the run
+            ended) or ``"Succeeded"``.
+        node: the node it was last bound to, or ``""``.
+        instance_type: that node's instance type (or ``""``).
+        reason: why it is Pending, as the run reports it (``pods.csv`` column ``reason``), or
+            ``""`` when the run gives none.
+    """
+
+    pod: str
+    status: str
+    node: str
+    instance_type: str
+    reason: str
+
+
+def scenario_outcomes(path: str | Path, output: str | Path) -> tuple[list[PodOutcome], list[str]]:
+    """Run the autoscaler scenario at ``path`` (``python -m lab01_cluster_sim run``'s runner,
+    output written under ``output``) and say what became of each pod.
+
+    Returns:
+        ``(outcomes, blocked)``: one :class:`PodOutcome` per pod in the scenario's order and
+        ``[]``; or ``([], blocked)`` when the simulator cannot execute the scenario yet, one
+        line per thing it does not model (``file:line:column: object: what``, as ``run
+        --check`` lists them; the page shows them as such).
+
+    Raises:
+        ScenarioError: the scenario is invalid (one line naming file, object and field), or it
+            is not an autoscaler scenario (no NodePool).
+    """
+    import csv
+
+    from lab01_cluster_sim.scenario import ScenarioError, blockers, kind_of, load_scenario, run_scenario
+
+    sc = load_scenario(path)
+    if kind_of(sc) != "autoscaler":
+        raise ScenarioError(f"{path}: expected a scenario with a NodePool (autoscaler mode), got {kind_of(sc)} mode")
+    items = blockers(sc)
+    if items:
+        return [], items
+    out = Path(output)
+    run_scenario(sc, out)
+    with open(out / "nodes.csv", newline="", encoding="utf-8") as f:
+        types = {row["node"]: row["type"] for row in csv.DictReader(f)}
+    outcomes = []
+    with open(out / "pods.csv", newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            bound = bool(row.get("first_bound_s"))
+            status = "Pending" if not bound else ("Succeeded" if row.get("finished_s") else "Running")
+            node = row.get("node") or ""
+            outcomes.append(PodOutcome(row["pod"], status, node, types.get(node, ""), row.get("reason") or ""))
+    return outcomes, []

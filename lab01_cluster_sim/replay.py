@@ -55,6 +55,13 @@ embedded synthetic workload, so first-fit against best-fit is in the first table
 PAPER_SEEDS = tuple(range(42, 52))
 """The paper's seeds 42..51."""
 
+PAPER_POD_LISTS = ("default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare100", "gpushare40", "gpushare60",
+                   "gpushare80", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33", "multigpu20", "multigpu30",
+                   "multigpu40", "multigpu50")
+"""The 17 openb pod lists of the paper's experiment grid, in its order (``FileList`` of
+``experiments/run_scripts/generate_run_scripts.py`` in hkust-adsl/kubernetes-scheduler-simulator);
+the trace folder holds 24 (``sweep --workloads all``)."""
+
 # Failure reasons (every failed pod gets exactly one).
 REASON_NEVER_FITS = "never fits: no node could hold it even empty"
 REASON_GPU = "insufficient GPU: no node has the GPUs free"

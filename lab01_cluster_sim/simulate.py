@@ -45,7 +45,6 @@ ordering is by time, priority and insertion order. Same inputs and seed give the
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +55,7 @@ from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
 from lab01_cluster_sim.plugins import HOOKS, AdmissionContext, defines
 from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, uses_target
 from lab01_cluster_sim.scheduler import (
@@ -578,9 +577,12 @@ class Simulation:
         self.scheduler.enqueue(rec)
 
     def _unadmit(self, rec: JobRecord, reason: str) -> None:
-        """Take an admitted job back to waiting for admission (Kueue's eviction)."""
+        """Take an admitted job back to waiting for admission (Kueue's eviction). A running
+        job's pods terminate gracefully: its resources stay held for its
+        ``terminationGracePeriodSeconds`` (:func:`~lab01_cluster_sim.model.termination_grace`;
+        Kueue stops the Job, whose pods get their grace period as any deleted pod does)."""
         if rec.state is JobState.RUNNING:
-            self.evict(rec, reason)      # requeued to admission by evict
+            self.evict(rec, reason, grace_s=termination_grace(rec.job))      # requeued to admission by evict
             return
         if rec.job_id not in self._admitted:
             raise ValueError(f"evict: job {rec.job_id!r} is not admitted")
@@ -686,14 +688,18 @@ class Simulation:
         return sorted((r for r in self.scheduler.running.values() if any(p.node_index == node for p in r.placements)),
                       key=lambda r: r.queue_seq)
 
-    def drain(self, node: int, reason: str = "node drained", requeue: bool = True) -> None:
+    def drain(self, node: int, reason: str = "node drained", requeue: bool = True, *, graceful: bool = False) -> None:
         """Cordon ``node`` and move everything off it: evict (requeue) every running job with
         a worker there, and give back the workers pending jobs hold there (naive mode's
-        partial allocations; the jobs stay pending with their other workers)."""
+        partial allocations; the jobs stay pending with their other workers).
+        ``graceful``: the evicted pods keep their resources for their
+        ``terminationGracePeriodSeconds`` (``kubectl drain`` evicts through the Eviction API,
+        which honours it; Kubernetes docs, "Safely Drain a Node"); off for a node that fails
+        or is removed."""
         self.scheduler.cordon(node)
         where = f"{reason} ({self.state.nodes[node].name})"
         for rec in self.jobs_on(node):
-            self.evict(rec, where, requeue)
+            self.evict(rec, where, requeue, grace_s=termination_grace(rec.job) if graceful else 0.0)
         for rec in list(self.scheduler.discipline.order()):
             held = [p for p in rec.placements if p.node_index == node]
             if rec.state is JobState.PENDING and held:
@@ -817,7 +823,8 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
         observers: extra :class:`SchedulerObserver` hooks.
         stop_on_deadlock: naive mode: stop the run when a deadlock is detected (else go on;
             the deadlocked jobs stay pending and holding).
-        progress: show a tqdm progress bar of arrivals on stderr (only on a terminal).
+        progress: show the progress of arrivals on stderr (:mod:`lab01_cluster_sim.progress`:
+            a bar on a terminal, a line every few seconds otherwise).
         plugins: extensions at the engine's extension points (topology, time-slicing,
             tenancy, taints, checkpoints, migration, autoscaler, drains, admission; see
             :mod:`lab01_cluster_sim.plugins`), in call order.
@@ -831,11 +838,10 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
                      stranded_interval=stranded_interval, observers=observers,
                      stop_on_deadlock=stop_on_deadlock, plugins=plugins)
     bar = None
-    if progress and sys.stderr.isatty():
-        from tqdm import tqdm
+    if progress:
+        from lab01_cluster_sim.progress import progress_bar
 
-        bar = tqdm(total=len(sim.records), unit="job", desc=f"{sim.mode} {getattr(sim.policy, 'name', '')}",
-                   file=sys.stderr, mininterval=0.5)
+        bar = progress_bar(len(sim.records), f"{sim.mode} {getattr(sim.policy, 'name', '')}", unit="job")
         step = max(1, len(sim.records) // 200)
 
         def tick(arrived: int) -> None:

@@ -37,11 +37,13 @@ command's run: ``replay`` seeds the replay with ``seed`` and the synthetic workl
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
 import math
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -327,6 +329,20 @@ def _run_disciplines(spec: RunSpec) -> dict:
     return run_discipline(nodes, jobs, spec.policy).summary()
 
 
+@functools.lru_cache(maxsize=32)
+def _openb_workload(folder: str, pod_list: str | None):
+    """``(nodes, jobs, target workload)`` of one openb pod list, read once per worker process
+    and reused by every run of it (each seed and policy): the CSVs took a quarter of a second
+    a run, and FGD's memoised fragmentation lives in the target workload. The paper's 17 lists
+    fit the cache; the objects are only read by :func:`~lab01_cluster_sim.replay.replay`."""
+    from lab01_cluster_sim.fragmentation import TargetWorkload
+    from lab01_cluster_sim.workloads.openb import load_trace
+
+    nodes, pods = load_trace(folder, pod_list)
+    jobs = tuple(pods.jobs)
+    return tuple(nodes), jobs, TargetWorkload.from_jobs(jobs)
+
+
 def _run_replay(spec: RunSpec) -> dict:
     """The paper's replay. ``workload``: ``synthetic`` (the embedded default trace, seeded by
     param ``workload_seed``, default 0, as ``compare --workload-seed``) or ``DIR[:POD_LIST]``
@@ -334,7 +350,8 @@ def _run_replay(spec: RunSpec) -> dict:
     ``compare --seeds``. Params: ``inflation`` (default 1.3), ``workload_seed``.
 
     Metrics: ``alloc_100`` and ``alloc_end`` (GPU allocation ratio, %, at arrived 100 % and at
-    the end, the discretised columns ``compare`` shows), ``final_alloc_pct`` (after the
+    the end, the discretised columns ``compare`` shows), ``frag_end`` (the fragmentation
+    amount, % of the GPU capacity, at the end column: ``compare``'s frag %), ``final_alloc_pct`` (after the
     last pod), ``final_frag_pct`` (both %, to 2 decimals as compare's), ``unallocated_gpus``, ``stranded_gpus``, ``placed``,
     ``failed``."""
     from lab01_cluster_sim.replay import DEFAULT_INFLATION, replay
@@ -345,15 +362,14 @@ def _run_replay(spec: RunSpec) -> dict:
 
         trace = default_trace(int(p.get("workload_seed", 0)))
         nodes, jobs = list(trace.nodes), list(trace.jobs)
+        target = None
     else:
-        from lab01_cluster_sim.workloads.openb import load_trace
-
         folder, _, pod_list = spec.workload.partition(":")
-        nodes, pods = load_trace(folder, pod_list or None)
-        jobs = list(pods.jobs)
+        nodes, jobs, target = _openb_workload(folder, pod_list or None)
     inflation = float(p.get("inflation", DEFAULT_INFLATION))
-    res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=inflation)
-    return {"alloc_100": res.alloc_at(100), "alloc_end": res.alloc_at(int(round(100 * inflation))),
+    res = replay(nodes, jobs, spec.policy, seed=spec.seed, inflation=inflation, target=target)
+    end = int(round(100 * inflation))
+    return {"alloc_100": res.alloc_at(100), "alloc_end": res.alloc_at(end), "frag_end": res.curve.at(end, "frag_pct"),
             "final_alloc_pct": round(res.final_alloc_pct, 2), "final_frag_pct": round(res.final_frag_pct, 2),
             "unallocated_gpus": res.unallocated_gpus,
             "stranded_gpus": res.stranded_gpus if res.stranded_gpus >= 0 else None,
@@ -427,9 +443,9 @@ class SweepResult:
 
 
 def _progress(total: int, quiet: bool):
-    from tqdm import tqdm
+    from lab01_cluster_sim.progress import progress_bar
 
-    return tqdm(total=total, disable=quiet or not sys.stderr.isatty(), file=sys.stderr, unit="run")
+    return progress_bar(total, "runs", quiet=quiet)
 
 
 def run_sweep(specs: Sequence[RunSpec], *, workers: int = 0, dask: str | None = None, quiet: bool = False,
@@ -447,6 +463,8 @@ def run_sweep(specs: Sequence[RunSpec], *, workers: int = 0, dask: str | None = 
 
     Raises:
         InputError: Dask asked for but not installed.
+        KeyboardInterrupt: Ctrl-C; the worker processes (or the Dask runs) are stopped first,
+            with one line on stderr saying so, and no rows are returned.
     """
     rows: list[dict | None] = [None] * len(specs)
     bar = _progress(len(specs), quiet)
@@ -458,22 +476,58 @@ def run_sweep(specs: Sequence[RunSpec], *, workers: int = 0, dask: str | None = 
                 rows[i] = fn(s)
                 bar.update(1)
         else:
-            n = workers or os.cpu_count() or 1
-            with ProcessPoolExecutor(max_workers=n) as pool:
-                futures: dict[Future, int] = {pool.submit(fn, s): i for i, s in enumerate(specs)}
-                pending = set(futures)
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        i = futures[f]
-                        try:
-                            rows[i] = f.result()
-                        except Exception as exc:  # the worker process itself died
-                            rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
-                        bar.update(1)
+            _run_processes(specs, rows, workers or os.cpu_count() or 1, bar, fn)
     finally:
         bar.close()
     return SweepResult([r for r in rows if r is not None])
+
+
+STOP_GRACE_S = 1.0
+"""After Ctrl-C, how long a worker process gets to end once told to, before it is killed."""
+
+
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C in a terminal reaches the whole process group; only the
+    parent acts on it (it stops the workers), so no worker prints a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_processes(specs, rows, n, bar, fn) -> None:
+    pool = ProcessPoolExecutor(max_workers=n, initializer=_ignore_sigint)
+    try:
+        futures: dict[Future, int] = {pool.submit(fn, s): i for i, s in enumerate(specs)}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                i = futures[f]
+                try:
+                    rows[i] = f.result()
+                except Exception as exc:  # the worker process itself died
+                    rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                bar.update(1)
+    except KeyboardInterrupt:
+        _stop_processes(pool, n)
+        raise
+    pool.shutdown()
+
+
+def _stop_processes(pool: ProcessPoolExecutor, n: int) -> None:
+    """Ctrl-C: drop the runs not started, end the running ones now (a run is not
+    interruptible midway, and waiting for it is what made Ctrl-C take seconds)."""
+    print(f"stopping: ending {n} worker process{'' if n == 1 else 'es'}; runs not finished are dropped",
+          file=sys.stderr, flush=True)
+    # Python 3.14 has ProcessPoolExecutor.terminate_workers(); before it, the processes are
+    # reached through the executor's own table of them.
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(STOP_GRACE_S)
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 DASK_CONNECT_TIMEOUT_S = 5.0
@@ -498,6 +552,7 @@ def _run_dask(specs, rows, address, workers, bar, fn) -> None:
             raise InputError(f"--dask {address}: cannot reach a Dask scheduler there within "
                              f"{DASK_CONNECT_TIMEOUT_S:g} s ({type(exc).__name__}); expected 'local' or the address "
                              f"of a running scheduler, e.g. tcp://host:8786") from None
+    futures = []
     try:
         futures = client.map(fn, list(specs), pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
@@ -508,6 +563,11 @@ def _run_dask(specs, rows, address, workers, bar, fn) -> None:
             except Exception as exc:
                 rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
             bar.update(1)
+    except KeyboardInterrupt:
+        where = "the local Dask cluster" if cluster is not None else f"the scheduler at {address}"
+        print(f"stopping: cancelling the runs on {where}; runs not finished are dropped", file=sys.stderr, flush=True)
+        client.cancel(futures, force=True)
+        raise
     finally:
         client.close()
         if cluster is not None:

@@ -8,6 +8,9 @@ there. The pattern used here: render every state of the main control ahead of ti
 shown state with or without a kernel. With a kernel, :meth:`PrecomputedSlider.rerender`
 recomputes every state from Python when a secondary input changes (for example the
 price in a cost calculator).
+:func:`precomputed_choice` does the same with rows of buttons and HTML panels, for a
+decision the reader makes (the capstone): its first button, "choose", shows a prompt, so
+that no option is chosen for the reader.
 
 The same helper exists in ``lab02_device_plugin.widgets``: the two lab packages must not
 import each other, so each carries its own copy.
@@ -126,3 +129,76 @@ def precomputed_slider(
     box.add_class("precomputed-widget")
     return PrecomputedSlider(labels=labels, slider=slider, stack=stack, widget=box,
                              width=width, _links=[link])
+
+
+@dataclass
+class PrecomputedChoice:
+    """Buttons (one row per control) switching between precomputed HTML panels.
+
+    Attributes:
+        controls: one ``ToggleButtons`` per control; the first option of each is the prompt
+            ("choose"), so that nothing is chosen for the reader.
+        stack: the outer ``Stack`` (indexed by the first control); with two controls each of
+            its children is a ``Stack`` indexed by the second.
+        widget: the box to display (controls above the panels).
+    """
+
+    controls: list[widgets.ToggleButtons]
+    stack: widgets.Stack
+    widget: widgets.VBox
+    _links: list[Any] = field(default_factory=list, repr=False)
+
+
+def _panel(html: str) -> widgets.HTML:
+    return widgets.HTML(value=html, style={"font_size": SUMMARY_FONT_SIZE})
+
+
+def precomputed_choice(
+    controls: Sequence[tuple[str, Sequence[str]]],
+    render: Callable[..., str],
+    prompt: str = "Choose an option above: its consequences show here.",
+) -> PrecomputedChoice:
+    """Build one or two rows of buttons whose every combination was rendered ahead of time.
+
+    Each control gets a first button "choose" that shows ``prompt``: the widget never starts on
+    an answer. The buttons' ``index`` is ``jslink``-ed to the panels' ``Stack``, so the choice
+    switches panels in the browser, with or without a kernel.
+
+    Args:
+        controls: ``(description, option labels)`` per control, one or two controls; labels
+            unique within a control.
+        render: ``render(i)`` (one control) or ``render(i, j)`` (two) returns the HTML panel
+            for option ``i`` of the first control and ``j`` of the second (0-based, the prompt
+            not counted); called once per combination now.
+        prompt: the HTML shown while any control is on "choose".
+
+    Raises:
+        ValueError: no control or more than two, a control without options, or duplicate
+            labels.
+    """
+    if not 1 <= len(controls) <= 2:
+        raise ValueError(f"controls: expected one or two, got {len(controls)}")
+    rows = []
+    for description, labels in controls:
+        labels = [str(label) for label in labels]
+        if not labels:
+            raise ValueError(f"controls: {description!r} has no options")
+        if len(set(labels)) != len(labels) or "choose" in labels:
+            raise ValueError(f"controls: {description!r}: expected unique labels other than 'choose', got {labels}")
+        rows.append(widgets.ToggleButtons(
+            options=["choose", *labels], index=0, description=description,
+            style={"description_width": "initial", "button_width": "auto"}))
+    links = []
+    if len(rows) == 1:
+        n = len(rows[0].options) - 1
+        stack = widgets.Stack(children=[_panel(prompt)] + [_panel(render(i)) for i in range(n)], selected_index=0)
+    else:
+        n, m = len(rows[0].options) - 1, len(rows[1].options) - 1
+        inner = [widgets.Stack(children=[_panel(prompt)] + [_panel(render(i, j)) for j in range(m)], selected_index=0)
+                 for i in range(n)]
+        stack = widgets.Stack(children=[_panel(prompt)] + inner, selected_index=0)
+        links += [widgets.jslink((rows[1], "index"), (s, "selected_index")) for s in inner]
+    links.append(widgets.jslink((rows[0], "index"), (stack, "selected_index")))
+    box = widgets.VBox([*rows, stack])
+    box.add_class("precomputed-widget")
+    return PrecomputedChoice(controls=rows, stack=stack, widget=box, _links=links)

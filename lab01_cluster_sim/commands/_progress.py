@@ -1,8 +1,9 @@
-"""Progress of long commands: a tqdm bar on stderr, only when stderr is a terminal.
+"""Progress of long commands on stderr, and where they wrote their files.
 
 Commands that run several simulations (``topology``, ``defrag``, ``disciplines``) wrap their
-loop in :func:`steps`; piped or captured output (tests, CI, ``> file``) gets no bar at all, so
-nothing but the results reaches stdout and no control characters reach a log.
+loop in :func:`steps`: a bar on a terminal; piped or captured output (CI, ``> file``) gets a
+plain line every few seconds of a long loop and nothing for a short one
+(:mod:`lab01_cluster_sim.progress`); stdout carries the results alone either way.
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ T = TypeVar("T")
 
 
 def steps(items: Iterable[T], desc: str, total: int | None = None, unit: str = "run") -> Iterator[T]:
-    """Iterate ``items``, showing a progress bar on a terminal (``desc``: what is running)."""
-    if not sys.stderr.isatty():
-        yield from items
-        return
-    from tqdm import tqdm
+    """Iterate ``items``, showing progress on stderr (``desc``: what is running;
+    :func:`lab01_cluster_sim.progress.progress_bar`: a bar on a terminal, else a line every
+    few seconds of a long loop)."""
+    from lab01_cluster_sim.progress import progress_bar
 
-    with tqdm(items, desc=desc, total=total, unit=unit, file=sys.stderr, leave=False, mininterval=0.3) as bar:
-        yield from bar
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)  # type: ignore[arg-type]
+    with progress_bar(total, desc, unit=unit) as bar:
+        for item in items:
+            yield item
+            bar.update(1)
 
 
 def wrote(path: object, what: str = "") -> None:

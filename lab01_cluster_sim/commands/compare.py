@@ -293,7 +293,7 @@ def check_plot_path(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    from lab01_cluster_sim.progress import progress_bar
 
     seeds = parse_seeds(args.seeds)
     if args.plot:
@@ -303,6 +303,10 @@ def run(args: argparse.Namespace) -> int:
         from lab01_cluster_sim.workloads.openb import load_trace
 
         node_list = args.node_list or DEFAULT_NODE_LIST
+        if not args.quiet:
+            from lab01_cluster_sim.workloads.openb import describe_trace
+
+            print(f"loading {describe_trace(args.trace, args.pod_list, node_list)}", file=sys.stderr, flush=True)
         nodes, pods = load_trace(args.trace, args.pod_list, node_list)
         jobs = list(pods.jobs)
         label = f"{pods.path.name} on {node_list}"
@@ -322,8 +326,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.inflation:g}), {n_seeds} ({args.seeds})")
     if not args.quiet and args.format != "table":  # the table carries this line itself
         print(workload, file=sys.stderr)
-    with tqdm(total=len(policies) * len(seeds), desc="replays", unit="run", file=sys.stderr,
-              disable=True if args.quiet else None) as bar:
+    with progress_bar(len(policies) * len(seeds), "replays", quiet=args.quiet) as bar:
         results = compare(nodes, jobs, policies, seeds, args.inflation, progress=bar.update)
     rows = [summarise(p, results[p]) for p in policies]
     print(format_rows(rows, args.format, workload=workload, inflation=args.inflation))

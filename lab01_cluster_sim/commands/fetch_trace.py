@@ -61,10 +61,10 @@ class _Bar:
         self.count, self.quiet, self.index, self.bar = count, quiet, 0, None
 
     def start(self, name: str, total: int | None, already: int) -> None:
-        from tqdm import tqdm
+        from lab01_cluster_sim.progress import progress_bar
 
-        self.bar = tqdm(total=total, initial=already, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
-                        leave=False, file=sys.stderr, disable=True if self.quiet else None)
+        self.bar = progress_bar(total, name, unit="B", quiet=self.quiet, initial=already, unit_scale=True,
+                                unit_divisor=1024)
 
     def advance(self, nbytes: int) -> None:
         if self.bar is not None:

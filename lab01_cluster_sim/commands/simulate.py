@@ -289,6 +289,10 @@ def run(args: argparse.Namespace) -> int:
     if args.trace is None and args.pod_list:
         raise InputError("--pod-list needs --trace DIR (the folder holding the openb CSVs)")
     if args.trace:
+        if not args.quiet:
+            from lab01_cluster_sim.workloads.openb import describe_trace
+
+            print(f"loading {describe_trace(args.trace, args.pod_list)}", file=sys.stderr, flush=True)
         nodes, jobs = trace_jobs(args.trace, args.pod_list)
         from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, unknown_models_note
 

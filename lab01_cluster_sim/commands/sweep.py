@@ -58,8 +58,9 @@ examples:
   python -m lab01_cluster_sim sweep --runner replay --seeds 42-51 \\
       --output replay.csv
   python -m lab01_cluster_sim sweep --runner replay \\
-      --trace ../shared/data/alibaba-gpu-2023/csv --workloads all \\
-      --seeds 42-51 --output grid.csv
+      --trace ../shared/data/alibaba-gpu-2023/csv --workloads paper \\
+      --policies random,dot-prod,gpu-clustering,gpu-packing,best-fit,fgd \\
+      --seeds 42-51 --output grid.csv        # the FGD paper's grid: 1,020 replays
   python -m lab01_cluster_sim sweep --runner simulate --workloads 2000 \\
       --policies best-fit --param discipline=fifo,backfill
 """
@@ -86,8 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "for simulate)")
     parser.add_argument("--trace", metavar="DIR",
                         help="replay runner: folder of the openb CSVs (python -m lab01_cluster_sim fetch-trace DIR "
-                             "gets them); --workloads are then pod-list names (default, gpushare40, ...) or 'all' "
-                             "for every openb_pod_list_*.csv there (default: default)")
+                             "gets them); --workloads are then pod-list names (default, gpushare40, ...), 'paper' "
+                             "for the FGD paper's 17, or 'all' for every openb_pod_list_*.csv there (default: default)")
     parser.add_argument("--seeds", default="0-2",
                         help=f"seeds: 42, 1,2,3 or 42-51, each once, at most {MAX_SEEDS} (default %(default)s)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=V1,V2",
@@ -110,6 +111,29 @@ def _names(text: str | None, option: str) -> list[str] | None:
     return names
 
 
+def _write_whole(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, renamed into place, so
+    an interrupted or failed write never leaves a half-written CSV."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".sweep-", suffix=".csv.part", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise InputError(f"--output {path}: cannot write: {exc.strerror or exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.commands.compare import parse_seeds
     from lab01_cluster_sim.sweep import RUNNER_DEFAULT_WORKLOADS, default_policies, grid, param_texts, parse_param, run_sweep
@@ -125,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--trace goes with --runner replay, got --runner {args.runner}")
         folder = check_trace_folder(args.trace)
         workloads = workloads or ["default"]
+        if workloads == ["paper"]:
+            from lab01_cluster_sim.replay import PAPER_POD_LISTS
+
+            workloads = list(PAPER_POD_LISTS)
         if workloads == ["all"]:
             workloads = sorted(p.name.removeprefix("openb_pod_list_").removesuffix(".csv")
                                for p in folder.glob("openb_pod_list_*.csv"))
@@ -136,14 +164,14 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _check_writable(args.output)
     specs = grid(args.runner, policies, workloads, seeds, params, typed)
+    if args.trace and not args.quiet:
+        names = ", ".join(w.rsplit(":", 1)[1] for w in workloads)
+        print(f"{len(specs)} runs; each worker loads the pod lists it replays ({names}) and "
+              f"openb_node_list_gpu_node.csv from {args.trace}", file=sys.stderr, flush=True)
     result = run_sweep(specs, workers=args.workers, dask=args.dask, quiet=args.quiet)
     text = result.to_csv()
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as exc:
-            raise InputError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
+        _write_whole(args.output, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()  # the rows before the notes, also when both go to one terminal

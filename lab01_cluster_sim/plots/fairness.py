@@ -27,7 +27,7 @@ def trilemma_figure(rows: Sequence[Mapping]) -> Figure:
     ax1.bar([i - w / 2 for i in x], [r["mean_wait_s"] / 3600 for r in rows], w, label="mean")
     ax1.bar([i + w / 2 for i in x], [r["p99_wait_s"] / 3600 for r in rows], w, label="p99")
     ax1.set_ylabel("queueing delay (h)")
-    ax1.legend()
+    ax1.legend(loc="best", ncols=2, fontsize="small")   # where it covers the fewest bars
     ax2.bar(x, [100 * r["utilisation"] for r in rows], color="tab:green")
     ax2.set_ylabel("GPU utilisation (%)")
     ax2.set_ylim(0, 100)
@@ -35,7 +35,8 @@ def trilemma_figure(rows: Sequence[Mapping]) -> Figure:
     if all(v is not None for v in shares):
         ax3.bar([i - w / 2 for i in x], [r["jain_index"] for r in rows], w, color="tab:purple", label="slowdown")
         ax3.bar([i + w / 2 for i in x], shares, w, color="tab:orange", label="dominant share")
-        ax3.legend(loc="lower right", fontsize="small")
+        # below the axis and its rotated labels, so that it covers no bar
+        ax3.legend(loc="upper center", bbox_to_anchor=(0.5, -0.42), ncols=2, fontsize="small")
     else:
         ax3.bar(x, [r["jain_index"] for r in rows], color="tab:purple")
     ax3.set_ylabel("Jain's index over tenants")

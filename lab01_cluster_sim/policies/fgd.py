@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload, weighted_fragmentation
+from lab01_cluster_sim.fragmentation import FragmentationTracker, TargetWorkload
 from lab01_cluster_sim.model import MILLI_PER_GPU
 from lab01_cluster_sim.policies.base import pick_lowest_free_gpus, register
 
@@ -54,7 +54,9 @@ class FGD:
         self.target = target
         self._state_ref: weakref.ref | None = None
         self._tracker: FragmentationTracker | None = None
-        self._cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        # per pod shape: (score of each node, node_version it was computed at, chosen GPU
+        # of each node for a shared pod or -1)
+        self._cache: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # -- caches ----------------------------------------------------------------------
     def _bind_state(self, state: ClusterState) -> FragmentationTracker:
@@ -67,11 +69,33 @@ class FGD:
 
     def node_scores(self, state: ClusterState, request: Request, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Scores of ``nodes`` (int64 (C,)) and, for a shared pod, the chosen GPU of each
-        (int64 (C,); -1 for other pods), computed from scratch (no cache)."""
+        (int64 (C,); -1 for other pods), computed from scratch (no cache).
+
+        A node's score is a function of its free GPU shares, free CPU and GPU model alone,
+        so nodes alike in all three are scored once (NOTE: speed: a shape's first scoring
+        covers the whole cluster, mostly nodes still empty)."""
+        if nodes.size > self.DISTINCT_FROM:
+            L = np.ascontiguousarray(state.gpu_free[nodes])
+            raw, width = L.tobytes(), L.shape[1] * L.itemsize
+            first: dict[tuple[bytes, int, int], int] = {}
+            inverse = np.fromiter(
+                (first.setdefault((raw[i * width:(i + 1) * width], c, m), len(first))
+                 for i, (c, m) in enumerate(zip(state.cpu_free[nodes].tolist(), state.model_index[nodes].tolist()))),
+                dtype=np.int64, count=nodes.size)
+            if len(first) < nodes.size:
+                reps = np.empty(len(first), dtype=np.int64)
+                reps[inverse] = nodes  # any node of each kind (all alike)
+                scores, gpus = self._node_scores(state, request, reps)
+                return scores[inverse], gpus[inverse]
+        return self._node_scores(state, request, nodes)
+
+    DISTINCT_FROM = 16
+    """Candidate sets larger than this are first reduced to distinct node states."""
+
+    def _node_scores(self, state: ClusterState, request: Request, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         tracker = self._bind_state(state)
-        before = tracker.weighted_values()[nodes]
+        before = tracker.weighted_values_of(nodes)
         total = float(self.target._weight_sum)
-        access = self.target.access(state.model_names)
         L = state.gpu_free[nodes]
         cpu_after = state.cpu_free[nodes] - request.cpu_milli
         models = state.model_index[nodes]
@@ -80,8 +104,8 @@ class FGD:
             # one hypothetical state per (node, GPU): GPU i loses u
             hyp = np.repeat(L[:, None, :], g, axis=1)  # (C, G, G)
             hyp[:, np.arange(g), np.arange(g)] -= request.gpu_milli
-            after = weighted_fragmentation(hyp.reshape(c * g, g), np.repeat(cpu_after, g), np.repeat(models, g),
-                                           access, self.target).reshape(c, g)
+            after = tracker.weighted_of(hyp.reshape(c * g, g), np.repeat(cpu_after, g),
+                                        np.repeat(models, g)).reshape(c, g)
             s = fgd_score_of((before[:, None] - after) / total)
             s = np.where(L >= request.gpu_milli, s, -1)
             return s.max(axis=1), s.argmax(axis=1)  # argmax: the first GPU reaching the max
@@ -91,30 +115,42 @@ class FGD:
             free = hyp >= MILLI_PER_GPU
             take = free & (np.cumsum(free, axis=1) <= request.num_gpus)
             hyp[take] = 0
-        after = weighted_fragmentation(hyp, cpu_after, models, access, self.target)
+        after = tracker.weighted_of(hyp, cpu_after, models)
         return fgd_score_of((before - after) / total), np.full(c, -1, dtype=np.int64)
 
     # -- the policy contract ----------------------------------------------------------
-    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray:
-        self._bind_state(state)
+    def _entry(self, state: ClusterState, request: Request) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The cache of ``request``'s shape, sized to the cluster (it may grow)."""
         key = (request.cpu_milli, request.num_gpus, request.gpu_milli)
         entry = self._cache.get(key)
         if entry is None or entry[0].shape[0] != state.num_nodes:
-            entry = (np.zeros(state.num_nodes, dtype=np.int64), np.full(state.num_nodes, -1, dtype=np.int64))
+            n = state.num_nodes
+            entry = (np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
             self._cache[key] = entry
-        scores, seen = entry
+        return entry
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        self._bind_state(state)
+        scores, seen, gpus = self._entry(state, request)
         stale = candidates[seen[candidates] != state.node_version[candidates]]
         if stale.size:
-            scores[stale] = self.node_scores(state, request, stale)[0]
+            scores[stale], gpus[stale] = self.node_scores(state, request, stale)
             seen[stale] = state.node_version[stale]
         return scores[candidates]
 
     def pick_gpus(self, state: ClusterState, request: Request, node: int,
                   rng: np.random.Generator) -> tuple[int, ...]:
         if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-            _, gpu = self.node_scores(state, request, np.array([node]))
-            if gpu[0] < 0 or state.gpu_free[node, gpu[0]] < request.gpu_milli:
+            # the GPU chosen when the node was scored, while the node is unchanged since
+            # (NOTE: speed: scoring the node again here cost a third of FGD's replay)
+            self._bind_state(state)
+            _, seen, gpus = self._entry(state, request)
+            if seen[node] == state.node_version[node]:
+                gpu = int(gpus[node])
+            else:
+                gpu = int(self.node_scores(state, request, np.array([node]))[1][0])
+            if gpu < 0 or state.gpu_free[node, gpu] < request.gpu_milli:
                 raise ValueError(f"pick: no GPU of node {state.nodes[node].name} has {request.gpu_milli} free")
-            return (int(gpu[0]),)
+            return (gpu,)
         return pick_lowest_free_gpus(state, request, node)

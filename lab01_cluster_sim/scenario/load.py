@@ -50,6 +50,7 @@ from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, parse_quantity, resource_value
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, Node
+from lab01_cluster_sim.scenario.podsched import creation_timestamp, node_pool_types, read_pod_scheduling
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,
                                                load_documents, read_text, where)
@@ -211,6 +212,7 @@ class _Builder:
         self.docs = docs
         self.sc = Scenario(path, path.stem if path.is_file() else path.name)
         self.seen: dict[tuple[str, str], Document] = {}
+        self.position = {id(d): i for i, d in enumerate(docs)}   # input order: Kueue's last tie-break
 
     def by_kind(self, *kinds: str) -> list[Document]:
         return [d for d in self.docs if d.data["kind"] in kinds]
@@ -346,8 +348,12 @@ class _Builder:
                               kq.PreemptionPolicy(p.get("reclaimWithinCohort", "Never")),
                               kq.PreemptionPolicy(bwc.get("policy", "Never")), bwc.get("maxPriorityThreshold")),
                 kq.FlavorFungibility(kq.FungibilityPolicy(ff.get("whenCanBorrow", "MayStopSearch")),
-                                     kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor"))),
+                                     kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor")),
+                                     kq.FungibilityPreference(ff["preference"]) if "preference" in ff else None),
                 self._weight(doc, spec))
+            if "preference" in ff and (ff.get("whenCanBorrow"), ff.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+                raise _err(doc, ("spec", "flavorFungibility", "preference"), "preference can only be set when both "
+                           "whenCanBorrow and whenCanPreempt are TryNextFlavor (the CRD's validation rule)")
             if p.get("reclaimWithinCohort", "Never") == "Never" and bwc.get("policy", "Never") != "Never":
                 raise _err(doc, ("spec", "preemption"), "reclaimWithinCohort=Never and borrowWithinCohort.policy!=Never "
                            "(the CRD refuses this combination)")
@@ -560,21 +566,21 @@ class _Builder:
         for doc in self.by_kind("NodePool"):
             spec = doc.data["spec"]
             tspec = spec["template"]["spec"]
-            types = tuple(DEFAULT_CATALOGUE)
             capacity = "on-demand"
             for i, req in enumerate(tspec["requirements"]):
                 path = ("spec", "template", "spec", "requirements", i, "values")
                 values = req.get("values", [])
-                if req["key"] == "node.kubernetes.io/instance-type":
+                if req["key"] == "node.kubernetes.io/instance-type" and req["operator"] == "In":
                     unknown = [v for v in values if v not in by_name]
                     if unknown:
                         raise _err(doc, path, f"instance type {unknown[0]!r} is not in the catalogue; expected one of: "
                                    f"{', '.join(sorted(by_name))}")
-                    types = tuple(by_name[v] for v in values)
-                else:
-                    if len(values) != 1 or values[0] not in ("on-demand", "spot"):
-                        raise _err(doc, path, "karpenter.sh/capacity-type: expected exactly one of on-demand, spot")
+                if req["key"] == "karpenter.sh/capacity-type":
+                    if req["operator"] != "In" or len(values) != 1 or values[0] not in ("on-demand", "spot"):
+                        raise _err(doc, path, "karpenter.sh/capacity-type: expected operator In with exactly one of "
+                                   "on-demand, spot (a NodePool launching both is not modelled)")
                     capacity = values[0]
+            types = node_pool_types(doc, tspec["requirements"], DEFAULT_CATALOGUE)
             limits = spec.get("limits", {})
             for r in limits:
                 if r != GPU:
@@ -693,6 +699,7 @@ class _Builder:
                                                f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
                                                "modelled (a duration ending the protection is not)")
         requests = self._pod_requests(doc, pod_path, pod)
+        extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
         labels = {**meta.get("labels", {})}
         if kind == "Job":
             labels.update(_get(d, ("spec", "template", "metadata", "labels")) or {})
@@ -721,25 +728,24 @@ class _Builder:
                 raise _err(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if extended:
+            extras["extended_requests"] = extended
         if do_not_disrupt:
             extras["do_not_disrupt"] = True
         grace = pod.get("terminationGracePeriodSeconds")
         if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
-            from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+            from lab01_cluster_sim.model import TERMINATION_GRACE
 
             if grace < 0:
                 raise _err(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
             extras[TERMINATION_GRACE] = float(grace)
-        selector = dict(pod.get("nodeSelector", {}))
-        models: tuple[str, ...] = ()
-        if GPU_PRODUCT in selector:
-            models = (selector.pop(GPU_PRODUCT),)
-        if selector:
-            extras["node_selector"] = tuple(sorted(selector.items()))
-            self.sc.unsupported.append(f"{_src(doc, pod_path + ('nodeSelector',))}: nodeSelector on "
-                                       f"{', '.join(sorted(selector))} (only {GPU_PRODUCT} is placed by the current "
-                                       "simulator)")
-        for fld in ("affinity", "topologySpreadConstraints", "tolerations", "nodeName", "schedulingGates"):
+        models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported, bool(self.sc.node_pools))
+        extras.update(sched)
+        stamp = creation_timestamp(doc)
+        if stamp is not None:
+            extras["creation_timestamp"] = stamp
+        extras["position"] = self.position[id(doc)]
+        for fld in ("topologySpreadConstraints", "nodeName", "schedulingGates"):
             if fld in pod:
                 self.sc.unsupported.append(f"{_src(doc, pod_path + (fld,))}: {fld} is not modelled")
         queue = labels.get(QUEUE_KEY)
@@ -788,9 +794,9 @@ class _Builder:
                 for rname, value in req.items():
                     path = pod_path + (group, ci, "resources", "requests" if rname in res.get("requests", {}) else "limits",
                                        rname)
-                    if rname not in KNOWN_RESOURCES:
+                    if rname not in KNOWN_RESOURCES and not (self.sc.node_pools and "/" in rname):
                         self.sc.unsupported.append(f"{_src(doc, path)}: resource {rname} is not modelled")
-                        continue
+                        continue   # with NodePools, an extended resource no instance type offers keeps the pod Pending
                     amount = resource_value(rname, value, f"{where(doc.file, doc.pos(path))}: {object_name(doc.data)}: "
                                             f"{format_path(path)}")
                     if agg == "sum":
@@ -825,6 +831,7 @@ class _Builder:
         job_id = name if ns == "default" else f"{ns}/{name}"
         extras = dict(first.extras)
         extras["pods"] = tuple(j.job_id for j in jobs)
+        extras["position"] = self.position[id(doc)]
         gang = replace(first, job_id=job_id, workers=len(jobs), submit_time=max(j.submit_time for j in jobs),
                        duration=max(j.duration for j in jobs), priority=max(j.priority for j in jobs), extras=extras)
         self.sc.sources[job_id] = _src(doc)

@@ -405,11 +405,8 @@ def quota_rows(quotas: dict[str, list]) -> list[dict]:
 
 
 def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
-    import sys
-
-    from tqdm import tqdm
-
     from lab01_cluster_sim.plots.replay import plot_alloc_vs_arrived
+    from lab01_cluster_sim.progress import progress_bar
     from lab01_cluster_sim.replay import compare, summarise
 
     nodes, jobs = _nodes_jobs(sc)
@@ -417,9 +414,8 @@ def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
     policies = [p for p in _policies(sc) if isinstance(p, str)]
     if len(policies) != len(_policies(sc)):
         raise ScenarioError(f"{sc.path}: the paper's replay takes named policies, not a KubeSchedulerConfiguration")
-    # a bar on a terminal only (one step per policy replayed), as the compare command shows
-    with tqdm(total=len(policies), desc="replays", unit="run", file=sys.stderr,
-              disable=not (progress and sys.stderr.isatty()), leave=False) as bar:
+    # one step per policy replayed, as the compare command shows
+    with progress_bar(len(policies), "replays", quiet=not progress) as bar:
         results = compare(nodes, jobs, policies, seeds=(sim.get("seed", 42),), progress=bar.update)
     rows = [_plain(summarise(p, runs).__dict__) for p, runs in results.items()]
     _write_json(out / "summary.json", rows)
@@ -450,14 +446,18 @@ def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 
 def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+    from lab01_cluster_sim.model import termination_grace
     from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
 
     pods = []
     for j in sc.jobs:
         image, gib, workload = sc.pod_images[j.job_id]
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
-                        image or "image", gib, bool(j.extras.get("do_not_disrupt"))))
-    static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
+                        image or "image", gib, bool(j.extras.get("do_not_disrupt")), termination_grace(j),
+                        tuple(j.extras.get("node_selector", ())), tuple(j.extras.get("affinity", ())),
+                        tuple(sorted(j.extras.get("extended_requests", {}).items()))))
+    static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib,
+                         labels=tuple(sorted(n.labels.items()))) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")
     kwargs = {} if until is None else {"until_s": float(until)}
@@ -470,7 +470,8 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     pending = res.pending_times()    # the summary's mean pending is the mean of this column
     pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "submit_s": r.pod.submit_s, "first_bound_s": r.first_bound_s,
                  "pending_s": pending[name], "started_s": r.started_s, "finished_s": r.finished_s,
-                 "disruptions": r.disruptions} for name, r in res.pods.items()]
+                 "disruptions": r.disruptions, "reason": res.unlaunchable.get(name, "")}
+                for name, r in res.pods.items()]
     _write_json(out / "summary.json", [summary])
     _write_csv(out / "summary.csv", [summary])
     _write_csv(out / "nodes.csv", node_rows)

@@ -424,6 +424,19 @@ def check_trace_folder(folder: str | Path) -> Path:
     return folder
 
 
+def describe_trace(folder: str | Path, pod_list: str | None = None, node_list: str = DEFAULT_NODE_LIST) -> str:
+    """What :func:`load_trace` with these arguments reads, for a command's "loading ..." line:
+    ``"openb_pod_list_default.csv and openb_node_list_gpu_node.csv from DIR"`` (the pod list
+    as named when it cannot be resolved: :func:`load_trace` then says why)."""
+    folder = Path(folder)
+    try:
+        pods = resolve_pod_list(folder, pod_list).name if folder.is_dir() else None
+    except InputError:
+        pods = None
+    pods = pods or f"pod list {pod_list or 'default'}"
+    return f"{pods} and {node_list} from {folder}"
+
+
 def load_trace(folder: str | Path, pod_list: str | None = None,
                node_list: str = DEFAULT_NODE_LIST) -> tuple[list[Node], PodList]:
     """The paper's setting from a folder of openb CSVs: the GPU node list and a pod list.

@@ -99,3 +99,48 @@ def test_trace_cache_is_dropped_when_availability_changes(tmp_path):
     assert build_book.sync_trace_cache(build, present=False, quiet=True) is False  # unchanged
     assert build_book.sync_trace_cache(build, present=True, quiet=True) is True    # trace appeared
     assert (build / ".trace_present").read_text().strip() == "1"
+
+
+# -- scenario_outcomes: the scenarios chapters 10 and 11 run ------------------------------------
+SCENARIOS = REPO / "scenarios"
+
+
+def test_training_tier_gets_one_p5_per_eight_gpu_pod(tmp_path):
+    # two pods of 8 GPUs, a p5.48xlarge has 8: two nodes; ready at 60 s boot + 15 s registration
+    outcomes, blocked = book.scenario_outcomes(SCENARIOS / "capstone-training.yaml", tmp_path)
+    assert blocked == []
+    assert [(o.pod, o.status, o.instance_type) for o in outcomes] == [
+        ("research/pretrain-7b-0", "Running", "p5.48xlarge"), ("research/pretrain-7b-1", "Running", "p5.48xlarge")]
+    assert len({o.node for o in outcomes}) == 2
+
+
+def test_scenario_outcomes_refuses_a_scenario_without_nodepool(tmp_path):
+    with pytest.raises(InputError, match="expected a scenario with a NodePool"):
+        book.scenario_outcomes(SCENARIOS / "gang-textbook.yaml", tmp_path)
+
+
+def test_gfd_selector_stays_pending_on_a_karpenter_pool(tmp_path):
+    # kubernetes-sigs/karpenter pkg/scheduling/requirements.go, Compatible: a label no instance
+    # type defines "does not have known values"; the selector-free pod gets the cheapest fit
+    outcomes, blocked = book.scenario_outcomes(SCENARIOS / "fleets-gfd-selector.yaml", tmp_path)
+    assert blocked == []
+    by_pod = {o.pod: o for o in outcomes}
+    assert (by_pod["by-gfd-product"].status, by_pod["by-gfd-product"].node) == ("Pending", "")
+    assert "known values" in by_pod["by-gfd-product"].reason
+    assert by_pod["by-pool"].instance_type == "g6.xlarge"
+
+
+def test_well_known_gpu_labels_select_instance_types(tmp_path):
+    # gpu-name h100 -> only the p5.48xlarge; gpu-memory Gt 20000 -> g6.xlarge (L4, 22,888 MiB),
+    # the cheapest such type, since the 1-GPU pod cannot join the 8-GPU pod's p5 claim
+    outcomes, blocked = book.scenario_outcomes(SCENARIOS / "fleets-well-known-selector.yaml", tmp_path)
+    assert blocked == []
+    assert {o.pod: o.instance_type for o in outcomes} == {"h100-by-name": "p5.48xlarge", "big-gpu": "g6.xlarge"}
+
+
+@pytest.mark.parametrize("name", ["capstone-paid-mig", "capstone-free-shared"])
+def test_mig_and_shared_resources_launch_no_node(tmp_path, name):
+    # Karpenter's AWS provider advertises nvidia.com/gpu only (aws/karpenter-provider-aws issue 1505)
+    outcomes, blocked = book.scenario_outcomes(SCENARIOS / f"{name}.yaml", tmp_path)
+    assert blocked == []
+    assert outcomes and all(o.status == "Pending" and o.node == "" and o.reason for o in outcomes)

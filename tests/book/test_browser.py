@@ -60,6 +60,9 @@ MIN_TEXT_PX = 9.0
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # Pages whose main control is a precomputed slider that must switch what is shown.
+#: A precomputed widget has rendered: a slider's image or a choice's buttons.
+WIDGET_RENDERED = ".precomputed-widget img, .precomputed-widget .widget-toggle-buttons"
+
 WIDGET_PAGES = {"ch01_sharing_problem", "ch02_mps", "ch03_mig", "ch04_time_slicing", "ch05_choosing",
                 "ch06_cluster_scheduling"}
 
@@ -109,7 +112,7 @@ def test_every_page_offline_clean_with_images_and_math(built_book, site_url, bro
         page.wait_for_load_state("networkidle")
         page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise.then(() => true) : true")
         if page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count():
-            page.wait_for_selector(".precomputed-widget img", state="visible")
+            page.wait_for_selector(WIDGET_RENDERED, state="visible")
         page.wait_for_function(
             "() => Array.from(document.images).every(i => i.complete)", timeout=30_000)
         broken = page.evaluate(
@@ -171,6 +174,26 @@ def test_widget_main_control_responds_without_kernel(built_book, site_url, brows
     page.screenshot(path=str(ARTIFACTS / f"{name}-moved.png"), full_page=False)
     context.close()
     assert after != before, f"{name}: moving the slider did not change the shown state ({before[:80]})"
+
+
+def test_capstone_choice_starts_unchosen_and_responds_without_kernel(built_book, site_url, browser):
+    """Chapter 11's choices: nothing is chosen on arrival; a button shows that option's panel."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in (None, "127.0.0.1")
+               or r.request.url.startswith(("data:", "blob:")) else r.abort())
+    page.goto(f"{site_url}/ch11_capstone.html", wait_until="load")
+    page.wait_for_selector(".precomputed-widget .widget-toggle-buttons", state="visible")
+    box = page.locator(".precomputed-widget").nth(2)          # the placement choice
+    shown = "el => Array.from(el.querySelectorAll('.widget-html-content')).filter(e => e.offsetParent).map(e => e.innerText).join('|')"
+    before = box.evaluate(shown)
+    box.scroll_into_view_if_needed()
+    box.locator("button", has_text="best-fit").first.click()
+    after = box.evaluate(shown)
+    context.close()
+    assert "Choose" in before
+    assert "stranded GPUs" in after and "Choose" not in after
 
 
 # -- reads well on the page (1280 px) ----------------------------------------------------
@@ -311,7 +334,7 @@ def layout_report(built_book, site_url, browser) -> dict[str, list[str]]:
         page.goto(f"{site_url}/{name}.html", wait_until="load")
         page.wait_for_load_state("networkidle")
         if page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count():
-            page.wait_for_selector(".precomputed-widget img", state="visible")
+            page.wait_for_selector(WIDGET_RENDERED, state="visible")
         page.evaluate(_OPEN_ALL_JS)
         page.wait_for_function("() => Array.from(document.images).every(i => i.complete)")
         found = page.evaluate(_LAYOUT_JS)

@@ -62,3 +62,55 @@ def test_capstone_prices_are_after_the_june_2025_cut(built_book):
     assert "$55.04/h on demand = $6.88 per GPU-hour" in text
     assert "$5,022" in text
     assert "predate" not in text
+
+
+# -- the reader chooses (issue: the capstone's choices are the reader's) ----------------------------
+#: Sentences that state a model answer's choice; each must sit in a folded solution only.
+MODEL_ANSWER_PHRASES = ("gets MIG", "The smallest limit that keeps the mean pending time",
+                        "so the training pool runs on", "Packing wins here", "At node granularity the saving")
+
+
+def _soup(page: Path):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+
+
+def test_model_answers_are_folded_solutions(built_book):
+    soup = _soup(built_book / "ch11_capstone.html")
+    solutions = soup.select("div.solution")
+    assert solutions and all("dropdown" in s.get("class", []) for s in solutions)
+    folded = " ".join(s.get_text(" ") for s in solutions)
+    for s in solutions:
+        s.decompose()
+    outside = soup.get_text(" ")
+    for phrase in MODEL_ANSWER_PHRASES:
+        assert phrase in folded, f"model answer {phrase!r} not found in a solution"
+        assert phrase not in outside, f"model answer {phrase!r} shown outside a folded solution"
+
+
+def test_every_choice_widget_starts_unchosen(built_book):
+    import json
+
+    soup = _soup(built_book / "ch11_capstone.html")
+    state = json.loads(soup.find("script", type="application/vnd.jupyter.widget-state+json").string)
+    buttons = [m["state"] for m in state["state"].values() if m["model_name"] == "ToggleButtonsModel"]
+    # paid tiers (inference, regulated), notebooks, placement, queue, limit, capacity
+    assert len(buttons) == 7
+    assert all(b["_options_labels"][0] == "choose" and b["index"] == 0 for b in buttons)
+
+
+def test_paid_pool_is_priced_at_node_granularity(built_book):
+    text = _text(built_book / "ch11_capstone.html")
+    # 12 replicas x 1/2 GPU + 2 x 1/2 = 7 GPUs; exclusive 12 + 2 = 14 GPUs; both on the 2 nodes
+    # the paid tiers need for spreading: 2 x 8 x $6.88 x 730 h = $80,358.40 a month either way
+    assert "the picks need 7 GPUs, exclusive GPUs for everyone 14" in text
+    assert "$80,358 against $80,358 a month" in text
+
+
+def test_paid_and_free_tiers_are_not_karpenter_nodepools(built_book):
+    text = _text(built_book / "ch11_capstone.html")
+    # Karpenter's AWS provider advertises nvidia.com/gpu only: the MIG and time-sliced tiers run on
+    # static node groups (the NodePools shown are checked in test_manifests.py); the page says why
+    assert "static node groups" in text
+    assert "does not advertise" in text

@@ -47,3 +47,26 @@ def test_copies_stay_identical_but_for_the_pointer():
     a = inspect.getsource(w1).replace("lab02_device_plugin.widgets", "X")
     b = inspect.getsource(w2).replace("lab01_cluster_sim.widgets", "X")
     assert a == b
+
+
+def test_choice_starts_on_the_prompt_and_links_each_control():
+    view = w1.precomputed_choice([("a:", ["x", "y"]), ("b:", ["p", "q", "r"])], lambda i, j: f"<i>{i}{j}</i>",
+                                 prompt="pick")
+    assert [c.options[0] for c in view.controls] == ["choose", "choose"]
+    assert [c.index for c in view.controls] == [0, 0]
+    assert view.stack.selected_index == 0 and view.stack.children[0].value == "pick"
+    # outer stack: prompt + one inner stack per option of a; inner: prompt + one panel per option of b
+    assert [s.children[j + 1].value for s in view.stack.children[1:] for j in range(3)] == [
+        "<i>00</i>", "<i>01</i>", "<i>02</i>", "<i>10</i>", "<i>11</i>", "<i>12</i>"]
+    pairs = {(link.source[0].description, id(link.target[0])) for link in view._links}
+    assert ("a:", id(view.stack)) in pairs
+    assert {("b:", id(s)) for s in view.stack.children[1:]} <= pairs
+
+
+def test_choice_refuses_bad_controls():
+    with pytest.raises(ValueError, match="one or two"):
+        w1.precomputed_choice([], lambda: "")
+    with pytest.raises(ValueError, match="unique labels"):
+        w1.precomputed_choice([("a:", ["x", "x"])], lambda i: "")
+    with pytest.raises(ValueError, match="no options"):
+        w1.precomputed_choice([("a:", [])], lambda i: "")

@@ -17,6 +17,7 @@ from lab01_cluster_sim.fragmentation import (
     fragmentation_of,
     fragmentation_ratio,
     node_fragmentation,
+    weighted_fragmentation,
 )
 from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.policies.base import get_policy
@@ -152,3 +153,72 @@ def test_kernel_matches_the_plain_rules(shapes, nodes, weights):
     for i, (f, cpu, model) in enumerate(nodes):
         want = sum(p[j] * _plain_f(f, cpu, model, s) for j, s in enumerate(shapes))
         assert got[i] == pytest.approx(want)
+
+
+# -- the memo and the distinct-state shortcut give exactly the plain kernel's values -------
+@settings(max_examples=60, deadline=None)
+@given(shapes=st.lists(_shape, min_size=1, max_size=5), nodes=st.lists(_node, min_size=1, max_size=40),
+       weights=st.lists(st.integers(1, 9), min_size=5, max_size=5))
+def test_memoised_values_equal_the_kernel(shapes, nodes, weights):
+    # Two passes through one tracker (the second all memo hits) and a batch with repeated
+    # states both give the kernel's exact integers, whatever the CPU: states whose free CPU
+    # reaches the same target requests share a memo entry, and only those.
+    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
+    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
+    state = ClusterState([Node("n", "A", 4, 9000, 1024), Node("m", "B", 4, 9000, 1024)])
+    tracker = FragmentationTracker(state, target)
+    free = np.array([f + [0] * (4 - len(f)) for f, _, _ in nodes] * 2)
+    cpu = np.array([c for _, c, _ in nodes] * 2)
+    models = np.array([["A", "B"].index(m) for _, _, m in nodes] * 2)
+    want = weighted_fragmentation(free, cpu, models, target.access(state.model_names), target)
+    assert tracker.weighted_of(free, cpu, models).tolist() == want.tolist()
+    assert tracker.weighted_of(free, cpu, models).tolist() == want.tolist()
+
+
+def test_memo_keys_on_the_cpu_requests_reached_not_the_cpu_value():
+    # WORKED's CPU requests are 2000, 4000, 8000. Free CPU 4000 and 7999 reach the same two,
+    # so the second state is a memo hit with the same value; 8000 reaches B's too and differs:
+    # free [1000 x 8]: at 4000 B (8000 CPU) lacks CPU, f_B = idle 8000; at 8000 f_B = 0.
+    state = ClusterState([G2])
+    tracker = FragmentationTracker(state, WORKED)
+    free = np.full((3, 8), 1000)
+    got = tracker.weighted_of(free, np.array([4000, 7999, 8000]), np.zeros(3, dtype=np.int64))
+    # weights are the popularities x 2**32 (not whole numbers): compare F_n = w / sum(w)
+    f = got / WORKED.weights.sum()
+    assert f[0] == pytest.approx(0.3 * 8000 + 0.2 * 8000)
+    assert f[1] == f[0]
+    assert f[2] == pytest.approx(0.2 * 8000)
+    assert len(WORKED.memo(state.model_names)) >= 2
+
+
+def test_fgd_scores_alike_nodes_once_with_the_same_answer():
+    # 40 empty nodes and one half-used one: scoring them in one batch (distinct states first)
+    # or one by one gives the same scores and GPU choices.
+    nodes = [Node(f"n{i}", "G2", 8, 96_000, 1 << 20) for i in range(41)]
+    state = ClusterState(nodes)
+    state.bind(40, (0,), Request(4000, 0, 1, 500))
+    fgd = get_policy("fgd", target=WORKED)
+    req = Request(4000, 0, 1, 500)
+    batch = fgd.node_scores(state, req, np.arange(41))
+    alone = [fgd._node_scores(state, req, np.array([i])) for i in range(41)]
+    assert batch[0].tolist() == [int(a[0][0]) for a in alone]
+    assert batch[1].tolist() == [int(a[1][0]) for a in alone]
+    # the half-used node takes the pod on GPU 0 (its 500 free fit exactly: no new fragment)
+    assert int(batch[1][40]) == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(shapes=st.lists(_shape, min_size=1, max_size=6), nodes=st.lists(_node, min_size=1, max_size=6),
+       weights=st.lists(st.integers(1, 9), min_size=6, max_size=6))
+def test_plain_single_state_path_equals_the_kernel(shapes, nodes, weights):
+    # the plain-Python evaluation used for a few states gives the vectorised kernel's integers
+    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
+    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
+    state = ClusterState([Node("n", "A", 4, 9000, 1024), Node("m", "B", 4, 9000, 1024)])
+    tracker = FragmentationTracker(state, target)
+    free = np.array([f + [0] * (4 - len(f)) for f, _, _ in nodes])
+    cpu = np.array([c for _, c, _ in nodes])
+    models = np.array([["A", "B"].index(m) for _, _, m in nodes])
+    want = weighted_fragmentation(free, cpu, models, target.access(state.model_names), target)
+    got = [tracker._plain_weighted(free[i].tolist(), int(cpu[i]), int(models[i])) for i in range(len(nodes))]
+    assert got == want.tolist()

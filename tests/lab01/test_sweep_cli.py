@@ -129,6 +129,7 @@ def test_replay_rows_match_compare_seeded_the_same_way(workload_seed, capsys):
         assert float(r["alloc_100"]) == c["alloc_100"] and float(r["alloc_end"]) == c["alloc_end"]
         assert int(r["failed"]) == c["failed_pods"] and int(r["stranded_gpus"]) == c["stranded_gpus"]
         assert float(r["unallocated_gpus"]) == c["unallocated_gpus"]
+        assert float(r["frag_end"]) == c["frag_pct"]  # compare's frag % column, at the end
 
 
 def test_workload_seed_needs_the_synthetic_workload(tmp_path):
@@ -229,3 +230,21 @@ def test_a_missing_trace_folder_says_it_does_not_exist(tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: --trace {missing}: does not exist; expected the folder holding the "
                                        f"openb CSV files (python -m lab01_cluster_sim fetch-trace {missing} "
                                        "downloads them)\n")
+
+
+def test_workloads_paper_is_the_papers_17_pod_lists(tmp_path, capsys):
+    # generate_run_scripts.py's FileList (hkust-adsl/kubernetes-scheduler-simulator): default,
+    # cpu050/100/200/250, gpushare40/60/80/100, gpuspec10/20/25/33, multigpu20/30/40/50. A folder
+    # holding only empty CSVs is enough to see the grid it builds: every run fails to load,
+    # and the rows name the 17 lists in the paper's order.
+    from lab01_cluster_sim.replay import PAPER_POD_LISTS
+
+    for name in PAPER_POD_LISTS + ("cpu037", "gpushare20"):
+        (tmp_path / f"openb_pod_list_{name}.csv").write_text("")
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("")
+    assert len(PAPER_POD_LISTS) == 17
+    assert main(["sweep", "--quiet", "--runner", "replay", "--trace", str(tmp_path), "--workloads", "paper",
+                 "--policies", "fgd", "--seeds", "42", "--workers", "1"]) == 1
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["workload"].rsplit(":", 1)[1] for r in rows] == list(PAPER_POD_LISTS)
+    assert {r["status"] for r in rows} == {"error"}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 #: Scripts with a command line (run_all.py runs every benchmark, so it is not started here).
 SCRIPTS = sorted(p.name for p in (REPO_ROOT / "benchmarks").glob("*.py")

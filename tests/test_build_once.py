@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import subprocess
+from types import SimpleNamespace
 import sys
 from pathlib import Path
 
 import pytest
 
-from build_once import build_once
-from conftest import REPO_ROOT
+from build_once import _runs_book_tests, build_once
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_second_caller_gets_the_first_build(tmp_path_factory):
@@ -36,7 +38,7 @@ def test_a_failed_build_fails_later_callers_without_building_again(tmp_path_fact
 
     with pytest.raises(RuntimeError, match="compiler exploded"):
         build_once(tmp_path_factory, "once-fail", build)
-    with pytest.raises(pytest.fail.Exception, match="once-fail failed in another test worker: compiler exploded"):
+    with pytest.raises(pytest.fail.Exception, match="once-fail failed in another test process: compiler exploded"):
         build_once(tmp_path_factory, "once-fail", build)
     assert len(calls) == 1
 
@@ -69,3 +71,12 @@ def test_two_xdist_workers_build_once(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "4 passed" in proc.stdout
     assert len(list((tmp_path / "base" / "shared-x").iterdir())) == 1
+
+
+@pytest.mark.parametrize("args, book", [
+    ([], True), (["tests"], True), (["tests/book/test_build.py::test_toc"], True), (["."], True),
+    (["tests/lab01"], False), (["tests/lab02/test_limits.py", "tests/test_environment.py"], False),
+])
+def test_the_book_is_built_ahead_only_for_runs_that_include_book_tests(args, book):
+    config = SimpleNamespace(args=args, invocation_params=SimpleNamespace(dir=REPO_ROOT))
+    assert _runs_book_tests(config) is book

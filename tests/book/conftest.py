@@ -6,28 +6,23 @@ and always executes the chapters against the lab packages as they are now (the
 execution cache is keyed on the notebook text only, so a cache from an earlier run
 could hide a change in a lab package). Set ``BOOK_TEST_OUTPUT=DIR`` to build into DIR
 instead and keep its cache between runs (faster when iterating on the book). Under
-pytest-xdist (``make test``) the first worker that needs the book builds it and the others
-wait for that build and share it (tests/build_once.py).
+pytest-xdist (``make test``) the controller starts the build as the run begins, and every
+worker waits for that one build and shares it (tests/build_once.py).
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
-import os
-import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from build_once import build_once
+from build_once import book_output, build_book, build_once
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = REPO_ROOT / "tools" / "build_book.py"
 
 
 @pytest.fixture(scope="session")
@@ -37,27 +32,10 @@ def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Fails (does not skip) when the build fails: the message carries the build's output.
     """
-    chosen = os.environ.get("BOOK_TEST_OUTPUT")
-    out = build_once(tmp_path_factory, "book", _build_book, Path(chosen) if chosen else None)
+    out = build_once(tmp_path_factory, "book", build_book, book_output())
     html = out / "_build" / "html"
     assert (html / "index.html").is_file(), f"no index.html in {html}"
     return html
-
-
-def _build_book(out: Path) -> None:
-    """``tools/build_book.py --path-output out``; skips when the front-end assets cannot be had."""
-    sys.path.insert(0, str(REPO_ROOT / "tools"))
-    import fetch_book_assets
-
-    if shutil.which("npm") is None and not fetch_book_assets.is_installed():
-        pytest.skip("npm not found and book/_vendor/ not fetched: the book needs require.js, the "
-                    "ipywidgets embed script and MathJax from the npm registry (Debian: apt-get install npm)")
-    proc = subprocess.run(
-        [sys.executable, str(BUILD_SCRIPT), "--path-output", str(out)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200, check=False,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"book build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

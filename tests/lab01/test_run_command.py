@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
 from lab01_cluster_sim.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_empty_scenario_argument_is_refused(capsys):

@@ -39,11 +39,12 @@ sys.path.insert(0, str(REPO))
 
 from lab02_device_plugin.api import deviceplugin_pb2 as pb  # noqa: E402
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc  # noqa: E402
-from lab02_device_plugin.config import parse_config  # noqa: E402
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource  # noqa: E402
-from lab02_device_plugin.inventory import from_yaml_spec  # noqa: E402
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet  # noqa: E402
+from lab02_device_plugin.kubelet.pod import Container, Pod  # noqa: E402
+from lab02_device_plugin.plugin.config import parse_config  # noqa: E402
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource  # noqa: E402
+from lab02_device_plugin.plugin.inventory import from_yaml_spec  # noqa: E402
+from lab02_device_plugin.plugin.manager import PluginManager  # noqa: E402
 
 RESOURCE = "nvidia.com/gpu"
 #: An HGX-like node: 8 GPUs, 2 NUMA nodes, 2 NVLink islands of 4 (as examples/inventory-h100x8.yaml).

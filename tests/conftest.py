@@ -27,6 +27,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_BOOK_BUILD] = start_book_build(config)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The book's tests last (a stable sort): under pytest-xdist the workers run every other
+    test while the controller builds the book, instead of waiting for it."""
+    book = REPO_ROOT / "tests" / "book"
+    items.sort(key=lambda item: book in item.path.parents)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     thread = config.stash.get(_BOOK_BUILD, None)
     if thread is not None:

@@ -122,7 +122,7 @@ CONFIGS = ("core", "ext-off", "backfill", "drf", "priority", "all:backfill", "al
 def run_config(name: str, num_jobs: int, num_nodes: int, seed: int) -> dict:
     """Run one configuration in this (fresh) interpreter and return its wall time."""
     if name != "core":
-        import lab01_cluster_sim.autoscaler.sim  # noqa: F401  (extensions present)
+        import lab01_cluster_sim.autoscaler.pods  # noqa: F401  (extensions present)
         import lab01_cluster_sim.defrag  # noqa: F401
         import lab01_cluster_sim.disciplines  # noqa: F401
         import lab01_cluster_sim.sharing_modes  # noqa: F401

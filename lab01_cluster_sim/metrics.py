@@ -33,7 +33,9 @@ import numpy as np
 
 from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, Placement
-from lab01_cluster_sim.scheduler import Scheduler, SchedulerObserver, worker_slots
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.noderesources import worker_slots
+from lab01_cluster_sim.scheduler import Scheduler
 
 
 # -- stranded GPUs ------------------------------------------------------------------------
@@ -64,7 +66,7 @@ def count_stranded_gpus(full_free: np.ndarray, slots: np.ndarray, gpus_per_worke
     Args:
         full_free: int (N,), fully free GPUs per node (online nodes only; 0 elsewhere).
         slots: int (J, N), workers of pending job (or job shape) j that node n can host now
-            (:func:`lab01_cluster_sim.scheduler.worker_slots`).
+            (:func:`lab01_cluster_sim.framework.noderesources.worker_slots`).
         gpus_per_worker: int (J,), k_j.
         remaining: int (J,), workers of j still to place (all of them in gang mode).
 

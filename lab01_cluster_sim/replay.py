@@ -338,7 +338,7 @@ def end_stranded_gpus(state: ClusterState, failed: Sequence[Request]) -> int:
         implemented (the learner's edition before that exercise).
     """
     from lab01_cluster_sim.metrics import count_stranded_gpus, pareto_minimal_shapes
-    from lab01_cluster_sim.scheduler import worker_slots
+    from lab01_cluster_sim.framework.noderesources import worker_slots
 
     shapes = pareto_minimal_shapes((r, 1) for r in failed)
     if not shapes:

@@ -15,6 +15,7 @@ Built in (the FGD paper's ones as pkg/simulator/plugin/ of hkust-adsl/kubernetes
   build it with :func:`~lab01_cluster_sim.policies.base.make_policy`.
 """
 
-from lab01_cluster_sim.policies.base import POLICIES, PlacementPolicy, get_policy, make_policy, place, policy_names
+from lab01_cluster_sim.framework.interface import PlacementPolicy
+from lab01_cluster_sim.policies.base import POLICIES, get_policy, make_policy, place, policy_names
 
 __all__ = ["PlacementPolicy", "POLICIES", "get_policy", "make_policy", "place", "policy_names"]

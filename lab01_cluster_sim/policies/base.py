@@ -1,4 +1,7 @@
-"""The placement-policy contract and the shared filter -> score -> select -> pick pipeline.
+"""The placement policies' registry and the shared filter -> score -> select -> pick pipeline.
+
+The contract every policy meets (:class:`~lab01_cluster_sim.framework.interface.PlacementPolicy`,
+the Score extension point) is the framework's.
 
 Pipeline for one worker (pod), as in kube-scheduler v1.20 as the fragmentation paper's
 simulator runs it (pkg/simulator/ of hkust-adsl/kubernetes-scheduler-simulator,
@@ -13,33 +16,12 @@ its fork of kube-scheduler's generic_scheduler.go):
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
-
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.framework.interface import PlacementPolicy
 from lab01_cluster_sim.model import MILLI_PER_GPU
-
-MAX_NODE_SCORE = 100
-
-
-class PlacementPolicy(Protocol):
-    """What every placement policy provides.
-
-    ``name`` is the registry key. ``score`` returns int64 scores in 0..MAX_NODE_SCORE,
-    shape ``(len(candidates),)``, for the candidate node indices ``candidates`` (int64 array).
-    ``pick_gpus`` returns the GPU indices inside ``node`` for the request (``num_gpus`` of them).
-    """
-
-    name: ClassVar[str]
-
-    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray: ...
-
-    def pick_gpus(self, state: ClusterState, request: Request, node: int,
-                  rng: np.random.Generator) -> tuple[int, ...]: ...
-
 
 POLICIES: dict[str, type] = {}
 """Policy name -> policy class. Filled by :func:`register`."""

@@ -16,8 +16,8 @@ from typing import ClassVar
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.framework.interface import MAX_NODE_SCORE
 from lab01_cluster_sim.policies.base import (
-    MAX_NODE_SCORE,
     pick_best_gpus,
     pick_random_gpus,
     register,

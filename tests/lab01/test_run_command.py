@@ -66,10 +66,10 @@ def test_scenario_node_csv_has_simulates_node_cap(tmp_path, capsys, monkeypatch)
     # simulate --nodes refuses more than 100,000. The cap is simulate's MAX_NODES, read at load
     # time; lowered to 2 here so the test is small: a header and 3 nodes, so line 4 (1 + 3) is
     # the first row past the cap.
-    import lab01_cluster_sim.commands.simulate as simulate_command
+    import lab01_cluster_sim.studies.timed as timed
 
-    assert simulate_command.MAX_NODES == 100_000
-    monkeypatch.setattr(simulate_command, "MAX_NODES", 2)
+    assert timed.MAX_NODES == 100_000
+    monkeypatch.setattr(timed, "MAX_NODES", 2)
     (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n" +
                                         "".join(f"n{i},64000,262144,8,V100\n" for i in range(3)))
     path = _node_csv_scenario(tmp_path, "nodes.csv")
@@ -77,7 +77,7 @@ def test_scenario_node_csv_has_simulates_node_cap(tmp_path, capsys, monkeypatch)
     # "  nodes: {csv: " is 15 characters: the value starts at column 16 of line 6
     assert capsys.readouterr().err == (f"error: {path}:6:16: Scenario/csvs: spec.nodes.csv: {tmp_path / 'nodes.csv'}:4: "
                                        "more than 2 nodes; expected at most 2 nodes\n")
-    monkeypatch.setattr(simulate_command, "MAX_NODES", 3)    # exactly at the cap: accepted
+    monkeypatch.setattr(timed, "MAX_NODES", 3)    # exactly at the cap: accepted
     assert main(["run", str(path), "--check", "--quiet"]) == 0
     assert "would run: timed mode" in capsys.readouterr().out
 

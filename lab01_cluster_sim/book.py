@@ -1,15 +1,13 @@
 """Helpers the course book's chapters call, so that no chapter carries model code.
 
-* :func:`shared_data_dir` and :func:`alibaba_trace_dir`: where the real data is (the rule of
-  ``tests/conftest.py``, independent of the working directory);
 * :func:`fit_steps`: whole-GPU jobs placed one by one by a fit policy, with the stranded GPUs
   after each (chapter 6's step-through);
 * :func:`compare_migration`: the same workload without and with defragmentation by
   migration (chapter 6);
 * :func:`holdings_at`: which GPUs each job holds at a moment of a simulation (chapter 7).
 
-Everything here calls the public APIs of the simulator (policies, ``defrag``, ``Runner``,
-``simulate``); nothing is simulated here.
+Everything here calls the public APIs of the simulator (policies, ``defrag``, the engine's
+``Simulation`` with plugins, ``simulate``); nothing is simulated here.
 """
 
 from __future__ import annotations
@@ -18,26 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-
-def shared_data_dir() -> Path:
-    """Folder of the real public data: ``$COURSE_SHARED_DATA``, else ``../shared/data`` beside
-    the repository root (found from this package's location, not the working directory).
-
-    The same rule as ``tests/conftest.py``. The folder may not exist; callers check.
-    """
-    import os
-
-    env = os.environ.get("COURSE_SHARED_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def alibaba_trace_dir() -> Path | None:
-    """The Alibaba GPU trace 2023 CSV folder under :func:`shared_data_dir`, or None when absent."""
-    path = shared_data_dir() / "alibaba-gpu-2023" / "csv"
-    return path if (path / "openb_node_list_gpu_node.csv").is_file() else None
 
 
 @dataclass(frozen=True)
@@ -121,18 +99,23 @@ def compare_migration(nodes: Sequence[Any], jobs: Sequence[Any], checkpoint: Any
     """
     import numpy as np
 
-    from lab01_cluster_sim.defrag import Defragmenter, stranded_gpus
-    from lab01_cluster_sim.disciplines.runner import Runner
+    from lab01_cluster_sim.defrag import Defragmenter, filter_mask, pending_jobs, stranded_gpus
+    from lab01_cluster_sim.disciplines.outcomes import OutcomeRecorder
+    from lab01_cluster_sim.disciplines.preemption import Checkpoints
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.simulate import Simulation
 
     full = max((n.gpu_count for n in nodes), default=0)
     big_ids = {j.job_id for j in jobs if j.gpus_per_worker == full}
     rows = []
     for label, defrag in (("no migration", None), ("migration", Defragmenter())):
-        def observe(r: Any, t: float) -> float:
-            return stranded_gpus(r.state, [r.runs[i].job for i in r.pending], r.mask_for)
+        def observe(sim: Any, t: float) -> float:
+            return stranded_gpus(sim.state, pending_jobs(sim), lambda job: filter_mask(sim, job))
 
-        res = Runner(list(nodes), list(jobs), discipline, on_blocked=defrag, observer=observe,
-                     default_checkpoint=checkpoint).run()
+        recorder = OutcomeRecorder(observe)
+        plugins = [Checkpoints(default=checkpoint), *([defrag] if defrag else []), recorder]
+        Simulation(list(nodes), list(jobs), MostAllocated(), "gang", discipline, plugins=plugins).run()
+        res = recorder.result()
         ts = np.asarray([row[0] for row in res.timeline], dtype=float)
         vals = np.asarray(res.samples, dtype=float)
         dt = np.diff(ts)

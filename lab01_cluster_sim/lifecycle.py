@@ -20,7 +20,6 @@ from collections.abc import Sequence
 
 from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.plugins import register_plugin
 
 ACTIONS = ("drain", "up", "cordon", "remove")
 """The node actions :class:`NodeEvents` knows."""
@@ -89,7 +88,6 @@ def parse_events(text: str) -> list[tuple[float, str, str]]:
     return out
 
 
-@register_plugin("node-events")
-def _node_events_plugin(nodes, jobs, events: str = "") -> NodeEvents:
+def node_events_plugin(nodes, jobs, events: str = "") -> NodeEvents:
     """``--plugin node-events:events=drain@600=node-001;up@1200=node-001``."""
     return NodeEvents(parse_events(events))

@@ -8,7 +8,8 @@ sample sees the settled state of that instant; see :class:`MetricsRecorder`):
 - **Stranded GPUs** (:func:`count_stranded_gpus`, exact definition there): fully free GPUs
   that no pending job can use now.
 - **Fragmentation** (optional, when a target workload M is given): the paper's F = sum over
-  nodes of F_n(M), milli-GPU (Weng et al., ATC'23; reference/fgd-facts.md sec. 3), from
+  nodes of F_n(M), milli-GPU (Weng et al., ATC'23; pkg/utils/frag.go of
+  hkust-adsl/kubernetes-scheduler-simulator), from
   :class:`lab01_cluster_sim.fragmentation.FragmentationTracker`, which recomputes only the
   nodes that changed since the last sample.
 - pending and running job counts.
@@ -32,7 +33,9 @@ import numpy as np
 
 from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, Placement
-from lab01_cluster_sim.scheduler import Scheduler, SchedulerObserver, worker_slots
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.noderesources import worker_slots
+from lab01_cluster_sim.scheduler import Scheduler
 
 
 # -- stranded GPUs ------------------------------------------------------------------------
@@ -63,7 +66,7 @@ def count_stranded_gpus(full_free: np.ndarray, slots: np.ndarray, gpus_per_worke
     Args:
         full_free: int (N,), fully free GPUs per node (online nodes only; 0 elsewhere).
         slots: int (J, N), workers of pending job (or job shape) j that node n can host now
-            (:func:`lab01_cluster_sim.scheduler.worker_slots`).
+            (:func:`lab01_cluster_sim.framework.noderesources.worker_slots`).
         gpus_per_worker: int (J,), k_j.
         remaining: int (J,), workers of j still to place (all of them in gang mode).
 

@@ -1,262 +1,94 @@
 """The scheduling cycle, stage by stage as in the Kubernetes scheduling framework.
 
-For every pending job, in the order its :class:`QueueDiscipline` gives (**queue sort**):
+For every pending job, in the order its
+:class:`~lab01_cluster_sim.framework.queue.QueueDiscipline` gives (**queue sort**):
 
-1. **Filter**: which nodes can host one worker now (CPU, memory, GPUs of an allowed model,
-   node online). :func:`filter_node` lists *every* reason a node is refused, with
-   requested / used / capacity, like NodeResourcesFit's ``InsufficientResource``. A job that
-   fits no node now stays pending (``Unschedulable``, "not now"); a job that could not fit
-   even on an empty cluster is rejected on arrival (``UnschedulableAndUnresolvable``,
-   "never"; :func:`unresolvable_reason`).
+1. **Filter**: which nodes can host one worker now (CPU, memory, GPUs of an allowed model, node
+   online). :func:`~lab01_cluster_sim.framework.noderesources.filter_node` lists *every* reason
+   a node is refused, with requested / used / capacity, like NodeResourcesFit's
+   ``InsufficientResource``. A job that fits no node now stays pending (``Unschedulable``, "not
+   now"); a job that could not fit even on an empty cluster is rejected on arrival
+   (``UnschedulableAndUnresolvable``, "never";
+   :func:`~lab01_cluster_sim.framework.noderesources.unresolvable_reason`).
 2. **Score**: the placement policy (:mod:`lab01_cluster_sim.policies`) scores the feasible
-   nodes; the highest wins, ties go to the lowest ``state.tie_rank``; the policy then picks
-   the GPUs inside the node. Same steps as :func:`lab01_cluster_sim.policies.base.place`.
-3. **Permit**: in *gang* mode every worker of a job is trial-placed (bound, then rolled back
-   if the gang is incomplete) and :func:`gang_permit` allows the job only when all of them
-   found a place: all-or-nothing, as the coscheduling plugin's Permit stage does. In *naive*
-   mode there is no permit: workers are bound one at a time, round-robin over the pending
-   jobs, and partial allocations are held (a Kubernetes scheduler without coscheduling).
+   nodes; the highest wins, ties go to the lowest ``state.tie_rank``; the policy then picks the
+   GPUs inside the node. Same steps as :func:`lab01_cluster_sim.policies.base.place`.
+3. **Permit**: in *gang* mode every worker of a job is trial-placed (bound, then rolled back if
+   the gang is incomplete) and :func:`gang_permit` allows the job only when all of them found a
+   place: all-or-nothing, as the coscheduling plugin's Permit stage does. In *naive* mode there
+   is no permit: workers are bound one at a time, round-robin over the pending jobs, and
+   partial allocations are held (a Kubernetes scheduler without coscheduling).
 4. **Bind**: :meth:`ClusterState.bind`.
 
 Naive mode can deadlock: jobs each hold part of their gang, and nothing that runs will ever
 free enough for any of them. :meth:`Scheduler.find_deadlock` detects it and names who holds
 what; the simulation then stops (it never hangs).
 
-Speed. The filter is a handful of vector comparisons over per-node arrays kept up to date
-on every bind and release (fully free GPUs, largest free share per GPU), not a rescan of
-the (nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is
-remembered as *blocked*; later jobs of the same shape are skipped without work until a
-release frees room on a node that can host one of its workers (binds only take resources,
-so nothing else can unblock it; FIFO-skip wakes them lazily, earliest first); a one-worker
-shape's retry filters only the nodes released
-since it was blocked (no other node can have become feasible). These shortcuts rely on every
-change to the cluster state during a run going through the scheduler (binds in
+Speed. The filter is a handful of vector comparisons over per-node arrays kept up to date on
+every bind and release (fully free GPUs, largest free share per GPU), not a rescan of the
+(nodes x GPUs) matrix. A job shape (worker request x workers) that found no room is remembered
+as *blocked* (:mod:`lab01_cluster_sim.framework.blocked`); later jobs of the same shape are
+skipped without work until a release frees room on a node that can host one of its workers
+(binds only take resources, so nothing else can unblock it; FIFO-skip wakes them lazily,
+earliest first); a one-worker shape's retry filters only the nodes released since it was
+blocked (no other node can have become feasible). These shortcuts rely on every change to the
+cluster state during a run going through the scheduler (binds in
 :meth:`Scheduler.try_schedule`, :meth:`Scheduler.release_job`, :meth:`Scheduler.cordon` /
-:meth:`Scheduler.uncordon`); extensions that want to try placements on the side should work
-on a copy of the arrays. Optionally, like kube-scheduler's
-``percentageOfNodesToScore``, only ``nodes_to_score`` feasible nodes are scored, taken
-round-robin from a rotating start (:func:`adaptive_nodes_to_score` gives Kubernetes' default).
+:meth:`Scheduler.uncordon`); extensions that want to try placements on the side should work on
+a copy of the arrays. Optionally, like kube-scheduler's ``percentageOfNodesToScore``, only
+``nodes_to_score`` feasible nodes are scored, taken round-robin from a rotating start
+(:func:`adaptive_nodes_to_score` gives Kubernetes' default).
 
-Extension points (the plugins of :mod:`lab01_cluster_sim.plugins` reach them through
-:class:`lab01_cluster_sim.simulate.Simulation`; all empty by default, so the fast path above
-is untouched):
+Extension points (the plugins of :mod:`lab01_cluster_sim.framework.interface` reach them
+through :class:`lab01_cluster_sim.simulate.Simulation`; all empty by default, so the fast path
+above is untouched):
 
 - :attr:`Scheduler.pre_filters`, :attr:`Scheduler.device_filters`, :attr:`Scheduler.permits`,
   :attr:`Scheduler.post_filters`: PreFilter (restrict the candidate nodes, or "not now"),
   device filter (GPUs a job may use), Permit (refuse a trial placement), PostFilter (evict to
   make room, then one more try). With any of them, :meth:`Scheduler.try_schedule` takes the
-  plugin path (blocked memo per job).
+  plugin path (blocked memo per job; :mod:`lab01_cluster_sim.framework.runtime`).
 - :meth:`Scheduler.trial` / :meth:`Scheduler.slots_of`: "would this job fit if ..." with every
   filter, for preemption victims and backfill reservations; :meth:`Scheduler.plan_placements`
   places a gang on a copy of the state; :meth:`Scheduler.bind_placements` binds a plan.
 
-- :class:`QueueDiscipline`: keeps the pending jobs and runs a pass by calling
-  :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs (backfill), stop at
-  a blocked head (strict FIFO), read :attr:`Scheduler.now` and :attr:`Scheduler.running` (the
-  running jobs, with their expected end in ``record.run_started + record.remaining``) to
-  make reservations, and ask for an eviction with :meth:`Scheduler.evict`. Register a new
-  one with :func:`register_discipline`.
-- :class:`SchedulerObserver`: hooks on enqueue, bind, release, start, finish, reject and
-  evict; metrics use them to stay incremental. Only overridden hooks are called.
+- :class:`~lab01_cluster_sim.framework.queue.QueueDiscipline`: keeps the pending jobs and runs
+  a pass by calling :meth:`Scheduler.try_schedule` for jobs in its order. It may skip jobs
+  (backfill), stop at a blocked head (strict FIFO), read :attr:`Scheduler.now` and
+  :attr:`Scheduler.running` (the running jobs, with their expected end in ``record.run_started
+  + record.remaining``) to make reservations, and ask for an eviction with
+  :meth:`Scheduler.evict`. The built-in ones are listed by name in
+  :data:`lab01_cluster_sim.registry.DISCIPLINES`.
+- :class:`~lab01_cluster_sim.framework.interface.SchedulerObserver`: hooks on enqueue, bind,
+  release, start, finish, reject and evict; metrics use them to stay incremental. Only
+  overridden hooks are called.
 - :meth:`Scheduler.cordon` / :meth:`Scheduler.uncordon`: take a node out of (or back into)
   scheduling, for node-down events or nodes an autoscaler has not launched yet.
 - :attr:`Scheduler.extra_filters`: callables ``(request, record) -> bool mask (N,)`` ANDed into
   the filter (taints/tolerations, topology); empty by default, so free when unused. When
-  present, jobs of the same shape are no longer treated as interchangeable (the blocked
-  memo becomes per job and FIFO-skip tries every job), since the filter may read the job.
+  present, jobs of the same shape are no longer treated as interchangeable (the blocked memo
+  becomes per job and FIFO-skip tries every job), since the filter may read the job.
 """
 
 from __future__ import annotations
 
-import bisect
-import copy
-import enum
-import importlib
 import math
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Callable
 
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Placement, format_seconds
-from lab01_cluster_sim.policies.base import PlacementPolicy
+from lab01_cluster_sim.framework.blocked import BlockedShapes, BlockedTable
+from lab01_cluster_sim.framework.interface import OBSERVER_HOOKS, PlacementPolicy, SchedulerObserver
+from lab01_cluster_sim.framework.noderesources import TrialState, worker_slots
+from lab01_cluster_sim.framework.queue import QueueDiscipline, shape_key
+from lab01_cluster_sim.framework.runtime import PluginRuntime
+from lab01_cluster_sim.framework.status import UNSCHEDULABLE, DeadlockReport, Holding, Outcome, PreFilterResult
+from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, Placement
 
 MODES = ("gang", "naive")
 """Placement modes: all-or-nothing gangs, or one worker at a time without coscheduling."""
-
-UNSCHEDULABLE = "Unschedulable"
-"""Framework status: does not fit now; may fit later (stays pending)."""
-UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
-"""Framework status: cannot fit even on an empty cluster (rejected)."""
-
-_MANY = 1 << 40  # "unbounded" slot count for a resource a request does not use
-
-
-# -- filter -------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class InsufficientResource:
-    """One resource a node lacks for a request (NodeResourcesFit's ``InsufficientResource``).
-
-    Attributes:
-        resource: ``"cpu"`` (milli-cores), ``"memory"`` (MiB), ``"nvidia.com/gpu"`` (whole
-            GPUs) or ``"gpu-share"`` (milli-GPU on a single GPU).
-        requested: amount asked for by one worker.
-        used: amount already taken on the node (for ``gpu-share``: of its emptiest GPU).
-        capacity: the node's total (for ``gpu-share``: one GPU, 1000).
-    """
-
-    resource: str
-    requested: int
-    used: int
-    capacity: int
-
-    def __str__(self) -> str:
-        return (f"Insufficient {self.resource} (requested {self.requested}, used {self.used}, "
-                f"capacity {self.capacity})")
-
-
-def filter_node(state: ClusterState, request: Request, node: int, online: bool = True) -> list[str]:
-    """Every reason why ``node`` cannot host one worker asking ``request`` now; [] if it can.
-
-    Each reason is a sentence; short resources come from :class:`InsufficientResource`
-    (requested / used / capacity). Used for explanations, not in the hot path (which uses
-    vector masks with the same rules).
-    """
-    reasons: list[str] = []
-    n = node
-    if not online:
-        reasons.append("node is cordoned (offline)")
-    model = state.nodes[n].gpu_model
-    if request.num_gpus > 0 and request.gpu_models and model not in request.gpu_models:
-        reasons.append(f"GPU model {model or 'none'!r} not in the allowed models {list(request.gpu_models)}")
-    cpu_cap, mem_cap = int(state.cpu_capacity[n]), int(state.mem_capacity[n])
-    if state.cpu_free[n] < request.cpu_milli:
-        reasons.append(str(InsufficientResource("cpu", request.cpu_milli, cpu_cap - int(state.cpu_free[n]), cpu_cap)))
-    if state.mem_free[n] < request.memory_mib:
-        reasons.append(str(InsufficientResource("memory", request.memory_mib,
-                                                mem_cap - int(state.mem_free[n]), mem_cap)))
-    count = int(state.gpu_count[n])
-    row = state.gpu_free[n, :count]
-    if request.num_gpus > 0:
-        if request.gpu_milli >= MILLI_PER_GPU or request.num_gpus > 1:
-            full = int((row >= MILLI_PER_GPU).sum())
-            if full < request.num_gpus:
-                reasons.append(str(InsufficientResource("nvidia.com/gpu", request.num_gpus, count - full, count)))
-        else:
-            best = int(row.max()) if count else 0
-            if best < request.gpu_milli:
-                reasons.append(str(InsufficientResource("gpu-share", request.gpu_milli,
-                                                        MILLI_PER_GPU - best, MILLI_PER_GPU)))
-    return reasons
-
-
-def worker_slots(request: Request, cpu_free: np.ndarray, mem_free: np.ndarray, gpu_free: np.ndarray,
-                 model_ok: np.ndarray) -> np.ndarray:
-    """int64 (N,): how many workers asking ``request`` each node can host at once.
-
-    The minimum over resources of (free // per-worker ask): CPU, memory, and GPUs: for whole
-    GPUs, fully free GPUs // k; for a shared GPU (k = 1, u < 1000), sum over GPUs of
-    free_g // u. Nodes whose model is not allowed (``model_ok`` False) host 0. Placing
-    workers one by one on a node lowers its count by exactly one each time, whatever GPUs
-    they take, so a gang of w workers fits the cluster now iff the slots sum to >= w.
-
-    Args:
-        cpu_free, mem_free: int (N,); gpu_free: int (N, G) milli-GPU; model_ok: bool (N,).
-    """
-    slots = np.full(cpu_free.shape[0], _MANY, dtype=np.int64)
-    if request.cpu_milli > 0:
-        slots = np.minimum(slots, cpu_free // request.cpu_milli)
-    if request.memory_mib > 0:
-        slots = np.minimum(slots, mem_free // request.memory_mib)
-    if request.num_gpus > 0:
-        if request.gpu_milli >= MILLI_PER_GPU:
-            gpu_slots = (gpu_free >= MILLI_PER_GPU).sum(axis=1) // request.num_gpus
-        else:
-            gpu_slots = (gpu_free // request.gpu_milli).sum(axis=1)
-        slots = np.minimum(slots, gpu_slots)
-        slots = np.where(model_ok, slots, 0)
-    return np.maximum(slots, 0)
-
-
-@dataclass(frozen=True)
-class CapacityClasses:
-    """The cluster's nodes grouped by capacity (GPU model, GPU count, CPU, memory).
-
-    Real clusters have a handful of node types, so questions about the *empty* cluster
-    (can this job ever fit?) cost O(types), not O(N). Build once with :meth:`of`.
-
-    Attributes:
-        model_index, gpu_count, cpu_capacity, mem_capacity: int64 (T,) per class.
-        count: int64 (T,), nodes in each class.
-        gpu_free: int64 (T, G), every GPU of the class fully free (padding 0).
-        model_names: as ``ClusterState.model_names``.
-    """
-
-    model_index: np.ndarray
-    gpu_count: np.ndarray
-    cpu_capacity: np.ndarray
-    mem_capacity: np.ndarray
-    count: np.ndarray
-    gpu_free: np.ndarray
-    model_names: tuple[str, ...]
-
-    @classmethod
-    def of(cls, state: ClusterState, allowed: np.ndarray | None = None) -> "CapacityClasses":
-        """The classes of ``state``'s nodes (only the ``allowed`` ones, bool (N,), if given)."""
-        rows = np.stack([state.model_index, state.gpu_count, state.cpu_capacity, state.mem_capacity], axis=1)
-        if allowed is not None:
-            rows = rows[allowed]
-        uniq, counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (rows, np.zeros(0, np.int64))
-        width = state.gpu_free.shape[1]
-        full = np.where(np.arange(width)[None, :] < uniq[:, 1:2], MILLI_PER_GPU, 0).astype(np.int64)
-        return cls(uniq[:, 0], uniq[:, 1], uniq[:, 2], uniq[:, 3], counts.astype(np.int64), full,
-                   tuple(state.model_names))
-
-    def model_ok(self, gpu_models: tuple[str, ...]) -> np.ndarray:
-        if not gpu_models:
-            return np.ones(self.count.shape[0], dtype=bool)
-        wanted = [i for i, m in enumerate(self.model_names) if m in set(gpu_models)]
-        return np.isin(self.model_index, wanted)
-
-
-def unresolvable_reason(state: ClusterState, job: Job, classes: CapacityClasses | None = None) -> str | None:
-    """Why ``job`` can never run on this cluster, even empty; None if it could.
-
-    A worker must fit some node's capacity (CPU, memory, GPU count and model), and the gang
-    must find ``workers`` slots on the empty cluster (:func:`worker_slots` at capacity).
-    Cordoned nodes count: they may come back. Pass ``classes`` (built once) to make the
-    check O(node types) instead of O(N).
-    """
-    c = classes if classes is not None else CapacityClasses.of(state)
-    request = Request.of_worker(job)
-    model_ok = c.model_ok(request.gpu_models)
-    slots = worker_slots(request, c.cpu_capacity, c.mem_capacity, c.gpu_free, model_ok)
-    total = int(np.minimum(slots * c.count, _MANY).sum())
-    if total >= job.workers:
-        return None
-    if total == 0:
-        models = f" of model {'|'.join(request.gpu_models)}" if request.gpu_models else ""
-        need = (f"{request.num_gpus} GPU(s){models} + " if request.num_gpus else "") + \
-            f"{request.cpu_milli} milli-CPU + {request.memory_mib} MiB on one node"
-        if request.num_gpus:
-            big = model_ok & (c.gpu_count >= request.num_gpus)
-            if not big.any():
-                pool = c.gpu_count[model_ok]
-                have = f"the largest node{models} has {int(pool.max()) if pool.size else 0} GPU(s)"
-            else:
-                have = (f"nodes with {request.num_gpus}+ GPUs{models} have at most "
-                        f"{int(c.cpu_capacity[big].max())} milli-CPU and {int(c.mem_capacity[big].max())} MiB")
-        else:
-            have = (f"the largest nodes have {int(c.cpu_capacity.max(initial=0))} milli-CPU and "
-                    f"{int(c.mem_capacity.max(initial=0))} MiB")
-        return f"no node can host one worker even when empty: needs {need}; {have}"
-    return (f"gang of {job.workers} workers cannot fit even on the empty cluster: "
-            f"room for {total} worker(s) of this shape")
-
 
 def adaptive_nodes_to_score(num_nodes: int) -> int:
     """kube-scheduler's default number of feasible nodes to find and score.
@@ -281,8 +113,8 @@ def gang_permit(workers_placed: int, workers_needed: int) -> bool:
         workers_needed: workers of the gang (``job.workers``, >= 1).
 
     Returns:
-        True to bind every trial-placed worker and start the job; False to roll all of them
-        back, so the job holds nothing while it waits (all-or-nothing, as the Kubernetes
+        True (a bool; numpy's ``bool_`` is accepted) to bind every trial-placed worker and
+        start the job; False to roll all of them back, so the job holds nothing while it waits (all-or-nothing, as the Kubernetes
         coscheduling plugin's Permit waits for ``minMember`` pods of the PodGroup).
 
     Learner exercise (Lab 01, gang scheduling): implement the body.
@@ -292,536 +124,8 @@ def gang_permit(workers_placed: int, workers_needed: int) -> bool:
     ### END SOLUTION
 
 
-# -- observers ----------------------------------------------------------------------------
-class SchedulerObserver:
-    """Hooks called as the run goes; subclass and override the ones you need.
-
-    The scheduler calls only the hooks a subclass overrides, so unused hooks cost nothing.
-    ``placement`` is the worker's :class:`Placement`, ``request`` its :class:`Request`.
-    Trial placements of a gang that the permit stage rolls back are never reported.
-    """
-
-    def on_enqueue(self, record: JobRecord) -> None: ...
-    def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
-    def on_release(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
-    def on_start(self, record: JobRecord) -> None: ...
-    def on_finish(self, record: JobRecord) -> None: ...
-    def on_reject(self, record: JobRecord) -> None: ...
-    def on_evict(self, record: JobRecord, lost_work: float) -> None: ...
-
-
-_HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_reject", "on_evict")
-
-
-# -- queue disciplines --------------------------------------------------------------------
-def shape_key(job: Job, gang: bool = True) -> tuple:
-    """Hashable shape of a job for the blocked memo: the worker request's numbers and
-    allowed models, and the number of workers in gang mode (1 in naive mode, where one
-    worker is placed at a time). A plain tuple, cheap to hash."""
-    return (job.cpu_milli, job.memory_mib, job.gpus_per_worker, job.gpu_milli, job.gpu_models,
-            job.workers if gang else 1)
-
-
-class Outcome(enum.Enum):
-    """Result of :meth:`Scheduler.try_schedule` for one job."""
-
-    STARTED = "started"      # every worker bound; the job runs
-    PROGRESS = "progress"    # naive mode: one more worker bound, the gang is not complete
-    WAITING = "waiting"      # nothing bound (not now); the job stays pending
-
-
-class QueueDiscipline:
-    """Queue sort: holds the pending jobs and decides in which order they are tried.
-
-    A discipline must implement :meth:`push`, :meth:`remove`, :meth:`order` and
-    ``__len__``. Jobs that found no room are remembered by the scheduler as blocked and
-    answered WAITING at once until a release makes room on a node that could host one of
-    their workers (then they are forgotten, "woken"; :meth:`Scheduler.pop_woken` lists them).
-    A discipline that sets ``lazy_wake = True`` takes over waking instead (see
-    :class:`FifoSkip`). The default :meth:`run_pass` tries the jobs in :meth:`order`; with
-    ``blocking = True`` it stops at the first job that cannot be served (strict
-    head-of-line blocking). Priority, DRF or backfill disciplines override :meth:`order`
-    and/or :meth:`run_pass` and may call :meth:`Scheduler.evict` to preempt.
-    """
-
-    name: ClassVar[str] = ""
-    blocking: ClassVar[bool] = False
-    lazy_wake: ClassVar[bool] = False
-
-    def push(self, record: JobRecord) -> None:
-        raise NotImplementedError
-
-    def remove(self, record: JobRecord) -> None:
-        raise NotImplementedError
-
-    def order(self) -> Iterable[JobRecord]:
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        raise NotImplementedError
-
-    def run_pass(self, scheduler: "Scheduler") -> None:
-        """Try pending jobs once each, in :meth:`order`."""
-        for record in list(self.order()):
-            if record.state is not JobState.PENDING:
-                continue
-            outcome = scheduler.try_schedule(record)
-            if outcome is Outcome.WAITING and self.blocking:
-                break
-
-
-class Fifo(QueueDiscipline):
-    """First in, first out with strict head-of-line blocking: if the oldest pending job
-    cannot start, nobody behind it is tried (the classic batch-queue FIFO). Order is by
-    first enqueue (``record.queue_seq``): a job evicted and requeued gets its old place back."""
-
-    name: ClassVar[str] = "fifo"
-    blocking: ClassVar[bool] = True
-
-    def __init__(self) -> None:
-        self._queue: dict[str, JobRecord] = {}
-        self._last = -1
-
-    def push(self, record: JobRecord) -> None:
-        self._queue[record.job_id] = record
-        if record.queue_seq < self._last:    # a requeued job: back to its place (rare, O(n))
-            self._queue = dict(sorted(self._queue.items(), key=lambda kv: kv[1].queue_seq))
-        else:
-            self._last = record.queue_seq
-
-    def remove(self, record: JobRecord) -> None:
-        self._queue.pop(record.job_id, None)
-
-    def order(self) -> Iterator[JobRecord]:
-        return iter(self._queue.values())
-
-    def __len__(self) -> int:
-        return len(self._queue)
-
-    def run_pass(self, scheduler: "Scheduler") -> None:
-        if scheduler.mode == "naive":
-            return super().run_pass(scheduler)
-        # Gang mode: only the head can start; started jobs leave the queue.
-        while self._queue:
-            head = next(iter(self._queue.values()))
-            if scheduler.try_schedule(head) is not Outcome.STARTED:
-                return
-
-
-def _first(item: tuple) -> object:
-    return item[0]
-
-
-class FifoSkip(QueueDiscipline):
-    """First in, first out, but a blocked job does not block the ones behind it: every
-    pending job is tried in arrival order (what kube-scheduler does by default).
-
-    Jobs are kept in one FIFO per job shape (worker request x workers). A pass merges the
-    heads of the *active* shapes by arrival order; a shape whose head cannot be placed goes
-    dormant (the rest of that shape cannot be placed either: resources only shrink during a
-    pass). Dormant shapes come back by *lazy wake* (``lazy_wake = True``): the scheduler
-    only records which nodes got resources back, and the pass repeatedly takes the earliest
-    dormant shape whose worker fits one of those nodes now (one vector test over the
-    blocked shapes, :meth:`Scheduler.earliest_fitting_blocked`), merged by arrival order
-    with the active shapes. A dormant shape that fits none of the freed nodes cannot be
-    placed anywhere, so it is never touched; the schedule is the same as retrying every
-    blocked job in order (``tests/lab01/test_properties.py`` checks it). A pass thus costs
-    O(placed x blocked shapes) vector work plus O((placed + new shapes) log shapes)
-    comparisons, not O(pending). With extra filters or in naive mode it falls back to trying every job.
-    """
-
-    name: ClassVar[str] = "fifo-skip"
-    blocking: ClassVar[bool] = False
-    lazy_wake: ClassVar[bool] = True
-
-    def __init__(self) -> None:
-        # per shape: entries (queue_seq, token, record) in queue_seq order
-        self._by_shape: dict[tuple, deque[tuple[int, int, JobRecord]]] = {}
-        self._dormant: set[tuple] = set()
-        self._active: set[tuple] = set()  # shapes with jobs that are not dormant
-        self._token = 0
-        self._live: dict[str, int] = {}  # job id -> token of its live entry
-        self._queued: dict[str, tuple[int, JobRecord]] = {}  # job id -> (queue_seq, record), for order()
-
-    @staticmethod
-    def _shape(record: JobRecord) -> tuple:
-        # Same as Scheduler.blocked_key in gang mode without extra filters.
-        return shape_key(record.job) + (None,)
-
-    def push(self, record: JobRecord) -> None:
-        key = self._shape(record)
-        dq = self._by_shape.setdefault(key, deque())
-        entry = (record.queue_seq, self._token, record)
-        if dq and dq[-1][0] > record.queue_seq:
-            # A requeued job (evicted) goes back to its place by first enqueue (rare).
-            i = len(dq)
-            while i > 0 and dq[i - 1][0] > record.queue_seq:
-                i -= 1
-            dq.insert(i, entry)
-        else:
-            dq.append(entry)
-        if key not in self._dormant:
-            self._active.add(key)
-        self._live[record.job_id] = self._token
-        self._queued[record.job_id] = (record.queue_seq, record)
-        self._token += 1
-
-    def remove(self, record: JobRecord) -> None:
-        # Lazy deletion: the entry is dropped when it reaches the head of its deque.
-        self._live.pop(record.job_id, None)
-        self._queued.pop(record.job_id, None)
-
-    def _head(self, key: tuple) -> tuple[int, int, JobRecord] | None:
-        dq = self._by_shape.get(key)
-        if dq is None:
-            return None
-        live = self._live
-        while dq and live.get(dq[0][2].job_id) != dq[0][1]:
-            dq.popleft()
-        if not dq:
-            del self._by_shape[key]
-            self._dormant.discard(key)
-            self._active.discard(key)
-            return None
-        return dq[0]
-
-    def order(self) -> list[JobRecord]:
-        return [rec for _, rec in sorted(self._queued.values(), key=_first)]
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def run_pass(self, scheduler: "Scheduler") -> None:
-        woken = scheduler.pop_woken()
-        if scheduler.mode == "naive" or not scheduler.interchangeable:
-            # Per-shape skipping assumes jobs of one shape are interchangeable, which extra
-            # filters that read the job (tolerations) or scheduling plugins (PreFilter,
-            # device filters, permits) break: try every job instead.
-            # Shapes left dormant by lazy wake are forgotten so the plain path retries them.
-            for key in self._dormant:
-                scheduler.wake(key)
-            scheduler.pop_released()
-            self._active.update(k for k in self._dormant if k in self._by_shape)
-            self._dormant.clear()
-            return super().run_pass(scheduler)
-        if woken is None:  # every blocked shape was forgotten (a node came back)
-            woken = list(self._dormant)
-        for key in woken:
-            if key in self._dormant:
-                self._dormant.discard(key)
-                if key in self._by_shape:
-                    self._active.add(key)
-        lazy = scheduler.lazy_wake_active()
-        released = scheduler.pop_released() if lazy else []
-        # The heads of the active shapes as (-queue_seq, key), sorted: the earliest head is
-        # last, so it pops in O(1) and a shape's next head goes back in by bisection (an
-        # in-place list insert: a memmove of at most a few thousand pointers; the 100,000-job
-        # synthetic benchmark has 4,133 shapes). queue_seq is unique, so keys are never
-        # compared. This is a merge of queue heads inside one pass, not an event queue: the
-        # engine's heap (engine.py) is the only one.
-        entries = []
-        for key in list(self._active):
-            head = self._head(key)
-            if head is not None:
-                entries.append((-head[0], key))
-        entries.sort()
-        # Lazy wake: of the dormant shapes, the earliest one whose worker fits a node freed
-        # since the last pass goes next, in arrival order with the active shapes. A dormant
-        # shape that fits none of them cannot be placed (no other node got room), so it is
-        # never touched: no wake-then-fail churn.
-        cand: tuple | None = None
-        cand_valid = False
-        while True:
-            if lazy and released and not cand_valid:
-                cand = scheduler.earliest_fitting_blocked(released)
-                cand_valid = True
-            cand_head = None
-            if cand is not None:
-                cand_head = self._head(cand)
-                if cand_head is None:  # no job of that shape left here
-                    scheduler.wake(cand)
-                    cand, cand_valid = None, False
-                    continue
-            if cand_head is not None and (not entries or cand_head[0] < -entries[-1][0]):
-                key = cand
-                scheduler.wake(key)
-                self._dormant.discard(key)
-                self._active.add(key)
-                cand, cand_valid = None, False
-                head = cand_head
-            elif entries:
-                _, key = entries.pop()
-                head = self._head(key)
-                if head is None:
-                    continue
-            else:
-                break
-            if scheduler.try_schedule(head[2]) is Outcome.STARTED:
-                cand_valid = False  # resources changed: the candidate may not fit any more
-                cand = None
-                nxt = self._head(key)
-                if nxt is not None:
-                    bisect.insort(entries, (-nxt[0], key))
-            else:
-                self._active.discard(key)  # blocked until woken
-                self._dormant.add(key)
-
-
-DISCIPLINES: dict[str, type[QueueDiscipline]] = {Fifo.name: Fifo, FifoSkip.name: FifoSkip}
-"""Discipline name -> class. Extensions add theirs with :func:`register_discipline`."""
-
-
-def register_discipline(cls: type[QueueDiscipline]) -> type[QueueDiscipline]:
-    """Class decorator adding a queue discipline to :data:`DISCIPLINES` under ``cls.name``."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} needs a non-empty name")
-    if DISCIPLINES.get(cls.name, cls) is not cls:
-        raise ValueError(f"discipline {cls.name!r} registered twice")
-    DISCIPLINES[cls.name] = cls
-    return cls
-
-
-def get_discipline(name: str, **kwargs) -> QueueDiscipline:
-    """Instantiate the queue discipline registered as ``name``.
-
-    Disciplines defined in the :mod:`lab01_cluster_sim.disciplines` package register
-    themselves when that package is imported, which this function does on a miss.
-
-    Raises:
-        InputError: unknown name (the message lists the known ones).
-    """
-    if name not in DISCIPLINES:
-        try:
-            importlib.import_module("lab01_cluster_sim.disciplines")
-        except ImportError:
-            pass
-    try:
-        cls = DISCIPLINES[name]
-    except KeyError:
-        raise InputError(f"unknown queue discipline {name!r}; expected one of: "
-                         f"{', '.join(sorted(DISCIPLINES))}") from None
-    return cls(**kwargs)
-
-
-# -- deadlock -----------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Holding:
-    """A pending job's partial allocation in a naive-mode deadlock."""
-
-    job_id: str
-    workers_bound: int
-    workers: int
-    placements: tuple[Placement, ...]
-
-    @property
-    def gpus_held(self) -> int:
-        return sum(len(p.gpus) for p in self.placements)
-
-
-@dataclass(frozen=True, slots=True)
-class DeadlockReport:
-    """Naive-mode deadlock: pending jobs hold parts of their gangs and none can ever finish
-    gathering it, even after every running job (of finite duration) completes.
-
-    Attributes:
-        time: when it was detected, s.
-        holdings: the jobs holding partial allocations, with their placements.
-        waiting: other pending jobs (holding nothing) that are stuck too.
-        free_gpus: fully free GPUs at detection time.
-    """
-
-    time: float
-    holdings: tuple[Holding, ...]
-    waiting: tuple[str, ...]
-    free_gpus: int
-
-    def lines(self) -> list[str]:
-        """Human-readable report, one line per holding."""
-        out = [f"deadlock at t={format_seconds(self.time)}s: {len(self.holdings)} job(s) hold partial gangs, "
-               f"{self.free_gpus} GPU(s) free, no job can complete its gang"]
-        for h in self.holdings:
-            where = ", ".join(f"{p.node}:gpu{','.join(map(str, p.gpus))}" if p.gpus else p.node
-                              for p in h.placements)
-            out.append(f"  {h.job_id}: {h.workers_bound}/{h.workers} workers bound, "
-                       f"holds {h.gpus_held} GPU(s) on {where}")
-        if self.waiting:
-            out.append(f"  also stuck (holding nothing): {', '.join(self.waiting)}")
-        return out
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-
-# -- plugin outcomes -----------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class PreFilterResult:
-    """What a PreFilter plugin answers for one scheduling attempt of one job (None = no opinion).
-
-    Attributes:
-        nodes: bool (N,): only these nodes are candidates in this attempt (Kubernetes'
-            ``PreFilterResult.NodeNames``), e.g. the nodes of one NVLink island.
-        wait: not now: the job stays pending (``Unschedulable``) with this reason, even if
-            it would fit (a bounded wait for a better placement).
-        retry_at: with ``wait``: run a scheduling cycle at this time, s.
-        assign: the plugin chose every worker's place itself, ``((node, gpus), ...)``; they
-            are bound as given (after the permit checks).
-    """
-
-    nodes: np.ndarray | None = None
-    wait: str | None = None
-    retry_at: float | None = None
-    assign: tuple[tuple[int, tuple[int, ...]], ...] | None = None
-
-
-class TrialState:
-    """Copies of the free CPU, memory and GPU arrays, to ask "would this job fit if ..."
-    without touching the cluster (preemption victims, backfill reservations, stranded GPUs).
-
-    Fit is decided with :func:`worker_slots`, which is exact for gangs: a gang of ``w``
-    workers can be placed iff the allowed nodes' slots sum to ``w`` or more. Allowed nodes:
-    online, GPU model, and every ``extra_filters`` mask of the scheduler (taints,
-    nodeSelector, shape-aware admission) for the job asked about.
-
-    Args:
-        scheduler: whose state is copied.
-    """
-
-    def __init__(self, scheduler: "Scheduler") -> None:
-        st = scheduler.state
-        self.scheduler = scheduler
-        self.cpu = st.cpu_free.copy()
-        self.mem = st.mem_free.copy()
-        self.gpu = st.gpu_free.copy()
-
-    def release(self, record: JobRecord, placements: Iterable[Placement] | None = None) -> None:
-        """Give back what ``record`` holds (or only ``placements`` of it)."""
-        req = self.scheduler.request_of(record)
-        for p in (record.placements if placements is None else placements):
-            self.cpu[p.node_index] += req.cpu_milli
-            self.mem[p.node_index] += req.memory_mib
-            for g in p.gpus:
-                self.gpu[p.node_index, g] += req.gpu_milli
-
-    def take(self, record: JobRecord, placements: Iterable[tuple[int, tuple[int, ...]]]) -> None:
-        """Take what ``record``'s workers would hold at ``placements`` ``((node, gpus), ...)``."""
-        req = self.scheduler.request_of(record)
-        for node, gpus in placements:
-            self.cpu[node] -= req.cpu_milli
-            self.mem[node] -= req.memory_mib
-            for g in gpus:
-                self.gpu[node, g] -= req.gpu_milli
-
-    def slots(self, record: JobRecord) -> np.ndarray:
-        """int64 (N,): workers of ``record`` each allowed node could host (0 elsewhere)."""
-        return self.scheduler.slots_of(record, self.cpu, self.mem, self.gpu)
-
-    def fits(self, record: JobRecord, workers: int | None = None) -> bool:
-        """True if ``workers`` more workers of ``record`` (default: the rest of its gang,
-        ``job.workers - len(placements)``) fit now in this trial state."""
-        need = record.job.workers - len(record.placements) if workers is None else workers
-        return int(np.minimum(self.slots(record), _MANY).sum()) >= need
-
-
 # -- the scheduler ------------------------------------------------------------------------
-class _BlockedTable:
-    """The worker requests of the blocked shapes as arrays, to find in one vector pass which
-    of them fit a node that just got resources back (used by :meth:`Scheduler._unblock`)."""
-
-    def __init__(self) -> None:
-        self.keys: list[tuple | None] = []
-        self.slot: dict[tuple, int] = {}
-        self.free: list[int] = []
-        cap = 64
-        self.cpu = np.zeros(cap, dtype=np.int64)
-        self.mem = np.zeros(cap, dtype=np.int64)
-        self.k = np.zeros(cap, dtype=np.int64)
-        self.u = np.zeros(cap, dtype=np.int64)
-        self.model = np.zeros(cap, dtype=np.int64)
-        self.order = np.zeros(cap, dtype=np.int64)  # enqueue order of the job that was blocked
-        self.mark = np.full(cap, -1, dtype=np.int64)  # pass in which it was blocked
-        self.live = np.zeros(cap, dtype=bool)
-        self.model_sets: dict[tuple[str, ...], int] = {}
-        self.model_rows: list[np.ndarray] = []
-        self.model_table = np.zeros((0, 0), dtype=bool)
-
-    def add(self, key: tuple, request: Request, sched: "Scheduler") -> None:
-        i = self.slot.get(key)
-        if i is None:
-            if self.free:
-                i = self.free.pop()
-                self.keys[i] = key
-            else:
-                i = len(self.keys)
-                self.keys.append(key)
-                if i >= self.cpu.shape[0]:
-                    for name in ("cpu", "mem", "k", "u", "model", "order", "mark", "live"):
-                        old = getattr(self, name)
-                        grown = np.zeros(2 * old.shape[0], dtype=old.dtype)
-                        grown[: old.shape[0]] = old
-                        setattr(self, name, grown)
-            self.slot[key] = i
-        mid = self.model_sets.get(request.gpu_models)
-        if mid is None:
-            mid = self.model_sets[request.gpu_models] = len(self.model_rows)
-            self.model_rows.append(sched._model_ok(request.gpu_models))
-            self.model_table = np.vstack(self.model_rows)
-        self.cpu[i], self.mem[i] = request.cpu_milli, request.memory_mib
-        self.k[i], self.u[i], self.model[i] = request.num_gpus, request.gpu_milli, mid
-        self.order[i], self.mark[i] = sched._cur_order, sched._pass_id
-        self.live[i] = True
-
-    def _hits(self, sched: "Scheduler", nodes: Iterable[int]) -> np.ndarray:
-        n_used = len(self.keys)
-        live = self.live[:n_used]
-        k, u = self.k[:n_used], self.u[:n_used]
-        frac = (k == 1) & (u < MILLI_PER_GPU)
-        hit = np.zeros(n_used, dtype=bool)
-        st = sched.state
-        for n in nodes:
-            if not sched.online[n]:
-                continue
-            gpu_ok = (k == 0) | (self.model_table[self.model[:n_used], n]
-                                 & np.where(frac, sched.max_free[n] >= u, sched.full_free[n] >= k))
-            hit |= live & (self.cpu[:n_used] <= st.cpu_free[n]) & (self.mem[:n_used] <= st.mem_free[n]) & gpu_ok
-        return hit
-
-    def earliest_fitting(self, sched: "Scheduler", nodes: list[int]) -> tuple | None:
-        """The key of the earliest-enqueued blocked shape (not blocked during the current
-        pass) one worker of which fits one of ``nodes`` now; None if there is none."""
-        if not self.slot or not nodes:
-            return None
-        hit = self._hits(sched, nodes) & (self.mark[: len(self.keys)] != sched._pass_id)
-        idx = hit.nonzero()[0]
-        if idx.size == 0:
-            return None
-        return self.keys[int(idx[np.argmin(self.order[idx])])]
-
-    def remove(self, key: tuple) -> None:
-        i = self.slot.pop(key, None)
-        if i is not None:
-            self.keys[i] = None
-            self.live[i] = False
-            self.free.append(i)
-
-    def fitting(self, sched: "Scheduler", nodes: Iterable[int]) -> list[tuple]:
-        """Remove and return the keys of blocked shapes one worker of which fits one of
-        ``nodes`` now (same rule as the filter; extra filters are ignored, which only wakes
-        more shapes than needed)."""
-        if not self.keys:
-            return []
-        hit = self._hits(sched, nodes)
-        out = []
-        for i in np.flatnonzero(hit):
-            key = self.keys[i]
-            out.append(key)
-            del self.slot[key]
-            self.keys[i] = None
-            self.live[i] = False
-            self.free.append(int(i))
-        return out
-
-
-class Scheduler:
+class Scheduler(BlockedShapes, PluginRuntime):
     """Runs scheduling passes over a :class:`ClusterState` (see the module docstring).
 
     Args:
@@ -863,7 +167,7 @@ class Scheduler:
         self.on_evict_request: Callable[[JobRecord, str], None] | None = None
         self.on_retry_at: Callable[[float], None] = lambda t: None
         self.extra_filters: list[Callable[[Request, JobRecord], np.ndarray]] = []
-        # Scheduling-framework plugin points (see lab01_cluster_sim.plugins); each entry is a
+        # Scheduling-framework plugin points (see lab01_cluster_sim.framework.interface); each entry is a
         # callable bound to its plugin. Empty by default: the fast path below is untouched.
         self.pre_filters: list[Callable[[JobRecord, Request], "PreFilterResult | None"]] = []
         self.device_filters: list[Callable[[JobRecord, Request], np.ndarray | None]] = []
@@ -883,7 +187,7 @@ class Scheduler:
         self._release_log: list[int] = []
         self._node_scratch = np.zeros(state.num_nodes, dtype=bool)  # all False between uses
         self._since: dict[tuple, int] = {}
-        self._table = _BlockedTable()
+        self._table = BlockedTable()
         self._next_seq = 0
         self._released_pending: dict[int, None] = {}
         self._pass_id = 0
@@ -892,12 +196,12 @@ class Scheduler:
         self._start_index = 0
         self.bound_workers = 0
         """Workers bound so far (a counter; naive mode uses it to see progress)."""
-        self._observers: dict[str, list[Callable]] = {h: [] for h in _HOOKS}
+        self._observers: dict[str, list[Callable]] = {h: [] for h in OBSERVER_HOOKS}
 
     # -- observers --------------------------------------------------------------------
     def add_observer(self, observer: SchedulerObserver) -> None:
         """Register ``observer``; only the hooks it overrides will be called."""
-        for hook in _HOOKS:
+        for hook in OBSERVER_HOOKS:
             method = getattr(type(observer), hook, None)
             if method is not None and method is not getattr(SchedulerObserver, hook):
                 self._observers[hook].append(getattr(observer, hook))
@@ -1136,73 +440,6 @@ class Scheduler:
             return bool(self.max_free[node] >= req.gpu_milli)
         return bool(self.full_free[node] >= req.num_gpus)
 
-    def _unblock(self, nodes: Iterable[int]) -> None:
-        """After resources came back on ``nodes``: forget blocked shapes that may fit now.
-
-        The blocked shapes' requests sit in arrays (:class:`_BlockedTable`), so this is a few
-        vector comparisons over the blocked shapes per released node, not a Python loop."""
-        if not self._blocked:
-            return
-        if self.lazy_wake_active():
-            # The discipline wakes blocked shapes itself, earliest first (FifoSkip).
-            self._released_pending.update(dict.fromkeys(nodes))
-            return
-        for key in self._table.fitting(self, dict.fromkeys(nodes)):
-            del self._blocked[key]
-            self._woken.append(key)
-        if len(self._woken) > 4096:
-            # Nobody is popping them (a discipline that ignores wake-ups): keep memory
-            # bounded by collapsing the list into "everything was woken".
-            self._woken = []
-            self._woke_all = True
-
-    def _block(self, key: tuple, request: Request, reason: str, one_worker: bool) -> None:
-        """Remember ``key`` as blocked; for a one-worker shape, also that no node fits it
-        now, so later retries filter only nodes released from here on."""
-        self._blocked[key] = (request, reason)
-        self._table.add(key, request, self)
-        if one_worker:
-            self._since[key] = len(self._release_log)
-        else:
-            self._since.pop(key, None)
-
-    def lazy_wake_active(self) -> bool:
-        """True when the discipline wakes blocked shapes itself (its ``lazy_wake`` is True,
-        gang mode, no extra filters): releases are then only recorded (:meth:`pop_released`)."""
-        return bool(getattr(self.discipline, "lazy_wake", False)) and self.mode == "gang" and self.interchangeable
-
-    def pop_released(self) -> list[int]:
-        """Nodes that got resources back since the last call (lazy wake mode)."""
-        nodes = list(self._released_pending)
-        self._released_pending.clear()
-        return nodes
-
-    def earliest_fitting_blocked(self, nodes: list[int]) -> tuple | None:
-        """Lazy wake: the blocked key, earliest enqueued and not blocked in this pass, one
-        worker of which fits one of ``nodes`` now, or None. :meth:`wake` it before trying."""
-        return self._table.earliest_fitting(self, nodes)
-
-    def wake(self, key: tuple) -> None:
-        """Forget that ``key`` is blocked (lazy wake)."""
-        if self._blocked.pop(key, None) is not None:
-            self._table.remove(key)
-
-    def blocked_key(self, record: JobRecord) -> tuple:
-        """The key under which a job that found no room is remembered as blocked (its
-        worker request, its workers in gang mode, and its id when extra filters exist)."""
-        return shape_key(record.job, self.mode == "gang") + (None if self.interchangeable else record.job_id,)
-
-    def pop_woken(self) -> list[tuple] | None:
-        """Blocked keys forgotten since the last call (a release made room they may use), or
-        None if every key was forgotten (a node came back). For disciplines that keep blocked
-        shapes aside between passes, like :class:`FifoSkip`."""
-        if self._woke_all:
-            self._woke_all = False
-            self._woken = []
-            return None
-        woken, self._woken = self._woken, []
-        return woken
-
     def release_job(self, record: JobRecord) -> None:
         """Give back everything ``record`` holds (completion, eviction, rollback of naive
         partial holdings) and tell observers; the job's state is the caller's business."""
@@ -1413,160 +650,9 @@ class Scheduler:
             node = int(best[np.argmin(state.tie_rank[best])])
         return node, tuple(int(g) for g in self.policy.pick_gpus(state, request, node, self.rng))
 
-    def _try_schedule_plugins(self, record: JobRecord, permit, retried: bool = False) -> Outcome:
-        """:meth:`try_schedule` with the plugin points: PreFilter, device filters, Permit,
-        PostFilter (see :mod:`lab01_cluster_sim.plugins`). No blocked-shape memo: plugins may
-        answer differently for each job and over time."""
-        request = self.request_of(record)
-        gang = self.mode == "gang"
-        # The blocked memo ("no room for this job until a release on a node where one of its
-        # workers fits") stays exact with permits (they only refuse), device filters (their
-        # masks change only when jobs bind or leave, and a leave is a release) and PreFilters
-        # that left the attempt unrestricted (they can only restrict or delay, never add room);
-        # it is keyed per job here. A PostFilter may make room by evicting, which a release does
-        # not announce: then there is no memo.
-        memo = not self.post_filters
-        key = self.blocked_key(record) if memo else None
-        if memo and key in self._blocked:
-            record.status, record.reason = UNSCHEDULABLE, self._blocked[key][1]
-            return Outcome.WAITING
-        self._cur_order = record.queue_seq
-        mask = None
-        assign = None
-        for pre in self.pre_filters:
-            res = pre(record, request)
-            if res is None:
-                continue
-            memo = False
-            if res.wait is not None:
-                record.status, record.reason = UNSCHEDULABLE, res.wait
-                if res.retry_at is not None:
-                    self.on_retry_at(res.retry_at)
-                return Outcome.WAITING
-            if res.assign is not None:
-                assign = res.assign
-            if res.nodes is not None:
-                mask = res.nodes if mask is None else (mask & res.nodes)
-        trial: list[tuple[int, tuple[int, ...]]] = []
-        refusal: str | None = None
-        if assign is not None:
-            try:
-                for node, gpus in assign:
-                    if not self.online[node]:
-                        raise ValueError(f"node {self.state.nodes[node].name} is cordoned")
-                    self._bind_raw(node, tuple(gpus), request)
-                    trial.append((node, tuple(gpus)))
-            except ValueError as exc:
-                refusal = f"the placement chosen by a plugin no longer fits: {exc}"
-        else:
-            devices = None
-            for dev in self.device_filters:
-                m = dev(record, request)
-                if m is not None:
-                    devices = m if devices is None else (devices & m)
-            needed = record.job.workers if gang else 1
-            for _ in range(needed):
-                choice = self._select_masked(request, record, mask, devices)
-                if choice is None:
-                    break
-                self._bind_raw(choice[0], choice[1], request)
-                trial.append(choice)
-            if not trial:
-                refusal = "no node fits the job now" if gang else "no node fits one more worker now"
-            elif gang and not gang_permit(len(trial), record.job.workers):
-                refusal = f"gang of {record.job.workers} workers: only {len(trial)} could be placed now"
-        no_room = refusal is not None
-        if refusal is None:
-            for check in self.permits:
-                refusal = check(record, trial)
-                if refusal:
-                    break
-            if refusal is None and permit is not None:
-                refusal = permit(record, trial)
-        if refusal is not None:
-            for node, gpus in reversed(trial):   # roll back: the state is exactly as before
-                self._release_raw(node, gpus, request)
-            record.status, record.reason = UNSCHEDULABLE, refusal
-            if memo and no_room:
-                self._block(key, request, refusal, False)
-            if no_room and not retried and self.post_filters:
-                # PostFilter (preemption): a plugin that evicted something asks for one more try.
-                for post in self.post_filters:
-                    if post(record):
-                        return self._try_schedule_plugins(record, permit, retried=True)
-            return Outcome.WAITING
-        for node, gpus in trial:
-            self._commit(record, node, gpus, request)
-        if len(record.placements) >= record.job.workers:
-            self._start(record)
-            return Outcome.STARTED
-        return Outcome.PROGRESS
-
-    def bind_placements(self, record: JobRecord, placements: Sequence[tuple[int, tuple[int, ...]]]) -> Outcome:
-        """Bind ``record``'s workers exactly at ``placements`` ``((node, gpus), ...)`` and start
-        it once its gang is complete (a plan computed by a plugin, e.g. defragmentation by
-        migration); no filter, score or permit runs.
-
-        Raises:
-            ValueError: a placement does not fit (nothing is bound then).
-        """
-        request = self.request_of(record)
-        done: list[tuple[int, tuple[int, ...]]] = []
-        try:
-            for node, gpus in placements:
-                self._bind_raw(node, tuple(gpus), request)
-                done.append((node, tuple(gpus)))
-        except ValueError:
-            for node, gpus in reversed(done):
-                self._release_raw(node, gpus, request)
-            raise
-        for node, gpus in done:
-            self._commit(record, node, gpus, request)
-        if len(record.placements) >= record.job.workers:
-            self._start(record)
-            return Outcome.STARTED
-        return Outcome.PROGRESS
-
-    def release_placements(self, record: JobRecord, placements: Sequence[Placement]) -> None:
-        """Give back some of the workers a *pending* job holds (naive mode: the node they
-        sit on is drained); the job stays pending with the rest."""
-        request = self.request_of(record)
-        keep = [p for p in record.placements if p not in placements]
-        nodes = []
-        for p in placements:
-            self._release_raw(p.node_index, p.gpus, request)
-            nodes.append(p.node_index)
-            self.notify("on_release", record, p, request)
-        record.placements = keep
-        self._release_log.extend(nodes)
-        self._unblock(nodes)
-
-    def plan_placements(self, state: ClusterState, record: JobRecord, mask: np.ndarray | None = None
-                        ) -> list[tuple[int, tuple[int, ...]]] | None:
-        """Where every remaining worker of ``record`` would go on ``state`` (a copy of the
-        cluster a plugin is planning on, e.g. with some jobs released), by this scheduler's
-        filter (online nodes, GPU model, extra filters, and ``mask``), policy and GPU pick;
-        the workers are bound on ``state``. None (and ``state`` as it was) if the gang does
-        not fit. The cluster itself is not touched."""
-        request = self.request_of(record)
-        allowed = self.online.copy()
-        if self.state.num_nodes != state.num_nodes:
-            raise ValueError("plan_placements: the state must be a copy of this scheduler's cluster")
-        for extra in self.extra_filters:
-            allowed &= extra(request, record)
-        if mask is not None:
-            allowed &= mask
-        placed: list[tuple[int, tuple[int, ...]]] = []
-        for _ in range(record.job.workers - len(record.placements)):
-            candidates = np.flatnonzero(state.feasible(request) & allowed)
-            if candidates.size == 0:
-                for node, gpus in reversed(placed):
-                    state.release(node, gpus, request)
-                return None
-            node, gpus = self._score_and_pick(state, request, candidates)
-            state.bind(node, gpus, request)
-            placed.append((node, gpus))
-        return placed
+    def _gang_permit(self, workers_placed: int, workers_needed: int) -> bool:
+        """The Permit rule of gang mode for the plugin path (:func:`gang_permit`)."""
+        return gang_permit(workers_placed, workers_needed)
 
     def slots_of(self, record: JobRecord, cpu_free: np.ndarray | None = None, mem_free: np.ndarray | None = None,
                  gpu_free: np.ndarray | None = None) -> np.ndarray:
@@ -1608,7 +694,7 @@ class Scheduler:
     def uncordon_all_blocked(self) -> None:
         """Forget every blocked shape (the cluster changed in a way releases do not track)."""
         self._blocked.clear()
-        self._table = _BlockedTable()
+        self._table = BlockedTable()
         self._since.clear()
         self._released_pending.clear()
         self._woke_all = True

@@ -23,8 +23,9 @@ advertises (extended resources) and, through the jobs' run times, the contention
   strategy). A request is rounded up to the smallest profile that covers it, which wastes
   the difference (quantization). A GPU's layout can only change when nothing runs on it.
   Profile facts (memory/compute slices, counts, placements) from the NVIDIA MIG User Guide,
-  "Supported MIG Profiles", as summarised in the course's reference/device-plugin-facts.md
-  sec. 5. Lab 01 keeps this small table itself (Lab 01 never imports Lab 02).
+  "Supported MIG Profiles" (docs.nvidia.com/datacenter/tesla/mig-user-guide), counts
+  cross-checked with NVIDIA/mig-parted's deployments/systemd/config-default.yaml. Lab 01
+  keeps this small table itself (Lab 01 never imports Lab 02).
 """
 
 from __future__ import annotations
@@ -516,88 +517,6 @@ def all_layout_combinations(gpu: str, max_instances: int = 7) -> list[tuple[str,
     return out
 
 
-@dataclass(frozen=True)
-class MigTimeline:
-    """Use of a pool of MIG GPUs over time (see :func:`mig_pool_timeline`).
-
-    Attributes:
-        times: event times, s.
-        use: profile -> share of that profile's instances in use after each event.
-        waits: job index -> queueing delay, s (None if never placed).
-        profiles: job index -> profile it was given (None if no offered profile covers it).
-    """
-
-    times: list[float]
-    use: dict[str, list[float]]
-    waits: list[float | None]
-    profiles: list[str | None]
-
-
-def mig_pool_timeline(layouts: Sequence[MigLayout], jobs: Sequence[tuple[float, float, float, float]]) -> MigTimeline:
-    """Replay jobs ``(submit_s, duration_s, memory_gb, compute_fraction)`` on MIG GPUs with fixed layouts.
-
-    Each job gets the smallest profile offered by the layouts that covers it
-    (:func:`smallest_profile`), waits in arrival order for a free instance of it (a
-    blocked job does not block others), and frees it at the end. Jobs no offered profile
-    covers are never placed. All GPUs must be of one model.
-
-    Runs on the one engine (:mod:`lab01_cluster_sim.simulate`) as the scheduler sees MIG under
-    the device plugin's mixed strategy: every GPU instance is one unit of its extended resource
-    ``nvidia.com/mig-<profile>`` (modelled as a one-slot node of "model" ``mig-<profile>``), a
-    job asks for one unit of its profile, FIFO-skip binds it to the first free one.
-
-    Raises:
-        InputError: no layouts, or layouts of different GPU models.
-    """
-    from lab01_cluster_sim.model import Job, Node
-    from lab01_cluster_sim.simulate import Simulation
-
-    if not layouts:
-        raise InputError("mig_pool_timeline: expected at least one MIG layout")
-    gpu = layouts[0].gpu
-    if any(layout.gpu != gpu for layout in layouts):
-        raise InputError("mig_pool_timeline: all layouts must be of the same GPU model")
-    total: dict[str, int] = {}
-    instances = []
-    for i, layout in enumerate(layouts):
-        for j, p in enumerate(layout.profiles):
-            total[p] = total.get(p, 0) + 1
-            instances.append(Node(f"gpu{i}-{p}-{j}", f"mig-{p}", 1, 1, 1))
-    offered = sorted(total)
-    profiles: list[str | None] = []
-    for _, _, mem, comp in jobs:
-        try:
-            profiles.append(smallest_profile(gpu, mem, comp, offered).name)
-        except InputError:
-            profiles.append(None)
-    work = [Job(f"mig-job-{i}", float(submit), float(duration), 1, 1000, 0, 0, (f"mig-{p}",))
-            for i, ((submit, duration, _, _), p) in enumerate(zip(jobs, profiles)) if p is not None]
-    times: list[float] = []
-    use: dict[str, list[float]] = {p: [] for p in offered}
-
-    class _Use:
-        name = "mig-use"
-
-        def sample(self, sim, now: float) -> None:
-            held = {p: 0 for p in offered}
-            for rec in sim.scheduler.running.values():
-                held[rec.job.gpu_models[0][4:]] += 1
-            if times and times[-1] == now:
-                times.pop()
-                for p in offered:
-                    use[p].pop()
-            times.append(now)
-            for p in offered:
-                use[p].append(held[p] / total[p])
-
-    waits: list[float | None] = [None] * len(jobs)
-    if work:
-        res = Simulation(instances, work, "first-fit", "gang", "fifo-skip", plugins=[_Use()]).run()
-        for rec in res.records.values():
-            waits[int(rec.job_id.rsplit("-", 1)[1])] = rec.wait
-    return MigTimeline(times, use, waits, profiles)
-
-
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 """GPU Feature Discovery's label with the time-slicing replicas per GPU (1 without sharing)."""
 
@@ -737,17 +656,6 @@ class TimeSlicing:
         return list(out.values())
 
 
-TimeSlicingSpeed = TimeSlicing
-"""The old name of :class:`TimeSlicing` (a speed hook of the former extensions' runner)."""
-
-
-def _register() -> None:
-    from lab01_cluster_sim.plugins import register_plugin
-
-    @register_plugin("time-slicing")
-    def _time_slicing_plugin(nodes, jobs, slice_ms: float = 2.0, switch_us: float = 50.0) -> TimeSlicing:
-        """``--plugin time-slicing:slice_ms=2,switch_us=50``."""
-        return TimeSlicing(TimeSlicingParams(slice_ms, switch_us))
-
-
-_register()
+def time_slicing_plugin(nodes, jobs, slice_ms: float = 2.0, switch_us: float = 50.0) -> TimeSlicing:
+    """``--plugin time-slicing:slice_ms=2,switch_us=50``."""
+    return TimeSlicing(TimeSlicingParams(slice_ms, switch_us))

@@ -13,7 +13,7 @@ preemptions, then arrivals, then timers, then one scheduling pass, see
 :mod:`lab01_cluster_sim.engine`); metrics are sampled after each pass.
 
 This is Lab 01's one engine: every extension is a *plugin* at a named extension point
-(:mod:`lab01_cluster_sim.plugins`, whose :class:`~lab01_cluster_sim.plugins.Plugin` class
+(:mod:`lab01_cluster_sim.framework.interface`, whose :class:`~lab01_cluster_sim.framework.interface.Plugin` class
 documents each point), registered with ``simulate(..., plugins=[...])``; all cheap when
 unused. At one instant, in the engine's priority order: node events (a launch becoming ready,
 a drain, a spot interruption), completions and time limits, arrivals, plugin timers, then one
@@ -55,21 +55,14 @@ from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
+from lab01_cluster_sim.framework.interface import HOOKS, AdmissionContext, PlacementPolicy, SchedulerObserver, defines
+from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolvable_reason, worker_slots
+from lab01_cluster_sim.framework.queue import QueueDiscipline
+from lab01_cluster_sim.framework.status import UNSCHEDULABLE_AND_UNRESOLVABLE, DeadlockReport
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
-from lab01_cluster_sim.plugins import HOOKS, AdmissionContext, defines
-from lab01_cluster_sim.policies.base import PlacementPolicy, make_policy, uses_target
-from lab01_cluster_sim.scheduler import (
-    MODES,
-    UNSCHEDULABLE_AND_UNRESOLVABLE,
-    CapacityClasses,
-    DeadlockReport,
-    QueueDiscipline,
-    Scheduler,
-    SchedulerObserver,
-    get_discipline,
-    unresolvable_reason,
-    worker_slots,
-)
+from lab01_cluster_sim.policies.base import make_policy, uses_target
+from lab01_cluster_sim.registry import get_discipline
+from lab01_cluster_sim.scheduler import MODES, Scheduler
 
 
 @dataclass
@@ -137,7 +130,7 @@ class Simulation:
     """One timed run, assembled and ready to :meth:`run` (see the module docstring).
 
     Args: as :func:`simulate`, plus ``evict_hook`` (legacy checkpoint model, see
-    :meth:`evict`) and ``plugins`` (:mod:`lab01_cluster_sim.plugins`).
+    :meth:`evict`) and ``plugins`` (:mod:`lab01_cluster_sim.framework.interface`).
 
     Attributes:
         engine: the event loop. state: the cluster. scheduler: the scheduling cycle.
@@ -163,7 +156,7 @@ class Simulation:
             target = target_workload
             if target is None and uses_target(policy):
                 # FGD scores against the target workload M; like the paper, build M from
-                # the workload being run (fgd-facts.md sec. 2).
+                # the workload being run (``GetTypicalPods``, pkg/utils/frag.go).
                 from lab01_cluster_sim.fragmentation import TargetWorkload
                 if not jobs:
                     raise InputError(f"policy {policy!r} needs a target workload, built from the jobs: got none")
@@ -230,7 +223,7 @@ class Simulation:
     # -- plugins -----------------------------------------------------------------------
     def add_plugin(self, plugin: Any) -> None:
         """Register ``plugin`` at every extension point its class defines (see
-        :mod:`lab01_cluster_sim.plugins`), and its observer hooks with the scheduler.
+        :mod:`lab01_cluster_sim.framework.interface`), and its observer hooks with the scheduler.
 
         Raises:
             InputError: the run has started, or ``plugin`` has no ``name``.
@@ -805,7 +798,7 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
             ``random``, ``dot-prod``, ``gpu-packing``, ``gpu-clustering``, ``fgd``) or object.
             FGD by name scores against ``target_workload``, or when that is None against
             the target workload built from ``jobs`` (as the paper builds it from the
-            original pod list, fgd-facts.md sec. 2).
+            original pod list, ``SetTypicalPods`` in pkg/simulator/analysis.go).
         mode: ``"gang"`` (a multi-worker job starts all-or-nothing) or ``"naive"`` (workers
             bound one at a time, round-robin over jobs, partial allocations held).
         discipline: queue discipline name (``"fifo"``: strict head-of-line blocking;
@@ -827,7 +820,7 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
             a bar on a terminal, a line every few seconds otherwise).
         plugins: extensions at the engine's extension points (topology, time-slicing,
             tenancy, taints, checkpoints, migration, autoscaler, drains, admission; see
-            :mod:`lab01_cluster_sim.plugins`), in call order.
+            :mod:`lab01_cluster_sim.framework.interface`), in call order.
 
     Raises:
         InputError: bad mode, policy, discipline, seed, duplicate job ids or node names,

@@ -110,7 +110,7 @@ def runner_policies(runner: str) -> tuple[str, ...]:
         InputError: an unknown runner.
     """
     if runner == "disciplines":
-        from lab01_cluster_sim.disciplines.runner import DISCIPLINES
+        from lab01_cluster_sim.registry import DISCIPLINES
 
         return tuple(DISCIPLINES)
     if runner in ("replay", "simulate"):
@@ -138,7 +138,8 @@ def _param_choices(runner: str) -> dict[str, tuple[str, ...]]:
     """Parameters whose values are names, with the names the runner knows."""
     if runner != "simulate":
         return {}
-    from lab01_cluster_sim.scheduler import DISCIPLINES, MODES
+    from lab01_cluster_sim.registry import DISCIPLINES
+    from lab01_cluster_sim.scheduler import MODES
 
     return {"discipline": tuple(sorted(DISCIPLINES)), "mode": tuple(MODES)}
 
@@ -319,14 +320,14 @@ def _check_workload(runner: str, workload: str) -> None:
 
 def _run_disciplines(spec: RunSpec) -> dict:
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
-    from lab01_cluster_sim.disciplines.runner import run_discipline
+    from lab01_cluster_sim.studies.trilemma import discipline_summary
 
     p = {**DISCIPLINES_DEFAULTS, **dict(spec.params)}
     nodes = demo_cluster(int(p["nodes"]), int(p["gpus_per_node"]))
     _check_workload("disciplines", spec.workload)
     jobs = demo_jobs(spec.seed, int(spec.workload), gpus_per_node=int(p["gpus_per_node"]),
                      mean_interarrival_s=float(p["interarrival"]), big_tenant="research")
-    return run_discipline(nodes, jobs, spec.policy).summary()
+    return discipline_summary(nodes, jobs, spec.policy)
 
 
 @functools.lru_cache(maxsize=32)
@@ -387,7 +388,7 @@ def _run_simulate(spec: RunSpec) -> dict:
     ``arrival_allocation_ratio`` (time-weighted while jobs arrive) and
     ``mean_allocation_ratio`` (over the whole run), both in [0, 1],
     ``mean_stranded_gpus``, and ``state_*`` job counts."""
-    from lab01_cluster_sim.commands.simulate import DEFAULT_LOAD, DEFAULT_NODES, stranded_interval, synthetic_jobs
+    from lab01_cluster_sim.studies.timed import DEFAULT_LOAD, DEFAULT_NODES, stranded_interval, synthetic_jobs
     from lab01_cluster_sim.simulate import simulate
 
     p = dict(spec.params)

@@ -22,7 +22,7 @@ never shares its GPU with any other job: premium is sold as a whole GPU or a MIG
 and the simulator's GPUs are not MIG-partitioned, so here it gets whole GPUs. Each tier maps
 to the sharing mechanism it is sold with (:data:`TIER_MECHANISM`).
 
-Both are plugins of the one engine (:mod:`lab01_cluster_sim.plugins`):
+Both are plugins of the one engine (:mod:`lab01_cluster_sim.framework.interface`):
 :class:`ConstraintFilter` at the Filter point (a node mask per job), :class:`TenancyPlacer` at
 the device-filter point (which GPUs of each node a job may use).
 """
@@ -37,7 +37,6 @@ import numpy as np
 
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, Node
-from lab01_cluster_sim.plugins import register_plugin
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -222,8 +221,7 @@ class ConstraintFilter:
         return self.mask(job)
 
 
-@register_plugin("constraints")
-def _constraints_plugin(nodes, jobs, cpu_pods_tolerate: int = 1) -> ConstraintFilter:
+def constraints_plugin(nodes, jobs, cpu_pods_tolerate: int = 1) -> ConstraintFilter:
     """``--plugin constraints``: GPU nodes tainted nvidia.com/gpu=present:NoSchedule; GPU pods
     tolerate it (ExtendedResourceToleration); CPU-only pods too unless ``cpu_pods_tolerate=0``."""
     tol = PodConstraints(tolerations=(GPU_TOLERATION,))
@@ -261,7 +259,7 @@ class TenancyPlacer:
         return self.tiers.get(tenant, self.default)
 
     def gpu_tiers(self, sim) -> dict[tuple[int, int], set[Tier]]:
-        """(node, GPU) -> tiers of the jobs running on it (``sim``: a Simulation or a Runner)."""
+        """(node, GPU) -> tiers of the jobs running on it (``sim``: a running Simulation)."""
         out: dict[tuple[int, int], set[Tier]] = {}
         for rec in _running_records(sim):
             t = self.tier(rec.job.tenant)
@@ -326,23 +324,20 @@ class TenancyPlacer:
         return None if mask.all() else mask
 
 
-@register_plugin("tenancy")
-def _tenancy_plugin(nodes, jobs, free: str = "", premium: str = "") -> TenancyPlacer:
+def tenancy_plugin(nodes, jobs, free: str = "", premium: str = "") -> TenancyPlacer:
     """``--plugin tenancy:free=tenant1;tenant2,premium=tenant3`` (other tenants: standard)."""
     tiers = {t: Tier.FREE for t in free.split(";") if t} | {t: Tier.PREMIUM for t in premium.split(";") if t}
     return TenancyPlacer(tiers)
 
 
-def _running_records(run) -> list[JobRecord]:
-    sim = getattr(run, "sim", run)
+def _running_records(sim) -> list[JobRecord]:
     return sorted(sim.scheduler.running.values(), key=lambda r: r.queue_seq)
 
 
-def tenancy_violations(run, placer: TenancyPlacer) -> list[tuple[str, int, tuple[str, ...]]]:
+def tenancy_violations(sim, placer: TenancyPlacer) -> list[tuple[str, int, tuple[str, ...]]]:
     """(node name, GPU, job ids) of every GPU where a free-tier and a paying job run
-    together, or a premium job runs with any other job (``run``: a Simulation, or the
-    compatibility Runner)."""
-    sim = getattr(run, "sim", run)
+    together, or a premium job runs with any other job, in the running
+    :class:`~lab01_cluster_sim.simulate.Simulation` ``sim``."""
     jobs: dict[tuple[int, int], list[str]] = {}
     for rec in _running_records(sim):
         for p in rec.placements:

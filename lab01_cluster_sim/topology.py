@@ -57,9 +57,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, format_seconds
-from lab01_cluster_sim.plugins import Plugin, register_plugin
-from lab01_cluster_sim.scheduler import PreFilterResult
+from lab01_cluster_sim.model import Job, JobRecord, Node, format_seconds
+from lab01_cluster_sim.framework.interface import Plugin
+from lab01_cluster_sim.framework.status import PreFilterResult
 
 Allocation = tuple[tuple[int, tuple[int, ...]], ...]
 """One ``(node index, GPU indices)`` per worker."""
@@ -216,7 +216,7 @@ def choose_island(slots: np.ndarray, free_milli: np.ndarray, islands: np.ndarray
 
     Best-fit over islands: among the islands whose nodes can host all ``workers`` (sum over
     the island's nodes of ``slots``, each node's worker slots now, see
-    :func:`lab01_cluster_sim.scheduler.worker_slots`), the one with the least free milli-GPU
+    :func:`lab01_cluster_sim.framework.noderesources.worker_slots`), the one with the least free milli-GPU
     (ties: lowest island id), so big holes stay open for big gangs.
 
     Args:
@@ -342,62 +342,8 @@ class TopologyAware(Plugin):
         return comm_slowdown(f, len(split), self.params, rails=min(split.values()))
 
 
-@register_plugin("topology")
-def _topology_plugin(nodes, jobs, max_wait_s: float = 0.0, comm_fraction: float = 0.2,
+def topology_plugin(nodes, jobs, max_wait_s: float = 0.0, comm_fraction: float = 0.2,
                      intra_gbps: float = NVLINK_H100_GBPS, inter_gbps: float = INFINIBAND_NDR_GBPS) -> TopologyAware:
     """``--plugin topology:max_wait_s=600,comm_fraction=0.2,intra_gbps=450,inter_gbps=50``."""
     return TopologyAware(nodes, max_wait_s, default_comm_fraction=comm_fraction,
                          params=TopologyParams(intra_gbps, inter_gbps))
-
-
-@dataclass(frozen=True)
-class TopologyRow:
-    """One point of the wait-versus-slowdown comparison (times in s).
-
-    ``spanning_jobs`` counts multi-GPU jobs that ran across more than one NVLink island,
-    whatever it cost them; ``slowed_jobs`` those of them that ran slower for it (none
-    when the communication fraction is 0).
-    """
-
-    max_wait_s: float
-    mean_wait_s: float
-    mean_slowdown: float
-    mean_jct_s: float
-    spanning_jobs: int
-    multi_gpu_jobs: int
-    makespan_s: float
-    slowed_jobs: int = 0
-
-
-def compare_wait_vs_slowdown(nodes: Sequence[Node], jobs: Sequence[Job], max_waits: Sequence[float],
-                             *, discipline: str = "fifo-skip", default_comm_fraction: float = 0.2,
-                             params: TopologyParams = TopologyParams()) -> list[TopologyRow]:
-    """Run the workload once per bounded wait (one engine run each, placement :class:`~lab01_cluster_sim.policies.generic.MostAllocated`,
-    the extensions' default) and report the trade-off.
-
-    JCT = end - submit of completed jobs; slowdown is averaged over the jobs of more than one
-    GPU that started (their last rate); waits over every job not rejected (a job still pending
-    at the end counts its wait so far).
-    """
-    from lab01_cluster_sim.policies.generic import MostAllocated
-    from lab01_cluster_sim.simulate import Simulation
-
-    rows = []
-    for w in max_waits:
-        topo = TopologyAware(nodes, w, default_comm_fraction=default_comm_fraction, params=params)
-        sim = Simulation(nodes, jobs, MostAllocated(), "gang", discipline, plugins=[topo])
-        res = sim.run()
-        started = [r for r in res.records.values() if r.start_time is not None]
-        multi = [r for r in started if r.job.gpu_milli_total > 1000]
-        waits = [r.wait if r.wait is not None else res.end_time - r.job.submit_time
-                 for r in res.records.values() if r.state is not JobState.REJECTED]
-        spanning = [r for r in multi if r.job_id in topo.spanned]
-        slowed = [r for r in spanning if r.slowdown > 1.0]
-        done = [r for r in res.records.values() if r.state is JobState.COMPLETED]
-        first = min((r.job.submit_time for r in res.records.values()), default=0.0)
-        rows.append(TopologyRow(
-            float(w), float(np.mean(waits)) if waits else 0.0,
-            float(np.mean([r.slowdown for r in multi])) if multi else 1.0,
-            float(np.mean([r.jct for r in done])) if done else 0.0,
-            len(spanning), len(multi), res.end_time - first, len(slowed)))
-    return rows

@@ -26,7 +26,7 @@ Usage::
 The execution cache is keyed on each chapter's text only: after changing a lab package,
 build with ``--fresh`` so the chapters run again against the new code. One input outside
 the text is tracked: whether the Alibaba GPU trace is available
-(:func:`lab01_cluster_sim.book.alibaba_trace_dir`). The availability of the last build is
+(:func:`lab01_cluster_sim.shared_data.alibaba_trace_dir`). The availability of the last build is
 recorded in ``<output>/_build/.trace_present``; when it changed, the cached result of the
 chapter that replays the trace (:data:`TRACE_CHAPTER`) is dropped and the chapter's file is
 touched, so a build with the trace never reuses a result computed without it (or back).
@@ -164,7 +164,7 @@ def build(path_output: Path | None = None, rebuild_all: bool = False, quiet: boo
     except fetch_book_assets.AssetFetchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    from lab01_cluster_sim.book import alibaba_trace_dir
+    from lab01_cluster_sim.shared_data import alibaba_trace_dir
 
     sync_trace_cache((path_output or BOOK_DIR) / "_build", alibaba_trace_dir() is not None, quiet)
     cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()",

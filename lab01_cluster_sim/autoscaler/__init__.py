@@ -6,7 +6,8 @@
   on-demand or spot, boot and registration delays, pre-pulled images).
 - :mod:`.plugin`: the autoscaler as a node-lifecycle plugin of the one engine
   (provisioning with bin-packing, image pulls, consolidation, spot interruptions, expiry).
-- :mod:`.sim`: the pod-level interface (:func:`~.sim.simulate_autoscaler`) and its result
-  (cost, pending time, disruptions), computed on the engine.
-- :mod:`.scenarios`: the workshop's mini-lab and a bursty demo.
+- :mod:`.pods`: the pod-level view: pods and fixed nodes as the engine's jobs and nodes, and
+  the ``pod-tracker`` plugin that reports per pod (cost, pending time, disruptions).
+
+The workshop's mini-lab and a bursty demo are studies (:mod:`lab01_cluster_sim.studies.autoscaling`).
 """

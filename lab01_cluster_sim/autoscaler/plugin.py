@@ -1,7 +1,7 @@
 """A Karpenter-like autoscaler as a node-lifecycle plugin of the one engine.
 
 What it does, in the order Karpenter does it (karpenter.sh docs, "Concepts: Scheduling,
-Provisioning, Disruption"), at the engine's extension points (:mod:`lab01_cluster_sim.plugins`):
+Provisioning, Disruption"), at the engine's extension points (:mod:`lab01_cluster_sim.framework.interface`):
 
 1. **Scheduling** is the engine's own: pending pods bind to ready, uncordoned nodes with room
    (GPUs as the integer ``nvidia.com/gpu`` a node advertises, time-slicing replicas
@@ -54,7 +54,6 @@ from lab01_cluster_sim.autoscaler.requirements import (incompatibility, instance
                                                        unadvertised)
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, termination_grace
-from lab01_cluster_sim.plugins import register_plugin
 from lab01_cluster_sim.sharing_modes import timesliced_node
 
 SPOT_NOTICE_S = 120.0
@@ -551,8 +550,7 @@ class Autoscaler:
         self.sim.remove_node(node.index, reason)
 
 
-@register_plugin("autoscaler")
-def _autoscaler_plugin(nodes, jobs, instance_types: str = "", limit_gpus: float = math.inf,
+def autoscaler_plugin(nodes, jobs, instance_types: str = "", limit_gpus: float = math.inf,
                        consolidation: str = "WhenEmpty", consolidate_after_s: float = 30.0,
                        capacity_type: str = "on-demand") -> Autoscaler:
     """``--plugin autoscaler:instance_types=p5.48xlarge;g5.xlarge,limit_gpus=64`` (default: the

@@ -24,7 +24,7 @@ Scenarios:
   mini-lab  the workshop's mini-lab: a 1-GPU node time-sliced to --replicas replicas,
             --pods pods of one GPU each; the extra pods make the autoscaler launch an
             unsliced node and run there after the boot delay
-  burst     a seeded burst of --pods pods of 1, 4 or 8 GPUs (see lab01_cluster_sim.autoscaler.scenarios)
+  burst     a seeded burst of --pods pods of 1, 4 or 8 GPUs (see lab01_cluster_sim.studies.autoscaling)
 
 Prints per node (type, launch, ready, termination and why, $) and per pod (node, bound,
 started, finished, disruptions) for mini-lab, and the summary: cost in dollars, pending
@@ -42,7 +42,7 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lab01_cluster_sim.autoscaler.nodepool import CONSOLIDATION_POLICIES
-    from lab01_cluster_sim.autoscaler.sim import MAX_NODES
+    from lab01_cluster_sim.autoscaler.plugin import MAX_NODES
     from lab01_cluster_sim.commands._options import (nonnegative_float, nonnegative_int, positive_float,
                                                      positive_int, seed)
 
@@ -79,8 +79,12 @@ def run(args: argparse.Namespace) -> int:
 
     from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, PRICES_AS_OF, load_catalogue
     from lab01_cluster_sim.autoscaler.nodepool import NodePool
-    from lab01_cluster_sim.autoscaler.scenarios import MINI_LAB_IMAGE, burst_pods, one_gpu_types
-    from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+    from lab01_cluster_sim.studies.autoscaling import MINI_LAB_IMAGE, burst_pods, one_gpu_types
+    from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+    from lab01_cluster_sim.autoscaler.pods import MAX_EVENTS, Pod, PodTracker, StaticNode, pod_jobs, static_nodes
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams
+    from lab01_cluster_sim.simulate import Simulation
     from lab01_cluster_sim.sweep import format_rows
 
     if args.plot:
@@ -115,9 +119,14 @@ def run(args: argparse.Namespace) -> int:
         pool = NodePool("gpu-default", tuple(catalogue),
                         prepulled_images=("trainer:v1", "llm-server:v2") if args.prepull else (), **common)
         static = []
-    res = simulate_autoscaler(pods, [pool], static, min_available={p.workload: args.min_available for p in pods},
-                              spot_interruption_rate_per_hour=args.spot_rate, rng=np.random.default_rng(args.seed),
-                              until_s=args.until, max_nodes=args.max_nodes)
+    cluster, fleet = static_nodes(static)
+    scaler = Autoscaler([pool], fleet, min_available={p.workload: args.min_available for p in pods},
+                        spot_interruption_rate_per_hour=args.spot_rate, rng=np.random.default_rng(args.seed),
+                        max_nodes=args.max_nodes, max_events=MAX_EVENTS)
+    tracker = PodTracker(pods, scaler)
+    Simulation(cluster, pod_jobs(pods), MostAllocated(), "gang", "fifo-skip",
+               plugins=[scaler, TimeSlicing(TimeSlicingParams()), tracker]).run(until=math.nextafter(args.until, math.inf))
+    res = tracker.result()
     print(f"instance prices: approximate list prices as of {PRICES_AS_OF} (see lab01_cluster_sim.autoscaler.catalogue)"
           if not args.catalogue else f"instance prices from {args.catalogue}")
     nodes = [{"node": n.name, "type": n.instance_type, "capacity": n.capacity_type, "launched_s": n.launched_s,

@@ -62,10 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from lab01_cluster_sim.defrag import Defragmenter, compare_shape_aware
+    from lab01_cluster_sim.defrag import Defragmenter
+    from lab01_cluster_sim.studies.defrag import compare_shape_aware
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
-    from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
-    from lab01_cluster_sim.disciplines.runner import Runner
+    from lab01_cluster_sim.disciplines.outcomes import OutcomeRecorder
+    from lab01_cluster_sim.disciplines.preemption import Checkpoints, CheckpointSpec
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.simulate import Simulation
     from lab01_cluster_sim.sweep import format_rows
 
     if args.dashboard:
@@ -107,11 +110,18 @@ def run(args: argparse.Namespace) -> int:
                          "end of the run, a lower bound).")
         print("\n".join(textwrap.fill(n, 78) for n in notes))
     spec = CheckpointSpec(args.checkpoint_interval, args.checkpoint_cost, args.restore)
+
+    def summary(*plugins) -> dict[str, float]:
+        recorder = OutcomeRecorder()
+        Simulation(nodes, jobs, MostAllocated(), "gang", "fifo-skip",
+                   plugins=[Checkpoints(default=spec), *plugins, recorder]).run()
+        return recorder.result().summary()
+
     next(bar, None)
-    plain = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec).run().summary()
+    plain = summary()
     defrag = Defragmenter()
     next(bar, None)
-    moved = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, on_blocked=defrag).run().summary()
+    moved = summary(defrag)
     rows = [{"migration": "off", "mean_wait_s": plain["mean_wait_s"], "p99_wait_s": plain["p99_wait_s"],
              "utilisation": plain["utilisation"], "moves": 0, "gpu_hours_cost": 0.0},
             {"migration": "on", "mean_wait_s": moved["mean_wait_s"], "p99_wait_s": moved["p99_wait_s"],
@@ -127,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  t={e.time:.0f} for {e.for_job}: {', '.join(m.job_id for m in e.moves)}; "
                   f"{e.stranded_before:g} -> {e.stranded_after:g}")
     if args.dashboard:
-        from lab01_cluster_sim.defrag import dashboard_data, demo_mig_jobs
+        from lab01_cluster_sim.studies.defrag import dashboard_data, demo_mig_jobs
         from lab01_cluster_sim.plots.dashboard import fragmentation_dashboard
         from lab01_cluster_sim.sharing_modes import MigLayout
 

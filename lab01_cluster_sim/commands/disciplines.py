@@ -42,7 +42,7 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lab01_cluster_sim.commands._options import (nonnegative_float, positive_float, positive_int,
                                                      positive_or_inf, seed)
-    from lab01_cluster_sim.disciplines.runner import DISCIPLINES
+    from lab01_cluster_sim.registry import DISCIPLINES
 
     parser.add_argument("--disciplines", default=",".join(DISCIPLINES),
                         help="comma-separated list (default %(default)s)")
@@ -78,7 +78,7 @@ def _why_fairness_differs(by_slow: str, by_share: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
     from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
-    from lab01_cluster_sim.disciplines.trilemma import COLUMNS, trilemma_report
+    from lab01_cluster_sim.studies.trilemma import COLUMNS, trilemma_report
     from lab01_cluster_sim.sweep import format_rows
 
     names = [d.strip() for d in args.disciplines.split(",") if d.strip()]
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                      mean_interarrival_s=args.interarrival, big_tenant="research")
     spec = CheckpointSpec(interval_s=args.checkpoint_interval, restore_s=args.restore)
     from lab01_cluster_sim.commands._progress import steps, wrote
-    from lab01_cluster_sim.disciplines.runner import DISCIPLINES
+    from lab01_cluster_sim.registry import DISCIPLINES
 
     unknown = [d for d in names if d not in DISCIPLINES]
     if unknown or not names:

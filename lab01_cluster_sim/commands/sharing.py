@@ -135,8 +135,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _tenancy_demo(fmt: str) -> None:
-    from lab01_cluster_sim.disciplines.runner import Runner
+    import math
+
     from lab01_cluster_sim.model import Job, Node
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.simulate import Simulation
     from lab01_cluster_sim.sweep import format_rows
     from lab01_cluster_sim.tenancy import TIER_MECHANISM, TenancyPlacer, Tier, tenancy_violations
 
@@ -149,11 +152,18 @@ def _tenancy_demo(fmt: str) -> None:
             Job("acme-2", 2, 100, tenant="acme", **half), Job("student-2", 3, 100, tenant="student", **half)]
     node = [Node("gpu-node", "A100", 2, 64000, 512000)]
     placer = TenancyPlacer(tiers)
-    for label, kwargs in (("best-fit, no constraint", {}), ("tenancy constraint", {"placer": placer})):
-        r = Runner(node, jobs, "fifo-skip", until=10, **kwargs)
-        r.run()
-        where = ", ".join(f"{i}->GPU{r.runs[i].alloc[0][1][0]}" for i in sorted(r.running))
-        bad = tenancy_violations(r, placer)
+
+    def at_ten(cluster, work, *plugins):
+        """The simulation after the events at t = 10 s: who runs where."""
+        sim = Simulation(cluster, work, MostAllocated(), "gang", "fifo-skip", plugins=plugins)
+        sim.run(until=math.nextafter(10.0, math.inf))
+        return sim
+
+    for label, plugins in (("best-fit, no constraint", ()), ("tenancy constraint", (placer,))):
+        sim = at_ten(node, jobs, *plugins)
+        running = sim.scheduler.running
+        where = ", ".join(f"{i}->GPU{running[i].placements[0].gpus[0]}" for i in sorted(running))
+        bad = tenancy_violations(sim, placer)
         print(f"\n{label}: {where}; GPUs shared by free and paying tenants: "
               + (", ".join(f"{n} GPU{g} {list(ids)}" for n, g, ids in bad) if bad else "none"))
     # taints and tolerations: a GPU pod fills the GPU node's GPUs, then a CPU-only pod arrives;
@@ -164,10 +174,8 @@ def _tenancy_demo(fmt: str) -> None:
                Node("cpu-node", "", 0, 64000, 512000)]
     pods = [Job("gpu-pod", 0, 100, gpus_per_worker=2, gpu_milli=1000, cpu_milli=1000, memory_mib=1024),
             Job("cpu-pod", 1, 100, cpu_milli=1000, memory_mib=1024)]
-    for label, kwargs in (("no taints", {"node_filter": ConstraintFilter(cluster, taints={})}),
-                          ("GPU node tainted nvidia.com/gpu=present:NoSchedule",
-                           {"node_filter": ConstraintFilter(cluster)})):
-        r = Runner(cluster, pods, "fifo-skip", until=10, **kwargs)
-        r.run()
-        where = ", ".join(f"{i}->{cluster[r.runs[i].alloc[0][0]].name}" for i in sorted(r.running))
+    for label, constraint in (("no taints", ConstraintFilter(cluster, taints={})),
+                              ("GPU node tainted nvidia.com/gpu=present:NoSchedule", ConstraintFilter(cluster))):
+        running = at_ten(cluster, pods, constraint).scheduler.running
+        where = ", ".join(f"{i}->{cluster[running[i].placements[0].node_index].name}" for i in sorted(running))
         print(f"{label}: {where}")

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from lab01_cluster_sim.commands._progress import steps, wrote
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
     from lab01_cluster_sim.sweep import format_rows
-    from lab01_cluster_sim.topology import TopologyParams, allreduce_seconds, compare_wait_vs_slowdown
+    from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown
+    from lab01_cluster_sim.topology import TopologyParams, allreduce_seconds
 
     if args.plot:
         from lab01_cluster_sim.plots.dashboard import check_figure_path
@@ -156,7 +157,7 @@ def mean_rows(per_seed: list[list]) -> list:
     same bounds in the same order); counts become means too."""
     from dataclasses import fields
 
-    from lab01_cluster_sim.topology import TopologyRow
+    from lab01_cluster_sim.studies.topology import TopologyRow
 
     out = []
     for rows in zip(*per_seed):

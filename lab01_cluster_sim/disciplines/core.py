@@ -1,10 +1,10 @@
 """Priority with preemption, DRF and EASY backfill as queue disciplines of the one engine.
 
 They plug into :class:`lab01_cluster_sim.scheduler.Scheduler` at its QueueSort point
-(:class:`~lab01_cluster_sim.scheduler.QueueDiscipline`) and are registered under
-``"priority"``, ``"drf"`` and ``"backfill"``, so ``simulate(..., discipline="backfill")`` and
-``python -m lab01_cluster_sim simulate --discipline backfill`` use them; the compatibility
-runner (:mod:`lab01_cluster_sim.disciplines.runner`) runs the same classes.
+(:class:`~lab01_cluster_sim.framework.queue.QueueDiscipline`) and are listed in the registry
+(:data:`lab01_cluster_sim.registry.DISCIPLINES`) under ``"priority"``, ``"drf"`` and
+``"backfill"``, so ``simulate(..., discipline="backfill")`` and
+``python -m lab01_cluster_sim simulate --discipline backfill`` use them.
 
 - ``backfill``: EASY (Lifka, JSSPP 1995; Mu'alem & Feitelson, IEEE TPDS 2001). The first job
   that cannot start (the head) gets a reservation at the *shadow time*, the earliest expected
@@ -43,8 +43,10 @@ from collections.abc import Iterable, Mapping
 
 from lab01_cluster_sim.disciplines.drf import drf_pick_tenant
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, VictimCandidate, choose_victims, last_checkpoint
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.queue import QueueDiscipline
+from lab01_cluster_sim.framework.status import Outcome
 from lab01_cluster_sim.model import MILLI_PER_GPU, TERMINATION_GRACE, JobRecord, JobState, format_seconds
-from lab01_cluster_sim.scheduler import Outcome, QueueDiscipline, SchedulerObserver, register_discipline
 
 
 class _Queue(QueueDiscipline):
@@ -85,7 +87,6 @@ def estimated_run(rec: JobRecord) -> float:
     return rec.overhead_left + (rec.remaining - rec.overhead_left) * rec.slowdown
 
 
-@register_discipline
 class EasyBackfill(_Queue):
     """EASY backfill with both of its conditions (see the module docstring)."""
 
@@ -96,7 +97,7 @@ class EasyBackfill(_Queue):
         fits (inf if never); ``scheduler.now`` if it fits now.
 
         Releases the running jobs one by one in order of expected end (:func:`expected_end`)
-        on one :class:`~lab01_cluster_sim.scheduler.TrialState`; the fit test applies all of
+        on one :class:`~lab01_cluster_sim.framework.noderesources.TrialState`; the fit test applies all of
         the head's filters and runs only once enough GPUs are free in total on its nodes.
         """
         trial = scheduler.trial()
@@ -152,7 +153,6 @@ class EasyBackfill(_Queue):
                 scheduler.try_schedule(rec, permit=permit)
 
 
-@register_discipline
 class DrfDiscipline(_Queue):
     """DRF across tenants over (GPUs, CPU, memory); oldest job first within a tenant."""
 
@@ -239,7 +239,6 @@ def _add(usage: dict[str, list[float]], rec: JobRecord, sign: int) -> None:
     u[2] += sign * j.workers * j.memory_mib
 
 
-@register_discipline
 class PriorityPreemption(_Queue):
     """Highest priority first; a job that finds no room evicts lower-priority work chosen by
     :func:`choose_victims` (least lost work) among the victims on nodes it may use (see the
@@ -305,7 +304,7 @@ class PriorityPreemption(_Queue):
         Candidates: running jobs of lower priority (and, in naive mode, pending ones holding
         workers) with a worker on a node ``rec`` may use (online, GPU model, every extra
         filter for ``rec``); whether a set of victims is enough is decided on a trial copy
-        with the same filters (:class:`~lab01_cluster_sim.scheduler.TrialState`).
+        with the same filters (:class:`~lab01_cluster_sim.framework.noderesources.TrialState`).
         """
         request = scheduler.request_of(rec)
         usable = scheduler.online.copy()

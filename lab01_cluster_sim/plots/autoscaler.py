@@ -10,7 +10,7 @@ def autoscaler_figure(result) -> Figure:
     """Two panels: ready nodes' GPUs and pending pods (steps), and cumulative cost ($).
 
     Args:
-        result: an :class:`lab01_cluster_sim.autoscaler.sim.AutoscalerResult`.
+        result: an :class:`lab01_cluster_sim.autoscaler.pods.AutoscalerResult`.
     """
     t = np.array([row[0] for row in result.timeline] or [0.0])
     gpus = np.array([row[2] for row in result.timeline] or [0])

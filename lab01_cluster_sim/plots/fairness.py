@@ -16,7 +16,7 @@ def trilemma_figure(rows: Sequence[Mapping]) -> Figure:
     tenants with work waiting (``jain_dominant_share``: what DRF equalises).
 
     Args:
-        rows: rows of :func:`lab01_cluster_sim.disciplines.trilemma.trilemma_report`.
+        rows: rows of :func:`lab01_cluster_sim.studies.trilemma.trilemma_report`.
     """
     names = [r["discipline"] for r in rows]
     x = list(range(len(names)))

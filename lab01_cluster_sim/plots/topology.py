@@ -30,7 +30,7 @@ def wait_vs_slowdown_figure(rows: Sequence) -> Figure:
     joined by a dashed line as it is no point of that scale.
 
     Args:
-        rows: :class:`lab01_cluster_sim.topology.TopologyRow` items, in increasing bound.
+        rows: :class:`lab01_cluster_sim.studies.topology.TopologyRow` items, in increasing bound.
     """
     x, never = bound_positions([r.max_wait_s for r in rows])
     fig = Figure(figsize=(10, 3.6), layout="constrained")

@@ -5,7 +5,7 @@ shape. :data:`POLICIES` maps each policy's name (the word used on the command li
 tables and in errors) to its class, like the Kubernetes scheduler's map of scoring
 strategies: a new policy is one new entry and the engine is untouched.
 
-Built in (facts in reference/fgd-facts.md sec. 4):
+Built in (the FGD paper's ones as pkg/simulator/plugin/ of hkust-adsl/kubernetes-scheduler-simulator scores):
 
 - ``first-fit``, ``best-fit``, ``worst-fit``, ``random`` (:mod:`.generic`);
 - the FGD paper's baselines ``dot-prod`` (:mod:`.dot_prod`), ``gpu-packing``
@@ -15,6 +15,7 @@ Built in (facts in reference/fgd-facts.md sec. 4):
   build it with :func:`~lab01_cluster_sim.policies.base.make_policy`.
 """
 
-from lab01_cluster_sim.policies.base import POLICIES, PlacementPolicy, get_policy, make_policy, place, policy_names
+from lab01_cluster_sim.framework.interface import PlacementPolicy
+from lab01_cluster_sim.policies.base import POLICIES, get_policy, make_policy, place, policy_names
 
 __all__ = ["PlacementPolicy", "POLICIES", "get_policy", "make_policy", "place", "policy_names"]

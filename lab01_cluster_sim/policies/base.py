@@ -1,7 +1,11 @@
-"""The placement-policy contract and the shared filter -> score -> select -> pick pipeline.
+"""The placement policies' registry and the shared filter -> score -> select -> pick pipeline.
+
+The contract every policy meets (:class:`~lab01_cluster_sim.framework.interface.PlacementPolicy`,
+the Score extension point) is the framework's.
 
 Pipeline for one worker (pod), as in kube-scheduler v1.20 as the fragmentation paper's
-simulator runs it (reference/fgd-facts.md sec. 4.0):
+simulator runs it (pkg/simulator/ of hkust-adsl/kubernetes-scheduler-simulator,
+its fork of kube-scheduler's generic_scheduler.go):
 
 1. Filter: nodes where the request fits now (:meth:`ClusterState.feasible`).
 2. No feasible node: no placement. Exactly one: take it without scoring.
@@ -12,33 +16,12 @@ simulator runs it (reference/fgd-facts.md sec. 4.0):
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
-
 import numpy as np
 
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.framework.interface import PlacementPolicy
 from lab01_cluster_sim.model import MILLI_PER_GPU
-
-MAX_NODE_SCORE = 100
-
-
-class PlacementPolicy(Protocol):
-    """What every placement policy provides.
-
-    ``name`` is the registry key. ``score`` returns int64 scores in 0..MAX_NODE_SCORE,
-    shape ``(len(candidates),)``, for the candidate node indices ``candidates`` (int64 array).
-    ``pick_gpus`` returns the GPU indices inside ``node`` for the request (``num_gpus`` of them).
-    """
-
-    name: ClassVar[str]
-
-    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray: ...
-
-    def pick_gpus(self, state: ClusterState, request: Request, node: int,
-                  rng: np.random.Generator) -> tuple[int, ...]: ...
-
 
 POLICIES: dict[str, type] = {}
 """Policy name -> policy class. Filled by :func:`register`."""
@@ -130,7 +113,7 @@ def pick_lowest_free_gpus(state: ClusterState, request: Request, node: int) -> t
     """The ``request.num_gpus`` lowest-index GPUs of ``node`` that are entirely free.
 
     This is how the FGD simulator reserves whole-GPU and multi-GPU pods
-    (``AllocateExclusiveGpuId``, fgd-facts.md 4.0). Returns ``()`` for a CPU-only request.
+    (``AllocateExclusiveGpuId``, pkg/type/resource.go). Returns ``()`` for a CPU-only request.
 
     Raises:
         ValueError: the node does not have that many free GPUs (a scheduler bug).
@@ -161,7 +144,7 @@ def shared_gpu_candidates(state: ClusterState, request: Request, node: int) -> t
 
 
 def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[int, ...]:
-    """The "best" GPU pick (fgd-facts.md 4.0, ``-gpusel best``).
+    """The "best" GPU pick (the FGD simulator's ``-gpusel best``).
 
     A GPU-sharing request (one GPU, share u < 1000) gets the GPU with the smallest free
     share that is still >= u (lowest index on ties): the tightest fit, which keeps whole
@@ -180,7 +163,7 @@ def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[in
 
 def pick_random_gpus(state: ClusterState, request: Request, node: int,
                      rng: np.random.Generator) -> tuple[int, ...]:
-    """The "random" GPU pick (fgd-facts.md 4.0, ``-gpusel random``): a GPU-sharing request
+    """The "random" GPU pick (the FGD simulator's ``-gpusel random``): a GPU-sharing request
     gets a uniform choice among the GPUs with free share >= u; whole/multi-GPU requests
     get the lowest-index fully free GPUs (no draw)."""
     if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:

@@ -28,7 +28,8 @@ import numpy as np
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU
-from lab01_cluster_sim.policies.base import (PlacementPolicy, make_policy, pick_best_gpus, pick_lowest_free_gpus,
+from lab01_cluster_sim.framework.interface import PlacementPolicy
+from lab01_cluster_sim.policies.base import (make_policy, pick_best_gpus, pick_lowest_free_gpus,
                                              shared_gpu_candidates, uses_target)
 
 GPU_PICKS = ("binpack", "spread")

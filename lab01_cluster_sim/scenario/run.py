@@ -12,10 +12,10 @@ Which entry point:
 - **replay**: ``spec.workload.trace.method: replay``: the fragmentation paper's replay
   (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
 - **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
-  run-slower-across-islands comparison (:func:`lab01_cluster_sim.topology.compare_wait_vs_slowdown`,
+  run-slower-across-islands comparison (:func:`lab01_cluster_sim.studies.topology.compare_wait_vs_slowdown`,
   still on the extensions' runner until the one engine) for each ``maxWaitSeconds``.
 - **autoscaler**: when the scenario has Karpenter NodePools:
-  :func:`lab01_cluster_sim.autoscaler.sim.simulate_autoscaler` (its pods, the NodePools,
+  :class:`lab01_cluster_sim.autoscaler.plugin.Autoscaler` with :class:`lab01_cluster_sim.autoscaler.pods.PodTracker` (its pods, the NodePools,
   the Node objects as static nodes).
 
 What the current simulator cannot execute is never run with a part left out: :func:`blockers`
@@ -183,7 +183,7 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
     nodes, jobs = list(sc.nodes), list(sc.jobs)
     w = sc.spec.get("workload", {})
     if "trace" in w:
-        from lab01_cluster_sim.commands.simulate import trace_jobs
+        from lab01_cluster_sim.studies.timed import trace_jobs
         from lab01_cluster_sim.workloads.openb import load_trace
 
         folder = str((sc.base_dir / w["trace"]["path"]) if not Path(w["trace"]["path"]).is_absolute()
@@ -196,7 +196,7 @@ def _nodes_jobs(sc: Scenario) -> tuple[list[Node], list[Job]]:
             trace_nodes, jobs = trace_jobs(folder, pod_list)
         nodes = nodes or trace_nodes
     elif "generator" in w:
-        from lab01_cluster_sim.commands.simulate import DEFAULT_LOAD, DEFAULT_NODES, synthetic_jobs
+        from lab01_cluster_sim.studies.timed import DEFAULT_LOAD, DEFAULT_NODES, synthetic_jobs
 
         g = w["generator"]
         seed = g.get("seed", sc.spec.get("simulation", {}).get("seed", 0))
@@ -225,7 +225,7 @@ def describe(sc: Scenario) -> str:
                 f"{n_nodes if sc.nodes else 'its nodes (openb_node_list_gpu_node.csv)'}")
     elif "generator" in w:
         g = w["generator"]
-        from lab01_cluster_sim.commands.simulate import DEFAULT_NODES
+        from lab01_cluster_sim.studies.timed import DEFAULT_NODES
 
         work = (f"{g.get('jobs', 200)} generated jobs on "
                 f"{n_nodes if sc.nodes else str(g.get('nodes', DEFAULT_NODES)) + ' generated nodes'}")
@@ -325,7 +325,7 @@ def run_scenario(sc: Scenario, output: str | Path, progress: bool = False) -> Ru
 
 
 def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
-    from lab01_cluster_sim.commands.simulate import summary_dict
+    from lab01_cluster_sim.studies.timed import summary_dict
     from lab01_cluster_sim.plots.timeline import plot_timeline
     from lab01_cluster_sim.simulate import simulate
 
@@ -427,7 +427,7 @@ def _run_replay(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
     from lab01_cluster_sim.commands._progress import steps
     from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
-    from lab01_cluster_sim.topology import compare_wait_vs_slowdown
+    from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown
 
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec["simulation"]
@@ -445,8 +445,12 @@ def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 
 
 def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
-    from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+    from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+    from lab01_cluster_sim.autoscaler.pods import MAX_EVENTS, Pod, PodTracker, StaticNode, pod_jobs, static_nodes
     from lab01_cluster_sim.model import termination_grace
+    from lab01_cluster_sim.policies.generic import MostAllocated
+    from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams
+    from lab01_cluster_sim.simulate import Simulation
     from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
 
     pods = []
@@ -460,8 +464,13 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
                          labels=tuple(sorted(n.labels.items()))) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")
-    kwargs = {} if until is None else {"until_s": float(until)}
-    res = simulate_autoscaler(pods, sc.node_pools, static, rng=np.random.default_rng(seed), **kwargs)
+    cluster, fleet = static_nodes(static)
+    scaler = Autoscaler(sc.node_pools, fleet, rng=np.random.default_rng(seed), max_events=MAX_EVENTS)
+    tracker = PodTracker(pods, scaler)
+    Simulation(cluster, pod_jobs(pods), MostAllocated(), "gang", "fifo-skip",
+               plugins=[scaler, TimeSlicing(TimeSlicingParams()), tracker]).run(
+        until=None if until is None else math.nextafter(float(until), math.inf))
+    res = tracker.result()
     summary = {"scenario": sc.name, **res.summary()}
     node_rows = [{"node": n.name, "type": n.instance_type, "pool": n.pool.name if n.pool else "", "capacity":
                   n.capacity_type, "launched_s": n.launched_s, "ready_s": n.ready_s, "terminated_s": n.terminated_s,

@@ -36,7 +36,8 @@ import numpy as np
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU
-from lab01_cluster_sim.policies.base import MAX_NODE_SCORE, pick_best_gpus
+from lab01_cluster_sim.framework.interface import MAX_NODE_SCORE
+from lab01_cluster_sim.policies.base import pick_best_gpus
 
 TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 MAX_CUSTOM_SCORE = 10

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
+from lab02_device_plugin.limits import (
+    MAX_MESSAGE_BYTES, device_bytes, max_replicas, replicas_bytes, short_repr,
+)
 from lab02_device_plugin.plugin.config import (
     MIG_STRATEGY_MIXED, MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, SHARING_MPS, SHARING_NONE, Config,
 )
@@ -162,9 +164,10 @@ def physical_device_id(device_id: str) -> str:
 def expand_replicas(device: AdvertisedDevice, replicas: int) -> list[AdvertisedDevice]:
     """Time-slicing / MPS advertisement: one physical device becomes ``replicas`` devices.
 
-    Replica ``n`` has ID ``<physical id>::<n>`` (n = 0..replicas-1, upstream
-    ``NewAnnotatedID``) and inherits everything else (health, NUMA node, island) from its
-    parent. ``replicas == 1`` returns the device unchanged.
+    Returns a list of ``replicas`` :class:`AdvertisedDevice`: replica ``n`` has ID
+    ``<physical id>::<n>`` (n = 0..replicas-1, upstream ``NewAnnotatedID``) and its
+    ``replica`` field set to ``n``, and inherits every other field (physical ID, GPU, NUMA
+    node, island) from its parent. ``replicas == 1`` returns ``[device]``, unchanged.
     """
     ### BEGIN SOLUTION
     if replicas <= 1:
@@ -192,8 +195,10 @@ def list_and_watch_snapshot(resource: AdvertisedResource,
         unhealthy: physical IDs (GPU or MIG UUIDs) currently unhealthy.
 
     Returns:
-        Every advertised device, in order; a device is Unhealthy when its physical device
-        (or, for a MIG device, its parent GPU) is in ``unhealthy``, so replicas share their
+        One :class:`DeviceState` per advertised device, in order, with the device's ``id``
+        and ``numa_node`` and its health (``HEALTHY`` or ``UNHEALTHY``); a device is
+        Unhealthy when its physical device (or, for a MIG device, its parent GPU) is in
+        ``unhealthy``, so replicas share their
         GPU's health. Always the whole list, never a delta: the kubelet rebuilds its view
         from each message (kubelet devicemanager endpoint.go / manager.go ``genericDeviceUpdateCallback``).
     """
@@ -295,13 +300,16 @@ def advertise(inventory: Inventory, config: Config) -> ResourcePlan:
     for name in sorted(groups):
         devices = groups[name]
         replicas = shared_names.get(name, 1)
-        if len(devices) * replicas > MAX_DEVICES_PER_RESOURCE:
+        ids = [(len(d.physical_id.encode()), d.numa_node) for d in devices]
+        size = (sum(replicas_bytes(n, replicas, numa) for n, numa in ids) if replicas > 1
+                else sum(device_bytes(len(d.id.encode()), d.numa_node) for d in devices))
+        if size > MAX_MESSAGE_BYTES:
             # Checked before the IDs are built: 8 GPUs x 10^9 replicas must not allocate first.
             raise InputError(
-                f"{name}: {len(devices)} devices x {replicas} replicas = "
-                f"{len(devices) * replicas} device IDs; expected at most "
-                f"{MAX_DEVICES_PER_RESOURCE} per resource (the kubelet gets them all in one "
-                "ListAndWatch message, limited to 4 MiB: see lab02_device_plugin.limits)")
+                f"{name}: {len(devices)} devices x {replicas} replicas make a ListAndWatch "
+                f"message of {size} bytes; expected at most {MAX_MESSAGE_BYTES} (gRPC's default "
+                f"4 MiB, which the kubelet keeps), at most {max_replicas(ids)} replicas of these "
+                "devices: see lab02_device_plugin.limits")
         if replicas > 1:
             expanded = [r for d in devices for r in expand_replicas(d, replicas)]
             adv_name = name + ".shared" if sharing.rename_by_default else name

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab01_cluster_sim import book
+from lab01_cluster_sim import book, shared_data
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
@@ -22,14 +22,14 @@ ONE = dict(gpus_per_worker=1, gpu_milli=1000)
 
 def test_shared_data_dir_follows_conftest_rule(monkeypatch, tmp_path):
     monkeypatch.delenv("COURSE_SHARED_DATA", raising=False)
-    assert book.shared_data_dir() == REPO.parent / "shared" / "data"   # beside the repository
+    assert shared_data.shared_data_dir() == REPO.parent / "shared" / "data"   # beside the repository
     monkeypatch.setenv("COURSE_SHARED_DATA", str(tmp_path))
-    assert book.shared_data_dir() == tmp_path
-    assert book.alibaba_trace_dir() is None                            # no CSV there
+    assert shared_data.shared_data_dir() == tmp_path
+    assert shared_data.alibaba_trace_dir() is None                            # no CSV there
     csv = tmp_path / "alibaba-gpu-2023" / "csv"
     csv.mkdir(parents=True)
     (csv / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli\n")
-    assert book.alibaba_trace_dir() == csv
+    assert shared_data.alibaba_trace_dir() == csv
 
 
 def test_fit_steps_on_the_chapter_example():

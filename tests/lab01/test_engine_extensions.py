@@ -5,7 +5,8 @@ import pytest
 
 from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.model import Job, JobState, Node
-from lab01_cluster_sim.scheduler import QueueDiscipline, SchedulerObserver, register_discipline, DISCIPLINES
+from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.queue import QueueDiscipline
 from lab01_cluster_sim.simulate import Simulation
 
 
@@ -130,8 +131,7 @@ def test_extra_filter_jobs_of_one_shape_are_not_interchangeable():
     assert (r["s1"].start_time, r["t1"].start_time) == (50.0, 2.0)
 
 
-def test_a_custom_discipline_registers_and_orders_the_queue():
-    @register_discipline
+def test_a_custom_discipline_orders_the_queue():
     class ShortestFirst(QueueDiscipline):
         name = "test-shortest-first"
 
@@ -150,15 +150,12 @@ def test_a_custom_discipline_registers_and_orders_the_queue():
         def __len__(self):
             return len(self.q)
 
-    try:
-        # one 1-GPU node; "hog" runs 0-10; "long" (50 s) and "short" (5 s) wait; shortest first:
-        # short 10-15, long 15-65.
-        jobs = [Job("hog", 0, 10, 1, 1000), Job("long", 1, 50, 1, 1000), Job("short", 2, 5, 1, 1000)]
-        sim = Simulation(_nodes(1, gpus=1), jobs, policy="first-fit", discipline="test-shortest-first")
-        r = sim.run().records
-        assert (r["short"].start_time, r["long"].start_time, r["long"].end_time) == (10, 15, 65)
-    finally:
-        DISCIPLINES.pop("test-shortest-first")
+    # one 1-GPU node; "hog" runs 0-10; "long" (50 s) and "short" (5 s) wait; shortest first:
+    # short 10-15, long 15-65.
+    jobs = [Job("hog", 0, 10, 1, 1000), Job("long", 1, 50, 1, 1000), Job("short", 2, 5, 1, 1000)]
+    sim = Simulation(_nodes(1, gpus=1), jobs, policy="first-fit", discipline=ShortestFirst())
+    r = sim.run().records
+    assert (r["short"].start_time, r["long"].start_time, r["long"].end_time) == (10, 15, 65)
 
 
 def test_job_extras_do_not_change_equality():

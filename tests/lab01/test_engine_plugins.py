@@ -1,4 +1,4 @@
-"""The engine's extension points (lab01_cluster_sim.plugins), one small plugin each, hand-computed."""
+"""The engine's extension points (lab01_cluster_sim.framework.interface), one small plugin each, hand-computed."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from lab01_cluster_sim.engine import EngineError
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
-from lab01_cluster_sim.plugins import PLUGINS, Plugin, make_plugin, parse_plugin_spec
-from lab01_cluster_sim.scheduler import PreFilterResult
+from lab01_cluster_sim.framework.interface import Plugin
+from lab01_cluster_sim.registry import PLUGINS, make_plugin, parse_plugin_spec
+from lab01_cluster_sim.framework.status import PreFilterResult
 from lab01_cluster_sim.simulate import Simulation, simulate
 
 GPU = dict(gpu_milli=1000)

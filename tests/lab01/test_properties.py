@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobState, Node
-from lab01_cluster_sim.scheduler import SchedulerObserver
+from lab01_cluster_sim.framework.interface import SchedulerObserver
 from lab01_cluster_sim.simulate import Simulation, simulate
 
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
@@ -151,7 +151,7 @@ def test_retry_shortcut_changes_nothing(nodes, jobs, policy):
 
 
 def test_retry_shortcut_changes_nothing_on_a_contended_synthetic_run():
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
     from lab01_cluster_sim.scheduler import Scheduler
 
     nodes, jobs = synthetic_jobs(600, 30, 1, None, 0.3, 16.0)
@@ -181,7 +181,7 @@ def _fingerprint(r):
 
 def _eager(fn):
     """Run ``fn`` with FIFO-skip waking every fitting blocked shape at each release."""
-    from lab01_cluster_sim.scheduler import FifoSkip
+    from lab01_cluster_sim.framework.queue import FifoSkip
 
     FifoSkip.lazy_wake = False
     try:
@@ -200,7 +200,7 @@ def test_lazy_wake_gives_the_same_schedule_as_waking_everyone(nodes, jobs, polic
 
 @pytest.mark.parametrize("gang_share", [0.0, 0.5])
 def test_lazy_wake_same_schedule_on_a_contended_synthetic_run(gang_share):
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
 
     nodes, jobs = synthetic_jobs(800, 30, 2, None, gang_share, 16.0)
     lazy = simulate(nodes, jobs, policy="best-fit")

@@ -4,10 +4,15 @@ file, are one line and exit 1 before anything is read (tester findings #1 and #2
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from lab01_cluster_sim.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_empty_scenario_argument_is_refused(capsys):
@@ -61,10 +66,10 @@ def test_scenario_node_csv_has_simulates_node_cap(tmp_path, capsys, monkeypatch)
     # simulate --nodes refuses more than 100,000. The cap is simulate's MAX_NODES, read at load
     # time; lowered to 2 here so the test is small: a header and 3 nodes, so line 4 (1 + 3) is
     # the first row past the cap.
-    import lab01_cluster_sim.commands.simulate as simulate_command
+    import lab01_cluster_sim.studies.timed as timed
 
-    assert simulate_command.MAX_NODES == 100_000
-    monkeypatch.setattr(simulate_command, "MAX_NODES", 2)
+    assert timed.MAX_NODES == 100_000
+    monkeypatch.setattr(timed, "MAX_NODES", 2)
     (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n" +
                                         "".join(f"n{i},64000,262144,8,V100\n" for i in range(3)))
     path = _node_csv_scenario(tmp_path, "nodes.csv")
@@ -72,7 +77,7 @@ def test_scenario_node_csv_has_simulates_node_cap(tmp_path, capsys, monkeypatch)
     # "  nodes: {csv: " is 15 characters: the value starts at column 16 of line 6
     assert capsys.readouterr().err == (f"error: {path}:6:16: Scenario/csvs: spec.nodes.csv: {tmp_path / 'nodes.csv'}:4: "
                                        "more than 2 nodes; expected at most 2 nodes\n")
-    monkeypatch.setattr(simulate_command, "MAX_NODES", 3)    # exactly at the cap: accepted
+    monkeypatch.setattr(timed, "MAX_NODES", 3)    # exactly at the cap: accepted
     assert main(["run", str(path), "--check", "--quiet"]) == 0
     assert "would run: timed mode" in capsys.readouterr().out
 
@@ -162,7 +167,7 @@ def test_trace_path_under_course_shared_data(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     # "    trace: {path: " is 18 characters: the value starts at column 19 of line 7
     assert err.startswith(f"error: {path}:7:19: Scenario/shared: spec.workload.trace.path: "
-                          f"{tmp_path / 'nope' / 'trace'}: not a folder")
+                          f"{tmp_path / 'nope' / 'trace'}: does not exist")
     assert err.rstrip().endswith(f"$COURSE_SHARED_DATA is {tmp_path / 'nope'})")
 
 
@@ -208,3 +213,19 @@ def test_an_empty_file_in_a_scenario_folder_is_noted(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err == f"note: {folder / 'empty.yaml'} holds no objects (an empty file, or comments only)\n"
     assert "would run: timed mode; 5 jobs on 2 nodes" in captured.out
+
+
+def test_the_default_output_folder_is_ignored_by_git(tmp_path, capsys, monkeypatch):
+    """``run`` without --output writes lab01-run-<name>/ in the current folder: git ignores it
+    (and out/, where the examples write), so a run in the checkout leaves `git status` clean."""
+    git = shutil.which("git")
+    if git is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout of the repository")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(REPO_ROOT / "scenarios" / "gang-textbook.yaml"), "--quiet"]) == 0
+    (written,) = [p.name for p in tmp_path.iterdir()]
+    assert f"wrote {written}/: " in capsys.readouterr().out
+    files = [f"{written}/{f.name}" for f in (tmp_path / written).iterdir()] + ["out/policies/summary.csv"]
+    proc = subprocess.run([git, "-C", str(REPO_ROOT), "check-ignore", "--no-index", *files],
+                          capture_output=True, text=True, timeout=60)
+    assert sorted(proc.stdout.split()) == sorted(files)

@@ -7,15 +7,10 @@ from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
 from lab01_cluster_sim.policies.base import get_policy, place
-from lab01_cluster_sim.scheduler import (
-    Fifo,
-    Scheduler,
-    adaptive_nodes_to_score,
-    filter_node,
-    get_discipline,
-    unresolvable_reason,
-    worker_slots,
-)
+from lab01_cluster_sim.registry import get_discipline
+from lab01_cluster_sim.framework.noderesources import filter_node, unresolvable_reason, worker_slots
+from lab01_cluster_sim.framework.queue import Fifo
+from lab01_cluster_sim.scheduler import Scheduler, adaptive_nodes_to_score
 from lab01_cluster_sim.simulate import simulate
 
 

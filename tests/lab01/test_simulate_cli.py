@@ -76,7 +76,10 @@ def test_simulate_table_plot_and_jobs_out(tmp_path, capsys):
     (["simulate", "--until", "inf"], "--until: expected a finite number > 0"),
     (["simulate", "--pod-list", "nope"], "--pod-list needs --trace"),
     (["simulate", "--plot", "x.nope"], "--plot x.nope: expected a file name ending in one of"),
-    (["simulate", "--trace", "/nonexistent/folder"], "--trace /nonexistent/folder: not a folder"),
+    (["simulate", "--trace", "/nonexistent/folder"], "--trace /nonexistent/folder: does not exist; expected the "
+                                                     "folder holding the openb CSV files (python -m lab01_cluster_sim "
+                                                     "fetch-trace /nonexistent/folder downloads them)"),
+    (["simulate", "--trace", "README.md"], "--trace README.md: not a folder; expected the folder holding"),
     (["gang-demo", "--duration", "inf"], "--duration: expected a finite number > 0"),
     (["gang-demo", "--workers", "13"], "--workers: expected a whole number from 1 to 12"),
 ])
@@ -109,7 +112,7 @@ def test_simulate_refuses_a_pod_list_without_times(tmp_path, capsys):
 def test_queueing_delay_names_the_jobs_that_never_started(capsys):
     # 1 node x 1 GPU, jobs of 1 GPU each: the first runs forever (duration inf from a long
     # synthetic tail is not needed: --until cuts the run), the others wait and never start.
-    from lab01_cluster_sim.commands.simulate import summary_dict
+    from lab01_cluster_sim.studies.timed import summary_dict
     from lab01_cluster_sim.model import Job, Node
     from lab01_cluster_sim.simulate import simulate
 
@@ -127,7 +130,7 @@ def test_queueing_delay_names_the_jobs_that_never_started(capsys):
 def test_defaults_show_contention(capsys):
     # The defaults must make a run worth reading: jobs queue, GPUs get stranded, and strict
     # FIFO differs from FIFO-skip (with the old defaults all three were zero / identical).
-    from lab01_cluster_sim.commands.simulate import DEFAULT_JOBS, DEFAULT_LOAD, DEFAULT_NODES
+    from lab01_cluster_sim.studies.timed import DEFAULT_JOBS, DEFAULT_LOAD, DEFAULT_NODES
     from lab01_cluster_sim.workloads.synthetic import synthetic_nodes
 
     # 20 nodes in the openb mix: 10 x 8 + 9 x 2 + 1 x 4 = 102 GPUs
@@ -190,7 +193,7 @@ def test_table_prints_durations_in_readable_units():
 def test_synthetic_jobs_keeps_only_the_load_floor():
     """The library function refuses the load that loses durations in floating point (below
     0.001) but not the benchmarks' load of 16 (the command line alone caps --load at 10)."""
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
     from lab01_cluster_sim.errors import InputError
 
     nodes, jobs = synthetic_jobs(100, 10, 0, None, 0.0, 16.0)

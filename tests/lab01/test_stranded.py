@@ -95,7 +95,7 @@ def test_stranded_count_is_the_same_with_and_without_pruning():
     # Many pending shapes on a busy synthetic cluster: the pruned count equals the count over
     # every distinct pending shape.
     import lab01_cluster_sim.metrics as metrics
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
 
     nodes, jobs = synthetic_jobs(400, 12, 5, None, 0.3, 16.0)
     pruned = simulate(nodes, jobs).timeline.stranded_gpus

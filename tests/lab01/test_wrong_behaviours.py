@@ -13,10 +13,12 @@ import pytest
 
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.sim import Pod, simulate_autoscaler
+from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+from lab01_cluster_sim.autoscaler.pods import Pod, PodTracker, pod_jobs
 from lab01_cluster_sim.disciplines.core import EasyBackfill, PriorityPreemption
 from lab01_cluster_sim.lifecycle import NodeEvents
 from lab01_cluster_sim.model import Job, JobState, Node
+from lab01_cluster_sim.policies.generic import MostAllocated
 from lab01_cluster_sim.simulate import Simulation, simulate
 from lab01_cluster_sim.tenancy import ConstraintFilter, PodConstraints
 
@@ -139,6 +141,14 @@ def test_naive_pending_partial_holdings_can_be_preempted():
 
 
 # -- the autoscaler packs pending pods --------------------------------------------------------------
+def _fleet(pods, pool):
+    """Pods on an empty cluster that ``pool`` grows: the Autoscaler and a PodTracker on the engine."""
+    scaler = Autoscaler([pool])
+    tracker = PodTracker(pods, scaler)
+    Simulation([], pod_jobs(pods), MostAllocated(), "gang", "fifo-skip", plugins=[scaler, tracker]).run()
+    return tracker.result()
+
+
 @pytest.mark.parametrize("boot, registration", [(60.0, 15.0), (0.0, 0.0)])
 def test_autoscaler_packs_four_pending_one_gpu_pods_onto_one_node(boot, registration):
     # four 1-GPU pods pending at t=0 and a NodePool of 8-GPU instances only: one 8-GPU node
@@ -146,7 +156,7 @@ def test_autoscaler_packs_four_pending_one_gpu_pods_onto_one_node(boot, registra
     # launching node is schedulable at once).
     eight = tuple(t for t in DEFAULT_CATALOGUE if t.name == "g5.48xlarge")
     pool = NodePool("gpu", eight, boot_delay_s=boot, registration_delay_s=registration)
-    r = simulate_autoscaler([Pod(f"p{i}", 1, 600) for i in range(4)], [pool])
+    r = _fleet([Pod(f"p{i}", 1, 600) for i in range(4)], pool)
     assert [n.instance_type for n in r.nodes] == ["g5.48xlarge"]
     assert {p.ran_on for p in r.pods.values()} == {"gpu-0001"}
 
@@ -155,14 +165,13 @@ def test_autoscaler_launches_the_cheapest_type_holding_the_whole_batch():
     # the same four pods with the whole default catalogue: the claim keeps every type with >= 4
     # GPUs; the cheapest is g4dn.12xlarge (4 x T4, $3.912/h); one node, as Karpenter's
     # "fewer but larger nodes" batching gives (4 x g4dn.xlarge would be $2.104/h).
-    r = simulate_autoscaler([Pod(f"p{i}", 1, 600) for i in range(4)], [NodePool("gpu", DEFAULT_CATALOGUE)])
+    r = _fleet([Pod(f"p{i}", 1, 600) for i in range(4)], NodePool("gpu", DEFAULT_CATALOGUE))
     assert [n.instance_type for n in r.nodes] == ["g4dn.12xlarge"]
 
 
 # -- one rule for "never fits" ----------------------------------------------------------------------
 def test_core_and_every_extension_reject_a_gang_that_never_fits_with_the_same_reason():
     from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, Checkpoints
-    from lab01_cluster_sim.disciplines.runner import run_discipline
     from lab01_cluster_sim.sharing_modes import TimeSlicing
     from lab01_cluster_sim.tenancy import TenancyPlacer, Tier
     from lab01_cluster_sim.topology import TopologyAware
@@ -181,8 +190,8 @@ def test_core_and_every_extension_reject_a_gang_that_never_fits_with_the_same_re
         rec = res.records["never"]
         assert (rec.state, rec.reason) == (JobState.REJECTED, reason), name
     for d in ("fifo", "backfill", "priority", "drf"):
-        out = run_discipline(nodes, jobs, d).outcome("never")
-        assert (out.state, out.reason) == (JobState.REJECTED, reason), d
+        rec = simulate(nodes, jobs, MostAllocated(), discipline=d).records["never"]
+        assert (rec.state, rec.reason) == (JobState.REJECTED, reason), d
 
 
 # -- FGD: a node's score depends on that node and the pod alone ------------------------------------

@@ -6,9 +6,13 @@ import pytest
 
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, PRICES_AS_OF, InstanceType, load_catalogue
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.scenarios import MINI_LAB_IMAGE, mini_lab, one_gpu_types
-from lab01_cluster_sim.autoscaler.sim import Pod, StaticNode, simulate_autoscaler
+from lab01_cluster_sim.studies.autoscaling import MINI_LAB_IMAGE, mini_lab, one_gpu_types
+from lab01_cluster_sim.autoscaler.pods import Pod, StaticNode
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.simulate import Simulation
+
+from .helpers import run_pods
 
 G4 = 0.526   # g4dn.xlarge on-demand $/h in the default catalogue (cheapest 1-GPU type)
 
@@ -42,13 +46,13 @@ def test_mini_lab_prepulled_image_starts_at_ready_time():
 def test_nodepool_limits_are_never_exceeded():
     pods = [Pod(f"p{i}", 1, 100) for i in range(4)]
     pool = NodePool("capped", one_gpu_types(), limit_gpus=2)
-    r = simulate_autoscaler(pods, [pool])
+    r = run_pods(pods, [pool])
     launched = [n for n in r.nodes if n.pool is not None]
     assert len(launched) == 2
     # p0, p1 run on the two nodes (bound 75, 8 + 4 s pull, run 87..187); p2, p3 then reuse
     # them (bind at 187, cached image)
     assert r.pods["p2"].bound_s == 187 and r.pods["p2"].started_s == 187
-    zero = simulate_autoscaler([Pod("x", 1, 10)], [NodePool("none", one_gpu_types(), limit_gpus=0)])
+    zero = run_pods([Pod("x", 1, 10)], [NodePool("none", one_gpu_types(), limit_gpus=0)])
     assert zero.pods["x"].node is None and zero.pods["x"].first_bound_s is None
     assert zero.summary()["nodes_launched"] == 0
 
@@ -58,7 +62,7 @@ def _underutilized(min_available=None, grace=0.0):
     pool = NodePool("pool", one_gpu_types(), consolidation_policy="WhenEmptyOrUnderutilized")
     pods = [Pod("a", 1, 1000, workload="svc"), Pod("b", 1, 100, workload="svc"),
             Pod("c", 1, 1000, workload="batch", termination_grace_s=grace)]
-    return simulate_autoscaler(pods, [pool], [static], min_available=min_available)
+    return run_pods(pods, [pool], [static], min_available=min_available)
 
 
 def test_consolidation_when_underutilized_moves_pod_and_removes_node():
@@ -98,7 +102,7 @@ def test_consolidation_respects_min_available():
 def test_spot_interruption_notice_and_budget():
     pool = NodePool("spot", one_gpu_types(), capacity_type="spot")
     pods = [Pod("w-0", 1, 1000, workload="web"), Pod("w-1", 1, 1000, workload="web")]
-    r = simulate_autoscaler(pods, [pool], min_available={"web": 1},
+    r = run_pods(pods, [pool], min_available={"web": 1},
                             spot_interruptions=[(200, "spot-0001"), (200, "spot-0002")])
     # notice at 200: w-0 evicted at once (2 -> 1 >= 1); w-1 would leave 0 running, so it stays
     # until the interruption at 200 + 120 = 320. Replacements: spot-0003 at 200 (ready 275),
@@ -113,7 +117,7 @@ def test_spot_interruption_notice_and_budget():
 def test_expire_after_rotates_node():
     pool = NodePool("rot", one_gpu_types(), expire_after_s=300)
     pods = [Pod("a", 1, 200), Pod("b", 1, 200, submit_s=290)]
-    r = simulate_autoscaler(pods, [pool])
+    r = run_pods(pods, [pool])
     # a: binds at 75, pulls 8 s + extracts 4 s, runs 87..287 on rot-0001; b binds there at 290
     # (image cached), is evicted at expiry (300) after 10 s of work; rot-0002 launched at 300,
     # ready 375, pull 12 s -> b runs 387..587.
@@ -186,21 +190,28 @@ def test_pod_rejects_nan_and_negative(kwargs, match):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"until_s": 0.0}, "until_s"), ({"until_s": float("nan")}, "until_s"),
+    ({"horizon_s": -1.0}, "horizon_s"), ({"horizon_s": float("inf")}, "horizon_s"),
     ({"spot_interruption_rate_per_hour": -1.0}, "spot_interruption_rate"),
     ({"spot_interruption_rate_per_hour": float("nan")}, "spot_interruption_rate"),
     ({"min_available": {"w": -1}}, r"min_available\['w'\]"),
 ])
 def test_simulation_rejects_bad_bounds(kwargs, match):
     with pytest.raises(InputError, match=match):
-        simulate_autoscaler([Pod("p")], [NodePool("p", one_gpu_types())], **kwargs)
+        run_pods([Pod("p")], [NodePool("p", one_gpu_types())], **kwargs)
+
+
+@pytest.mark.parametrize("until", [0.0, -1.0, float("nan")])
+def test_a_run_refuses_an_end_time_that_is_not_positive(until):
+    sim = Simulation([Node("n", "T4", 1, 16000, 65536)], [Job("a", 0.0, 10.0)])
+    with pytest.raises(InputError, match="until: expected a time > 0 s"):
+        sim.run(until=until)
 
 
 def test_until_is_honoured_when_pods_outlive_nodes():
     # expireAfter 100 s, ready after 75 s, pods of 600 s: every node expires 25 s into its pod,
     # which restarts on a new node; the run stops at until_s = 1000 instead of never settling.
     pool = NodePool("p", one_gpu_types(), expire_after_s=100.0)
-    r = simulate_autoscaler([Pod("a", 1, 600.0)], [pool], until_s=1000.0)
+    r = run_pods([Pod("a", 1, 600.0)], [pool], until_s=1000.0)
     assert r.end_s <= 1000 and r.pods["a"].finished_s is None
     # launches at 0, 100, 200, ..., 1000 (each at the previous one's expiry): 11 nodes
     assert len(r.nodes) == 11 and r.pods["a"].disruptions == 10
@@ -211,9 +222,9 @@ def test_spot_churn_stops_with_a_clear_error():
     # pod relaunches forever; the run stops once max_nodes nodes have been launched
     pool = NodePool("p", one_gpu_types(), capacity_type="spot")
     with pytest.raises(InputError, match="would launch more than 20 nodes"):
-        simulate_autoscaler([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_nodes=20)
+        run_pods([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_nodes=20)
     with pytest.raises(InputError, match="handled 50 events"):
-        simulate_autoscaler([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_events=50)
+        run_pods([Pod("a")], [pool], spot_interruption_rate_per_hour=1e9, max_events=50)
 
 
 def test_time_sliced_pods_are_rerated_as_neighbours_come_and_go():
@@ -221,11 +232,11 @@ def test_time_sliced_pods_are_rerated_as_neighbours_come_and_go():
     # b arrives at 50: both run 2 x (2 + 0.05) / 2 = 2.05x slower. a's last 50 s take 102.5 s ->
     # ends at 152.5; b did 102.5 / 2.05 = 50 s of work by then, runs its last 50 alone -> 202.5.
     static = StaticNode("ts", "T4", 1, timeslice_replicas=2, cached_images=("app:latest",))
-    r = simulate_autoscaler([Pod("a", 1, 100.0), Pod("b", 1, 100.0, submit_s=50.0)], [], [static])
+    r = run_pods([Pod("a", 1, 100.0), Pod("b", 1, 100.0, submit_s=50.0)], [], [static])
     assert r.pods["a"].finished_s == pytest.approx(152.5)
     assert r.pods["b"].started_s == 50 and r.pods["b"].finished_s == pytest.approx(202.5)
     # unsliced, the same two pods on a 2-GPU node do not slow each other
-    plain = simulate_autoscaler([Pod("a", 1, 100.0), Pod("b", 1, 100.0, submit_s=50.0)], [],
+    plain = run_pods([Pod("a", 1, 100.0), Pod("b", 1, 100.0, submit_s=50.0)], [],
                                 [StaticNode("n", "T4", 2, cached_images=("app:latest",))])
     assert (plain.pods["a"].finished_s, plain.pods["b"].finished_s) == (100, 150)
 
@@ -234,7 +245,7 @@ def test_a_finishing_time_sliced_pod_speeds_up_its_neighbour():
     # a NodePool node time-sliced to 2 replicas, image pre-pulled: a and b both start when it
     # is ready (75 s) and share its one GPU at 2.05x.
     pool = NodePool("ts", one_gpu_types(), timeslice_replicas=2, prepulled_images=("app:latest",))
-    r = simulate_autoscaler([Pod("a", 1, 41.0), Pod("b", 1, 100.0)], [pool])
+    r = run_pods([Pod("a", 1, 41.0), Pod("b", 1, 100.0)], [pool])
     # a: 41 s of work at 2.05x -> 84.05 s, ends at 75 + 84.05 = 159.05; b did 41 s by then,
     # its remaining 59 s alone -> ends at 218.05
     assert r.pods["a"].ran_on == r.pods["b"].ran_on

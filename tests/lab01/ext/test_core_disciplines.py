@@ -7,9 +7,10 @@ import pytest
 from lab01_cluster_sim.disciplines.core import PriorityPreemption, checkpoint_evict_hook
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
 from lab01_cluster_sim.model import Job, JobState, Node
-from lab01_cluster_sim.scheduler import get_discipline
+from lab01_cluster_sim.registry import get_discipline
 from lab01_cluster_sim.simulate import Simulation, simulate
 
+from .helpers import run_jobs
 from .test_disciplines import _starvation_workload
 
 
@@ -72,21 +73,18 @@ def test_second_preemption_counts_progress_after_the_restore():
     assert lo.lost_work == pytest.approx(35)
 
 
-def test_second_preemption_in_the_runner_agrees():
-    from lab01_cluster_sim.disciplines.runner import run_discipline
-
+def test_second_preemption_in_the_outcomes_agrees():
     nodes, jobs, specs = _twice_preempted()
-    lo = run_discipline(nodes, jobs, "priority", checkpoints=specs).outcome("low")
+    lo = run_jobs(nodes, jobs, "priority", checkpoints=specs).outcome("low")
     # lost GPU-s: (45 - 30) x 4 + (70 - 60) x 4 = 100
     assert lo.preemptions == 2 and lo.end == 155 and lo.lost_gpu_s == 100
 
 
 @pytest.mark.parametrize("discipline", ["fifo", "fifo-skip", "drf"])
-def test_runner_and_core_give_the_same_start_times(discipline):
+def test_most_allocated_with_recorder_and_best_fit_give_the_same_start_times(discipline):
     from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
-    from lab01_cluster_sim.disciplines.runner import run_discipline
 
     nodes, jobs = demo_cluster(4, 8), demo_jobs(1, 150, mean_interarrival_s=300)
-    mine = run_discipline(nodes, jobs, discipline)
+    mine = run_jobs(nodes, jobs, discipline)
     core = simulate(nodes, jobs, "best-fit", discipline=discipline)
     assert [o.first_start for o in mine.outcomes] == [core.records[j.job_id].start_time for j in jobs]

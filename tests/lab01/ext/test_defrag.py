@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from lab01_cluster_sim.cluster import ClusterState, Request
-from lab01_cluster_sim.defrag import Defragmenter, ShapeAwareAdmission, compare_shape_aware, stranded_gpus
+from lab01_cluster_sim.defrag import Defragmenter, ShapeAwareAdmission, stranded_gpus
+from lab01_cluster_sim.studies.defrag import compare_shape_aware
+
+from .helpers import run_jobs
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
-from lab01_cluster_sim.disciplines.runner import Runner
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 
@@ -41,7 +43,7 @@ def test_migration_unblocks_gang_and_reports_cost():
     nodes, jobs = _fragmenting_workload()
     spec = CheckpointSpec(interval_s=30, checkpoint_s=2, restore_s=3)
     defrag = Defragmenter()
-    res = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, on_blocked=defrag).run()
+    res = run_jobs(nodes, jobs, "fifo-skip", default_checkpoint=spec, plugins=[defrag])
     assert res.outcome("g").first_start == 20
     [event] = defrag.events
     [move] = event.moves
@@ -55,14 +57,14 @@ def test_migration_unblocks_gang_and_reports_cost():
     # restarts at 20 from its checkpoint (0 s): 5 s overhead + 100 s -> ends at 125
     assert c.migrations == 1 and c.end == 125 and c.lost_gpu_s == 20
     # without defragmentation g waits for c and d to end at t=100
-    plain = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec).run()
+    plain = run_jobs(nodes, jobs, "fifo-skip", default_checkpoint=spec)
     assert plain.outcome("g").first_start == 100
 
 
 def test_no_migration_of_jobs_that_do_not_checkpoint():
     nodes, jobs = _fragmenting_workload()
     defrag = Defragmenter()
-    res = Runner(nodes, jobs, "fifo-skip", on_blocked=defrag).run()   # default: never checkpoints
+    res = run_jobs(nodes, jobs, "fifo-skip", plugins=[defrag])   # default: never checkpoints
     assert defrag.events == [] and res.outcome("g").first_start == 100
 
 
@@ -78,8 +80,8 @@ def test_shape_aware_admission_keeps_a_node_for_the_big_job():
     nodes, jobs = _shape_workload()
     adm = ShapeAwareAdmission(nodes, 0.5)            # ceil(0.5 x 2) = 1 node reserved: n1
     assert adm.reserved.tolist() == [False, True]
-    with_res = Runner(nodes, jobs, "fifo-skip", node_filter=adm).run()
-    without = Runner(nodes, jobs, "fifo-skip").run()
+    with_res = run_jobs(nodes, jobs, "fifo-skip", plugins=[adm])
+    without = run_jobs(nodes, jobs, "fifo-skip")
     assert with_res.outcome("big").wait == 0 and without.outcome("big").wait == 99
     assert with_res.outcome("s2").wait == 100 and without.outcome("s2").wait == 0
     with pytest.raises(InputError):
@@ -103,7 +105,7 @@ def test_migration_starts_the_gang_where_planned_even_if_a_prefilter_would_wait(
     # On the engine the plan is bound as computed (no PreFilter runs for it).
     from lab01_cluster_sim.disciplines.preemption import Checkpoints
     from lab01_cluster_sim.policies.generic import MostAllocated
-    from lab01_cluster_sim.scheduler import PreFilterResult
+    from lab01_cluster_sim.framework.status import PreFilterResult
     from lab01_cluster_sim.simulate import simulate
 
     class Stubborn:

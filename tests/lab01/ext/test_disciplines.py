@@ -13,9 +13,10 @@ from lab01_cluster_sim.disciplines.preemption import (
     last_checkpoint,
     lost_work,
 )
-from lab01_cluster_sim.disciplines.runner import run_discipline
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
+
+from .helpers import run_jobs
 
 
 # --- DRF (Ghodsi et al., NSDI 2011) -------------------------------------------------------------
@@ -53,7 +54,7 @@ def test_drf_in_runner_reproduces_paper_example():
     node = Node("n0", "", 0, cpu_milli=9000, memory_mib=18 * 1024)
     jobs = [Job(f"A{i}", 0, 1000, cpu_milli=1000, memory_mib=4 * 1024, tenant="A") for i in range(6)]
     jobs += [Job(f"B{i}", 0, 1000, cpu_milli=3000, memory_mib=1024, tenant="B") for i in range(6)]
-    res = run_discipline([node], jobs, "drf", until=1.0)
+    res = run_jobs([node], jobs, "drf", until=1.0)
     running = [o.job_id for o in res.outcomes if o.state is JobState.RUNNING]
     assert sorted(running) == ["A0", "A1", "A2", "B0", "B1"]
 
@@ -101,7 +102,7 @@ def test_priority_preemption_loses_work_since_checkpoint_and_pays_restore():
     node = Node("n0", "H100", 4, 64000, 512000)
     low = Job("low", 0, 100, gpus_per_worker=4, gpu_milli=1000, priority=0)
     high = Job("high", 45, 10, gpus_per_worker=2, gpu_milli=1000, priority=10)
-    res = run_discipline([node], [low, high], "priority",
+    res = run_jobs([node], [low, high], "priority",
                          checkpoints={"low": CheckpointSpec(interval_s=30, restore_s=5)})
     lo, hi = res.outcome("low"), res.outcome("high")
     assert hi.first_start == 45 and hi.end == 55
@@ -116,7 +117,7 @@ def test_priority_never_preempts_equal_priority():
     node = Node("n0", "H100", 4, 64000, 512000)
     a = Job("a", 0, 100, gpus_per_worker=4, gpu_milli=1000, priority=5)
     b = Job("b", 1, 10, gpus_per_worker=2, gpu_milli=1000, priority=5)
-    res = run_discipline([node], [a, b], "priority")
+    res = run_jobs([node], [a, b], "priority")
     assert res.outcome("a").preemptions == 0 and res.outcome("b").first_start == 100
 
 
@@ -134,9 +135,9 @@ def _starvation_workload():
 
 def test_backfill_does_not_starve_the_gang_but_fifo_skip_does():
     nodes, jobs = _starvation_workload()
-    bf = run_discipline(nodes, jobs, "backfill")
-    skip = run_discipline(nodes, jobs, "fifo-skip")
-    strict = run_discipline(nodes, jobs, "fifo")
+    bf = run_jobs(nodes, jobs, "backfill")
+    skip = run_jobs(nodes, jobs, "fifo-skip")
+    strict = run_jobs(nodes, jobs, "fifo")
     # Backfill: reservation for 'big' at t=10 (the seven fill jobs end). 'short' (3 + 5 = 8 <= 10)
     # backfills into the one free GPU; s2 (2 + 10 = 12 > 10, and it would hold a GPU big needs) waits.
     assert bf.outcome("big").first_start == 10
@@ -155,7 +156,7 @@ def test_every_job_in_one_state_and_rejections_have_reasons():
     jobs = [Job("ok", 0, 5, gpus_per_worker=1, gpu_milli=1000),
             Job("huge", 0, 5, gpus_per_worker=4, gpu_milli=1000, workers=2),
             Job("wrongmodel", 0, 5, gpus_per_worker=1, gpu_milli=1000, gpu_models=("H100",))]
-    res = run_discipline(nodes, jobs, "fifo")
+    res = run_jobs(nodes, jobs, "fifo")
     assert res.outcome("ok").state is JobState.COMPLETED
     # the same rejections, with the same reasons, as the core simulation (one engine, one rule)
     from lab01_cluster_sim.simulate import simulate
@@ -172,8 +173,8 @@ def test_every_job_in_one_state_and_rejections_have_reasons():
 
 
 def test_unknown_discipline_is_an_input_error():
-    with pytest.raises(InputError, match="unknown discipline 'lifo'"):
-        run_discipline([], [], "lifo")
+    with pytest.raises(InputError, match="unknown queue discipline 'lifo'"):
+        run_jobs([Node("n", "A100", 1, 1000, 1000)], [], "lifo")
 
 
 @pytest.mark.parametrize("kwargs", [{"restore_s": float("nan")}, {"checkpoint_s": float("nan")},

@@ -15,15 +15,17 @@ from lab01_cluster_sim.admission.api import MatchExpression
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.autoscaler.requirements import GPU_MEMORY, GPU_NAME, INSTANCE_TYPE
-from lab01_cluster_sim.autoscaler.sim import Pod, simulate_autoscaler
+from lab01_cluster_sim.autoscaler.pods import Pod
 from lab01_cluster_sim.cli import main
 from lab01_cluster_sim.scenario import ScenarioError, load_scenario
+
+from .helpers import run_pods
 
 AWS = tuple(t for t in DEFAULT_CATALOGUE if t.provider == "aws")
 
 
 def _run(*pods):
-    return simulate_autoscaler(list(pods), [NodePool("gpu", AWS, consolidation_policy="WhenEmpty")])
+    return run_pods(list(pods), [NodePool("gpu", AWS, consolidation_policy="WhenEmpty")])
 
 
 @pytest.mark.parametrize("key", ["nvidia.com/gpu.product", "nvidia.com/gpu.memory"])

@@ -6,7 +6,7 @@ do not fit the time-sliced card; the four on the card keep ``duration_s``.
 
 import pytest
 
-from lab01_cluster_sim.autoscaler.scenarios import mini_lab
+from lab01_cluster_sim.studies.autoscaling import mini_lab
 
 
 def test_pod5_left_running_keeps_the_second_node():

@@ -7,18 +7,19 @@ import math
 import pytest
 from matplotlib.figure import Figure
 
-from lab01_cluster_sim.autoscaler.scenarios import mini_lab
-from lab01_cluster_sim.defrag import dashboard_data, demo_mig_jobs
+from lab01_cluster_sim.studies.autoscaling import mini_lab
+from lab01_cluster_sim.studies.defrag import dashboard_data, demo_mig_jobs
 from lab01_cluster_sim.disciplines.demo import demo_cluster, demo_jobs
-from lab01_cluster_sim.disciplines.trilemma import trilemma_report
+from lab01_cluster_sim.studies.trilemma import trilemma_report
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.plots.autoscaler import autoscaler_figure
 from lab01_cluster_sim.plots.dashboard import fragmentation_dashboard, sharing_modes_figure
 from lab01_cluster_sim.plots.fairness import trilemma_figure
 from lab01_cluster_sim.plots.topology import wait_vs_slowdown_figure
-from lab01_cluster_sim.sharing_modes import MigLayout, compare_sharing_modes, mig_pool_timeline
-from lab01_cluster_sim.topology import compare_wait_vs_slowdown
+from lab01_cluster_sim.sharing_modes import MigLayout, compare_sharing_modes
+from lab01_cluster_sim.studies.sharing import mig_pool_timeline
+from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown
 
 
 def test_mig_pool_timeline_hand_values():

@@ -8,15 +8,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.scenarios import one_gpu_types
+from lab01_cluster_sim.studies.autoscaling import one_gpu_types
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
-from lab01_cluster_sim.autoscaler.sim import Pod, simulate_autoscaler
+from lab01_cluster_sim.autoscaler.pods import Pod
 from lab01_cluster_sim.defrag import Defragmenter
 from lab01_cluster_sim.disciplines.drf import dominant_share, drf_allocate
-from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, last_checkpoint
-from lab01_cluster_sim.disciplines.runner import Runner
+from lab01_cluster_sim.disciplines.core import PriorityPreemption
+from lab01_cluster_sim.disciplines.preemption import Checkpoints, CheckpointSpec, last_checkpoint
 from lab01_cluster_sim.model import Job, JobState, Node
+from lab01_cluster_sim.policies.generic import MostAllocated
+from lab01_cluster_sim.simulate import Simulation
 from lab01_cluster_sim.tenancy import TenancyPlacer, Tier, tenancy_violations
+
+from .helpers import run_jobs, run_pods
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -33,32 +37,44 @@ def _jobs(shapes):
                 tenant=f"t{i % 3}") for i, (s, d, g, w, p) in enumerate(shapes)]
 
 
+class _EvictionSpy(Checkpoints):
+    """The checkpoints plugin, noting per eviction (GPU-s lost, the bound: progress since the last
+    checkpoint x GPUs, progress kept, the last checkpoint)."""
+
+    def __init__(self, spec: CheckpointSpec) -> None:
+        super().__init__(default=spec)
+        self.seen: list[tuple[float, float, float, float]] = []
+        self._progress = 0.0
+        self._lost: dict[str, float] = {}
+
+    def keep_progress(self, sim, record, progress_s):
+        self._progress = progress_s
+        return super().keep_progress(sim, record, progress_s)
+
+    def on_evict(self, record, lost_work):
+        p, spec = self._progress, self.spec(record.job_id)
+        lost = record.lost_gpu_s - self._lost.get(record.job_id, 0.0)
+        self._lost[record.job_id] = record.lost_gpu_s
+        kept = record.job.duration - (record.remaining - record.overhead_left)
+        gpus = record.job.gpu_milli_total / 1000
+        self.seen.append((lost, (p - last_checkpoint(p, spec)) * gpus, kept, last_checkpoint(p, spec)))
+
+
 @SETTINGS
 @given(st.lists(job_shapes, min_size=1, max_size=12), st.sampled_from([5.0, 10.0, 30.0, math.inf]),
        st.sampled_from([0.0, 3.0]))
 def test_preempted_job_loses_at_most_its_work_since_last_checkpoint(shapes, interval, restore):
     nodes = [Node(f"n{i}", "A100", 4, 64000, 512000) for i in range(2)]
     spec = CheckpointSpec(interval_s=interval, restore_s=restore)
-    runner = Runner(nodes, _jobs(shapes), "priority", default_checkpoint=spec)
-    seen = []
-    stop = runner.stop
-
-    def spy(job_id, extra=0.0, *, migration=False):
-        run = runner.runs[job_id]
-        progress = run.progress_at(runner.now)
-        lost = stop(job_id, extra, migration=migration)
-        gpus = run.job.gpu_milli_total / 1000
-        seen.append((lost, (progress - last_checkpoint(progress, spec)) * gpus, run.progress_s,
-                     last_checkpoint(progress, spec)))
-        return lost
-
-    runner.stop = spy
-    res = runner.run()
-    for lost, bound, kept, ckpt in seen:
+    spy = _EvictionSpy(spec)
+    sim = Simulation(nodes, _jobs(shapes), MostAllocated(), "gang", PriorityPreemption(default_checkpoint=spec),
+                     plugins=[spy])
+    records = sim.run().records.values()
+    for lost, bound, kept, ckpt in spy.seen:
         assert lost <= bound + 1e-9 and kept >= ckpt - 1e-9
         if math.isfinite(interval):
             assert lost < interval * 8 + 1e-9          # < one interval of progress x at most 8 GPUs
-    assert all(o.state is JobState.COMPLETED for o in res.outcomes if o.state is not JobState.REJECTED)
+    assert all(r.state is JobState.COMPLETED for r in records if r.state is not JobState.REJECTED)
 
 
 demand = st.tuples(st.integers(0, 5), st.integers(0, 5)).filter(lambda d: d != (0, 0))
@@ -90,7 +106,7 @@ def test_drf_share_gap_at_most_one_task_while_the_other_waits_on_it(demands, cap
 def test_autoscaler_never_exceeds_nodepool_limits(pods, limit, policy):
     pool = NodePool("p", DEFAULT_CATALOGUE, limit_gpus=limit, consolidation_policy=policy)
     plist = [Pod(f"p{i}", g, float(d), float(s)) for i, (s, g, d) in enumerate(pods)]
-    res = simulate_autoscaler(plist, [pool], until_s=20_000)
+    res = run_pods(plist, [pool], until_s=20_000)
     times = sorted({n.launched_s for n in res.nodes})
     for t in times:
         alive = [n for n in res.nodes if n.launched_s <= t and (n.terminated_s is None or n.terminated_s > t)]
@@ -105,7 +121,7 @@ def test_cost_is_sum_of_node_hours_times_prices(pods, policy):
     spot = [(float(s) + 100.0, "p-0001") for s, _, flag, _ in pods if flag][:1]
     pool = NodePool("p", one_gpu_types(), consolidation_policy=policy, capacity_type="spot")
     plist = [Pod(f"p{i}", 1, float(d), float(s)) for i, (s, _, _, d) in enumerate(pods)]
-    res = simulate_autoscaler(plist, [pool], spot_interruptions=spot, until_s=20_000)
+    res = run_pods(plist, [pool], spot_interruptions=spot, until_s=20_000)
     expected = 0.0
     for n in res.nodes:
         stop = n.terminated_s if n.terminated_s is not None else res.end_s
@@ -122,21 +138,10 @@ def test_migration_never_leaves_less_than_last_checkpoint(shapes, interval):
     nodes = [Node(f"n{i}", "A100", 4, 64000, 512000) for i in range(3)]
     jobs = [Job(f"j{i}", float(s), float(d), gpus_per_worker=g, gpu_milli=1000) for i, (s, d, g) in enumerate(shapes)]
     spec = CheckpointSpec(interval_s=interval, checkpoint_s=1.0, restore_s=2.0)
-    runner = Runner(nodes, jobs, "fifo-skip", default_checkpoint=spec, on_blocked=Defragmenter())
-    checks = []
-    stop = runner.stop
-
-    def spy(job_id, extra=0.0, *, migration=False):
-        run = runner.runs[job_id]
-        before = run.progress_at(runner.now)
-        out = stop(job_id, extra, migration=migration)
-        checks.append((run.progress_s, last_checkpoint(before, spec)))
-        return out
-
-    runner.stop = spy
-    res = runner.run()
-    assert all(kept >= ckpt - 1e-9 for kept, ckpt in checks)
-    assert all(o.state is JobState.COMPLETED for o in res.outcomes)
+    spy = _EvictionSpy(spec)
+    res = Simulation(nodes, jobs, MostAllocated(), "gang", "fifo-skip", plugins=[spy, Defragmenter()]).run()
+    assert all(kept >= ckpt - 1e-9 for _, _, kept, ckpt in spy.seen)
+    assert all(r.state is JobState.COMPLETED for r in res.records.values())
 
 
 @SETTINGS
@@ -147,6 +152,6 @@ def test_tenancy_constraint_never_violated(shapes):
     jobs = [Job(f"j{i}", float(s), float(d), gpus_per_worker=1, gpu_milli=m, tenant=t)
             for i, (s, d, m, t) in enumerate(shapes)]
     placer = TenancyPlacer({"acme": Tier.PREMIUM, "globex": Tier.STANDARD, "free-1": Tier.FREE, "free-2": Tier.FREE})
-    res = Runner(nodes, jobs, "fifo-skip", placer=placer, observer=lambda r, t: tenancy_violations(r, placer)).run()
+    res = run_jobs(nodes, jobs, "fifo-skip", plugins=[placer], observer=lambda sim, t: tenancy_violations(sim, placer))
     assert all(v == [] for v in res.samples)
     assert all(o.state is JobState.COMPLETED for o in res.outcomes)

@@ -121,29 +121,31 @@ def test_compare_sharing_modes_view():
     assert rows["mig"].jobs_on_gpu == 3 and rows["mig"].memory_waste == pytest.approx(0.25)
 
 
-def test_timeslicing_speed_hook_in_runner():
-    from lab01_cluster_sim.disciplines.runner import Runner
+def test_timeslicing_without_rerate_keeps_the_contention_met_at_start():
     from lab01_cluster_sim.model import Job, Node
-    from lab01_cluster_sim.sharing_modes import TimeSlicingSpeed
+    from lab01_cluster_sim.sharing_modes import TimeSlicing
+
+    from .helpers import run_jobs
 
     node = [Node("n0", "T4", 1, 64000, 512000)]
     quarter = dict(gpus_per_worker=1, gpu_milli=250)          # one of 4 time-slicing replicas
     jobs = [Job("a", 0, 100, **quarter), Job("b", 10, 100, **quarter)]
-    res = Runner(node, jobs, "fifo-skip", speed=TimeSlicingSpeed()).run()
+    res = run_jobs(node, jobs, "fifo-skip", plugins=[TimeSlicing(rerate=False)])
     assert res.outcome("a").end == 100                         # alone at start: full speed
     # b starts next to a: 2 x (2 ms + 50 us) / 2 ms = 2.05 -> 10 + 205 = 215
     assert res.outcome("b").slowdown == pytest.approx(2.05) and res.outcome("b").end == pytest.approx(215)
 
 
 def test_timeslicing_rates_follow_the_neighbours_with_rerate():
-    from lab01_cluster_sim.disciplines.runner import Runner
     from lab01_cluster_sim.model import Job, Node
-    from lab01_cluster_sim.sharing_modes import TimeSlicingSpeed
+    from lab01_cluster_sim.sharing_modes import TimeSlicing
+
+    from .helpers import run_jobs
 
     node = [Node("n0", "T4", 1, 64000, 512000)]
     quarter = dict(gpus_per_worker=1, gpu_milli=250)
     jobs = [Job("a", 0, 100, **quarter), Job("b", 10, 100, **quarter)]
-    res = Runner(node, jobs, "fifo-skip", speed=TimeSlicingSpeed(), rerate=True).run()
+    res = run_jobs(node, jobs, "fifo-skip", plugins=[TimeSlicing()])
     # a alone for 10 s (10 done); from 10 both run 2.05x slower: a's 90 s take 184.5 -> ends 194.5;
     # b has done 184.5 / 2.05 = 90 s by then, runs its last 10 s alone -> ends 204.5
     assert res.outcome("a").end == pytest.approx(194.5)

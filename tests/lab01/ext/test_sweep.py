@@ -37,7 +37,7 @@ def test_failed_run_is_reported_with_its_parameters_and_the_sweep_goes_on():
     ok, bad = res.rows
     assert ok["status"] == "ok" and ok["completed"] == 20
     assert bad["status"] == "error" and bad["policy"] == "no-such-discipline" and bad["nodes"] == 2
-    assert "unknown discipline 'no-such-discipline'" in bad["error"]
+    assert "unknown queue discipline 'no-such-discipline'" in bad["error"]
     assert res.failed == 1
     rows = list(csv.DictReader(io.StringIO(res.to_csv())))
     assert [r["status"] for r in rows] == ["ok", "error"]
@@ -76,7 +76,7 @@ def test_format_rows_table_csv_json():
 
 
 def test_replay_and_simulate_runners_match_direct_calls():
-    from lab01_cluster_sim.commands.simulate import synthetic_jobs
+    from lab01_cluster_sim.studies.timed import synthetic_jobs
     from lab01_cluster_sim.replay import replay
     from lab01_cluster_sim.simulate import simulate
     from lab01_cluster_sim.workloads.synthetic import default_trace

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from lab01_cluster_sim.disciplines.runner import Runner
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
 from lab01_cluster_sim.tenancy import (
@@ -20,6 +19,8 @@ from lab01_cluster_sim.tenancy import (
     tenancy_violations,
     tolerates_all,
 )
+
+from .helpers import placed, run_jobs, run_until
 
 
 def test_toleration_matching_rules():
@@ -72,14 +73,13 @@ def test_cpu_pods_tolerating_taint_may_use_gpu_nodes_and_selector_picks_model():
         ConstraintFilter(nodes, taints={"nope": (GPU_TAINT,)})
 
 
-def test_runner_with_constraints_places_cpu_pod_on_cpu_node_and_rejects_when_none():
+def test_constraints_place_cpu_pod_on_cpu_node_and_reject_when_none():
     nodes = _nodes()
     jobs = [Job("cpu", 0, 10, cpu_milli=1000, memory_mib=100)]
-    r = Runner(nodes, jobs, "fifo", node_filter=ConstraintFilter(nodes), until=5)
-    r.run()
-    assert [n for n, _ in r.runs["cpu"].alloc] == [2]
+    sim = run_until(nodes, jobs, "fifo", 5, plugins=[ConstraintFilter(nodes)])
+    assert [n for n, _ in placed(sim, "cpu")] == [2]
     only_gpu = nodes[:2]
-    res = Runner(only_gpu, jobs, "fifo", node_filter=ConstraintFilter(only_gpu)).run()
+    res = run_jobs(only_gpu, jobs, "fifo", plugins=[ConstraintFilter(only_gpu)])
     assert res.outcome("cpu").state is JobState.REJECTED
 
 
@@ -94,16 +94,14 @@ def test_free_tier_never_shares_a_gpu_with_paying_tenant():
     nodes = [Node("n0", "T4", 2, 32000, 256000)]
     tiers = {"acme": Tier.STANDARD, "free-user": Tier.FREE}   # standard jobs may share among themselves
     placer = TenancyPlacer(tiers)
-    r = Runner(nodes, _tenancy_jobs(), "fifo-skip", placer=placer, until=5)
-    r.run()
+    r = run_until(nodes, _tenancy_jobs(), "fifo-skip", 5, plugins=[placer])
     # p1 -> GPU 0 (both empty, first); f1 must avoid GPU 0 -> GPU 1; p2 -> GPU 0; f2 -> GPU 1; p3 waits.
-    assert {i: r.runs[i].alloc for i in ("p1", "f1", "p2", "f2")} == {
+    assert {i: placed(r, i) for i in ("p1", "f1", "p2", "f2")} == {
         "p1": ((0, (0,)),), "f1": ((0, (1,)),), "p2": ((0, (0,)),), "f2": ((0, (1,)),)}
-    assert r.runs["p3"].state is JobState.PENDING
+    assert r.records["p3"].state is JobState.PENDING
     assert tenancy_violations(r, placer) == []
     # without the constraint best-fit puts f1 on the half-used GPU 0, next to p1
-    plain = Runner(nodes, _tenancy_jobs(), "fifo-skip", until=5)
-    plain.run()
+    plain = run_until(nodes, _tenancy_jobs(), "fifo-skip", 5)
     assert ("n0", 0, ("f1", "p1")) in tenancy_violations(plain, placer)
 
 
@@ -113,16 +111,14 @@ def test_premium_jobs_never_share_a_gpu():
     # half free; f2 shares GPU 1 with f1 (free with free is allowed).
     nodes = [Node("n0", "T4", 2, 32000, 256000)]
     placer = TenancyPlacer({"acme": Tier.PREMIUM, "free-user": Tier.FREE})
-    r = Runner(nodes, _tenancy_jobs(), "fifo-skip", placer=placer, until=5)
-    r.run()
-    assert r.runs["p1"].alloc == ((0, (0,)),) and r.runs["f1"].alloc == ((0, (1,)),)
-    assert r.runs["f2"].alloc == ((0, (1,)),)
-    assert r.runs["p2"].state is JobState.PENDING and r.runs["p3"].state is JobState.PENDING
+    r = run_until(nodes, _tenancy_jobs(), "fifo-skip", 5, plugins=[placer])
+    assert placed(r, "p1") == ((0, (0,)),) and placed(r, "f1") == ((0, (1,)),)
+    assert placed(r, "f2") == ((0, (1,)),)
+    assert r.records["p2"].state is JobState.PENDING and r.records["p3"].state is JobState.PENDING
     assert tenancy_violations(r, placer) == []
     # two premium halves on one GPU count as a violation
-    plain = Runner(nodes, [Job("p1", 0, 100, tenant="acme", gpus_per_worker=1, gpu_milli=500),
-                           Job("p2", 0, 100, tenant="acme", gpus_per_worker=1, gpu_milli=500)], "fifo-skip", until=5)
-    plain.run()
+    plain = run_until(nodes, [Job("p1", 0, 100, tenant="acme", gpus_per_worker=1, gpu_milli=500),
+                              Job("p2", 0, 100, tenant="acme", gpus_per_worker=1, gpu_milli=500)], "fifo-skip", 5)
     assert tenancy_violations(plain, placer) == [("n0", 0, ("p1", "p2"))]
 
 

@@ -6,19 +6,20 @@ import math
 
 import pytest
 
-from lab01_cluster_sim.disciplines.runner import Runner
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.studies.topology import compare_wait_vs_slowdown
 from lab01_cluster_sim.topology import (
     TopologyAware,
     TopologyParams,
     allreduce_seconds,
     comm_slowdown,
-    compare_wait_vs_slowdown,
     cross_island_gbps,
     island_ids,
     ring_allreduce_seconds,
 )
+
+from .helpers import run_jobs
 
 
 def test_ring_allreduce_cost():
@@ -104,7 +105,7 @@ def _fragmented():
 def test_bounded_wait_for_one_island(max_wait, start, end):
     nodes, jobs = _fragmented()
     topo = TopologyAware(nodes, max_wait, default_comm_fraction=0.2)
-    res = Runner(nodes, jobs, "fifo-skip", placer=topo, speed=topo.speed).run()
+    res = run_jobs(nodes, jobs, "fifo-skip", plugins=[topo])
     x = res.outcome("x")
     assert x.first_start == pytest.approx(start)
     assert x.end == pytest.approx(end)
@@ -125,7 +126,7 @@ def test_choose_island_prefers_the_fullest_island_that_fits():
     import numpy as np
 
     from lab01_cluster_sim.cluster import ClusterState, Request
-    from lab01_cluster_sim.scheduler import worker_slots
+    from lab01_cluster_sim.framework.noderesources import worker_slots
     from lab01_cluster_sim.topology import choose_island
 
     nodes = [Node(f"n{i}", "H100", 8, 96000, 10 ** 6) for i in range(3)]

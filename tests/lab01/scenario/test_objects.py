@@ -12,7 +12,7 @@ from lab01_cluster_sim.admission import PreemptionPolicy, QueueingStrategy
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.model import Node
 from lab01_cluster_sim.scenario import ScenarioError, blockers, load_scenario
-from lab01_cluster_sim.scenario.load import parse_duration
+from lab01_cluster_sim.scenario.fields import parse_duration
 from lab01_cluster_sim.scenario.scoring import NodeResourcesFit, broken_linear
 
 NODE = """apiVersion: v1

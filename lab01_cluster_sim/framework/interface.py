@@ -13,7 +13,7 @@ framework (PreFilter, Filter, Score, Permit, PostFilter, Bind) and Kueue's admis
 A plugin is any object with a ``name`` and some of the methods of :class:`Plugin`; the engine
 calls only the methods a plugin's class defines (looked up once, at registration), so an unused
 point costs nothing. Subclassing :class:`Plugin` is optional and documents intent. Plugins may
-also define the :class:`~lab01_cluster_sim.scheduler.SchedulerObserver` hooks (``on_bind``,
+also define the :class:`~lab01_cluster_sim.framework.interface.SchedulerObserver` hooks (``on_bind``,
 ``on_start``, ``on_finish``, ``on_evict``, ...), which are registered with the scheduler.
 
 Call order at one instant (the engine's priorities): node events, completions and time limits,
@@ -25,20 +25,19 @@ Within a point, plugins run in registration order.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, JobRecord, JobState
-from lab01_cluster_sim.scheduler import PreFilterResult
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.framework.status import PreFilterResult
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Placement
 
-if TYPE_CHECKING:
-    from lab01_cluster_sim.cluster import Request
-    from lab01_cluster_sim.simulate import Simulation
+Simulation = Any
+"""What every hook receives as ``sim``: the running :class:`lab01_cluster_sim.simulate.Simulation`
+(the engine is one layer above this contract, so it is named here, not imported)."""
 
 HOOKS = ("attach", "could_host", "admission_cycle", "pre_filter", "filter", "filter_devices", "permit",
          "post_filter", "after_cycle", "start_delay", "slowdown", "affected_by", "keep_progress", "sample")
@@ -57,18 +56,18 @@ class Plugin:
     name: str = ""
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def attach(self, sim: "Simulation") -> None:
+    def attach(self, sim: Simulation) -> None:
         """Once, when the run starts (before the first event): schedule timers
         (``sim.call_at``), add nodes (``sim.add_node``), read the cluster."""
 
     # -- node lifecycle ------------------------------------------------------------------------
-    def could_host(self, sim: "Simulation", job: Job) -> bool:
+    def could_host(self, sim: Simulation, job: Job) -> bool:
         """On arrival of a job no node of the cluster could ever hold: True if this plugin
         could bring a node that holds it (an autoscaler's NodePools), so the job waits
         instead of being rejected."""
         return False
 
-    def after_cycle(self, sim: "Simulation") -> None:
+    def after_cycle(self, sim: Simulation) -> None:
         """After the scheduling pass of an instant, on the settled state: provision nodes for
         what is still pending, migrate jobs to unblock a gang. A plugin that binds or frees
         resources here calls ``sim.request_pass()`` for another cycle at the same instant."""
@@ -80,53 +79,53 @@ class Plugin:
         ones (``ctx.evict``). Never looks at nodes."""
 
     # -- scheduling cycle, per attempt ---------------------------------------------------------
-    def pre_filter(self, sim: "Simulation", record: JobRecord, request: "Request") -> PreFilterResult | None:
+    def pre_filter(self, sim: Simulation, record: JobRecord, request: Request) -> PreFilterResult | None:
         """Restrict this attempt's candidate nodes, or answer "not now" (see
-        :class:`~lab01_cluster_sim.scheduler.PreFilterResult`); None = no opinion."""
+        :class:`~lab01_cluster_sim.framework.status.PreFilterResult`); None = no opinion."""
         return None
 
-    def filter(self, request: "Request", record: JobRecord | None) -> np.ndarray:
+    def filter(self, request: Request, record: JobRecord | None) -> np.ndarray:
         """bool (N,): nodes this job's pods may use (taints, nodeSelector); ``record`` is None
         when the caller asks about a shape, not a job (answer for the most permissive job)."""
         raise NotImplementedError
 
-    def filter_devices(self, sim: "Simulation", record: JobRecord, request: "Request") -> np.ndarray | None:
+    def filter_devices(self, sim: Simulation, record: JobRecord, request: Request) -> np.ndarray | None:
         """bool (N, G): GPUs of each node the job may use (None = all)."""
         return None
 
-    def permit(self, sim: "Simulation", record: JobRecord, placements: list[tuple[int, tuple[int, ...]]]) -> str | None:
+    def permit(self, sim: Simulation, record: JobRecord, placements: list[tuple[int, tuple[int, ...]]]) -> str | None:
         """After every worker of the attempt found a place (bound on trial): a reason to
         refuse (the trial is rolled back), or None to allow."""
         return None
 
-    def post_filter(self, sim: "Simulation", record: JobRecord) -> bool:
+    def post_filter(self, sim: Simulation, record: JobRecord) -> bool:
         """The attempt found no room: evict what would make room (``sim.evict``) and return
         True for one more attempt, or False."""
         return False
 
     # -- job progress ----------------------------------------------------------------------------
-    def start_delay(self, sim: "Simulation", record: JobRecord) -> float:
+    def start_delay(self, sim: Simulation, record: JobRecord) -> float:
         """Seconds between bind and first progress (an image pull); added over plugins."""
         return 0.0
 
-    def slowdown(self, sim: "Simulation", record: JobRecord) -> float:
+    def slowdown(self, sim: Simulation, record: JobRecord) -> float:
         """Run-time factor >= 1 of ``record``'s work now (multiplied over plugins)."""
         return 1.0
 
-    def affected_by(self, sim: "Simulation", record: JobRecord) -> Iterable[JobRecord]:
+    def affected_by(self, sim: Simulation, record: JobRecord) -> Iterable[JobRecord]:
         """Running jobs whose ``slowdown`` may change when ``record`` starts computing or
         leaves (its neighbours on a time-sliced GPU)."""
         return ()
 
     # -- eviction ---------------------------------------------------------------------------------
-    def keep_progress(self, sim: "Simulation", record: JobRecord, progress_s: float) -> tuple[float, float]:
+    def keep_progress(self, sim: Simulation, record: JobRecord, progress_s: float) -> tuple[float, float]:
         """On eviction of a job that did ``progress_s`` s of work: ``(kept_s, restore_s)``,
         the work it keeps (its last checkpoint) and the overhead its next run pays first.
         The first plugin defining it decides; without one a job restarts from scratch."""
         return 0.0, 0.0
 
     # -- metrics ----------------------------------------------------------------------------------
-    def sample(self, sim: "Simulation", now: float) -> None:
+    def sample(self, sim: Simulation, now: float) -> None:
         """After each cycle, on the settled state of the instant."""
 
 
@@ -148,7 +147,7 @@ class AdmissionContext:
         admitted: records admitted and not finished (queued for placement or running).
     """
 
-    sim: "Simulation"
+    sim: Simulation
     now: float
     waiting: list[JobRecord]
     admitted: list[JobRecord]
@@ -186,90 +185,49 @@ class AdmissionContext:
         self.sim.request_pass_at(t)
 
 
-# -- registry for the command line -------------------------------------------------------------
-PLUGINS: dict[str, Callable[..., Any]] = {}
-"""Plugin name -> factory ``factory(nodes, jobs, **options) -> plugin`` for ``--plugin``."""
+# -- observers ----------------------------------------------------------------------------
+class SchedulerObserver:
+    """Hooks called as the run goes; subclass and override the ones you need.
 
-
-def register_plugin(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator adding a factory to :data:`PLUGINS` under ``name``."""
-    def wrap(factory: Callable[..., Any]) -> Callable[..., Any]:
-        if name in PLUGINS and PLUGINS[name] is not factory:
-            raise ValueError(f"plugin {name!r} registered twice")
-        PLUGINS[name] = factory
-        return factory
-    return wrap
-
-
-def _load_builtin_plugins() -> None:
-    import importlib
-
-    for module in ("topology", "sharing_modes", "tenancy", "defrag", "disciplines.preemption",
-                   "autoscaler.plugin", "lifecycle"):
-        importlib.import_module(f"lab01_cluster_sim.{module}")
-
-
-def parse_plugin_spec(text: str) -> tuple[str, dict[str, Any]]:
-    """``"topology:max_wait_s=600,comm_fraction=0.3"`` -> ``("topology", {...})``.
-
-    Values are read as numbers when they look like numbers (``inf`` included), else kept as
-    strings.
-
-    Raises:
-        InputError: an empty name or an option without ``=``, naming the spec.
+    The scheduler calls only the hooks a subclass overrides, so unused hooks cost nothing.
+    ``placement`` is the worker's :class:`Placement`, ``request`` its :class:`Request`.
+    Trial placements of a gang that the permit stage rolls back are never reported.
     """
-    name, _, rest = text.partition(":")
-    name = name.strip()
-    if not name:
-        raise InputError(f"--plugin {text!r}: expected NAME or NAME:key=value,...")
-    options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise InputError(f"--plugin {text!r}: option {part!r} is not key=value")
-        try:
-            num = float(value)
-            options[key.strip()] = int(num) if num.is_integer() and "." not in value and "e" not in value.lower() \
-                and math.isfinite(num) else num
-        except ValueError:
-            options[key.strip()] = value.strip()
-    return name, options
+
+    def on_enqueue(self, record: JobRecord) -> None: ...
+    def on_bind(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
+    def on_release(self, record: JobRecord, placement: Placement, request: Request) -> None: ...
+    def on_start(self, record: JobRecord) -> None: ...
+    def on_finish(self, record: JobRecord) -> None: ...
+    def on_reject(self, record: JobRecord) -> None: ...
+    def on_evict(self, record: JobRecord, lost_work: float) -> None: ...
 
 
-def make_plugin(text: str, nodes, jobs) -> Any:
-    """Build the plugin described by ``text`` (see :func:`parse_plugin_spec`).
+OBSERVER_HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_reject", "on_evict")
+"""The observer hooks, in the order a job meets them."""
 
-    Options are checked against the factory's keyword arguments: an unknown key, or a value
-    not of the type of the option's default (number or text), is refused naming it.
 
-    Raises:
-        InputError: unknown name (listing the known ones), an unknown option (listing the
-            known ones), a value of the wrong type, or a value the plugin refuses.
+# -- score: placement policies -----------------------------------------------------------------
+MAX_NODE_SCORE = 100
+"""The highest node score (kube-scheduler's ``framework.MaxNodeScore``)."""
+
+
+class PlacementPolicy(Protocol):
+    """What every placement policy provides (the Score extension point and the GPU pick).
+
+    ``name`` is the registry key. ``score`` returns int64 scores in 0..MAX_NODE_SCORE,
+    shape ``(len(candidates),)``, for the candidate node indices ``candidates`` (int64 array).
+    ``pick_gpus`` returns the GPU indices inside ``node`` for the request (``num_gpus`` of them).
     """
-    import inspect
 
-    _load_builtin_plugins()
-    name, options = parse_plugin_spec(text)
-    factory = PLUGINS.get(name)
-    if factory is None:
-        raise InputError(f"--plugin {name!r}: unknown plugin; expected one of: {', '.join(sorted(PLUGINS))}")
-    params = {k: p for k, p in inspect.signature(factory).parameters.items() if k not in ("nodes", "jobs")}
-    for key, value in list(options.items()):
-        if key not in params:
-            raise InputError(f"--plugin {text!r}: unknown option {key!r}; {name} takes: "
-                             f"{', '.join(params) or 'no options'}")
-        default = params[key].default
-        if isinstance(default, (int, float)) and not isinstance(default, bool):
-            if not isinstance(value, (int, float)):
-                raise InputError(f"--plugin {text!r}: option {key!r} expects a number, got {value!r}")
-            options[key] = float(value) if isinstance(default, float) else value
-        elif isinstance(default, str):
-            options[key] = str(value)
-    try:
-        return factory(nodes, jobs, **options)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"--plugin {text!r}: {exc}") from None
+    name: ClassVar[str]
+
+    def score(self, state: ClusterState, request: Request, candidates: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray: ...
+
+    def pick_gpus(self, state: ClusterState, request: Request, node: int,
+                  rng: np.random.Generator) -> tuple[int, ...]: ...
 
 
-__all__ = ["HOOKS", "PLUGINS", "AdmissionContext", "Plugin", "PreFilterResult", "defines", "make_plugin",
-           "parse_plugin_spec", "register_plugin", "JobState"]
+__all__ = ["HOOKS", "MAX_NODE_SCORE", "OBSERVER_HOOKS", "AdmissionContext", "PlacementPolicy", "Plugin",
+           "PreFilterResult", "SchedulerObserver", "defines", "JobState"]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE, InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.sim import AutoscalerResult, Pod, StaticNode, simulate_autoscaler
+from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+from lab01_cluster_sim.autoscaler.pods import AutoscalerResult, Pod, PodTracker, StaticNode, pod_jobs, static_nodes
+from lab01_cluster_sim.policies.generic import MostAllocated
+from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams
+from lab01_cluster_sim.simulate import Simulation
 
 MINI_LAB_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd"
 
@@ -49,7 +53,12 @@ def mini_lab(*, replicas: int = 4, pods: int = 5, duration_s: float = 600.0, ima
     workload = [Pod(f"pod-{i + 1}", 1, duration_s if i < replicas else overflow, 0.0, "mini-lab", 500, 1024,
                     MINI_LAB_IMAGE, image_gib)
                 for i in range(pods)]
-    return simulate_autoscaler(workload, [pool], [static])
+    cluster, fleet = static_nodes([static])
+    scaler = Autoscaler([pool], fleet)
+    tracker = PodTracker(workload, scaler)
+    Simulation(cluster, pod_jobs(workload), MostAllocated(), "gang", "fifo-skip",
+               plugins=[scaler, TimeSlicing(TimeSlicingParams()), tracker]).run()
+    return tracker.result()
 
 
 def burst_pods(seed: int = 0, n: int = 60, mean_interarrival_s: float = 30.0, workloads: int = 3) -> list[Pod]:

@@ -1,0 +1,122 @@
+"""The registry: every built-in queue discipline and plugin of Lab 01, listed by name.
+
+As kube-scheduler's in-tree registry (``pkg/scheduler/framework/plugins/registry.go``,
+``NewInTreeRegistry``: a map from plugin name to factory, written out by hand), registration is
+explicit: this module imports the plugin modules and names what they provide. Nothing registers
+itself when imported, and the framework below never imports a plugin. The engine
+(:mod:`lab01_cluster_sim.simulate`) looks queue disciplines up here by name; the command line
+builds ``--plugin NAME:key=value,...`` here (:func:`make_plugin`).
+
+To add a discipline or a plugin, write its module in the plugins layer and add one line below.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any
+
+from lab01_cluster_sim.autoscaler.plugin import autoscaler_plugin
+from lab01_cluster_sim.defrag import defrag_plugin, shape_aware_plugin
+from lab01_cluster_sim.disciplines.core import DrfDiscipline, EasyBackfill, PriorityPreemption
+from lab01_cluster_sim.disciplines.preemption import checkpoints_plugin
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.lifecycle import node_events_plugin
+from lab01_cluster_sim.framework.queue import Fifo, FifoSkip, QueueDiscipline
+from lab01_cluster_sim.sharing_modes import time_slicing_plugin
+from lab01_cluster_sim.tenancy import constraints_plugin, tenancy_plugin
+from lab01_cluster_sim.topology import topology_plugin
+
+DISCIPLINES: dict[str, type[QueueDiscipline]] = {
+    cls.name: cls for cls in (Fifo, FifoSkip, PriorityPreemption, DrfDiscipline, EasyBackfill)}
+"""Queue discipline name -> class: ``fifo``, ``fifo-skip``, ``priority``, ``drf``, ``backfill``."""
+
+PLUGINS: dict[str, Callable[..., Any]] = {
+    "topology": topology_plugin,
+    "time-slicing": time_slicing_plugin,
+    "constraints": constraints_plugin,
+    "tenancy": tenancy_plugin,
+    "shape-aware": shape_aware_plugin,
+    "defrag": defrag_plugin,
+    "checkpoints": checkpoints_plugin,
+    "autoscaler": autoscaler_plugin,
+    "node-events": node_events_plugin,
+}
+"""Plugin name -> factory ``factory(nodes, jobs, **options) -> plugin`` for ``--plugin``."""
+
+
+def get_discipline(name: str, **kwargs) -> QueueDiscipline:
+    """A new instance of the queue discipline registered as ``name``, built with ``kwargs``.
+
+    Raises:
+        InputError: unknown name (the message lists the known ones).
+    """
+    try:
+        cls = DISCIPLINES[name]
+    except KeyError:
+        raise InputError(f"unknown queue discipline {name!r}; expected one of: "
+                         f"{', '.join(sorted(DISCIPLINES))}") from None
+    return cls(**kwargs)
+
+
+def parse_plugin_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``"topology:max_wait_s=600,comm_fraction=0.3"`` -> ``("topology", {...})``.
+
+    Values are read as numbers when they look like numbers (``inf`` included), else kept as
+    strings.
+
+    Raises:
+        InputError: an empty name or an option without ``=``, naming the spec.
+    """
+    name, _, rest = text.partition(":")
+    name = name.strip()
+    if not name:
+        raise InputError(f"--plugin {text!r}: expected NAME or NAME:key=value,...")
+    options: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"--plugin {text!r}: option {part!r} is not key=value")
+        try:
+            num = float(value)
+            options[key.strip()] = int(num) if num.is_integer() and "." not in value and "e" not in value.lower() \
+                and math.isfinite(num) else num
+        except ValueError:
+            options[key.strip()] = value.strip()
+    return name, options
+
+
+def make_plugin(text: str, nodes, jobs) -> Any:
+    """Build the plugin described by ``text`` (see :func:`parse_plugin_spec`).
+
+    Options are checked against the factory's keyword arguments: an unknown key, or a value
+    not of the type of the option's default (number or text), is refused naming it.
+
+    Raises:
+        InputError: unknown name (listing the known ones), an unknown option (listing the
+            known ones), a value of the wrong type, or a value the plugin refuses.
+    """
+    name, options = parse_plugin_spec(text)
+    factory = PLUGINS.get(name)
+    if factory is None:
+        raise InputError(f"--plugin {name!r}: unknown plugin; expected one of: {', '.join(sorted(PLUGINS))}")
+    params = {k: p for k, p in inspect.signature(factory).parameters.items() if k not in ("nodes", "jobs")}
+    for key, value in list(options.items()):
+        if key not in params:
+            raise InputError(f"--plugin {text!r}: unknown option {key!r}; {name} takes: "
+                             f"{', '.join(params) or 'no options'}")
+        default = params[key].default
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            if not isinstance(value, (int, float)):
+                raise InputError(f"--plugin {text!r}: option {key!r} expects a number, got {value!r}")
+            options[key] = float(value) if isinstance(default, float) else value
+        elif isinstance(default, str):
+            options[key] = str(value)
+    try:
+        return factory(nodes, jobs, **options)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"--plugin {text!r}: {exc}") from None
+
+
+__all__ = ["DISCIPLINES", "PLUGINS", "get_discipline", "make_plugin", "parse_plugin_spec"]

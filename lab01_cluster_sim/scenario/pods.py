@@ -1,0 +1,263 @@
+"""Reading the workload kinds of a scenario: Pods, batch Jobs and PodGroups (gangs), into
+:class:`~lab01_cluster_sim.model.Job` records (:class:`PodKinds`, part of the loader's builder).
+
+A pod's request is the sum over its containers, or the largest init container if bigger
+(Kubernetes' effective request); a request defaults to its limit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from lab01_cluster_sim.admission.plugin import QUEUE_KEY
+from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
+from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job
+from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
+                                               IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
+                                               POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
+                                               check_extended, error_at, get_field, source_of)
+from lab01_cluster_sim.scenario.podsched import creation_timestamp, read_pod_scheduling
+from lab01_cluster_sim.scenario.validate import object_name
+from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
+
+
+class PodKinds:
+    """The workload kinds' readers of the loader's builder (:class:`lab01_cluster_sim.scenario.load`'s
+    ``_Builder``, which keeps the documents and the scenario being built)."""
+
+    def _jobs(self) -> None:
+        sc = self.sc
+        groups: dict[tuple[str, str], Document] = {}
+        for doc in self.by_kind("PodGroup"):
+            meta = doc.data["metadata"]
+            groups[(meta.get("namespace", "default"), meta["name"])] = doc
+        members: dict[tuple[str, str], list[tuple[Document, Job]]] = {key: [] for key in groups}
+        jobs: list[Job] = []
+        for doc in self.by_kind("Pod", "Job"):
+            job = self._job(doc)
+            meta = doc.data["metadata"]
+            group = meta.get("labels", {}).get(POD_GROUP_LABEL)
+            if group is not None:
+                key = (meta.get("namespace", "default"), group)
+                if key not in groups:
+                    raise error_at(doc, ("metadata", "labels", POD_GROUP_LABEL),
+                               f"PodGroup {group!r} is not defined in namespace {key[0]}")
+                if doc.data["kind"] != "Pod":
+                    raise error_at(doc, ("metadata", "labels", POD_GROUP_LABEL), "only Pods join a PodGroup")
+                members[key].append((doc, job))
+                continue
+            jobs.append(job)
+        for key, doc in groups.items():
+            jobs.append(self._gang(doc, members[key]))
+        ids = set()
+        for job in jobs:
+            if job.job_id in ids:
+                raise ScenarioError(f"{sc.sources[job.job_id]}: two workloads have the id {job.job_id!r}")
+            ids.add(job.job_id)
+        sc.jobs = sorted(jobs, key=lambda j: j.submit_time)
+
+    def _annotation_seconds(self, doc: Document, meta_path: tuple, key: str, default: float | None) -> float:
+        meta = get_field(doc.data, meta_path) or {}
+        text = meta.get("annotations", {}).get(key)
+        path = meta_path + ("annotations", key)
+        if text is None:
+            if default is None:
+                raise error_at(doc, meta_path + ("annotations",), f"annotation {key} missing; give the run time in seconds "
+                           "(or 'inf' for a service that never ends)")
+            return default
+        try:
+            value = float(text)
+        except ValueError:
+            raise error_at(doc, path, f"expected a number of seconds, got {text!r}") from None
+        if math.isinf(value) and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
+            raise error_at(doc, path, f"{text!r} is too large a number of seconds (write 'inf' for a service that "
+                       "never ends)")
+        if math.isnan(value) or value < 0 or (key == SUBMIT_TIME and math.isinf(value)):
+            raise error_at(doc, path, f"expected a number of seconds >= 0{'' if key == DURATION else ' (finite)'}, "
+                       f"got {text!r}")
+        if math.isfinite(value) and value > MAX_SECONDS:
+            service = " or 'inf' for a service that never ends" if key == DURATION else ""
+            raise error_at(doc, path, f"expected a number of seconds from 0 to {MAX_SECONDS:,.0f} (about 31.7 years)"
+                       f"{service}, got {text!r}")
+        return value
+
+    def _job(self, doc: Document) -> Job:
+        d = doc.data
+        kind = d["kind"]
+        meta = d["metadata"]
+        name = meta["name"]
+        ns = meta.get("namespace", "default")
+        if kind == "Pod":
+            pod_path: tuple = ("spec",)
+            workers = 1
+            tmeta_path: tuple = ("metadata",)
+        else:
+            pod_path = ("spec", "template", "spec")
+            spec = d["spec"]
+            workers = int(spec.get("parallelism", 1))
+            completions = spec.get("completions")
+            if completions is not None and completions != workers:
+                self.sc.unsupported.append(f"{source_of(doc, ('spec', 'completions'))}: completions ({completions}) != "
+                                           f"parallelism ({workers}): a Job running in waves is not modelled")
+            if workers < 1:
+                raise error_at(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
+            tmeta_path = ("metadata",)
+        pod = get_field(d, pod_path)
+        do_not_disrupt = False
+        for mpath in (("metadata",), ("spec", "template", "metadata")):
+            check_course_keys(doc, mpath, get_field(d, mpath) or {})
+            annotations = (get_field(d, mpath) or {}).get("annotations") or {}
+            pick = annotations.get(HAMI_GPU_POLICY)
+            if pick is not None and pick != self.sc.spec.get("simulation", {}).get("gpuSchedulerPolicy"):
+                self.sc.unsupported.append(f"{source_of(doc, mpath + ('annotations', HAMI_GPU_POLICY))}: a per-pod "
+                                           f"{HAMI_GPU_POLICY} is not modelled; set the Scenario's "
+                                           f"spec.simulation.gpuSchedulerPolicy: {pick} for every pod")
+            if DO_NOT_DISRUPT in annotations and self.sc.node_pools:
+                if annotations[DO_NOT_DISRUPT] == "true":   # blocks consolidation of the pod's node
+                    do_not_disrupt = True
+                else:
+                    self.sc.unsupported.append(f"{source_of(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
+                                               f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
+                                               "modelled (a duration ending the protection is not)")
+        requests = self._pod_requests(doc, pod_path, pod)
+        extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
+        labels = {**meta.get("labels", {})}
+        if kind == "Job":
+            labels.update(get_field(d, ("spec", "template", "metadata", "labels")) or {})
+        duration = self._annotation_seconds(doc, tmeta_path, DURATION, None)
+        submit = self._annotation_seconds(doc, tmeta_path, SUBMIT_TIME, 0.0)
+        gpus = requests.get(GPU, 0)
+        milli_text = meta.get("annotations", {}).get(GPU_MILLI)
+        gpu_milli = MILLI_PER_GPU if gpus else 0
+        if milli_text is not None:
+            apath = ("metadata", "annotations", GPU_MILLI)
+            if gpus != 1:
+                raise error_at(doc, apath, "a shared GPU share needs nvidia.com/gpu: 1")
+            try:
+                gpu_milli = int(milli_text)
+            except ValueError:
+                raise error_at(doc, apath, f"expected milli-GPU 1..1000, got {milli_text!r}") from None
+        priority = self.default_priority
+        pcn = pod.get("priorityClassName")
+        if pcn is not None:
+            if pcn not in self.priority:
+                raise error_at(doc, pod_path + ("priorityClassName",), f"PriorityClass {pcn!r} is not defined")
+            priority = self.priority[pcn]
+        wpc = labels.get(WPC_LABEL)
+        if wpc is not None:
+            if wpc not in self.sc.kueue.priority_classes:
+                raise error_at(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
+            priority = self.sc.kueue.priority_classes[wpc]
+        extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if extended:
+            extras["extended_requests"] = extended
+        if do_not_disrupt:
+            extras["do_not_disrupt"] = True
+        grace = pod.get("terminationGracePeriodSeconds")
+        if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
+            from lab01_cluster_sim.model import TERMINATION_GRACE
+
+            if grace < 0:
+                raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
+            extras[TERMINATION_GRACE] = float(grace)
+        models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported, bool(self.sc.node_pools))
+        extras.update(sched)
+        stamp = creation_timestamp(doc)
+        if stamp is not None:
+            extras["creation_timestamp"] = stamp
+        extras["position"] = self.position[id(doc)]
+        for fld in ("topologySpreadConstraints", "nodeName", "schedulingGates"):
+            if fld in pod:
+                self.sc.unsupported.append(f"{source_of(doc, pod_path + (fld,))}: {fld} is not modelled")
+        queue = labels.get(QUEUE_KEY)
+        if queue is not None:
+            extras[QUEUE_KEY] = queue
+            known = {(q.namespace, q.name) for q in self.sc.kueue.local_queues}
+            if self.sc.kueue and (ns, queue) not in known:
+                lpath = (("metadata", "labels", QUEUE_KEY) if QUEUE_KEY in meta.get("labels", {})
+                         else ("spec", "template", "metadata", "labels", QUEUE_KEY))
+                here = sorted(q for n, q in known if n == ns)
+                raise error_at(doc, lpath, f"LocalQueue {queue!r} is not defined in namespace {ns} (LocalQueues there: "
+                           f"{', '.join(here) or 'none'})")
+        minp = meta.get("annotations", {}).get(MIN_PARALLELISM)
+        if minp is not None:
+            try:
+                extras["min_count"] = int(minp)
+            except ValueError:
+                raise error_at(doc, ("metadata", "annotations", MIN_PARALLELISM), f"expected an integer, got {minp!r}") from None
+            if not 1 <= extras["min_count"] < workers:
+                raise error_at(doc, ("metadata", "annotations", MIN_PARALLELISM),
+                           f"expected 1 <= minimum < parallelism ({workers}), got {minp}")
+        image = (pod.get("containers") or [{}])[0].get("image", "")
+        try:
+            gib = float(meta.get("annotations", {}).get(IMAGE_GIB, "1"))
+        except ValueError:
+            raise error_at(doc, ("metadata", "annotations", IMAGE_GIB), "expected a size in GiB") from None
+        job_id = name if ns == "default" else f"{ns}/{name}"
+        try:
+            job = Job(job_id, submit, duration, gpus, gpu_milli, requests.get(CPU, 0), -(-requests.get(MEMORY, 0) // MIB),
+                      models, priority, workers, ns, extras)
+        except InputError as exc:
+            raise error_at(doc, pod_path, str(exc)) from None
+        self.sc.sources[job_id] = source_of(doc)
+        self.sc.pod_images[job_id] = (image, gib, labels.get("app", name))
+        return job
+
+    def _pod_requests(self, doc: Document, pod_path: tuple, pod: dict) -> dict[str, int]:
+        total: dict[str, int] = {}
+        init_max: dict[str, int] = {}
+        for group, agg in (("containers", "sum"), ("initContainers", "max")):
+            for ci, c in enumerate(pod.get(group, [])):
+                res = c.get("resources", {})
+                check_extended(doc, pod_path + (group, ci, "resources"), res)
+                req = dict(res.get("limits", {}))
+                req.update(res.get("requests", {}))    # a request defaults to its limit
+                for rname, value in req.items():
+                    path = pod_path + (group, ci, "resources", "requests" if rname in res.get("requests", {}) else "limits",
+                                       rname)
+                    if rname not in KNOWN_RESOURCES and not (self.sc.node_pools and "/" in rname):
+                        self.sc.unsupported.append(f"{source_of(doc, path)}: resource {rname} is not modelled")
+                        continue   # with NodePools, an extended resource no instance type offers keeps the pod Pending
+                    amount = resource_value(rname, value, f"{where(doc.file, doc.pos(path))}: {object_name(doc.data)}: "
+                                            f"{format_path(path)}")
+                    if agg == "sum":
+                        total[rname] = total.get(rname, 0) + amount
+                    else:
+                        init_max[rname] = max(init_max.get(rname, 0), amount)
+        for rname, amount in init_max.items():
+            total[rname] = max(total.get(rname, 0), amount)
+        total.pop("ephemeral-storage", None)
+        return total
+
+    def _gang(self, doc: Document, members: list[tuple[Document, Job]]) -> Job:
+        name = doc.data["metadata"]["name"]
+        ns = doc.data["metadata"].get("namespace", "default")
+        min_member = doc.data["spec"]["minMember"]
+        if not members:
+            raise error_at(doc, ("metadata", "name"), f"no Pod carries the label {POD_GROUP_LABEL}: {name}")
+        jobs = [j for _, j in members]
+        first = jobs[0]
+        shape = (first.gpus_per_worker, first.gpu_milli, first.cpu_milli, first.memory_mib, first.gpu_models)
+        if any((j.gpus_per_worker, j.gpu_milli, j.cpu_milli, j.memory_mib, j.gpu_models) != shape for j in jobs):
+            self.sc.unsupported.append(f"{source_of(doc)}: pods of different shapes in one gang (a multi-role gang, e.g. a "
+                                       "launcher and workers) are admitted by the admission layer but not yet placed "
+                                       "by the engine")
+        if min_member != len(jobs):
+            self.sc.unsupported.append(f"{source_of(doc, ('spec', 'minMember'))}: minMember {min_member} < {len(jobs)} pods "
+                                       "(an elastic gang) is not yet placed by the engine; the current simulator "
+                                       "places gangs all-or-nothing")
+        for fld in ("minResources", "scheduleTimeoutSeconds"):
+            if fld in doc.data["spec"]:
+                self.sc.unsupported.append(f"{source_of(doc, ('spec', fld))}: {fld} is not modelled")
+        job_id = name if ns == "default" else f"{ns}/{name}"
+        extras = dict(first.extras)
+        extras["pods"] = tuple(j.job_id for j in jobs)
+        extras["position"] = self.position[id(doc)]
+        gang = replace(first, job_id=job_id, workers=len(jobs), submit_time=max(j.submit_time for j in jobs),
+                       duration=max(j.duration for j in jobs), priority=max(j.priority for j in jobs), extras=extras)
+        self.sc.sources[job_id] = source_of(doc)
+        self.sc.pod_images[job_id] = self.sc.pod_images[first.job_id]
+        return gang

@@ -33,7 +33,7 @@ from lab01_cluster_sim.autoscaler.requirements import incompatibility, unadverti
 from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.policies.base import pick_best_gpus
 from lab01_cluster_sim.scenario import load_scenario
-from lab01_cluster_sim.scheduler import filter_node
+from lab01_cluster_sim.framework.noderesources import filter_node
 
 GPU_PRODUCT = "nvidia.com/gpu.product"
 MODE_NAMES = {Mode.FIT: "Fit", Mode.PREEMPT: "Preempt", Mode.NO_FIT: "NoFit"}
@@ -87,7 +87,7 @@ def _state(case: dict):
 
 def sim_fit(case: dict) -> list[dict]:
     """NodeResourcesFit as the simulator decides it: per node, ``filter`` (the resource
-    checks of :func:`~lab01_cluster_sim.scheduler.filter_node`) and ``score``
+    checks of :func:`~lab01_cluster_sim.framework.noderesources.filter_node`) and ``score``
     (:class:`~lab01_cluster_sim.scenario.scoring.NodeResourcesFit`)."""
     sc, state, req = _state(case)
     plain = Request(req.cpu_milli, req.memory_mib, req.num_gpus, req.gpu_milli)   # resources only
@@ -98,7 +98,7 @@ def sim_fit(case: dict) -> list[dict]:
 def sim_node_affinity_filter(case: dict) -> list[bool]:
     """NodeAffinity's Filter as the simulator decides it. The simulator models one node
     selector, ``nvidia.com/gpu.product`` (the pod's allowed GPU models, checked by
-    :func:`~lab01_cluster_sim.scheduler.filter_node`); any other selector or affinity is
+    :func:`~lab01_cluster_sim.framework.noderesources.filter_node`); any other selector or affinity is
     :class:`NotModelled`."""
     pod_spec = case["pod"]["spec"]
     if "affinity" in pod_spec or set(pod_spec.get("nodeSelector", {})) - {GPU_PRODUCT}:

@@ -131,8 +131,9 @@ def make_policy(name: str, target=None) -> PlacementPolicy:
 
 def policy_for_jobs(name: str, jobs: Sequence[Any], target=None) -> PlacementPolicy:
     """The policy ``name`` for a run of ``jobs``: a policy that needs the target workload
-    (FGD) gets ``target`` or, like the FGD paper, one built from ``jobs`` themselves
-    (:meth:`~lab01_cluster_sim.fragmentation.TargetWorkload.from_jobs`; fgd-facts.md sec. 2).
+    (FGD) gets ``target`` or, as the FGD simulator does, one built from ``jobs`` themselves
+    (:meth:`~lab01_cluster_sim.fragmentation.TargetWorkload.from_jobs`; ``GetTypicalPods`` in
+    pkg/utils/frag.go of hkust-adsl/kubernetes-scheduler-simulator).
 
     Raises:
         InputError: unknown name; a target-based policy with neither a target nor jobs.

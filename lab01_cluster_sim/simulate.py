@@ -153,7 +153,7 @@ class Simulation:
         jobs = list(jobs)
         if isinstance(policy, str):
             # FGD scores against the target workload M; like the paper, M is built from the
-            # workload being run unless given (fgd-facts.md sec. 2).
+            # workload being run unless given (``GetTypicalPods``, pkg/utils/frag.go).
             self.policy = policy_for_jobs(policy, jobs, target=target_workload)
         else:
             self.policy = policy
@@ -791,7 +791,7 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
             ``random``, ``dot-prod``, ``gpu-packing``, ``gpu-clustering``, ``fgd``) or object.
             FGD by name scores against ``target_workload``, or when that is None against
             the target workload built from ``jobs`` (as the paper builds it from the
-            original pod list, fgd-facts.md sec. 2).
+            original pod list, ``SetTypicalPods`` in pkg/simulator/analysis.go).
         mode: ``"gang"`` (a multi-worker job starts all-or-nothing) or ``"naive"`` (workers
             bound one at a time, round-robin over jobs, partial allocations held).
         discipline: queue discipline name (``"fifo"``: strict head-of-line blocking;

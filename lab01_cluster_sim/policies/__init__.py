@@ -7,7 +7,7 @@ command line, in tables and in errors), written out by hand as kube-scheduler's 
 lists its plugins: a new policy is one new module and one new entry there, and the engine is
 untouched. Build one by name with :func:`lab01_cluster_sim.registry.make_policy`.
 
-Built in (facts in reference/fgd-facts.md sec. 4):
+Built in (the FGD paper's ones as pkg/simulator/plugin/ of hkust-adsl/kubernetes-scheduler-simulator scores):
 
 - ``first-fit``, ``best-fit``, ``worst-fit``, ``random`` (:mod:`.generic`);
 - the FGD paper's baselines ``dot-prod`` (:mod:`.dot_prod`), ``gpu-packing``

@@ -5,7 +5,8 @@ the Score extension point) is the framework's; the policies are listed by name i
 :data:`lab01_cluster_sim.registry.POLICIES`.
 
 Pipeline for one worker (pod), as in kube-scheduler v1.20 as the fragmentation paper's
-simulator runs it (reference/fgd-facts.md sec. 4.0):
+simulator runs it (pkg/simulator/ of hkust-adsl/kubernetes-scheduler-simulator,
+its fork of kube-scheduler's generic_scheduler.go):
 
 1. Filter: nodes where the request fits now (:meth:`ClusterState.feasible`).
 2. No feasible node: no placement. Exactly one: take it without scoring.
@@ -45,7 +46,7 @@ def pick_lowest_free_gpus(state: ClusterState, request: Request, node: int) -> t
     """The ``request.num_gpus`` lowest-index GPUs of ``node`` that are entirely free.
 
     This is how the FGD simulator reserves whole-GPU and multi-GPU pods
-    (``AllocateExclusiveGpuId``, fgd-facts.md 4.0). Returns ``()`` for a CPU-only request.
+    (``AllocateExclusiveGpuId``, pkg/type/resource.go). Returns ``()`` for a CPU-only request.
 
     Raises:
         ValueError: the node does not have that many free GPUs (a scheduler bug).
@@ -76,7 +77,7 @@ def shared_gpu_candidates(state: ClusterState, request: Request, node: int) -> t
 
 
 def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[int, ...]:
-    """The "best" GPU pick (fgd-facts.md 4.0, ``-gpusel best``).
+    """The "best" GPU pick (the FGD simulator's ``-gpusel best``).
 
     A GPU-sharing request (one GPU, share u < 1000) gets the GPU with the smallest free
     share that is still >= u (lowest index on ties): the tightest fit, which keeps whole
@@ -95,7 +96,7 @@ def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[in
 
 def pick_random_gpus(state: ClusterState, request: Request, node: int,
                      rng: np.random.Generator) -> tuple[int, ...]:
-    """The "random" GPU pick (fgd-facts.md 4.0, ``-gpusel random``): a GPU-sharing request
+    """The "random" GPU pick (the FGD simulator's ``-gpusel random``): a GPU-sharing request
     gets a uniform choice among the GPUs with free share >= u; whole/multi-GPU requests
     get the lowest-index fully free GPUs (no draw)."""
     if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:

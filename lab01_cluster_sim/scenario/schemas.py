@@ -202,10 +202,23 @@ NODE_POOL = top("karpenter.sh/v1", "NodePool", {"spec": obj({
 
 # -- kube-scheduler -------------------------------------------------------------------------
 SCORING_TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+SCHEDULER_PLUGINS = ("TaintToleration", "NodeAffinity", "NodeResourcesFit")
+"""kube-scheduler plugins whose configuration the simulator models (their Score weights; the
+NodeResourcesFit scoring strategy). Naming any other plugin is refused naming it."""
+_INERT_OBJECT = {"type": "object"}   # accepted, no decision reads it (client, leader election)
+_weighted = obj({"enabled": array(obj({"name": string(enum=SCHEDULER_PLUGINS),
+                                       "weight": integer(minimum=1, maximum=100)}, ("name",)))})
 KUBE_SCHEDULER_CONFIGURATION = top("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration", {
     "percentageOfNodesToScore": integer(minimum=0, maximum=100),
+    "parallelism": integer(minimum=1),
+    "leaderElection": _INERT_OBJECT,
+    "clientConnection": _INERT_OBJECT,
+    "enableProfiling": boolean(),
+    "enableContentionProfiling": boolean(),
+    "delayCacheUntilActive": boolean(),
     "profiles": array(obj({
-        "schedulerName": string(default="default-scheduler"),
+        "schedulerName": string(enum=("default-scheduler",), default="default-scheduler"),
+        "plugins": obj({"score": _weighted, "multiPoint": _weighted}),
         "pluginConfig": array(obj({
             "name": string(enum=("NodeResourcesFit",)),
             "args": obj({
@@ -224,6 +237,13 @@ KUBE_SCHEDULER_CONFIGURATION = top("kubescheduler.config.k8s.io/v1", "KubeSchedu
         }, ("name",))),
     }), minItems=1, maxItems=1),
 }, with_metadata=False)
+"""The modelled part of ``KubeSchedulerConfiguration`` (Go types ``KubeSchedulerConfiguration``,
+``KubeSchedulerProfile``, ``Plugins``, ``PluginSet``, ``NodeResourcesFitArgs`` in
+``k8s.io/kube-scheduler/config/v1/types.go`` and ``types_pluginargs.go``, v0.35.4). One profile,
+the default scheduler; Score weights of TaintToleration, NodeAffinity and NodeResourcesFit in
+``plugins.score.enabled`` or ``plugins.multiPoint.enabled``; NodeResourcesFit's scoring
+strategy. ``parallelism``, ``leaderElection``, ``clientConnection``, the profiling switches and
+``delayCacheUntilActive`` change how the scheduler runs, not what it decides: accepted, inert."""
 
 # -- coscheduling PodGroup ----------------------------------------------------------------------
 POD_GROUP = top("scheduling.x-k8s.io/v1alpha1", "PodGroup", {"spec": obj({
@@ -304,5 +324,21 @@ CRD_ONLY_FIELDS: dict[tuple[str, str], dict[tuple[str, ...], frozenset[str]]] = 
 simulator does not model", not as an unknown (misspelt) field. Keyed by object path; only the
 ``spec`` level is listed (tests/lab01/scenario/test_crd_fields.py checks the list against the
 CRDs)."""
+
+KSC = ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
+_OTHER_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "reserve", "permit",
+                 "preBind", "bind", "postBind")
+CRD_ONLY_FIELDS[KSC] = {
+    (): frozenset({"podInitialBackoffSeconds", "podMaxBackoffSeconds", "extenders"}),
+    ("profiles", "[]"): frozenset({"percentageOfNodesToScore"}),
+    ("profiles", "[]", "plugins"): frozenset(_OTHER_POINTS),
+    ("profiles", "[]", "plugins", "score"): frozenset({"disabled"}),
+    ("profiles", "[]", "plugins", "multiPoint"): frozenset({"disabled"}),
+    ("profiles", "[]", "pluginConfig", "[]", "args"): frozenset({"ignoredResources", "ignoredResourceGroups"}),
+}
+"""The real fields of ``KubeSchedulerConfiguration`` (``k8s.io/kube-scheduler/config/v1``)
+that the simulator does not model: the scheduler's own backoff, extenders, a profile's own
+percentage, plugin sets other than score and multiPoint weights, disabling plugins,
+NodeResourcesFit's ignored resources."""
 
 __all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "SCHEMAS"]

@@ -13,7 +13,7 @@ from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.model import Node
 from lab01_cluster_sim.scenario import ScenarioError, blockers, load_scenario
 from lab01_cluster_sim.scenario.fields import parse_duration
-from lab01_cluster_sim.scenario.scoring import NodeResourcesFit, broken_linear
+from lab01_cluster_sim.kubescheduler.noderesources import NodeResourcesFit, broken_linear
 
 NODE = """apiVersion: v1
 kind: Node

@@ -27,17 +27,19 @@ bench:  ## run the speed benchmarks (figures go to benchmarks/README.md by hand)
 
 PART ?= 1A
 check:  ## run one part's graded tests, as a notebook's check cell does: make check PART=1A
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PYTHON) -P -m pytest -p pytest_timeout --grade --grade-part=$(PART) \
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PYTHON) -P tests/grading/local.py --grade-part=$(PART) \
 		--grade-no-hidden --grade-json=test-artifacts/check-$(PART).json -q || [ $$? -eq 1 ]
 
+# grading counts points from pytest's report in a process that runs none of the lab code
+# (tests/grading/local.py), as the autograder does
 grade:  ## grade both labs: points table per part and results.json (Gradescope format)
-	$(PYTHON) -P -m pytest --grade
+	$(PYTHON) -P tests/grading/local.py
 
 grade-lab01:  ## grade Lab 01 only (test-artifacts/results-lab01.json)
-	$(PYTHON) -P -m pytest --grade --grade-part=1 --grade-json=test-artifacts/results-lab01.json
+	$(PYTHON) -P tests/grading/local.py --grade-part=1 --grade-json=test-artifacts/results-lab01.json
 
 grade-lab02:  ## grade Lab 02 only (test-artifacts/results-lab02.json)
-	$(PYTHON) -P -m pytest --grade --grade-part=2 --grade-json=test-artifacts/results-lab02.json
+	$(PYTHON) -P tests/grading/local.py --grade-part=2 --grade-json=test-artifacts/results-lab02.json
 
 student-edition:  ## write the student edition (solutions removed, hidden tests left out) to student-edition/
 	rm -rf student-edition && $(PYTHON) tools/make_student_edition.py student-edition

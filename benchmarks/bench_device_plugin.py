@@ -35,11 +35,12 @@ import numpy as np
 
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager
 
 RESOURCE = "nvidia.com/gpu"
 #: An HGX-like node: 8 GPUs, 2 NUMA nodes, 2 NVLink islands of 4 (as examples/inventory-h100x8.yaml).

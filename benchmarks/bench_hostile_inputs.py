@@ -64,10 +64,10 @@ GRPC_CHILD = r'''
 import sys, tempfile, time, grpc
 sys.path.insert(0, sys.argv[1])
 from lab02_device_plugin.api import deviceplugin_pb2 as pb, deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.inventory import Gpu, Inventory
-from lab02_device_plugin.server import DevicePluginServer
-from lab02_device_plugin.sharing import advertise
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory
+from lab02_device_plugin.plugin.server import DevicePluginServer
+from lab02_device_plugin.plugin.sharing import advertise
 inv = Inventory(tuple(Gpu(i, f"GPU-{i}", "H100", 81559) for i in range(8)))
 (res,) = advertise(inv, parse_config(None)).resources
 with tempfile.TemporaryDirectory(prefix="bh-") as d:
@@ -90,10 +90,10 @@ STREAMS_CHILD = r'''
 import sys, tempfile, time, grpc
 sys.path.insert(0, sys.argv[1])
 from lab02_device_plugin.api import deviceplugin_pb2 as pb, deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.inventory import Gpu, Inventory
-from lab02_device_plugin.server import DevicePluginServer
-from lab02_device_plugin.sharing import advertise
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory
+from lab02_device_plugin.plugin.server import DevicePluginServer
+from lab02_device_plugin.plugin.sharing import advertise
 inv = Inventory((Gpu(0, "GPU-0", "H100", 81559),))
 (res,) = advertise(inv, parse_config(None)).resources
 with tempfile.TemporaryDirectory(prefix="bs-") as d:
@@ -179,7 +179,7 @@ def hostile_cases(work: Path) -> list[tuple[str, list[str]]]:
 
 def reload_latency(repeat: int) -> list[dict]:
     """Time from a config write / SIGHUP to the mock kubelet's node status showing it."""
-    from lab02_device_plugin.kubelet import MockKubelet
+    from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 
     rows = []
     for case in ("replicas 4 -> 8, watched config file", "MIG repartition + SIGHUP"):

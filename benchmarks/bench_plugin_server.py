@@ -34,11 +34,11 @@ sys.path.insert(0, str(REPO))
 
 from lab02_device_plugin.api import deviceplugin_pb2 as pb  # noqa: E402
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc  # noqa: E402
-from lab02_device_plugin.config import parse_config  # noqa: E402
-from lab02_device_plugin.health import DeviceHealth, HealthPolicy, SimulatedHealthSource  # noqa: E402
-from lab02_device_plugin.inventory import from_yaml_spec  # noqa: E402
-from lab02_device_plugin.server import DevicePluginServer  # noqa: E402
-from lab02_device_plugin.sharing import advertise  # noqa: E402
+from lab02_device_plugin.plugin.config import parse_config  # noqa: E402
+from lab02_device_plugin.plugin.health import DeviceHealth, HealthPolicy, SimulatedHealthSource  # noqa: E402
+from lab02_device_plugin.plugin.inventory import from_yaml_spec  # noqa: E402
+from lab02_device_plugin.plugin.server import DevicePluginServer  # noqa: E402
+from lab02_device_plugin.plugin.sharing import advertise  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

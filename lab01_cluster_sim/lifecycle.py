@@ -4,9 +4,10 @@
 (:mod:`lab01_cluster_sim.engine`, priority ``NODE_CHANGE``: they happen before anything else
 at their instant):
 
-- ``"drain"`` (``kubectl drain``, a node failure): the node is cordoned, every running job with
-  a worker there is evicted and requeued at its old place in the queue (checkpoint rules
-  apply), and the workers pending jobs hold there are given back (naive mode's partial
+- ``"drain"`` (``kubectl drain``): the node is cordoned, every running job with a worker there
+  is evicted and requeued at its old place in the queue (checkpoint rules apply; its pods keep
+  their resources for their ``terminationGracePeriodSeconds``, as the Eviction API grants
+  them), and the workers pending jobs hold there are given back (naive mode's partial
   allocations): :meth:`lab01_cluster_sim.simulate.Simulation.drain`;
 - ``"up"``: the node is back in service (``kubectl uncordon``, repaired);
 - ``"cordon"``: no new placements; what runs stays;
@@ -57,7 +58,7 @@ class NodeEvents:
     def _apply(event: eng.Event) -> None:
         sim, node, action = event.payload
         if action == "drain":
-            sim.drain(node, "node drained")
+            sim.drain(node, "node drained", graceful=True)
         elif action == "up":
             sim.node_up(node)
         elif action == "cordon":

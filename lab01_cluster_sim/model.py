@@ -186,6 +186,17 @@ class Job:
         return 0 < self.gpu_milli < MILLI_PER_GPU
 
 
+TERMINATION_GRACE = "termination_grace_s"
+"""``Job.extras`` key: the pods' graceful termination period when evicted (preemption, Kueue
+eviction, drain, consolidation), s; the scenario reader fills it from a pod's
+``terminationGracePeriodSeconds``. Absent: 0, resources are freed at once."""
+
+
+def termination_grace(job: Job) -> float:
+    """``job.extras[TERMINATION_GRACE]``, s (0 when absent)."""
+    return float(job.extras.get(TERMINATION_GRACE, 0.0))
+
+
 class JobState(enum.Enum):
     """Where a job is when a run ends. Every job is in exactly one state."""
 

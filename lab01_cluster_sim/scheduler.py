@@ -121,8 +121,8 @@ def gang_permit(workers_placed: int, workers_needed: int) -> bool:
         workers_needed: workers of the gang (``job.workers``, >= 1).
 
     Returns:
-        True to bind every trial-placed worker and start the job; False to roll all of them
-        back, so the job holds nothing while it waits (all-or-nothing, as the Kubernetes
+        True (a bool; numpy's ``bool_`` is accepted) to bind every trial-placed worker and
+        start the job; False to roll all of them back, so the job holds nothing while it waits (all-or-nothing, as the Kubernetes
         coscheduling plugin's Permit waits for ``minMember`` pods of the PodGroup).
 
     Learner exercise (Lab 01, gang scheduling): implement the body.

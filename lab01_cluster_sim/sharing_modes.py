@@ -172,7 +172,7 @@ class MigProfile:
 #: every profile of :data:`MIG_PROFILES` (NVIDIA, "MIG Support in Kubernetes", the mixed
 #: strategy: ``nvidia.com/mig-<slice count>g.<memory size>gb``).
 #: A table rather than the naming rule: writing the rule is Lab 02's part 2C
-#: (``lab02_device_plugin.mig.mixed_resource_name``), and the two lab packages do not
+#: (``lab02_device_plugin.plugin.mig.mixed_resource_name``), and the two lab packages do not
 #: import each other; tests/lab01/ext/test_sharing_modes.py checks that both agree.
 MIXED_RESOURCE_NAMES: Mapping[str, str] = MappingProxyType({
     "1g.5gb": "nvidia.com/mig-1g.5gb", "1g.10gb": "nvidia.com/mig-1g.10gb",

@@ -55,15 +55,13 @@ from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds
-from lab01_cluster_sim.framework.interface import HOOKS, AdmissionContext, defines
-from lab01_cluster_sim.framework.interface import PlacementPolicy
-from lab01_cluster_sim.policies.base import make_policy, uses_target
-from lab01_cluster_sim.registry import get_discipline
-from lab01_cluster_sim.framework.interface import SchedulerObserver
+from lab01_cluster_sim.framework.interface import HOOKS, AdmissionContext, PlacementPolicy, SchedulerObserver, defines
 from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolvable_reason, worker_slots
 from lab01_cluster_sim.framework.queue import QueueDiscipline
-from lab01_cluster_sim.framework.status import DeadlockReport, UNSCHEDULABLE_AND_UNRESOLVABLE
+from lab01_cluster_sim.framework.status import UNSCHEDULABLE_AND_UNRESOLVABLE, DeadlockReport
+from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
+from lab01_cluster_sim.policies.base import make_policy, uses_target
+from lab01_cluster_sim.registry import get_discipline
 from lab01_cluster_sim.scheduler import MODES, Scheduler
 
 
@@ -575,9 +573,12 @@ class Simulation:
         self.scheduler.enqueue(rec)
 
     def _unadmit(self, rec: JobRecord, reason: str) -> None:
-        """Take an admitted job back to waiting for admission (Kueue's eviction)."""
+        """Take an admitted job back to waiting for admission (Kueue's eviction). A running
+        job's pods terminate gracefully: its resources stay held for its
+        ``terminationGracePeriodSeconds`` (:func:`~lab01_cluster_sim.model.termination_grace`;
+        Kueue stops the Job, whose pods get their grace period as any deleted pod does)."""
         if rec.state is JobState.RUNNING:
-            self.evict(rec, reason)      # requeued to admission by evict
+            self.evict(rec, reason, grace_s=termination_grace(rec.job))      # requeued to admission by evict
             return
         if rec.job_id not in self._admitted:
             raise ValueError(f"evict: job {rec.job_id!r} is not admitted")
@@ -683,14 +684,18 @@ class Simulation:
         return sorted((r for r in self.scheduler.running.values() if any(p.node_index == node for p in r.placements)),
                       key=lambda r: r.queue_seq)
 
-    def drain(self, node: int, reason: str = "node drained", requeue: bool = True) -> None:
+    def drain(self, node: int, reason: str = "node drained", requeue: bool = True, *, graceful: bool = False) -> None:
         """Cordon ``node`` and move everything off it: evict (requeue) every running job with
         a worker there, and give back the workers pending jobs hold there (naive mode's
-        partial allocations; the jobs stay pending with their other workers)."""
+        partial allocations; the jobs stay pending with their other workers).
+        ``graceful``: the evicted pods keep their resources for their
+        ``terminationGracePeriodSeconds`` (``kubectl drain`` evicts through the Eviction API,
+        which honours it; Kubernetes docs, "Safely Drain a Node"); off for a node that fails
+        or is removed."""
         self.scheduler.cordon(node)
         where = f"{reason} ({self.state.nodes[node].name})"
         for rec in self.jobs_on(node):
-            self.evict(rec, where, requeue)
+            self.evict(rec, where, requeue, grace_s=termination_grace(rec.job) if graceful else 0.0)
         for rec in list(self.scheduler.discipline.order()):
             held = [p for p in rec.placements if p.node_index == node]
             if rec.state is JobState.PENDING and held:

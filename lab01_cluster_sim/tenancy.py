@@ -115,7 +115,7 @@ class Tier(enum.Enum):
 
 TIER_MECHANISM: Mapping[Tier, str] = {
     Tier.PREMIUM: "dedicated GPU or MIG instance (hardware isolation of memory and SMs)",
-    Tier.STANDARD: "smaller MIG instance or MPS with limits",
+    Tier.STANDARD: "smaller MIG instance, or MPS with limits within one customer's (trusted) pool",
     Tier.FREE: "time-slicing (no memory isolation, shares only with other free-tier jobs)",
 }
 """Tier -> the sharing mechanism it is sold with."""

@@ -1,9 +1,10 @@
 """A node's life, told as stories: what a learner sees on a GPU node when the device plugin
 restarts, when MIG is repartitioned, and when a GPU goes unhealthy under a running pod.
 
-Each story runs the real plugin (:class:`~.manager.PluginManager`, gRPC over unix sockets)
-against the mock kubelet (:class:`~.kubelet.MockKubelet`) in a temporary directory, one step
-at a time, and waits for each step's effect before taking a :class:`Moment`: the node's
+Each story runs the real plugin (:class:`~lab02_device_plugin.plugin.manager.PluginManager`,
+gRPC over unix sockets) against the mock kubelet
+(:class:`~lab02_device_plugin.kubelet.lifecycle.MockKubelet`) in a temporary directory, one
+step at a time, and waits for each step's effect before taking a :class:`Moment`: the node's
 capacity and allocatable, the pods' phases, and the narration lines (kubelet's and plugin's)
 that explain the step. The waits make every story deterministic (the same lines on every
 run), so the book (chapter 8) and the lab notebook can show them.
@@ -36,11 +37,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab02_device_plugin.config import Config, parse_config
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import Inventory, from_yaml_spec
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
+from lab02_device_plugin.plugin.config import Config, parse_config
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
+from lab02_device_plugin.plugin.inventory import Inventory, from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager
 
 GPU = "nvidia.com/gpu"
 #: How long any one step may take before the story fails (seconds).

@@ -5,9 +5,10 @@ In a notebook (the kernel's working folder is ``labs/``)::
     import labcheck
     labcheck.check("1A")
 
-``check`` runs ``python -m pytest --grade --grade-part 1A`` on this checkout in a
-subprocess (so a learner's endless loop stops at the test's timeout and cannot hang the
-kernel), reads the Gradescope-format results it writes, and prints one line per graded
+``check`` runs ``python tests/grading/local.py --grade-part=1A`` on this checkout in a
+subprocess (``pytest --grade`` in a child, so a learner's endless loop stops at the test's
+timeout and cannot hang the kernel, and the points counted from pytest's report by a
+process that runs none of the lab code), reads the Gradescope-format results it writes, and prints one line per graded
 test, the points, and what to look at next. Hidden tests are not run here; the grader runs
 them. Importing this module also puts the checkout first on ``sys.path``, so the notebook
 uses the lab packages in this folder, the ones you edit.
@@ -44,13 +45,13 @@ PARTS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "1E": ("DRF ordering",
            "lab01_cluster_sim/disciplines/drf.py: drf_pick_tenant"),
     "2A": ("registration -> ListAndWatch -> Allocate",
-           "lab02_device_plugin/sharing.py: list_and_watch_snapshot"),
+           "lab02_device_plugin/plugin/sharing.py: list_and_watch_snapshot"),
     "2B": ("replicas: 4, and why allocation is not isolation",
-           "lab02_device_plugin/sharing.py: expand_replicas, physical_device_id"),
+           "lab02_device_plugin/plugin/sharing.py: expand_replicas, physical_device_id"),
     "2C": ("MIG profiles as resource names",
-           "lab02_device_plugin/mig.py: mixed_resource_name"),
+           "lab02_device_plugin/plugin/mig.py: mixed_resource_name"),
     "2D": ("health transitions",
-           "lab02_device_plugin/health.py: next_health"),
+           "lab02_device_plugin/plugin/health.py: next_health"),
 })
 """Part id -> (what it is about, where the learner's code goes)."""
 
@@ -97,7 +98,8 @@ def run_part(part: str, timeout: float = CHECK_TIMEOUT_S) -> tuple[dict | None, 
         out = Path(tmp) / "results.json"
         # "--opt=value": pytest reads its rootdir from the command line before the grading
         # plugin is loaded, and would take a separate existing path for a test path
-        cmd = [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "--grade", f"--grade-part={part}",
+        # tests/grading/local.py: pytest --grade in a child, points counted from its report here
+        cmd = [sys.executable, str(REPO_ROOT / "tests" / "grading" / "local.py"), f"--grade-part={part}",
                "--grade-no-hidden", "--grade-no-restore", f"--grade-json={out}", "-q", "-p", "no:cacheprovider"]
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,

@@ -5,41 +5,50 @@ every attack of the adversarial review (reports/grading-review.md) as a regressi
 checkout, are graded by ``tools/grade_submissions.py`` (which runs the zip's own
 ``run_autograder`` in a temporary folder standing for ``/autograder``, two at a time), and
 the solutions once more by calling ``run_autograder`` directly. As root (Gradescope's
-case) learner code runs as a transient unprivileged uid, with an interpreter that uid can
-read (``grading.toolbox.readable_runtime``); not as root, as this user (partial isolation).
+case) learner code runs as an unprivileged uid of each grading's own (``course-learner`` when
+it exists and no other grading holds it, else a transient uid: the tests pass either way),
+with an interpreter that uid can read (``grading.toolbox.readable_runtime``); not as root, as
+this user (partial isolation).
 
 ==========================  ===========================================================  =====
 submission                  what it holds                                                score
 ==========================  ===========================================================  =====
 unchanged/                  the student edition's files; metrics.py in a wrong folder,     0
                             health.py left out
-partial/                    parts 1A, 1C, 1E, 2A, 2C solved; the unsolved parts' files     32
+partial/                    parts 1A, 1C, 1E, 2A, 2C solved; the unsolved parts' files     59
                             are broken (an import error, a syntax error) or try to read
                             the hidden tests
-solutions/                  the instructor's files (the reference solutions), flat         65
-solutions-folder.zip        the same files zipped inside a folder, one of them loose       65
-rigged/                     ``partial``'s honest files, a rigged package ``__init__``,   <= 32
+solutions/                  the instructor's files (the reference solutions), flat        121
+solutions-folder.zip        the same files zipped inside a folder, one of them loose      121
+rigged/                     ``partial``'s honest files, a rigged package ``__init__``,   <= 59
                             root conftest.py and grading plugin, and a metrics.py that
                             patches the grader, flips pytest's outcomes and overwrites
                             results.json at exit (the issue's attacks)
-honest-1A/                  the student edition with part 1A solved                         7
+honest-1A/                  the student edition with part 1A solved                        13
+table-lookup/               each function answers exactly the calls of the visible         56
+                            tests and raises on any other (issue 23): under half
 a01-a06/                    empty; a01 + a06: a plugin forging ``partial_credit``           0
-a02/                        honest-1A + a02: 10 clones of every test                     <= 7
+a02/                        honest-1A + a02: 10 clones of every test                    <= 13
 a03-a10/                    empty; a03 + a10: replaced ``runtest``, clones that pass       0
 a04/                        empty; a04: a forged JUnit report and os._exit                 0
 a05/                        every stub returns an object equal to everything                0
 a07-a09/                    empty; a07: a fork-hopping survivor; a09: a daemon that         0
                             rewrites results.json when it runs as root
-helpers/                    the solutions, but metrics.py imports a helper module of      57
-                            the learner's (not taken): 1B loses its 7 + 1 points
+huge-2C/                    the solutions, but mixed_resource_name returns 9 MB of text   110
+                            (a failing assertion quotes it): 2C's 5 + 1 + 5 points lost
+numpy-str/                  the solutions, mixed_resource_name returning ``numpy.str_``    121
+helpers/                    the solutions, but metrics.py imports a helper module of      106
+                            the learner's (not taken): 1B loses its 7 + 1 + 7 points
 notebooks.zip               only the notebooks                                              0
 z*.zip, bomb.zip ...        the review's 8 malformed zips and 5 more (a bomb, a link,       0
                             absolute and .. paths, a duplicate member)
 ==========================  ===========================================================  =====
 
 Points by hand: visible tests 1A 6, 1B 7, 1C 5, 1D 8, 1E 5, 2A 6, 2B 7, 2C 5, 2D 7 (56);
-hidden tests 1 per part (9); so ``partial`` = 6 + 5 + 5 + 6 + 5 = 27 visible + 5 hidden = 32,
-``honest-1A`` = 6 + 1 = 7, ``helpers`` = 65 - (7 + 1) = 57 (1B's visible and hidden points).
+hidden tests: one fixed case per part (9) and one test of random instances per part worth
+the part's visible points (56); 121 in all. So ``partial`` = 27 visible + 5 + 27 hidden =
+59, ``honest-1A`` = 6 + 1 + 6 = 13, ``helpers`` = 121 - (7 + 1 + 7) = 106 (1B's points),
+``table-lookup`` = 56 (the visible tests only), under half of 121.
 """
 
 from __future__ import annotations
@@ -74,6 +83,8 @@ PARTIAL = ("1A", "1C", "1E", "2A", "2C")
 BAD_ZIPS = ("z10_badcrc.zip", "z11_truncated.zip", "z1_file_then_dir.zip", "z2_longname.zip",
             "z5_dir_then_file.zip", "z8_encrypted.zip", "z9_method99.zip")
 edition_tool = load_tool("make_student_edition")
+ISOLATED = re.compile(r"learner code ran as (the transient uid \d+|the unprivileged user course-learner \(uid \d+\))")
+"""The grader's note when learner code ran as a uid of its own (whether course-learner exists or not)."""
 
 
 def with_parts(rel: str, keep: tuple[str, ...]) -> str:
@@ -113,6 +124,34 @@ for base in (pathlib.Path.cwd(), pathlib.Path("/autograder/source"), pathlib.Pat
     except OSError:
         pass
 raise AssertionError("hidden tests seen: " + repr(found)[:500] if found else "nothing found")'''
+
+LOOKUP = (ATTACKS / "a11_table_lookup.py").read_text()
+"""The table-lookup attack's helpers, appended to each learner file (see :func:`table_lookup_files`)."""
+
+
+def table_lookup_files(student: Path, solutions: dict[str, str], scratch: Path) -> dict[str, str]:
+    """Issue 23's table-lookup submission: each learner function answers exactly the calls
+    that the visible graded tests make (recorded by running them on the instructor's code
+    with tests/grading_attacks/a11_record_visible_calls.py) and raises on any other, which is
+    what a table of the visible tests' answers does."""
+    functions = catalog.learner_functions(student)
+    out = scratch / "visible-calls.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests"), str(ATTACKS)]),
+               RECORD_FUNCTIONS=json.dumps([[f.module, f.name] for f in functions]), RECORD_OUT=str(out))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "a11_record_visible_calls", "tests/lab01/graded", "tests/lab02/graded"],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    keys = json.loads(out.read_text())
+    files = {}
+    for rel, text in solutions.items():
+        module = rel[:-3].replace("/", ".")
+        wrapped = [f"{f.name} = _table_lookup({f.name}, frozenset({sorted(keys.get(f'{module}.{f.name}', []))!r}))\n"
+                   for f in functions if f.module == module]
+        files[rel] = text + "\n\n" + LOOKUP + "".join(wrapped)
+    return files
+
 
 RIG = '''
 import atexit as _atexit
@@ -239,7 +278,7 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
 
     unchanged = dict(plain)
     unchanged["lab01_cluster_sim/disciplines/metrics.py"] = unchanged.pop("lab01_cluster_sim/metrics.py")
-    del unchanged["lab02_device_plugin/health.py"]
+    del unchanged["lab02_device_plugin/plugin/health.py"]
     _write(folder / "unchanged", unchanged)
 
     partial = dict(honest)
@@ -247,7 +286,7 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
         "\nimport math\n", "\nimport math\nimport course_module_that_does_not_exist  # breaks the import\n", 1)
     partial["lab01_cluster_sim/disciplines/preemption.py"] = (
         honest["lab01_cluster_sim/disciplines/preemption.py"] + "\n\ndef broken(:\n    pass\n")
-    partial["lab02_device_plugin/health.py"] = _replace_stub(honest["lab02_device_plugin/health.py"], "2D",
+    partial["lab02_device_plugin/plugin/health.py"] = _replace_stub(honest["lab02_device_plugin/plugin/health.py"], "2D",
                                                              READER.format(root=str(root)))
     _write(folder / "partial", partial)
 
@@ -275,16 +314,16 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
     _write(folder / "honest-1A", honest_1a)
     _write(folder / "a02", rig(honest_1a, {"lab01_cluster_sim/scheduler.py": ["a02_duplicate_items.py"]}))
     _write(folder / "a01-a06", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a01_partial_credit_property.py"],
-                                           "lab02_device_plugin/sharing.py": ["a06_a01_without_flagged_words.py"]}))
+                                           "lab02_device_plugin/plugin/sharing.py": ["a06_a01_without_flagged_words.py"]}))
     _write(folder / "a03-a10", rig(plain, {"lab01_cluster_sim/metrics.py": ["a03_replace_test_functions.py"],
-                                           "lab02_device_plugin/mig.py": ["a10_duplicates_that_pass.py"]}))
+                                           "lab02_device_plugin/plugin/mig.py": ["a10_duplicates_that_pass.py"]}))
     _write(folder / "a04", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a04_forged_report_exit.py"],
-                                       "lab02_device_plugin/sharing.py": ["a04_forged_report_exit.py"]}))
+                                       "lab02_device_plugin/plugin/sharing.py": ["a04_forged_report_exit.py"]}))
     always_equal = {rel: re.sub(r'raise NotImplementedError\("your code here \(\w+\)"\)', "return _AnyValue()", text)
                     + attack("a05_always_equal.py", markers) for rel, text in plain.items()}
     _write(folder / "a05", always_equal)
     _write(folder / "a07-a09", rig(plain, {"lab01_cluster_sim/scheduler.py": ["a07_fork_hopper.py"],
-                                           "lab02_device_plugin/sharing.py": ["a09_root_fallback_rewrites_results.py"]}))
+                                           "lab02_device_plugin/plugin/sharing.py": ["a09_root_fallback_rewrites_results.py"]}))
 
     # common mistakes: a helper module the autograder does not take; only the notebooks
     helpers = dict(solutions)
@@ -292,6 +331,16 @@ def submissions(open_tmp: Path, student_edition, markers: Path) -> dict[str, Pat
         "\nimport math\n", "\nimport math\nfrom lab01_cluster_sim.my_helpers import helper  # noqa\n", 1)
     helpers["lab01_cluster_sim/my_helpers.py"] = "def helper():\n    return 1\n"
     _write(folder / "helpers", helpers)
+    # issue 23: a 9 MB return value costs only its own part's tests; a numpy string is a str
+    mig_file = next(rel for rel, parts in LEARNER_FILES.items() if parts == ["2C"])  # where submission.json puts 2C
+    mig = solutions[mig_file]
+    solution_line = '    return "nvidia.com/mig-" + profile_name.replace("+", ".")\n'
+    assert solution_line in mig
+    _write(folder / "huge-2C", {**solutions, mig_file: mig.replace(
+        solution_line, '    return "x" * 9_000_000\n')})
+    _write(folder / "numpy-str", {**solutions, mig_file: mig.replace(
+        solution_line, '    import numpy as np\n    return np.str_("nvidia.com/mig-" + profile_name.replace("+", "."))\n')})
+    _write(folder / "table-lookup", table_lookup_files(student, solutions, open_tmp))
     with zipfile.ZipFile(folder / "notebooks.zip", "w") as zf:
         for nb in SPEC["notebooks"]:
             zf.write(student / nb, nb)
@@ -384,7 +433,12 @@ def test_zip_has_gradescope_files_and_no_solution(autograder_zip: Path) -> None:
     assert {"setup.sh", "run_autograder", "requirements.txt"} <= set(names)
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
     assert sorted(n for n in names if n.startswith("hidden/")) == [
+        "hidden/tests/hidden/bank.json", "hidden/tests/hidden/test_hidden_bank.py",
         "hidden/tests/hidden/test_hidden_lab01.py", "hidden/tests/hidden/test_hidden_lab02.py"]
+    # the bank: answers only (numbers, strings, lists), 200 per part, never the code that computed them
+    bank = json.loads(texts["hidden/tests/hidden/bank.json"])
+    assert sorted(bank) == sorted(VISIBLE) and all(len(v) == 200 for v in bank.values())
+    assert bank["2C"][0][1].startswith("nvidia.com/mig-")
     assert not [n for n in names if n.startswith("course/tests/hidden")]
     assert "course/tests/grading/worker.py" in names and "course/tests/grading/proxy.py" in names
     # every line that exists only inside a solution region of this checkout is absent
@@ -418,9 +472,9 @@ def test_dry_run_of_the_solutions_scores_full_marks_with_a_right_execution_time(
     doc = dry_run["doc"]
     assert dry_run["rc"] == 0, dry_run["log"][-3000:]
     # 56 visible + 9 hidden
-    assert doc["score"] == 65.0, dry_run["log"][-3000:]
+    assert doc["score"] == 121.0, dry_run["log"][-3000:]
     assert all(t["status"] == "passed" for t in _visible(doc) + _hidden(doc))
-    assert len(_visible(doc)) == 30 and len(_hidden(doc)) == 9
+    assert len(_visible(doc)) == 30 and len(_hidden(doc)) == 18
     # execution_time: whole seconds from run_autograder's start (its `date`, here 1000 s before
     # the run began) to the results, rounded up: the results were written between this
     # run's start and end, so it lies between those two instants' distances from that start,
@@ -429,13 +483,13 @@ def test_dry_run_of_the_solutions_scores_full_marks_with_a_right_execution_time(
     assert 1000 <= low <= doc["execution_time"] <= high, (doc["execution_time"], low, high)
     # the hidden tests were read into memory and removed before any learner code ran
     assert not (dry_run["root"] / "source" / "hidden" / "tests").exists()
-    # pytest's own figures of the whole run (instructors only: stdout) agree: 39 tests, no failure
+    # pytest's own figures of the whole run (instructors only: stdout) agree: 48 tests, no failure
     counts = json.loads(re.search(r"pytest's own counts \(visible \+ hidden\): (\{.*\})", dry_run["log"]).group(1))
-    assert counts["pytest"]["tests"] == 39 and counts["pytest"]["failures"] == 0
-    assert counts["hidden"] == {"passed": 9, "failed": 0, "skipped": 0, "not run": 0}
+    assert counts["pytest"]["tests"] == 48 and counts["pytest"]["failures"] == 0
+    assert counts["hidden"] == {"passed": 18, "failed": 0, "skipped": 0, "not run": 0}
     notes = _notes(doc)
     if os.geteuid() == 0:
-        assert re.search(r"learner code ran as the transient uid \d+", notes), notes
+        assert ISOLATED.search(notes), notes
         assert "Note:" not in doc["output"]  # full isolation: nothing to say to the learner
     else:
         assert "partial isolation" in doc["output"]
@@ -444,12 +498,12 @@ def test_dry_run_of_the_solutions_scores_full_marks_with_a_right_execution_time(
 def test_batch_gradebook_has_the_scores_by_hand(batch) -> None:
     rows = batch["rows"]
     assert [rows[n]["autograded score"] for n in ("unchanged", "partial", "solutions", "solutions-folder.zip",
-                                                   "honest-1A")] == ["0", "32", "65", "65", "7"]
-    assert float(rows["rigged"]["autograded score"]) <= 32
-    assert all(r["autograded max"] == "65" for n, r in rows.items() if r["autograded score"])
+                                                   "honest-1A", "table-lookup")] == ["0", "59", "121", "121", "13", "56"]
+    assert float(rows["rigged"]["autograded score"]) <= 59
+    assert all(r["autograded max"] == "121" for n, r in rows.items() if r["autograded score"])
     # per part, visible + hidden: partial has its five parts, 1A 6+1, 1C 5+1, 1E 5+1, 2A 6+1, 2C 5+1
     assert {p: float(rows["partial"][p]) for p in VISIBLE} == {
-        p: (VISIBLE[p] + 1.0 if p in PARTIAL else 0.0) for p in VISIBLE}
+        p: (2 * VISIBLE[p] + 1.0 if p in PARTIAL else 0.0) for p in VISIBLE}
     # written answers: one empty column each, graded by hand, with their points
     written = [c for c in rows["partial"] if "(by hand" in c]
     assert written == ["1A-written (by hand, /2)", "1C-written (by hand, /2)", "1D-written (by hand, /2)",
@@ -457,7 +511,29 @@ def test_batch_gradebook_has_the_scores_by_hand(batch) -> None:
     n = len(rows)
     assert f"[{n}/{n}]" in batch["log"]
     if os.geteuid() == 0:
-        assert "learner code ran as the transient uid" in batch["log"]  # the isolation of each run, shown
+        assert ISOLATED.search(batch["log"]), batch["log"][-2000:]  # the isolation of each run, shown
+
+
+def test_a_huge_return_value_costs_only_its_own_tests_and_a_numpy_string_is_a_string(batch) -> None:
+    """Issue 23: 9 MB returned by mixed_resource_name and quoted by 2C.1's message costs
+    2C's tests only (the trusted run cuts what it quotes; before, the report passed its size
+    cap and every point was lost); ``numpy.str_`` satisfies "returns a str" (before, the
+    worker refused it: 2C's 6 points lost)."""
+    huge = batch["results"]["huge-2C"]
+    assert huge["score"] == 121 - 5 - 1 - 5, [(t["number"], t["output"][:200]) for t in huge["tests"] if t["score"] == 0]
+    assert {t["tags"][0] for t in huge["tests"] if t["status"] == "failed"} == {"2C"}
+    assert all(len(t["output"]) <= 4000 for t in huge["tests"])
+    assert batch["results"]["numpy-str"]["score"] == 121
+
+
+def test_a_table_of_the_visible_tests_answers_scores_under_half(batch) -> None:
+    """Issue 23: a submission that answers exactly the visible tests' calls (a table
+    recorded from the instructor edition) and implements nothing scores every visible point
+    (56) and no hidden one: random instances drawn per submission cannot be looked up, and
+    they are worth as much as the visible tests, so it stays under half of 121."""
+    doc = batch["results"]["table-lookup"]
+    assert sum(t["score"] for t in _visible(doc)) == 56 and sum(t["score"] for t in _hidden(doc)) == 0
+    assert doc["score"] == 56 < 121 / 2
 
 
 def test_folder_zip_scores_as_the_flat_submission(batch) -> None:
@@ -473,9 +549,9 @@ def test_missing_and_misplaced_files_are_named(batch) -> None:
     out = doc["output"]
     assert ("lab01_cluster_sim/metrics.py: expected at lab01_cluster_sim/metrics.py; found only "
             "lab01_cluster_sim/disciplines/metrics.py (wrong folder), not used") in out
-    assert "lab02_device_plugin/health.py: expected in the submission" in out and "not found" in out
+    assert "lab02_device_plugin/plugin/health.py: expected in the submission" in out and "not found" in out
     t = next(t for t in doc["tests"] if t["number"] == "2D.1")
-    assert t["output"].startswith("lab02_device_plugin/health.py: expected in the submission")
+    assert t["output"].startswith("lab02_device_plugin/plugin/health.py: expected in the submission")
     assert "written_answers.html NOT found" in out
 
 
@@ -490,7 +566,7 @@ def test_a_file_that_does_not_import_costs_only_its_parts(batch) -> None:
                      r"'course_module_that_does_not_exist'.*part\(s\) 1B", out), out
     assert re.search(rf"lab01_cluster_sim/disciplines/preemption\.py:{broken}: SyntaxError: .*part\(s\) 1D", out), out
     parts = _by_part(doc)
-    assert parts["1A"] == 7 and parts["1C"] == 6 and parts["1B"] == 0 and parts["1D"] == 0
+    assert parts["1A"] == 13 and parts["1C"] == 11 and parts["1B"] == 0 and parts["1D"] == 0
     t = next(t for t in doc["tests"] if t["number"] == "1B.1")
     assert "your code here (1B)" in t["output"] and t["output"].startswith(f"lab01_cluster_sim/metrics.py:{metrics}")
 
@@ -500,14 +576,14 @@ def test_learner_code_reads_no_test_file_visible_or_hidden(batch) -> None:
     the dry run's folder, in the visible and in the hidden run: it finds nothing."""
     doc = batch["results"]["partial"]
     tests_2d = [t for t in doc["tests"] if t["tags"] == ["2D"]]
-    assert len(tests_2d) == 5 and all("nothing found" in t["output"] for t in tests_2d), tests_2d
+    assert len(tests_2d) == 6 and all("nothing found" in t["output"] for t in tests_2d), tests_2d
 
 
 @pytest.mark.parametrize("name", ["unchanged", "partial", "solutions", "rigged", "a05"])
 def test_hidden_outcomes_and_points_appear_nowhere_visible(batch, name: str) -> None:
     doc = batch["results"][name]
     hidden = _hidden(doc)
-    assert len(hidden) == 9 and all(t["number"].split(".")[1].startswith("h") for t in hidden)
+    assert len(hidden) == 18 and all(t["number"].split(".")[1].startswith("h") for t in hidden)
     visible_text = doc["output"] + "".join(t["output"] + t["name"] for t in _visible(doc)) + json.dumps(
         doc["extra_data"])
     for t in hidden:
@@ -530,18 +606,18 @@ def test_visible_counts_agree_with_the_tests(batch, name: str) -> None:
 
 def test_rigged_submission_scores_no_more_than_its_honest_parts(batch, dry_run) -> None:
     doc = batch["results"]["rigged"]
-    assert doc["score"] == 32  # exactly its honest parts
+    assert doc["score"] == 59  # exactly its honest parts
     notes = _notes(doc)
     for ignored in ("conftest.py", "lab01_cluster_sim/__init__.py", "tests/grading/plugin.py"):
         assert ignored in notes.split("not used for grading:")[1]
     assert "_pytest" in notes and "gc.get_objects" in notes  # pointed out for review
-    assert dry_run["doc"]["score"] == 65  # the rig's atexit did not overwrite the direct run's results
+    assert dry_run["doc"]["score"] == 121  # the rig's atexit did not overwrite the direct run's results
 
 
 # -- the review's attacks ------------------------------------------------------------------------
 @pytest.mark.parametrize("name, honest", [
     ("a01-a06", 0),   # partial_credit forged by a plugin (a01), the same without flagged words (a06): was 65
-    ("a02", 7),       # 10 clones of every graded test on top of an honest 1A: was 77
+    ("a02", 13),      # 10 clones of every graded test on top of an honest 1A: was 77
     ("a03-a10", 0),   # runtest replaced (a03), clones that pass (a10): were 65 and 715
     ("a04", 0),       # a forged JUnit report and os._exit: was 65
     ("a05", 0),       # stubs return an object equal to everything: was 34
@@ -550,7 +626,7 @@ def test_rigged_submission_scores_no_more_than_its_honest_parts(batch, dry_run) 
 def test_an_attack_scores_no_more_than_its_honest_parts(batch, name: str, honest: float) -> None:
     doc = batch["results"][name]
     assert doc["score"] == honest, [(t["number"], t["output"][:200]) for t in doc["tests"] if t["score"]]
-    assert len(doc["tests"]) == 39  # exactly the declared tests, once each
+    assert len(doc["tests"]) == 48  # exactly the declared tests, once each
     assert batch["rows"][name]["autograded score"] == f"{honest:g}"
 
 
@@ -593,7 +669,7 @@ def test_common_mistakes_get_a_message_for_the_learner(batch) -> None:
     assert ("lab01_cluster_sim/my_helpers.py: in your upload, but the autograder takes only the files that hold "
             "your code") in helpers["output"]
     assert "No module named 'lab01_cluster_sim.my_helpers'" in helpers["output"]
-    assert helpers["score"] == 65 - 7 - 1  # 1B (7 visible + 1 hidden) lost with metrics.py
+    assert helpers["score"] == 121 - 7 - 1 - 7  # 1B (7 visible + 8 hidden) lost with metrics.py
     notebooks = batch["results"]["notebooks.zip"]
     assert "your upload holds notebooks but none of the lab files" in notebooks["output"]
     assert notebooks["score"] == 0
@@ -602,8 +678,10 @@ def test_common_mistakes_get_a_message_for_the_learner(batch) -> None:
 
 
 # -- the grader's own guarantees ---------------------------------------------------------------------
-def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, env: dict | None = None) -> dict:
-    """runner.py of the autograder (not run_autograder) on one submission."""
+def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, env: dict | None = None,
+                status: int = 0) -> dict:
+    """runner.py of the autograder (not run_autograder) on one submission; ``status``: its
+    expected exit status."""
     course = base / "course"
     if not course.exists():
         with zipfile.ZipFile(autograder_zip) as zf:
@@ -615,17 +693,16 @@ def _run_grader(autograder_zip: Path, submission: Path, base: Path, *args: str, 
                           cwd=course / "tests", env={**{k: v for k, v in os.environ.items()
                                                         if not k.startswith(("PYTHON", "PYTEST"))}, **(env or {})},
                           capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == status, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(results.read_text())
     doc["_stdout"] = proc.stdout
+    doc["_stderr"] = proc.stderr
     return doc
 
 
-def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(open_tmp: Path, autograder_zip: Path,
-                                                                              submissions) -> None:
-    """The review's finding 8: as root, when the learner's user cannot run the interpreter
-    (this test's interpreter lives under /root), nothing of the submission runs and it
-    scores 0 with a message for the learner, instead of running as root."""
+def _interpreter_others_cannot_run() -> Path:
+    """This test's interpreter, when an unprivileged user cannot run it (it lives under
+    /root); else the test is skipped (as it is when not root: no user to switch to)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (switching users)")
     unreadable = Path(sys.executable).resolve()
@@ -636,19 +713,68 @@ def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(op
         runs = False
     if runs:
         pytest.skip(f"{unreadable} can be run by an unprivileged user here")
+    return unreadable
+
+
+def test_learner_code_never_runs_as_root_when_no_user_can_run_the_interpreter(open_tmp: Path, autograder_zip: Path,
+                                                                              submissions) -> None:
+    """The review's finding 8: as root, when the learner's user cannot run the interpreter
+    (this test's interpreter lives under /root), nothing of the submission runs and it
+    scores 0 with a message for the learner, instead of running as root."""
+    unreadable = _interpreter_others_cannot_run()
     base = Path(tempfile.mkdtemp(prefix="refuse-", dir=open_tmp))
-    doc = _run_grader(autograder_zip, submissions["folder"] / "a07-a09", base, "--worker-python", str(unreadable))
+    doc = _run_grader(autograder_zip, submissions["folder"] / "a07-a09", base, "--worker-python", str(unreadable),
+                      status=runner.EXIT_NOT_GRADED)
     assert doc["score"] == 0
-    assert "could not start a safe process for your code, so it did not run it" in doc["output"]
-    assert "do not import as uid" in "\n".join(doc["extra_data"]["grader_notes"])
+    assert "could not start a safe process for your code, so it did not run it and this is not a grade" in doc["output"]
+    # issue 23: an infrastructure failure, not a grade: the cause names the interpreter, the fix the option
+    cause = doc["extra_data"]["not_graded"]
+    assert cause.startswith(f"not graded: the learner's interpreter cannot start: {unreadable}") and "--worker-python" in cause
+    assert cause in _notes(doc) and f"error: {cause}" in doc["_stderr"]
     assert all("did not run it" in t["output"] for t in doc["tests"])
+
+
+def test_namespaces_that_are_required_but_missing_mean_not_graded(open_tmp: Path, autograder_zip: Path,
+                                                                  submissions, worker_args: list[str]) -> None:
+    """Issue 23: with --require-namespaces, learner processes without PID and network
+    namespaces (here: not asked for, --no-namespaces) grade nothing: not graded, with the
+    reason, exit status 3, never a score of 0 that looks like one."""
+    base = Path(tempfile.mkdtemp(prefix="nons-", dir=open_tmp))
+    doc = _run_grader(autograder_zip, submissions["solutions"], base, "--no-namespaces", "--require-namespaces",
+                      *worker_args, status=runner.EXIT_NOT_GRADED)
+    assert doc["extra_data"]["not_graded"].startswith("not graded: learner processes got no PID and network "
+                                                      "namespaces (not asked)")
+    assert doc["score"] == 0 and all("this is not a grade" in t["output"] for t in doc["tests"])
+
+
+def test_a_batch_whose_sandbox_cannot_start_exits_non_zero_with_the_cause_in_one_line(
+        open_tmp: Path, autograder_zip: Path, submissions) -> None:
+    """Issue 23: grading as root with an interpreter the learner's user cannot run (here
+    this test's, when it lives under /root) gives no gradebook of zeros: the rows have no
+    score and say "not graded", the batch exits non-zero, and the terminal's last line says
+    what failed and names the option that fixes it."""
+    unreadable = _interpreter_others_cannot_run()
+    base = Path(tempfile.mkdtemp(prefix="not-graded-", dir=open_tmp))
+    folder = base / "in"
+    shutil.copytree(submissions["solutions"], folder / "solutions")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "grade_submissions.py"), str(folder), "--out",
+                           str(base / "gradebook.csv"), "--autograder", str(autograder_zip), "--worker-python",
+                           str(unreadable)], env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 1 of 1 submission(s) NOT graded") and str(unreadable) in last, last
+    assert "--worker-python" in last
+    with open(base / "gradebook.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    assert row["autograded score"] == "" and row["problems"].startswith("not graded: ")
 
 
 def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograder_zip: Path, student_edition,
                                                         worker_args: list[str]) -> None:
     """Every learner function loops for ever: the grading still ends, stopped by its budget
-    (here 1 s instead of the default 480; without a budget: 39 tests of 10 s of worker time
-    each, 390 s), and each test says why. No clock is read here: the grader's own notes
+    (here 1 s instead of the default 480; without a budget: 48 tests of 10 s of worker time
+    each, 480 s), and each test says why. No clock is read here: the grader's own notes
     say which budget it kept and that its test run ended by itself, not killed past its
     deadline (which it would be :data:`runner.TRUSTED_GRACE_S` after the budget)."""
     student, _ = student_edition
@@ -657,7 +783,7 @@ def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograd
     sub = _write(open_tmp / "loops", loops)
     base = Path(tempfile.mkdtemp(prefix="loops-", dir=open_tmp))
     doc = _run_grader(autograder_zip, sub, base, "--budget", "12", *worker_args)
-    assert doc["score"] == 0 and len(doc["tests"]) == 39
+    assert doc["score"] == 0 and len(doc["tests"]) == 48
     notes = _notes(doc)
     assert "time budget: 12 s" in notes
     assert "stopped (past its deadline)" not in notes and "no report" not in notes, notes
@@ -668,7 +794,7 @@ def test_a_worst_case_submission_ends_within_its_budget(open_tmp: Path, autograd
     assert all("timed out after" in o or "time budget ran out" in o for o in outputs), outputs
     # the budget, not the calls' own 10-s timeouts, ended the grading: after the first
     # cut call of a phase (visible, hidden) every test is refused at once
-    assert sum("time budget ran out" in o for o in outputs) >= 39 - 2, outputs
+    assert sum("time budget ran out" in o for o in outputs) >= 48 - 2, outputs
 
 
 def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, autograder_zip: Path,
@@ -718,7 +844,7 @@ def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, a
         rows = {r["submission"]: r for r in csv.DictReader(f)}
     assert (base / "gradebook.csv").read_text() == before
     alice = json.loads((base / "gradebook-results" / "alice.json").read_text())
-    assert rows["alice"]["autograded score"] == "7", (alice["output"], alice["extra_data"], alice["tests"][0])
+    assert rows["alice"]["autograded score"] == "13", (alice["output"], alice["extra_data"], alice["tests"][0])
     assert rows["mallory"]["autograded score"] == "0"
     assert "both a file and a folder" in rows["zed.zip"]["problems"]
     assert "partial isolation" in json.loads((base / "gradebook-results" / "mallory.json").read_text())["output"]
@@ -727,8 +853,8 @@ def test_batch_grading_without_root_keeps_the_gradebook_honest(open_tmp: Path, a
     # states for grading without root)
     log = (markers / "a08.log").read_text() if (markers / "a08.log").is_file() else ""
     assert (markers / "a08-hidden").is_dir(), log
-    assert sorted(p.name for p in (markers / "a08-hidden").iterdir()) == ["test_hidden_lab01.py",
-                                                                          "test_hidden_lab02.py"]
+    assert sorted(p.name for p in (markers / "a08-hidden").iterdir()) == [
+        "bank.json", "test_hidden_bank.py", "test_hidden_lab01.py", "test_hidden_lab02.py"]
 
 
 def test_no_learner_process_survives_its_grading(batch) -> None:

@@ -83,7 +83,7 @@ def test_docstrings_and_everything_else_are_kept(editions) -> None:
         docs = lambda tree: {n.name: ast.get_docstring(n) for n in ast.walk(tree)  # noqa: E731
                              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         assert docs(ours) == docs(theirs), r
-    for kept in ("pyproject.toml", "lab02_device_plugin/kubelet.py", "lab01_cluster_sim/engine.py"):
+    for kept in ("pyproject.toml", "lab02_device_plugin/kubelet/manager.py", "lab01_cluster_sim/engine.py"):
         if (REPO_ROOT / kept).is_file():
             assert (student / kept).read_bytes() == (REPO_ROOT / kept).read_bytes(), kept
 
@@ -265,7 +265,7 @@ def test_check_cell_in_the_student_edition_says_what_to_do(editions) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Part 2C (MIG profiles as resource names): 0 of 2 graded tests pass, 0 of 5 points." in out
     assert "NotImplementedError: your code here (2C)" in out
-    assert "Look at: lab02_device_plugin/mig.py: mixed_resource_name" in out
+    assert "Look at: lab02_device_plugin/plugin/mig.py: mixed_resource_name" in out
 
 
 # -- the learner's own commands, in a copy of the student edition ------------------------------

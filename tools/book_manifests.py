@@ -26,7 +26,7 @@ What each kind of object is checked against:
   API server does with ``fieldValidation=Strict``); ``metadata`` is checked as a core
   ObjectMeta. The CRDs' CEL rules (``x-kubernetes-validations``) are not evaluated;
 * NVIDIA device plugin config files, also inside a ConfigMap's ``data``: Lab 02's own
-  parser (:func:`lab02_device_plugin.config.parse_config`), which refuses unknown keys.
+  parser (:func:`lab02_device_plugin.plugin.config.parse_config`), which refuses unknown keys.
 
 An object of any other API group (for example ``karpenter.k8s.aws`` EC2NodeClass, whose CRD
 the course does not carry) is an error: the book must not show what it cannot check.
@@ -607,8 +607,8 @@ def _describe(err: Any) -> str:
 
 
 def _validate_device_plugin_config(doc: Any, prefix: str) -> list[str]:
-    from lab02_device_plugin.config import parse_config
     from lab02_device_plugin.errors import InputError
+    from lab02_device_plugin.plugin.config import parse_config
 
     try:
         parse_config(doc, prefix)

@@ -18,6 +18,14 @@ their points in the header), and the problems the autograder reported. Each subm
 ``results.json`` is kept in ``--results-dir`` (default: beside the gradebook, in
 ``gradebook-results/``).
 
+A submission the autograder could not grade (its sandbox did not start: an interpreter
+the learner's user cannot run, no results) is *not graded*: its row has no score and the
+cause; the tool then exits with status 2 and its last line says what failed and how to fix
+it. As root, when the learner's user cannot run this interpreter and no ``--worker-python``
+is given, the learners' code runs with ``/usr/bin/python3.X`` and this environment's
+packages linked into a folder every user can read (:func:`grading.toolbox.readable_runtime`).
+Concurrent gradings never share a uid (:mod:`grading.sandbox`), so any ``--jobs`` is safe.
+
 Without ``--autograder``, the autograder is built first from this repository
 (tools/make_autograder.py: the student edition plus the hidden tests; in a student edition,
 which has none, without hidden tests).
@@ -75,6 +83,8 @@ class Row:
     seconds: float = 0.0
     isolation: str = ""
     log: str = ""
+    not_graded: str = ""
+    """Why the autograder could not grade it (its sandbox did not start, it failed): no score."""
 
 
 def submissions(folder: Path) -> list[Path]:
@@ -92,7 +102,8 @@ def grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, run
     try:
         _grade_one(entry, autograder, results_dir, python, run_as, timeout, extra_env or {}, row)
     except Exception as exc:  # noqa: BLE001 - one bad submission never stops the batch
-        row.problems.append(f"not graded: {type(exc).__name__}: {str(exc)[:300]}")
+        row.not_graded = f"not graded: {type(exc).__name__}: {str(exc)[:300]}"
+        row.problems.append(row.not_graded)
     row.seconds = time.monotonic() - start
     return row
 
@@ -123,12 +134,19 @@ def _grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, ru
             row.log = proc.stdout[-8000:] + proc.stderr[-4000:]
         except subprocess.TimeoutExpired:
             row.log = f"stopped after {timeout:g} s"
-            row.problems.append(row.log)
+            row.not_graded = f"not graded: the autograder was {row.log}"
+            row.problems.append(row.not_graded)
+            return
         results = root / "results" / "results.json"
         if results.is_file():
             doc = json.loads(results.read_text(encoding="utf-8"))
             results_dir.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(results, results_dir / f"{entry.name}.json")
+            not_graded = (doc.get("extra_data") or {}).get("not_graded")
+            if not_graded:  # an infrastructure failure: no score, the cause in the row
+                row.not_graded = str(not_graded)
+                row.problems.append(row.not_graded)
+                return
             row.score = float(doc.get("score", 0.0))
             for t in doc.get("tests", []):
                 if not t.get("tags"):
@@ -144,7 +162,31 @@ def _grade_one(entry: Path, autograder: Path, results_dir: Path, python: str, ru
                                  .splitlines() if ln.strip()]
         else:
             log = row.log.strip()
-            row.problems.append(f"no results.json ({log.splitlines()[-1] if log else 'no output'})")
+            row.not_graded = f"not graded: no results.json ({log.splitlines()[-1] if log else 'no output'})"
+            row.problems.append(row.not_graded)
+
+
+def _readable_runtime(tmp: Path, worker_path: list[str]) -> tuple[str | None, list[str]]:
+    """As root: an interpreter the learner's unprivileged user can run, for the learners'
+    code. This interpreter when that user can run it with the labs' packages; else (e.g. a
+    virtual environment under /root) one made in ``tmp`` by
+    :func:`grading.toolbox.readable_runtime` (``/usr/bin/python3.X`` of the same version with
+    these packages linked into a folder every user can read). None when neither works: the
+    grader then says, in each row, that it could not start and how to fix it."""
+    _layout()  # puts tests/ on sys.path
+    from grading import toolbox
+
+    folder = tmp / "runtime"
+    folder.mkdir()
+    os.chmod(tmp, 0o711)
+    found = toolbox.readable_runtime(folder)
+    if found is None:
+        return None, worker_path
+    python, path = found
+    if python != sys.executable:
+        print(f"note: {sys.executable} cannot be run by an unprivileged user; the learners' code runs with "
+              f"{python} and this environment's packages (see --worker-python)", file=sys.stderr)
+    return python, path + worker_path
 
 
 def written_columns(autograder: Path) -> list[tuple[str, float]]:
@@ -192,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="user the learner's code runs as (default auto: an unprivileged user when root)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the grader")
     parser.add_argument("--worker-python", help="interpreter of the learners' code (readable by the user it runs "
-                                                "as; default: --python)")
+                                                "as; default: --python, or as root when the learner's user "
+                                                "cannot run that, /usr/bin/python3.X with its packages)")
     parser.add_argument("--worker-path", action="append", default=[],
                         help="extra sys.path entry of the learners' code (repeatable)")
     parser.add_argument("--budget", type=float, help="time budget of one submission in seconds (default: the "
@@ -227,10 +270,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --autograder {autograder}: not a zip file", file=sys.stderr)
             return 1
         extra_env = {}
-        if args.worker_python:
-            extra_env["AUTOGRADER_WORKER_PYTHON"] = args.worker_python
-        if args.worker_path:
-            extra_env["AUTOGRADER_WORKER_PATH"] = ":".join(args.worker_path)
+        worker_python, worker_path = args.worker_python, list(args.worker_path)
+        if worker_python is None and os.geteuid() == 0 and args.run_as != "none" and args.python == sys.executable:
+            worker_python, worker_path = _readable_runtime(Path(tmp), worker_path)
+        if worker_python:
+            extra_env["AUTOGRADER_WORKER_PYTHON"] = worker_python
+        if worker_path:
+            extra_env["AUTOGRADER_WORKER_PATH"] = ":".join(worker_path)
         if args.budget:
             extra_env["AUTOGRADER_BUDGET"] = f"{args.budget:g}"
         rows: list[Row] = []
@@ -240,12 +286,18 @@ def main(argv: list[str] | None = None) -> int:
             for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
                 row = future.result()
                 rows.append(row)
-                score = "no score" if row.score is None else f"{row.score:g}/{row.max_score:g}"
+                score = "NOT GRADED" if row.score is None else f"{row.score:g}/{row.max_score:g}"
                 print(f"[{done}/{len(entries)}] {row.name}: {score} ({row.seconds:.0f} s)"
-                      + (f"; {len(row.problems)} problem(s)" if row.problems else "")
-                      + (f"; {row.isolation}" if row.isolation else ""), file=sys.stderr)
+                      + (f"; {row.not_graded}" if row.not_graded else
+                         (f"; {len(row.problems)} problem(s)" if row.problems else "")
+                         + (f"; {row.isolation}" if row.isolation else "")), file=sys.stderr)
         write_gradebook(rows, args.out, written_columns(autograder))
     print(f"wrote {args.out} ({len(rows)} submissions) and {results_dir}/ (one results.json each)")
+    failed = [r for r in rows if r.not_graded]
+    if failed:
+        print(f"error: {len(failed)} of {len(rows)} submission(s) NOT graded (empty score in the gradebook); "
+              f"first: {failed[0].name}: {failed[0].not_graded}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -15,7 +15,10 @@ https://gradescope-autograders.readthedocs.io/en/latest/specs/):
   stubs instead of solutions, ``tests/grading/``, the graded tests, the lab notebooks for
   the written questions); built by tools/make_student_edition.py, never from the
   solutions: a file the learner did not submit falls back to its stub;
-- ``hidden/tests/hidden/``: the hidden tests (readable by root only once installed).
+- ``hidden/tests/hidden/``: the hidden tests (readable by root only once installed) and
+  ``bank.json``, the answers of the reference solutions on the random instances of
+  tests/hidden/test_hidden_bank.py (computed here, in a child interpreter that imports
+  this checkout's lab packages: the zip carries answers, never a solution).
 
 Before writing, the tool checks that no line that exists only inside a solution region of
 this repository appears in any file of the zip, and refuses (exit 1) otherwise.
@@ -29,7 +32,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -38,7 +43,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = Path(__file__).resolve().parent / "autograder"
-COURSE_PARTS = ("lab01_cluster_sim", "lab02_device_plugin", "tests/grading", "tests/lab01/graded",
+COURSE_PARTS = ("course_kit", "lab01_cluster_sim", "lab02_device_plugin", "tests/grading", "tests/lab01/graded",
                 "tests/lab02/graded", "labs", "pyproject.toml", "LICENSE")
 """What of the student edition goes into ``course/`` (folders and files)."""
 GRADER_REQUIREMENTS = ("pytest>=8.0", "pytest-timeout>=2.3", "defusedxml>=0.7")
@@ -85,6 +90,30 @@ def solution_only_lines(root: Path, edition_tool, student: Path) -> dict[str, se
     return {rel: lines for rel, lines in out.items() if lines}
 
 
+BANK_FILE = "bank.json"
+BANK_MODULE = "test_hidden_bank"
+"""The hidden tests' bank of random instances (tests/hidden/test_hidden_bank.py)."""
+
+
+def answer_bank(root: Path) -> bytes:
+    """``bank.json``: the answers of the reference solutions of ``root`` (the instructor's
+    checkout) on the bank's instances, computed in a child interpreter that imports the lab
+    packages from ``root`` (never from wherever this tool was installed from).
+
+    Raises:
+        AutograderError: the bank could not be computed (the message has the child's last line).
+    """
+    code = (f"import json, sys; sys.path[:0] = [{str(root)!r}, {str(root / 'tests' / 'hidden')!r}]; "
+            f"import {BANK_MODULE}; sys.stdout.write(json.dumps({BANK_MODULE}.build_bank(), separators=(',', ':')))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(root), PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, timeout=600)
+    if proc.returncode != 0:
+        last = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+        raise AutograderError(f"tests/hidden/{BANK_MODULE}.py: the answer bank could not be computed: {last}")
+    return proc.stdout
+
+
 def build(out: Path, root: Path = REPO_ROOT, hidden: bool = True) -> list[str]:
     """Write the autograder zip to ``out``; returns its member names.
 
@@ -112,6 +141,7 @@ def build(out: Path, root: Path = REPO_ROOT, hidden: bool = True) -> list[str]:
             for path in sorted((root / "tests" / "hidden").rglob("*.py")):
                 if "__pycache__" not in path.parts:
                     members[f"hidden/{path.relative_to(root).as_posix()}"] = path.read_bytes()
+            members[f"hidden/tests/hidden/{BANK_FILE}"] = answer_bank(root)
         for name in ("setup.sh", "run_autograder"):
             members[name] = (TEMPLATES / name).read_bytes()
         members["requirements.txt"] = ("\n".join(requirements(root)) + "\n").encode()
@@ -153,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     except (AutograderError, _load_edition_tool().EditionError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    hidden = sum(n.startswith("hidden/") for n in names)
+    hidden = sum(n.startswith("hidden/") and n.endswith(".py") for n in names)
     size = args.out.stat().st_size
     print(f"autograder written to {args.out}: {len(names)} files ({size / 1024:.0f} KiB), "
           f"{hidden} hidden test file(s); upload it on Gradescope (Configure Autograder > Zip file upload)")

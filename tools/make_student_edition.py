@@ -69,11 +69,11 @@ PART_OF: Mapping[str, str] = MappingProxyType({
     "choose_victims": "1D",           # disciplines/preemption.py: preemption victims
     "drf_pick_tenant": "1E",          # disciplines/drf.py: DRF ordering
     # Lab 02
-    "list_and_watch_snapshot": "2A",  # sharing.py: the ListAndWatch snapshot
-    "expand_replicas": "2B",          # sharing.py: time-slicing advertisement
-    "physical_device_id": "2B",       # sharing.py: replica -> GPU in Allocate
-    "mixed_resource_name": "2C",      # mig.py: MIG mixed-strategy naming
-    "next_health": "2D",              # health.py: health transitions
+    "list_and_watch_snapshot": "2A",  # plugin/sharing.py: the ListAndWatch snapshot
+    "expand_replicas": "2B",          # plugin/sharing.py: time-slicing advertisement
+    "physical_device_id": "2B",       # plugin/sharing.py: replica -> GPU in Allocate
+    "mixed_resource_name": "2C",      # plugin/mig.py: MIG mixed-strategy naming
+    "next_health": "2D",              # plugin/health.py: health transitions
 })
 """Part of each solution region whose marker names none, keyed by the enclosing function's
 name (or ``path::function`` where a name is not unique)."""

@@ -19,8 +19,6 @@ module cites the page and the code it follows:
 - :mod:`.controller`: the admission cycle (StrictFIFO / BestEffortFIFO, preemption,
   partial admission) with typed :class:`~.controller.Decision` outcomes.
 - :mod:`.backoff`: requeue backoff after a failed start (waitForPodsReady).
-- :mod:`.capacity`: an alternative policy, Volcano-style queues with guaranteed and
-  deserved shares (capacity / proportion plugins) and reclaim between them.
 
 Not modelled (Kueue features outside the course): admission checks, MultiKueue,
 topology-aware scheduling, admission fair sharing (LocalQueue usage), elastic workload

@@ -63,6 +63,17 @@ class PreemptionPolicy(str, enum.Enum):
     ANY = "Any"
 
 
+class FungibilityPreference(str, enum.Enum):
+    """Values of ``flavorFungibility.preference`` (v1beta2; ``FlavorFungibilityPreference`` in
+    ``apis/kueue/v1beta2/clusterqueue_types.go``): which of two flavors wins when one needs
+    borrowing and the other preemption (``isPreferred``,
+    ``pkg/scheduler/flavorassigner/flavorassigner.go``). Unset behaves as
+    ``BorrowingOverPreemption``."""
+
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+
+
 class FungibilityPolicy(str, enum.Enum):
     """Values of ``flavorFungibility.whenCanBorrow`` / ``whenCanPreempt`` in v1beta2
     (``MayStopSearch`` was called ``Borrow`` / ``Preempt`` in v1beta1)."""
@@ -131,10 +142,13 @@ class Preemption:
 class FlavorFungibility:
     """``flavorFungibility``: whether to stop at the first flavor where the workload fits
     by borrowing (``when_can_borrow``) or by preempting (``when_can_preempt``), or try the
-    next flavor. Defaults as in the v1beta2 CRD: MayStopSearch / TryNextFlavor."""
+    next flavor. Defaults as in the v1beta2 CRD: MayStopSearch / TryNextFlavor.
+    ``preference`` (:class:`FungibilityPreference`, None = unset) ranks the flavors seen when
+    the search goes on."""
 
     when_can_borrow: FungibilityPolicy = FungibilityPolicy.MAY_STOP_SEARCH
     when_can_preempt: FungibilityPolicy = FungibilityPolicy.TRY_NEXT_FLAVOR
+    preference: FungibilityPreference | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +229,79 @@ class Toleration:
         return self.key == taint.key and self.value == taint.value
 
 
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+"""Operators of a ``NodeSelectorRequirement`` (Kubernetes API, ``core/v1`` types)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatchExpression:
+    """One ``NodeSelectorRequirement`` of a required node affinity term: ``key``,
+    ``operator`` (:data:`NODE_SELECTOR_OPERATORS`) and ``values``.
+
+    Raises:
+        InputError: an unknown operator; In/NotIn without values; Exists/DoesNotExist with
+            values; Gt/Lt without exactly one integer value (Kubernetes' API validation,
+            ``ValidateNodeSelectorRequirement``).
+    """
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        op, n = self.operator, len(self.values)
+        if op not in NODE_SELECTOR_OPERATORS:
+            raise InputError(f"node affinity {self.key}: operator must be one of {', '.join(NODE_SELECTOR_OPERATORS)}, "
+                             f"got {op!r}")
+        if op in ("In", "NotIn") and n == 0:
+            raise InputError(f"node affinity {self.key}: operator {op} needs values")
+        if op in ("Exists", "DoesNotExist") and n:
+            raise InputError(f"node affinity {self.key}: operator {op} takes no values")
+        if op in ("Gt", "Lt") and (n != 1 or not _is_int(self.values[0])):
+            raise InputError(f"node affinity {self.key}: operator {op} needs exactly one integer value")
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' ``labels.Requirement.Matches`` for a node's labels: NotIn and
+        DoesNotExist match a node without the key; Gt/Lt compare the label as an integer
+        (a node whose label is absent or not an integer does not match)."""
+        op = self.operator
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        if op == "In":
+            return self.key in labels and labels[self.key] in self.values
+        if op == "NotIn":
+            return labels.get(self.key) not in self.values
+        value = labels.get(self.key)
+        if value is None or not _is_int(value):
+            return False
+        return int(value) > int(self.values[0]) if op == "Gt" else int(value) < int(self.values[0])
+
+
+NodeSelectorTerm = tuple[MatchExpression, ...]
+"""A ``nodeSelectorTerm``: its ``matchExpressions``, ANDed."""
+
+
+def required_affinity_matches(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str]) -> bool:
+    """Whether node ``labels`` satisfy ``requiredDuringSchedulingIgnoredDuringExecution``:
+    the terms are ORed, the expressions of a term ANDed; a term without expressions matches
+    nothing; no terms at all = no constraint (``nodeaffinity.GetRequiredNodeAffinity``,
+    kubernetes ``pkg/scheduler/framework/plugins/nodeaffinity``, and
+    ``component-helpers/scheduling/corev1/nodeaffinity``)."""
+    if not terms:
+        return True
+    return any(term and all(e.matches(labels) for e in term) for term in terms)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceFlavor:
     """A ResourceFlavor: the node labels and taints of the nodes it stands for, and the
@@ -247,6 +334,9 @@ class PodSet:
         min_count: smallest count the workload accepts (partial admission); None = count.
         node_selector: the pods' nodeSelector (matched against flavors' nodeLabels).
         tolerations: the pods' tolerations (matched against flavors' nodeTaints).
+        affinity: the pods' required node affinity terms (``nodeAffinity.
+            requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``, ORed),
+            matched against flavors' nodeLabels; () = none.
     """
 
     name: str
@@ -255,6 +345,7 @@ class PodSet:
     min_count: int | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    affinity: tuple[NodeSelectorTerm, ...] = ()
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -281,7 +372,11 @@ class Workload:
         pod_sets: its pod sets (1 to 8 in Kueue).
         namespace: namespace of the LocalQueue.
         priority: effective priority (from a WorkloadPriorityClass or PriorityClass).
-        creation_time: creation timestamp, s (FIFO order).
+        creation_time: when it was created in the simulation (its arrival), s (FIFO order).
+        creation_timestamp: ``metadata.creationTimestamp`` as seconds since the epoch, or None:
+            orders workloads created at the same simulated instant.
+        position: its position in the input (the scenario file's order): the last
+            tie-break of queue order, never the name.
     """
 
     name: str
@@ -290,6 +385,8 @@ class Workload:
     namespace: str = "default"
     priority: int = 0
     creation_time: float = 0.0
+    creation_timestamp: float | None = None
+    position: int = 0
 
     def __post_init__(self) -> None:
         if not self.pod_sets:
@@ -359,7 +456,8 @@ def validate_resource_groups(owner: str, groups: tuple[ResourceGroup, ...], has_
 
 
 __all__ = [
-    "ClusterQueue", "Cohort", "FlavorFungibility", "FlavorQuotas", "FlavorResource", "FungibilityPolicy",
-    "LocalQueue", "PodSet", "Preemption", "PreemptionPolicy", "QueueingStrategy", "ResourceFlavor",
-    "ResourceGroup", "ResourceQuota", "Taint", "Toleration", "Workload", "validate_resource_groups",
+    "NODE_SELECTOR_OPERATORS", "ClusterQueue", "Cohort", "FlavorFungibility", "FlavorQuotas", "FlavorResource",
+    "FungibilityPolicy", "FungibilityPreference", "LocalQueue", "MatchExpression", "NodeSelectorTerm", "PodSet",
+    "Preemption", "PreemptionPolicy", "QueueingStrategy", "ResourceFlavor", "ResourceGroup", "ResourceQuota", "Taint",
+    "Toleration", "Workload", "required_affinity_matches", "validate_resource_groups",
 ]

@@ -21,21 +21,25 @@ One cycle (Kueue's ``Scheduler.schedule``, ``pkg/scheduler/scheduler.go``):
    released in its cohort, so the next workload becomes the head.
 
 The stage never looks at nodes. Time is given by the caller (``now``, s); nothing here reads a
-clock. Outcomes are :class:`Decision` records carrying Kueue's own messages. An over-quota
-workload stays pending; only a workload that can never fit (a request above what its
+clock. Outcomes are :class:`Decision` records carrying Kueue's own messages. A workload
+that does not fit stays pending, also one that never can (a request above what its
 ClusterQueue could ever get, a resource the queue does not cover, no flavor matching its
-nodeSelector or tolerations, or an unknown LocalQueue) is rejected, with the reason.
+nodeSelector, affinity or tolerations): Kueue keeps it pending and inadmissible (condition
+``QuotaReserved=False`` with the same message; Kueue docs, "Troubleshooting Jobs",
+https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_jobs/), and so does the
+simulator, to the end of the run.
 
-**Deviation from Kueue.** Kueue rejects none of these: such a Workload stays pending and
-inadmissible (condition ``QuotaReserved=False`` with the same message, e.g. "LocalQueue X
-doesn't exist" or a request above the queue's maximum capacity) and is admitted if the
-LocalQueue or the quota appears later (Kueue docs, "Troubleshooting Jobs",
-https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_jobs/: a Job whose
-Workload is not admitted stays suspended, the reason in the Workload's QuotaReserved
-condition). In a simulation
-no object changes during the run, so "pending for ever" and "rejected" end the same way;
-rejecting says why at once and lets the run end instead of waiting on a workload that can
-never start.
+**Capacity reserved for a preemptor that cannot reclaim.** A head that needs preemption but
+found no candidates, in a ClusterQueue whose ``reclaimWithinCohort`` is not ``Any``, keeps the
+quota it would use (up to its nominal quota, or up to nominal + borrowingLimit when it
+borrows, less what the queue already uses) for the rest of the cycle, so that a later head of
+another ClusterQueue of the cohort cannot borrow it (``reserveCapacityForUnreclaimablePreempt``
+and ``quotaResourcesToReserve``, ``pkg/scheduler/scheduler.go``; ``CanAlwaysReclaim``,
+``pkg/scheduler/preemption/policy.go``).
+
+**Deviation from Kueue.** A workload whose LocalQueue does not exist is rejected ("LocalQueue X
+doesn't exist in namespace N"), where Kueue keeps it pending until the LocalQueue appears; the
+scenario reader refuses such a workload before the run, and no object appears during a run.
 
 How an engine drives it (one event loop, admission as a stage before placement):
 :meth:`AdmissionController.submit` on arrival; :meth:`AdmissionController.schedule` once per
@@ -165,7 +169,7 @@ class WorkloadStatus:
         self.order = queue_order(self.workload)
         self.shape = (self.workload.priority,) + tuple(
             (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())), tuple(sorted(ps.node_selector.items())),
-             ps.tolerations) for ps in self.workload.pod_sets)
+             ps.tolerations, ps.affinity) for ps in self.workload.pod_sets)
 
 
 @dataclass
@@ -245,8 +249,10 @@ class AdmissionController:
 
     # -- input -------------------------------------------------------------------------------
     def submit(self, workload: Workload, now: float) -> Decision | None:
-        """Queue ``workload`` (arrived at ``now``). Returns a REJECTED decision when it can
-        never be admitted, else None (it waits for the next cycle).
+        """Queue ``workload`` (arrived at ``now``). Returns a REJECTED decision when its
+        LocalQueue does not exist, else None (it waits for the next cycle; one that can never
+        fit its ClusterQueue stays pending and inadmissible with Kueue's message, as Kueue
+        keeps it).
 
         Raises:
             InputError: a workload of that name was already submitted.
@@ -262,11 +268,6 @@ class AdmissionController:
         cq = self.cluster_queues[lq.cluster_queue]
         status = WorkloadStatus(workload, cq.name, submitted_at=now)
         self.workloads[workload.name] = status
-        never = self._never_fits(workload, cq)
-        if never is not None:
-            status.state = State.REJECTED
-            status.reason = never
-            return Decision(now, workload.name, Outcome.REJECTED, never, cq.name)
         self._enqueue(status)
         return None
 
@@ -287,13 +288,6 @@ class AdmissionController:
         status = WorkloadStatus(workload, cq, State.REJECTED, reason, submitted_at=now)
         self.workloads[workload.name] = status
         return Decision(now, workload.name, Outcome.REJECTED, reason, cq)
-
-    def _never_fits(self, workload: Workload, cq: ClusterQueue) -> str | None:
-        minimum = Workload(workload.name, workload.queue_name,
-                           tuple(replace(ps, count=ps.min_count or ps.count, min_count=None) for ps in workload.pod_sets),
-                           workload.namespace, workload.priority, workload.creation_time)
-        assignment = FlavorAssigner(minimum, cq, self.tree, self.flavors).assign()
-        return assignment.message() if assignment.never else None
 
     def _enqueue(self, status: WorkloadStatus) -> None:
         status.state = State.PENDING
@@ -355,7 +349,7 @@ class AdmissionController:
         status.evicted_at = now
         status.queued_at = now      # Kueue's Requeued condition turns True now (after a backoff, then)
         if order_time is not None:
-            status.order = (status.order[0], order_time) + status.order[2:]
+            status.order = (status.order[0], order_time, True, 0.0) + status.order[4:]
         if requeue and requeue_at is not None and requeue_at > now:
             status.state = State.INADMISSIBLE
             status.reason = f"requeued at t={format_seconds(requeue_at)}s (backoff after PodsReadyTimeout)"
@@ -443,6 +437,10 @@ class AdmissionController:
             if mode is Mode.NO_FIT or (mode is Mode.PREEMPT and not entry.targets):
                 st.reason = message
                 decisions.append(Decision(now, st.workload.name, Outcome.PENDING, message, cq.name))
+                if mode is Mode.PREEMPT and cq.preemption.reclaim_within_cohort is not PreemptionPolicy.ANY:
+                    keep = self._capacity_to_reserve(cq, entry.assignment)
+                    self.tree.add_usage(cq.name, keep)
+                    reserved.append((cq.name, keep))
                 if cq.queueing_strategy is QueueingStrategy.BEST_EFFORT_FIFO:
                     self._set_aside(st)
                     self._set_aside_alike(st, message)
@@ -484,6 +482,26 @@ class AdmissionController:
         for cq_name, usage in reserved:
             self.tree.remove_usage(cq_name, usage)
         return decisions, changed
+
+    def _capacity_to_reserve(self, cq: ClusterQueue, assignment: Assignment) -> Usage:
+        """Quota kept for the rest of the cycle by a head that needs preemption but has no
+        candidates (``quotaResourcesToReserve``, ``pkg/scheduler/scheduler.go``): per
+        ``(flavor, resource)`` of its assignment, when it borrows, its request capped at
+        nominal + borrowingLimit - the queue's usage (no cap without a borrowingLimit); when
+        it does not, its request capped at nominal - usage, and at least 0."""
+        quotas = cq.quotas()
+        used = self.tree.node(cq.name).usage
+        keep: Usage = {}
+        for fr, amount in assignment.usage.items():
+            q = quotas.get(fr)
+            if q is None:
+                continue
+            if assignment.borrow > 0:
+                keep[fr] = amount if q.borrowing_limit is None else min(
+                    amount, q.nominal + q.borrowing_limit - used.get(fr, 0))
+            else:
+                keep[fr] = max(0, min(amount, q.nominal - used.get(fr, 0)))
+        return keep
 
     def _set_aside_alike(self, failed: WorkloadStatus, message: str) -> None:
         """Set aside, with ``failed``, every pending workload of its ClusterQueue that asks the

@@ -1,28 +1,37 @@
 """Flavor assignment: for each pod set and resource, which ResourceFlavor, and how it fits.
 
 Kueue's rule (Cluster Queue page, "Flavors and borrowing semantics" and "FlavorFungibility";
-``pkg/scheduler/flavorassigner/flavorassigner.go``): for each pod set, for each requested
-resource not yet assigned, take its resource group and try the group's flavors **in
-order**. A flavor is skipped when a pod set's nodeSelector (restricted to the label keys
-the group's flavors use) does not match the flavor's ``nodeLabels``, or when the flavor
-has a ``NoSchedule``/``NoExecute`` taint the pods do not tolerate. Otherwise every
-requested resource of the group is checked against the quota of that flavor, counting what
-earlier pod sets of the same workload already took:
+``pkg/scheduler/flavorassigner/flavorassigner.go`` at commit ff69552e, ``findFlavorForPodSets``):
+for each pod set, for each requested resource not yet assigned, take its resource group and
+try the group's flavors **in order**. A flavor is skipped (``checkFlavorForPodSets``) when it
+has a ``NoSchedule``/``NoExecute`` taint that neither the pods' nor the flavor's own
+tolerations tolerate ("untolerated taint {key value effect <nil>} in flavor F"), or when the
+pods' nodeSelector and required node affinity, restricted to the label keys **of that flavor**
+(``flavorSelector``), do not match its ``nodeLabels`` ("flavor F doesn't match node
+affinity"). Otherwise every requested resource of the group is checked against the quota of
+that flavor, counting what earlier pod sets of the same workload already took
+(``fitsResourceQuota``):
 
-- ``request > potential available`` -> **NoFit**: "insufficient quota for R in flavor F,
-  request > maximum capacity (A > B)" (it could never fit).
+- ``earlier + request > potential available`` -> **NoFit**: "insufficient quota for R in
+  flavor F, previously considered podsets requests (A) + current podset request (B) > maximum
+  capacity (C)" (it could never fit).
 - ``request <= available`` -> **Fit** (borrowing if it takes the queue past its nominal quota).
 - otherwise "insufficient unused quota for R in flavor F, N more needed", and **Preempt**
-  when preemption could help (the request fits the nominal quota, or the queue may preempt
-  within itself or while borrowing) and the preemption oracle finds candidates
+  when preemption could help (the request fits the nominal quota, or a cohort on the queue's
+  path that has a parent could hold it, or the queue may preempt while borrowing:
+  ``borrowWithinCohort``, or ``reclaimWithinCohort`` under fair sharing) and the preemption
+  oracle finds candidates
   (the mode says whether they are in the same queue or reclaimed from the cohort); else NoFit.
 
-The group's mode in a flavor is the worst of its resources. The search stops at the first
-flavor that fits without borrowing; at one that fits by borrowing when
-``whenCanBorrow: MayStopSearch`` (the default); at one that needs preemption when
-``whenCanPreempt: MayStopSearch``; otherwise it goes on and keeps the best flavor seen
-(higher mode first, then no borrowing; the v1beta1 preference order, feature gate
-FlavorFungibilityImplicitPreferenceDefault off).
+The group's mode in a flavor is the worst of its resources, a mode being (preemption mode,
+borrowing level). The search stops at the first flavor where ``shouldTryNextFlavor`` says
+so: one that fits without borrowing; one that fits by borrowing when ``whenCanBorrow:
+MayStopSearch`` (the default); one that needs preemption when ``whenCanPreempt:
+MayStopSearch`` (and, if it also borrows, ``whenCanBorrow: MayStopSearch``). Otherwise it goes
+on and keeps the best flavor seen (``isPreferred``): a flavor whose preemption found no
+candidates ranks below every other usable one; then, with ``preference:
+BorrowingOverPreemption`` (or unset), the better preemption mode first and less borrowing
+second; with ``PreemptionOverBorrowing``, less borrowing first.
 
 The module never looks at nodes: a flavor is a name with labels and taints.
 """
@@ -37,11 +46,13 @@ from lab01_cluster_sim.admission.api import (
     ClusterQueue,
     FlavorResource,
     FungibilityPolicy,
+    FungibilityPreference,
     PodSet,
     PreemptionPolicy,
     ResourceFlavor,
     ResourceGroup,
     Workload,
+    required_affinity_matches,
 )
 from lab01_cluster_sim.admission.quantity import PODS, format_amount
 from lab01_cluster_sim.admission.quota import QuotaTree, Usage
@@ -153,52 +164,70 @@ class Assignment:
         return {ps.name: ps.count for ps in self.pod_sets}
 
 
-def label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) -> set[str]:
-    """Node label keys used by the flavors of ``group`` (only these keys of a pod's
-    nodeSelector take part in flavor matching, as in Kueue's ``flavorSelector``)."""
-    keys: set[str] = set()
-    for fq in group.flavors:
-        rf = flavors.get(fq.name)
-        if rf is not None:
-            keys.update(rf.node_labels)
-    return keys
+def flavor_mismatch(pod_set: PodSet, flavor: ResourceFlavor) -> str | None:
+    """Why ``flavor`` cannot host ``pod_set``, in Kueue's words, or None
+    (``checkFlavorForPodSets`` and ``flavorSelector``, flavorassigner.go).
 
-
-def flavor_mismatch(pod_set: PodSet, flavor: ResourceFlavor, keys: set[str]) -> str | None:
-    """Why ``flavor`` cannot host ``pod_set`` (an untolerated taint, or a nodeSelector
-    that its labels contradict), or None."""
+    The first untolerated ``NoSchedule``/``NoExecute`` taint of the flavor (tolerated by the
+    pods' or the flavor's tolerations; ``FindMatchingUntoleratedTaint``) gives "untolerated
+    taint {key value effect <nil>} in flavor F" (Go's ``%s`` of a ``corev1.Taint``). Then
+    only the flavor's own label keys count: nodeSelector entries on other keys are dropped,
+    and so are affinity expressions on other keys; a term left without expressions drops the
+    whole required affinity (the terms are ORed, so it would match any flavor). What remains
+    must match the flavor's ``nodeLabels``, else "flavor F doesn't match node affinity".
+    """
     tolerations = pod_set.tolerations + flavor.tolerations
     for taint in flavor.node_taints:
         if taint.effect in UNTOLERATED_EFFECTS and not any(t.tolerates(taint) for t in tolerations):
-            value = f"={taint.value}" if taint.value else ""
-            return f"untolerated taint {{{taint.key}{value}: {taint.effect}}} in flavor {flavor.name}"
+            return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor.name}"
+    keys = flavor.node_labels
     for key, value in pod_set.node_selector.items():
-        if key in keys and flavor.node_labels.get(key) != value:
+        if key in keys and keys[key] != value:
             return f"flavor {flavor.name} doesn't match node affinity"
+    terms = []
+    for term in pod_set.affinity:
+        kept = tuple(e for e in term if e.key in keys)
+        if not kept:
+            terms = []
+            break
+        terms.append(kept)
+    if terms and not required_affinity_matches(tuple(terms), flavor.node_labels):
+        return f"flavor {flavor.name} doesn't match node affinity"
     return None
 
 
-def _is_preferred(a: tuple[Granular, bool], b: tuple[Granular, bool]) -> bool:
-    """True when mode ``a`` = (granular mode, needs borrowing) is better than ``b``."""
+Rep = tuple[Granular, int]
+"""Kueue's ``granularMode``: (preemption mode, borrowing level; 0 = no borrowing)."""
+
+
+def _is_preferred(a: Rep, b: Rep, cq: ClusterQueue) -> bool:
+    """Kueue's ``isPreferred(a, b, flavorFungibility)``: True when mode ``a`` is better than
+    ``b`` (module docstring)."""
     if a[0] is Granular.NO_FIT:
         return False
     if b[0] is Granular.NO_FIT:
         return True
+    a_none, b_none = a[0] is Granular.NO_CANDIDATES, b[0] is Granular.NO_CANDIDATES
+    if a_none != b_none:
+        return not a_none
+    if cq.flavor_fungibility.preference is FungibilityPreference.PREEMPTION_OVER_BORROWING:
+        if a[1] != b[1]:
+            return a[1] < b[1]
+        return a[0] > b[0]
     if a[0] != b[0]:
         return a[0] > b[0]
-    return not a[1] and b[1]
+    return a[1] < b[1]
 
 
-def _should_try_next_flavor(rep: tuple[Granular, bool], cq: ClusterQueue) -> bool:
-    mode, borrows = rep
+def _should_try_next_flavor(rep: Rep, cq: ClusterQueue) -> bool:
+    """Kueue's ``shouldTryNextFlavor``."""
+    mode, borrow = rep
     fung = cq.flavor_fungibility
-    stop_borrow = fung.when_can_borrow is FungibilityPolicy.MAY_STOP_SEARCH
-    stop_preempt = fung.when_can_preempt is FungibilityPolicy.MAY_STOP_SEARCH
-    if mode in (Granular.PREEMPT, Granular.RECLAIM) and stop_preempt and (not borrows or stop_borrow):
-        return False
-    if mode is Granular.FIT and (not borrows or stop_borrow):
-        return False
-    return True
+    if mode in (Granular.NO_FIT, Granular.NO_CANDIDATES):
+        return True
+    if mode in (Granular.PREEMPT, Granular.RECLAIM) and fung.when_can_preempt is FungibilityPolicy.TRY_NEXT_FLAVOR:
+        return True
+    return borrow > 0 and fung.when_can_borrow is FungibilityPolicy.TRY_NEXT_FLAVOR
 
 
 class FlavorAssigner:
@@ -264,30 +293,29 @@ class FlavorAssigner:
 
     def _find_flavor(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int], assigned: Usage
                      ) -> tuple[dict[str, tuple[str, Mode, int]], list[str], bool]:
-        keys = label_keys(group, self.flavors)
         reasons: list[str] = []
         best: dict[str, tuple[str, Mode, int]] = {}
-        best_mode: tuple[Granular, bool] = (Granular.NO_FIT, True)
+        best_mode: Rep = (Granular.NO_FIT, 1 << 62)
         static_only = True  # every flavor failed for a reason that cannot change
         for fq in group.flavors:
             rf = self.flavors.get(fq.name)
             if rf is None:
                 reasons.append(f"flavor {fq.name} not found")
                 continue
-            mismatch = flavor_mismatch(ps, rf, keys)
+            mismatch = flavor_mismatch(ps, rf)
             if mismatch is not None:
                 reasons.append(mismatch)
                 continue
             chosen: dict[str, tuple[str, Mode, int]] = {}
-            rep: tuple[Granular, bool] = (Granular.FIT, False)
+            rep: Rep = (Granular.FIT, 0)
             flavor_never = False
             for res, val in requests.items():
                 fr = (fq.name, res)
-                mode, borrow, reason, never = self._fits_quota(fr, val + assigned.get(fr, 0))
+                mode, borrow, reason, never = self._fits_quota(fr, assigned.get(fr, 0), val)
                 if reason:
                     reasons.append(reason)
-                cand = (mode, borrow > 0)
-                if _is_preferred(rep, cand):
+                cand = (mode, borrow)
+                if _is_preferred(rep, cand, self.cq):
                     rep = cand
                 if rep[0] is Granular.NO_FIT:
                     flavor_never = never
@@ -298,7 +326,7 @@ class FlavorAssigner:
             if not _should_try_next_flavor(rep, self.cq):
                 best, best_mode = chosen, rep
                 break
-            if _is_preferred(rep, best_mode):
+            if _is_preferred(rep, best_mode, self.cq):
                 best, best_mode = chosen, rep
         if best_mode[0] is Granular.FIT:
             return best, [], False
@@ -306,28 +334,29 @@ class FlavorAssigner:
             return {}, reasons, static_only
         return best, reasons, False
 
-    def _fits_quota(self, fr: FlavorResource, val: int) -> tuple[Granular, int, str, bool]:
-        """``(mode, borrow height, reason, never)`` for ``val`` of ``fr`` (``fitsResourceQuota``)."""
+    def _fits_quota(self, fr: FlavorResource, assumed: int, request: int) -> tuple[Granular, int, str, bool]:
+        """``(mode, borrow height, reason, never)`` for ``request`` of ``fr`` on top of the
+        ``assumed`` usage of earlier pod sets (``fitsResourceQuota``)."""
         name = self.cq.name
         flavor, res = fr
+        val = assumed + request
         max_capacity = self.tree.potential_available(name, fr)
         if val > max_capacity:
-            return (Granular.NO_FIT, 0, f"insufficient quota for {res} in flavor {flavor}, request > maximum capacity "
-                    f"({format_amount(res, val)} > {format_amount(res, max_capacity)})", True)
+            return (Granular.NO_FIT, 0, f"insufficient quota for {res} in flavor {flavor}, previously considered "
+                    f"podsets requests ({format_amount(res, assumed)}) + current podset request "
+                    f"({format_amount(res, request)}) > maximum capacity ({format_amount(res, max_capacity)})", True)
         available = self.tree.available(name, fr)
         borrow = self.tree.borrow_height(name, fr, val)
         if val <= available:
             return Granular.FIT, borrow, "", False
         reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
                   f"{format_amount(res, val - available)} more needed")
-        if self.oracle is not None and (val <= self.tree.nominal(name, fr) or self._can_preempt_within_cq()
+        if self.oracle is not None and (val <= self.tree.nominal(name, fr)
+                                        or self.tree.may_reclaim_in_hierarchy(name, fr, val)
                                         or self._can_preempt_while_borrowing()):
             mode, borrow_after = self.oracle(fr, val)
             return mode, borrow_after, reason, False
         return Granular.NO_FIT, borrow, reason, False
-
-    def _can_preempt_within_cq(self) -> bool:
-        return self.cq.preemption.within_cluster_queue is not PreemptionPolicy.NEVER
 
     def _can_preempt_while_borrowing(self) -> bool:
         p = self.cq.preemption
@@ -366,5 +395,5 @@ def search_partial(workload: Workload, fits: Callable[[dict[str, int]], bool]) -
     return found if lo <= total else None
 
 
-__all__ = ["Assignment", "FlavorAssigner", "Granular", "Mode", "Oracle", "PodSetAssignment", "flavor_mismatch",
-           "label_keys", "reduced_counts", "search_partial"]
+__all__ = ["Assignment", "FlavorAssigner", "Granular", "Mode", "Oracle", "PodSetAssignment", "Rep", "flavor_mismatch",
+           "reduced_counts", "search_partial"]

@@ -19,11 +19,14 @@ the controller itself never looks at nodes.
 
 A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
 ``job.workers`` pods (requests per pod: ``cpu`` milli-cores, ``memory`` bytes from MiB,
-``nvidia.com/gpu`` devices), unless ``job.extras["pod_sets"]`` gives the pod sets
-(multi-role gangs); LocalQueue, namespace, minCount, nodeSelector and tolerations come from
-``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``, ``node_selector``,
-``tolerations``), as the scenario reader fills them from a Job's
-``kueue.x-k8s.io/queue-name`` label and ``kueue.x-k8s.io/job-min-parallelism`` annotation.
+``nvidia.com/gpu`` devices, plus any other extended resource in
+``job.extras["extended_requests"]``, e.g. a MIG profile ``nvidia.com/mig-3g.40gb``), unless
+``job.extras["pod_sets"]`` gives the pod sets (multi-role gangs); LocalQueue, namespace,
+minCount, nodeSelector, tolerations, required node affinity, creation timestamp and input
+position come from ``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``,
+``node_selector``, ``tolerations``, ``affinity``, ``creation_timestamp``, ``position``), as the
+scenario reader fills them from a Job's ``kueue.x-k8s.io/queue-name`` label,
+``kueue.x-k8s.io/job-min-parallelism`` annotation, pod template and metadata.
 
 With ``wait_for_pods_ready`` (:class:`~.backoff.WaitForPodsReady`, Kueue's
 ``waitForPodsReady``) an admitted workload whose pods are not all running (start delay
@@ -50,7 +53,7 @@ from lab01_cluster_sim.admission.api import PodSet, Workload
 from lab01_cluster_sim.admission.backoff import WaitForPodsReady
 from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
-from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds
+from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds, termination_grace
 
 @dataclass(frozen=True)
 class QuotaSeries:
@@ -92,11 +95,13 @@ def workload_of(job: Job, default_queue: str = "") -> Workload:
         requests = {CPU: job.cpu_milli, MEMORY: job.memory_mib * MIB}
         if job.gpus_per_worker:
             requests[GPU] = job.gpus_per_worker
+        requests.update(extras.get("extended_requests", {}))
         pod_sets = (PodSet("main", job.workers, {r: v for r, v in requests.items() if v},
                            extras.get("min_count"), dict(extras.get("node_selector", {})),
-                           tuple(extras.get("tolerations", ()))),)
+                           tuple(extras.get("tolerations", ())), tuple(extras.get("affinity", ()))),)
     return Workload(job.job_id, extras.get(QUEUE_KEY, default_queue), tuple(pod_sets),
-                    extras.get("namespace", "default"), job.priority, job.submit_time)
+                    extras.get("namespace", "default"), job.priority, job.submit_time,
+                    extras.get("creation_timestamp"), int(extras.get("position", 0)))
 
 
 class AdmissionContext(Protocol):
@@ -316,12 +321,31 @@ class KueueAdmissionPlugin:
                                                       reason)])
 
     def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
-        """A preempted workload is gone: release its quota and queue it again. (An eviction
-        the stage did not ask for, such as a node drain, also gives the quota back.)"""
+        """A preempted workload is stopped: release its quota and queue it again, at once, or,
+        for a workload this stage preempted whose pods have a ``terminationGracePeriodSeconds``,
+        once that period is over (its preemptor stays Preempting until then). (An eviction
+        the stage did not ask for, such as a node drain, also gives the quota back, at once.)"""
         status = self.controller.workloads.get(record.job_id)
         self._ready_deadline.pop(record.job_id, None)
         if status is None or status.state not in (State.ADMITTED, State.EVICTING):
             return
+        grace = termination_grace(record.job)
+        terminating = getattr(getattr(self._sim, "scheduler", None), "terminating", {})
+        if grace > 0 and status.state is State.EVICTING and record.job_id in terminating:
+            # Kueue releases the quota once the Job's pods are gone (the Job is stopped and
+            # its Workload's QuotaReserved cleared when no pod is active): after the grace
+            # period, when the engine frees the pods' GPUs too; the preemptor waits till then.
+            self._sim.call_at(self._now() + grace, "kueue-quota-release", self._release_after_grace, record)
+            return
+        self._release_evicted(record)
+
+    def _release_after_grace(self, event) -> None:
+        record: JobRecord = event.payload
+        status = self.controller.workloads.get(record.job_id)
+        if status is not None and status.state is State.EVICTING:
+            self._release_evicted(record)
+
+    def _release_evicted(self, record: JobRecord) -> None:
         if record.job_id in self._timed_out:       # our own PodsReadyTimeout eviction
             requeue_at = self._timed_out.pop(record.job_id)
             now = self._now()

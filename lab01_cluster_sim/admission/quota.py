@@ -253,6 +253,24 @@ class QuotaTree:
             height += 1
         return height
 
+    def may_reclaim_in_hierarchy(self, cluster_queue: str, fr: FlavorResource, val: int) -> bool:
+        """Whether the lowest subtree where ``val`` more of ``fr`` fits without borrowing lies
+        below a cohort the queue could reclaim from (the second result of Kueue's
+        ``FindHeightOfLowestSubtreeThatFits``, ``pkg/scheduler/preemption/classical/
+        hierarchical_preemption.go``): the queue has a parent and fits its own quota, or some
+        cohort on its path fits the rest and has a parent itself."""
+        node = self.cluster_queues[cluster_queue]
+        if node.parent is None or node.usage.get(fr, 0) + val <= node.subtree_quota.get(fr, 0):
+            return node.parent is not None
+        remaining = val - node.local_available(fr)
+        cohort = node.parent
+        while cohort is not None:
+            if cohort.usage.get(fr, 0) + remaining <= cohort.subtree_quota.get(fr, 0):
+                return cohort.parent is not None
+            remaining -= cohort.local_available(fr)
+            cohort = cohort.parent
+        return False
+
     def fits(self, cluster_queue: str, usage: Mapping[FlavorResource, int]) -> bool:
         """True when every ``(flavor, resource)`` of ``usage`` is <= :meth:`available`."""
         return all(val <= self.available(cluster_queue, fr) for fr, val in usage.items())

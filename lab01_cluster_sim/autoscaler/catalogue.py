@@ -55,6 +55,11 @@ class InstanceType:
         memory_mib: memory, MiB.
         price_per_hour: on-demand price, USD/h.
         spot_price_per_hour: spot price, USD/h (default: :data:`DEFAULT_SPOT_FACTOR` x on-demand).
+        labels: the provider's well-known labels of the type, ``(key, value)`` pairs: for the
+            AWS rows of :data:`DEFAULT_CATALOGUE`, ``karpenter.k8s.aws/instance-gpu-name``,
+            ``-count``, ``-memory`` (MiB per GPU) and ``-manufacturer``, as the AWS provider's
+            instance-type reference lists them (aws/karpenter-provider-aws,
+            ``website/content/en/docs/reference/instance-types.md``, v1.14.1).
 
     Raises:
         InputError: negative quantities or a non-positive price.
@@ -68,6 +73,7 @@ class InstanceType:
     memory_mib: int
     price_per_hour: float
     spot_price_per_hour: float | None = None
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.gpus < 0 or self.cpu_milli <= 0 or self.memory_mib <= 0 or not self.price_per_hour > 0:
@@ -81,19 +87,22 @@ class InstanceType:
         return self.price_per_hour
 
 
-def _t(name, provider, model, gpus, vcpu, mem_gib, price):
-    return InstanceType(name, provider, model, gpus, vcpu * 1000, mem_gib * 1024, price)
+def _t(name, provider, model, gpus, vcpu, mem_gib, price, aws_gpu: tuple[str, int] | None = None):
+    labels = () if aws_gpu is None else (
+        ("karpenter.k8s.aws/instance-gpu-count", str(gpus)), ("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidia"),
+        ("karpenter.k8s.aws/instance-gpu-memory", str(aws_gpu[1])), ("karpenter.k8s.aws/instance-gpu-name", aws_gpu[0]))
+    return InstanceType(name, provider, model, gpus, vcpu * 1000, mem_gib * 1024, price, labels=labels)
 
 
 DEFAULT_CATALOGUE: tuple[InstanceType, ...] = (
-    _t("g4dn.xlarge", "aws", "T4", 1, 4, 16, 0.526),
-    _t("g4dn.12xlarge", "aws", "T4", 4, 48, 192, 3.912),
-    _t("g5.xlarge", "aws", "A10G", 1, 4, 16, 1.006),
-    _t("g5.12xlarge", "aws", "A10G", 4, 48, 192, 5.672),
-    _t("g5.48xlarge", "aws", "A10G", 8, 192, 768, 16.288),
-    _t("g6.xlarge", "aws", "L4", 1, 4, 16, 0.805),
-    _t("p4d.24xlarge", "aws", "A100-40GB", 8, 96, 1152, 21.957642),
-    _t("p5.48xlarge", "aws", "H100", 8, 192, 2048, 55.04),
+    _t("g4dn.xlarge", "aws", "T4", 1, 4, 16, 0.526, ("t4", 16384)),
+    _t("g4dn.12xlarge", "aws", "T4", 4, 48, 192, 3.912, ("t4", 16384)),
+    _t("g5.xlarge", "aws", "A10G", 1, 4, 16, 1.006, ("a10g", 22888)),
+    _t("g5.12xlarge", "aws", "A10G", 4, 48, 192, 5.672, ("a10g", 22888)),
+    _t("g5.48xlarge", "aws", "A10G", 8, 192, 768, 16.288, ("a10g", 22888)),
+    _t("g6.xlarge", "aws", "L4", 1, 4, 16, 0.805, ("l4", 22888)),
+    _t("p4d.24xlarge", "aws", "A100-40GB", 8, 96, 1152, 21.957642, ("a100", 40960)),
+    _t("p5.48xlarge", "aws", "H100", 8, 192, 2048, 55.04, ("h100", 81920)),
     _t("g2-standard-4", "gcp", "L4", 1, 4, 16, 0.707),
     _t("a2-highgpu-1g", "gcp", "A100-40GB", 1, 12, 85, 3.673),
     _t("a2-highgpu-8g", "gcp", "A100-40GB", 8, 96, 680, 29.387),
@@ -107,7 +116,8 @@ def load_catalogue(path: str | Path) -> tuple[InstanceType, ...]:
     Example entry::
 
         - {name: g4dn.xlarge, provider: aws, gpu_model: T4, gpus: 1,
-           cpu_milli: 4000, memory_mib: 16384, price_per_hour: 0.526}
+           cpu_milli: 4000, memory_mib: 16384, price_per_hour: 0.526,
+           labels: {karpenter.k8s.aws/instance-gpu-name: t4}}
 
     Raises:
         InputError: unreadable file, not a list, a missing or unknown field (named with
@@ -121,7 +131,7 @@ def load_catalogue(path: str | Path) -> tuple[InstanceType, ...]:
     if not isinstance(data, list) or not data:
         raise InputError(f"{p}: expected a non-empty YAML list of instance types")
     fields = set(InstanceType.__dataclass_fields__)
-    required = fields - {"spot_price_per_hour"}
+    required = fields - {"spot_price_per_hour", "labels"}
     out = []
     for i, entry in enumerate(data):
         if not isinstance(entry, dict):
@@ -129,6 +139,9 @@ def load_catalogue(path: str | Path) -> tuple[InstanceType, ...]:
         missing, unknown = required - set(entry), set(entry) - fields
         if missing or unknown:
             raise InputError(f"{p}: entry [{i}]: missing {sorted(missing)} / unknown {sorted(unknown)} fields")
+        if not isinstance(entry.get("labels", {}), dict):
+            raise InputError(f"{p}: entry [{i}]: labels: expected a mapping of label to value")
+        entry = {**entry, "labels": tuple(sorted((str(k), str(v)) for k, v in entry.get("labels", {}).items()))}
         try:
             out.append(InstanceType(**entry))
         except (TypeError, InputError) as exc:

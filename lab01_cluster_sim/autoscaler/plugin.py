@@ -47,10 +47,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab01_cluster_sim import engine as eng
+from lab01_cluster_sim.admission.api import required_affinity_matches
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
+from lab01_cluster_sim.autoscaler.requirements import (incompatibility, instance_labels, matches, pod_terms,
+                                                       unadvertised)
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, JobRecord, JobState, Node
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, termination_grace
 from lab01_cluster_sim.sharing_modes import timesliced_node
 
 SPOT_NOTICE_S = 120.0
@@ -179,6 +182,7 @@ class Autoscaler:
         self._pool_gpus_alive: dict[str, int] = {p.name: 0 for p in self.pools}
         self._counter = 0
         self.sim = None
+        self.unlaunchable: dict[str, str] = {}     # pod -> why no NodePool can launch for it (last seen)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def attach(self, sim) -> None:
@@ -284,13 +288,22 @@ class Autoscaler:
         return self._pool_gpus_alive[pool.name]
 
     @staticmethod
+    def _labels_ok(labels: Mapping[str, str], pods: Sequence[JobRecord]) -> bool:
+        """Every pod's requirements on well-known labels accept a node with ``labels``
+        (:func:`~.requirements.matches`)."""
+        return all(matches(r.job, labels) for r in pods)
+
+    @staticmethod
     def _model_ok(gpu_model: str, pods: Sequence[JobRecord]) -> bool:
-        """Every pod that asks for GPUs of given models accepts ``gpu_model``."""
+        """Every GPU pod built without Kubernetes objects (a trace's job: ``gpu_models`` set,
+        no nodeSelector or affinity in its extras) accepts ``gpu_model``. Pods read from a
+        scenario state their model as a label requirement instead (:mod:`.requirements`)."""
         return all(not r.job.gpu_models or r.job.gpus_per_worker == 0 or gpu_model in r.job.gpu_models
-                   for r in pods)
+                   or "node_selector" in r.job.extras or "affinity" in r.job.extras for r in pods)
 
     def _type_holds(self, pool: NodePool, it: InstanceType, pods: Sequence[JobRecord]) -> bool:
-        if not self._model_ok(it.gpu_model, pods):
+        if not (self._model_ok(it.gpu_model, pods)
+                and self._labels_ok(instance_labels(it, pool.capacity_type, pool.name), pods)):
             return False
         g = sum(r.job.gpus_per_worker for r in pods)
         c = sum(r.job.cpu_milli for r in pods)
@@ -311,9 +324,14 @@ class Autoscaler:
                            key=lambda n: n.name)
         claims: list[_Claim] = []
         for rec in todo:
+            why = incompatibility(rec.job) or unadvertised(rec.job)
+            if why is not None:     # no NodePool can launch for it (requirements.py); it stays Pending
+                self.unlaunchable[rec.job_id] = why
+                rec.reason = f"Karpenter: {why}"
+                continue
             req = pod_request(rec.job)
-            target = next((n for n in launching
-                           if self._fits(req, self._free(n)) and self._model_ok(n.gpu_model, [rec])), None)
+            target = next((n for n in launching if self._fits(req, self._free(n)) and self._model_ok(n.gpu_model, [rec])
+                           and self._labels_ok(sim.state.nodes[n.index].labels, [rec])), None)
             if target is not None:
                 self._nominate(target, rec)
                 continue
@@ -332,6 +350,14 @@ class Autoscaler:
                                    if it.gpus <= room and self._type_holds(pool, it, [rec]))
                 if options:
                     claims.append(_Claim([rec], options))
+                elif not self._fits_anywhere(sim, rec):
+                    # Karpenter's InstanceTypeFilterError (nodeclaim.go) when neither the
+                    # requirements nor the resources leave a type; its requirements= and
+                    # resources= details are replaced by the NodePools tried
+                    why = ("no instance type met the scheduling requirements or had enough resources, NodePools="
+                           f"{','.join(p.name for p in self.pools)}")
+                    self.unlaunchable[rec.job_id] = why
+                    rec.reason = f"Karpenter: {why}"
         for claim in claims:
             best = None
             for pi, it in claim.options:
@@ -346,6 +372,30 @@ class Autoscaler:
             node = self._launch(sim, best[1], best[2])
             for r in claim.pods:
                 self._nominate(node, r)
+
+    def _fits_anywhere(self, sim, rec: JobRecord) -> bool:
+        """Some alive node (launched or static) could hold ``rec`` when empty: it is only
+        waiting, not unlaunchable."""
+        req = pod_request(rec.job)
+        return any(n.alive and self._fits(req, [n.gpu_capacity, n.cpu_milli, n.memory_mib])
+                   and self._labels_ok(sim.state.nodes[n.index].labels, [rec]) for n in self.nodes.values())
+
+    # -- Filter: a pod binds only to nodes whose labels meet its requirements --------------------
+    def filter(self, request, record: JobRecord | None) -> np.ndarray:
+        """bool (N,): the nodes whose labels satisfy ``record``'s nodeSelector and required node
+        affinity (kube-scheduler's NodeAffinity rule, ``required_affinity_matches``), so a pod
+        that asked for an instance type, capacity type or GPU name binds only to such a node;
+        none for a pod requesting an extended resource other than ``nvidia.com/gpu`` (no node
+        of an autoscaled scenario advertises one).
+        Launched nodes carry their well-known labels (:func:`~.requirements.instance_labels`),
+        not the labels GPU Feature Discovery would add after they join."""
+        nodes = self.sim.state.nodes
+        if record is not None and record.job.extras.get("extended_requests"):
+            return np.zeros(len(nodes), dtype=bool)     # no node advertises it (unadvertised())
+        if record is None or not (record.job.extras.get("node_selector") or record.job.extras.get("affinity")):
+            return np.ones(len(nodes), dtype=bool)
+        terms = pod_terms(record.job)
+        return np.array([required_affinity_matches(terms, n.labels) for n in nodes], dtype=bool)
 
     def _launch(self, sim, pool: NodePool, it: InstanceType) -> SimNode:
         if self._counter >= self.max_nodes:
@@ -362,11 +412,9 @@ class Autoscaler:
                        capacity_type=pool.capacity_type, pull_mib_per_s=pool.pull_mib_per_s,
                        extract_mib_per_s=pool.extract_mib_per_s, timeslice_replicas=pool.timeslice_replicas)
         node.image_ready = {img: node.ready_s for img in pool.prepulled_images}
+        labels = instance_labels(it, pool.capacity_type, pool.name)
         spec = timesliced_node(name, it.gpu_model, it.gpus, pool.timeslice_replicas, it.cpu_milli, it.memory_mib,
-                               labels={"karpenter.sh/nodepool": pool.name,
-                                       "karpenter.sh/capacity-type": pool.capacity_type,
-                                       "node.kubernetes.io/instance-type": it.name}) if it.gpus else \
-            Node(name, "", 0, it.cpu_milli, it.memory_mib, labels={"karpenter.sh/nodepool": pool.name})
+                               labels=labels) if it.gpus else Node(name, "", 0, it.cpu_milli, it.memory_mib, labels=labels)
         node.index = sim.add_node(spec, online=node.ready_s <= now)
         self._pool_gpus_alive[pool.name] += node.physical_gpus
         self.nodes[name] = node
@@ -440,14 +488,33 @@ class Autoscaler:
             # pod schedules the next check (on_release). Spot interruption and expiry are not blocked.
             return
         if policy == "WhenEmptyOrUnderutilized" and self._pods_fit_elsewhere(node) and self._budget_allows(node.pods):
-            for p in sorted(node.pods):
-                self._evict(p, "consolidation: underutilized node")
+            grace = max(self._evict(p, "consolidation: underutilized node") for p in sorted(node.pods))
+            if grace > 0:
+                # Karpenter's termination controller drains the node through the Eviction API and
+                # deletes the instance once its pods are gone (Karpenter docs, "Disruption",
+                # Termination Controller): the node is cordoned meanwhile, and the pods' GPUs stay
+                # held for their terminationGracePeriodSeconds.
+                node.cordoned = True
+                self.sim.cordon(node.index)
+                self.sim.call_at(self.sim.now + grace, "consolidation-terminate", self._on_drained, node,
+                                 eng.NODE_CHANGE)
+            else:
+                self._terminate(node, "consolidation: underutilized")
+
+    def _on_drained(self, event) -> None:
+        node: SimNode = event.payload
+        if node.alive:
             self._terminate(node, "consolidation: underutilized")
 
-    def _evict(self, name: str, reason: str) -> None:
+    def _evict(self, name: str, reason: str, max_grace: float = math.inf) -> float:
+        """Evict pod ``name`` if it runs, gracefully (its ``terminationGracePeriodSeconds``, at
+        most ``max_grace`` s); return the grace period given, s (0 if it was not running)."""
         rec = self.sim.records[name]
-        if rec.state is JobState.RUNNING:
-            self.sim.evict(rec, reason)
+        if rec.state is not JobState.RUNNING:
+            return 0.0
+        grace = min(termination_grace(rec.job), max_grace)
+        self.sim.evict(rec, reason, grace_s=grace)
+        return grace
 
     def _on_spot_notice(self, event) -> None:
         node = self.nodes.get(event.payload)
@@ -457,7 +524,7 @@ class Autoscaler:
         self.sim.cordon(node.index)
         for p in sorted(node.pods):
             if self._budget_allows({p}):
-                self._evict(p, f"spot interruption notice ({node.name})")
+                self._evict(p, f"spot interruption notice ({node.name})", SPOT_NOTICE_S)
         self.sim.call_at(self.sim.now + SPOT_NOTICE_S, "spot-terminate", self._on_spot_terminate, node,
                          eng.NODE_CHANGE)
 

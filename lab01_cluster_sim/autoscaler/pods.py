@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from lab01_cluster_sim.autoscaler.plugin import Autoscaler, SimNode
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, Node
+from lab01_cluster_sim.model import TERMINATION_GRACE, Job, Node
 from lab01_cluster_sim.sharing_modes import timesliced_node
 
 __all__ = ["MAX_EVENTS", "AutoscalerResult", "Pod", "PodRun", "PodTracker", "StaticNode", "pod_jobs",
@@ -53,6 +53,14 @@ class Pod:
         image: container image name; image_gib its size, GiB.
         do_not_disrupt: the pod carries ``karpenter.sh/do-not-disrupt: "true"``: consolidation
             leaves its node alone while it runs (:class:`~.plugin.Autoscaler`).
+        termination_grace_s: its ``terminationGracePeriodSeconds``: when consolidation or a
+            spot notice evicts it, its GPUs stay held that long (at most the 2 min notice).
+        node_selector: its nodeSelector, ``(key, value)`` pairs. affinity: its required node
+            affinity terms (:class:`~lab01_cluster_sim.admission.api.MatchExpression` tuples).
+            Both decide which NodePools can launch for it and which nodes it binds to
+            (:mod:`.requirements`). extended: requests of extended resources other than
+            ``nvidia.com/gpu`` (e.g. a MIG profile), ``(resource, count)`` pairs: no instance
+            type offers them, so the pod stays Pending.
     """
 
     name: str
@@ -65,9 +73,13 @@ class Pod:
     image: str = "app:latest"
     image_gib: float = 1.0
     do_not_disrupt: bool = False
+    termination_grace_s: float = 0.0
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple = ()
+    extended: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib"):
+        for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib", "termination_grace_s"):
             value = getattr(self, attr)
             if not (value >= 0 and math.isfinite(value)):   # also rejects NaN
                 raise InputError(f"pod {self.name!r}: {attr} must be a finite number >= 0, got {value}")
@@ -77,7 +89,8 @@ class Pod:
 class StaticNode:
     """A node that exists from t=0 and no NodePool owns (never consolidated or expired).
 
-    ``gpus`` physical GPUs advertised ``timeslice_replicas`` times each.
+    ``gpus`` physical GPUs advertised ``timeslice_replicas`` times each. ``labels``: the Node's
+    labels, ``(key, value)`` pairs (matched against pods' nodeSelector and node affinity).
     """
 
     name: str
@@ -90,6 +103,7 @@ class StaticNode:
     cached_images: tuple[str, ...] = ()
     pull_mib_per_s: float = 128.0
     extract_mib_per_s: float = 256.0
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -126,12 +140,15 @@ class AutoscalerResult:
         nodes: every node ever launched, in launch order.
         end_s: time of the last event, s.
         timeline: rows ``(t, ready nodes, provisioned GPUs, pending pods)`` at each event batch.
+        unlaunchable: pod name -> why Karpenter launches no node for it (Karpenter's words),
+            for pods still pending at the end for that reason.
     """
 
     pods: dict[str, PodRun]
     nodes: list[SimNode]
     end_s: float
     timeline: list[tuple[float, int, int, int]]
+    unlaunchable: dict[str, str] = field(default_factory=dict)
 
     def node(self, name: str) -> SimNode:
         """The node called ``name``. Raises KeyError."""
@@ -192,7 +209,11 @@ def pod_jobs(pods: Sequence[Pod]) -> list[Job]:
         raise InputError("pod names must be unique")
     return [Job(p.name, p.submit_s, p.duration_s, p.gpus, 1000 if p.gpus else 0, p.cpu_milli, p.memory_mib,
                 tenant=p.workload, extras={"workload": p.workload, "image": p.image, "image_gib": p.image_gib,
-                        **({"do_not_disrupt": True} if p.do_not_disrupt else {})})
+                        **({"do_not_disrupt": True} if p.do_not_disrupt else {}),
+                        **({TERMINATION_GRACE: p.termination_grace_s} if p.termination_grace_s else {}),
+                        **({"node_selector": p.node_selector} if p.node_selector else {}),
+                        **({"affinity": p.affinity} if p.affinity else {}),
+                        **({"extended_requests": dict(p.extended)} if p.extended else {})})
             for p in pods]
 
 
@@ -210,8 +231,10 @@ def static_nodes(static: Sequence[StaticNode]) -> tuple[list[Node], list[SimNode
         if st.name in seen:
             raise InputError(f"duplicate node name {st.name!r}")
         seen.add(st.name)
+        labels = dict(st.labels)
         nodes.append(timesliced_node(st.name, st.gpu_model, st.gpus, st.timeslice_replicas, st.cpu_milli,
-                                     st.memory_mib) if st.gpus else Node(st.name, "", 0, st.cpu_milli, st.memory_mib))
+                                     st.memory_mib, labels=labels) if st.gpus else
+                     Node(st.name, "", 0, st.cpu_milli, st.memory_mib, labels=labels))
         n = SimNode(st.name, st.gpu_model, st.gpus * st.timeslice_replicas, st.gpus, st.cpu_milli, st.memory_mib,
                     st.price_per_hour, 0.0, 0.0, pull_mib_per_s=st.pull_mib_per_s,
                     extract_mib_per_s=st.extract_mib_per_s, timeslice_replicas=st.timeslice_replicas)
@@ -297,4 +320,6 @@ class PodTracker:
         for name, run in self.pods.items():
             rec = sim.records[name]
             run.node = sim.state.nodes[rec.placements[0].node_index].name if rec.placements else None
-        return AutoscalerResult(self.pods, list(self.autoscaler.nodes.values()), end, self.timeline)
+        unlaunchable = {name: why for name, why in self.autoscaler.unlaunchable.items()
+                        if sim.records[name].start_time is None}
+        return AutoscalerResult(self.pods, list(self.autoscaler.nodes.values()), end, self.timeline, unlaunchable)

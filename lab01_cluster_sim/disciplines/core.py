@@ -43,14 +43,10 @@ from collections.abc import Iterable, Mapping
 
 from lab01_cluster_sim.disciplines.drf import drf_pick_tenant
 from lab01_cluster_sim.disciplines.preemption import CheckpointSpec, VictimCandidate, choose_victims, last_checkpoint
-from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, format_seconds
-
-TERMINATION_GRACE = "termination_grace_s"
-"""``Job.extras`` key: the pod's graceful termination period when preempted, s (default 0:
-resources are freed at once)."""
 from lab01_cluster_sim.framework.interface import SchedulerObserver
 from lab01_cluster_sim.framework.queue import QueueDiscipline
 from lab01_cluster_sim.framework.status import Outcome
+from lab01_cluster_sim.model import MILLI_PER_GPU, TERMINATION_GRACE, JobRecord, JobState, format_seconds
 
 
 class _Queue(QueueDiscipline):

@@ -90,11 +90,12 @@ def choose_victims(candidates: Sequence[VictimCandidate], enough: Callable[[Sequ
             are gone.
 
     Returns:
-        the victim ids, or None when even preempting every candidate does not help.
+        the victim ids as a list, each once, in any order (the graded tests compare them
+        as a set), or None when even preempting every candidate does not help.
 
     Greedy rule: add candidates in increasing order of lost GPU-seconds (ties: lower
     priority first, then more GPUs freed, then id) until ``enough``; then drop, from the
-    most costly down, any victim not needed. The result is minimal (no victim can be
+    most costly down (ties: by id), any victim not needed. The result is minimal (no victim can be
     spared) though not always the global optimum, which is a knapsack problem.
 
     Learner exercise (Lab 01, preemption): implement the body.

@@ -70,8 +70,12 @@ class KueueKinds:
                               kq.PreemptionPolicy(p.get("reclaimWithinCohort", "Never")),
                               kq.PreemptionPolicy(bwc.get("policy", "Never")), bwc.get("maxPriorityThreshold")),
                 kq.FlavorFungibility(kq.FungibilityPolicy(ff.get("whenCanBorrow", "MayStopSearch")),
-                                     kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor"))),
+                                     kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor")),
+                                     kq.FungibilityPreference(ff["preference"]) if "preference" in ff else None),
                 self._weight(doc, spec))
+            if "preference" in ff and (ff.get("whenCanBorrow"), ff.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+                raise error_at(doc, ("spec", "flavorFungibility", "preference"), "preference can only be set when both "
+                           "whenCanBorrow and whenCanPreempt are TryNextFlavor (the CRD's validation rule)")
             if p.get("reclaimWithinCohort", "Never") == "Never" and bwc.get("policy", "Never") != "Never":
                 raise error_at(doc, ("spec", "preemption"), "reclaimWithinCohort=Never and borrowWithinCohort.policy!=Never "
                            "(the CRD refuses this combination)")

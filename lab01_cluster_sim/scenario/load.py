@@ -36,10 +36,10 @@ Bounds: at most :data:`MAX_FILES` files, :data:`~.yamlio.MAX_SCENARIO_BYTES` byt
 cannot execute are listed in :attr:`Scenario.unsupported` (``run`` refuses them in one line).
 
 One module per group of kinds: this one reads the Scenario object, Nodes, the scheduler's
-configuration and Karpenter's NodePools; :mod:`.pods` the workload (Pods, Jobs, PodGroups);
-:mod:`.kueue` Kueue's objects and the priority classes; :mod:`.fields` holds the bounds,
-annotation keys and field readers they share. A new kind (or a new field rule, e.g. taints
-and tolerations, node affinity) goes in the module of its kind.
+configuration and Karpenter's NodePools; :mod:`.pods` the workload (Pods, Jobs, PodGroups,
+with :mod:`.podsched` for a pod's scheduling constraints); :mod:`.kueue` Kueue's objects and
+the priority classes; :mod:`.fields` holds the bounds, annotation keys and field readers they
+share. A new kind (or a new field rule) goes in the module of its kind.
 """
 
 from __future__ import annotations
@@ -60,11 +60,11 @@ from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RE
                                                error_at, parse_duration, source_of, walk)
 from lab01_cluster_sim.scenario.coverage import refusals
 from lab01_cluster_sim.scenario.kueue import KueueKinds
+from lab01_cluster_sim.scenario.podsched import node_pool_types
 from lab01_cluster_sim.scenario.pods import PodKinds
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,
                                                load_documents, read_text, where)
-
 
 @dataclass
 class KueueObjects:
@@ -179,6 +179,7 @@ class _Builder(KueueKinds, PodKinds):
         self.docs = docs
         self.sc = Scenario(path, path.stem if path.is_file() else path.name)
         self.seen: dict[tuple[str, str], Document] = {}
+        self.position = {id(d): i for i, d in enumerate(docs)}   # input order: Kueue's last tie-break
 
     def by_kind(self, *kinds: str) -> list[Document]:
         return [d for d in self.docs if d.data["kind"] in kinds]
@@ -396,21 +397,21 @@ class _Builder(KueueKinds, PodKinds):
         for doc in self.by_kind("NodePool"):
             spec = doc.data["spec"]
             tspec = spec["template"]["spec"]
-            types = tuple(DEFAULT_CATALOGUE)
             capacity = "on-demand"
             for i, req in enumerate(tspec["requirements"]):
                 path = ("spec", "template", "spec", "requirements", i, "values")
                 values = req.get("values", [])
-                if req["key"] == "node.kubernetes.io/instance-type":
+                if req["key"] == "node.kubernetes.io/instance-type" and req["operator"] == "In":
                     unknown = [v for v in values if v not in by_name]
                     if unknown:
                         raise error_at(doc, path, f"instance type {unknown[0]!r} is not in the catalogue; expected one of: "
                                    f"{', '.join(sorted(by_name))}")
-                    types = tuple(by_name[v] for v in values)
-                else:
-                    if len(values) != 1 or values[0] not in ("on-demand", "spot"):
-                        raise error_at(doc, path, "karpenter.sh/capacity-type: expected exactly one of on-demand, spot")
+                if req["key"] == "karpenter.sh/capacity-type":
+                    if req["operator"] != "In" or len(values) != 1 or values[0] not in ("on-demand", "spot"):
+                        raise error_at(doc, path, "karpenter.sh/capacity-type: expected operator In with exactly one of "
+                                   "on-demand, spot (a NodePool launching both is not modelled)")
                     capacity = values[0]
+            types = node_pool_types(doc, tspec["requirements"], DEFAULT_CATALOGUE)
             limits = spec.get("limits", {})
             for r in limits:
                 if r != GPU:

@@ -15,10 +15,11 @@ from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job
-from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, GPU_PRODUCT, HAMI_GPU_POLICY,
+from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
                                                IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
                                                POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
                                                check_extended, error_at, get_field, source_of)
+from lab01_cluster_sim.scenario.podsched import creation_timestamp, read_pod_scheduling
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
@@ -122,6 +123,7 @@ class PodKinds:
                                                f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
                                                "modelled (a duration ending the protection is not)")
         requests = self._pod_requests(doc, pod_path, pod)
+        extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
         labels = {**meta.get("labels", {})}
         if kind == "Job":
             labels.update(get_field(d, ("spec", "template", "metadata", "labels")) or {})
@@ -150,25 +152,24 @@ class PodKinds:
                 raise error_at(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if extended:
+            extras["extended_requests"] = extended
         if do_not_disrupt:
             extras["do_not_disrupt"] = True
         grace = pod.get("terminationGracePeriodSeconds")
         if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
-            from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+            from lab01_cluster_sim.model import TERMINATION_GRACE
 
             if grace < 0:
                 raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
             extras[TERMINATION_GRACE] = float(grace)
-        selector = dict(pod.get("nodeSelector", {}))
-        models: tuple[str, ...] = ()
-        if GPU_PRODUCT in selector:
-            models = (selector.pop(GPU_PRODUCT),)
-        if selector:
-            extras["node_selector"] = tuple(sorted(selector.items()))
-            self.sc.unsupported.append(f"{source_of(doc, pod_path + ('nodeSelector',))}: nodeSelector on "
-                                       f"{', '.join(sorted(selector))} (only {GPU_PRODUCT} is placed by the current "
-                                       "simulator)")
-        for fld in ("affinity", "topologySpreadConstraints", "tolerations", "nodeName", "schedulingGates"):
+        models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported, bool(self.sc.node_pools))
+        extras.update(sched)
+        stamp = creation_timestamp(doc)
+        if stamp is not None:
+            extras["creation_timestamp"] = stamp
+        extras["position"] = self.position[id(doc)]
+        for fld in ("topologySpreadConstraints", "nodeName", "schedulingGates"):
             if fld in pod:
                 self.sc.unsupported.append(f"{source_of(doc, pod_path + (fld,))}: {fld} is not modelled")
         queue = labels.get(QUEUE_KEY)
@@ -217,9 +218,9 @@ class PodKinds:
                 for rname, value in req.items():
                     path = pod_path + (group, ci, "resources", "requests" if rname in res.get("requests", {}) else "limits",
                                        rname)
-                    if rname not in KNOWN_RESOURCES:
+                    if rname not in KNOWN_RESOURCES and not (self.sc.node_pools and "/" in rname):
                         self.sc.unsupported.append(f"{source_of(doc, path)}: resource {rname} is not modelled")
-                        continue
+                        continue   # with NodePools, an extended resource no instance type offers keeps the pod Pending
                     amount = resource_value(rname, value, f"{where(doc.file, doc.pos(path))}: {object_name(doc.data)}: "
                                             f"{format_path(path)}")
                     if agg == "sum":
@@ -254,6 +255,7 @@ class PodKinds:
         job_id = name if ns == "default" else f"{ns}/{name}"
         extras = dict(first.extras)
         extras["pods"] = tuple(j.job_id for j in jobs)
+        extras["position"] = self.position[id(doc)]
         gang = replace(first, job_id=job_id, workers=len(jobs), submit_time=max(j.submit_time for j in jobs),
                        duration=max(j.duration for j in jobs), priority=max(j.priority for j in jobs), extras=extras)
         self.sc.sources[job_id] = source_of(doc)

@@ -459,6 +459,7 @@ def _run_topology(sc: Scenario, out: Path, progress: bool = False) -> RunResult:
 def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     from lab01_cluster_sim.autoscaler.plugin import Autoscaler
     from lab01_cluster_sim.autoscaler.pods import MAX_EVENTS, Pod, PodTracker, StaticNode, pod_jobs, static_nodes
+    from lab01_cluster_sim.model import termination_grace
     from lab01_cluster_sim.policies.generic import MostAllocated
     from lab01_cluster_sim.sharing_modes import TimeSlicing, TimeSlicingParams
     from lab01_cluster_sim.simulate import Simulation
@@ -468,8 +469,11 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     for j in sc.jobs:
         image, gib, workload = sc.pod_images[j.job_id]
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
-                        image or "image", gib, bool(j.extras.get("do_not_disrupt"))))
-    static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in sc.nodes]
+                        image or "image", gib, bool(j.extras.get("do_not_disrupt")), termination_grace(j),
+                        tuple(j.extras.get("node_selector", ())), tuple(j.extras.get("affinity", ())),
+                        tuple(sorted(j.extras.get("extended_requests", {}).items()))))
+    static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib,
+                         labels=tuple(sorted(n.labels.items()))) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
     until = sc.spec.get("simulation", {}).get("until")
     cluster, fleet = static_nodes(static)
@@ -487,7 +491,8 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     pending = res.pending_times()    # the summary's mean pending is the mean of this column
     pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "submit_s": r.pod.submit_s, "first_bound_s": r.first_bound_s,
                  "pending_s": pending[name], "started_s": r.started_s, "finished_s": r.finished_s,
-                 "disruptions": r.disruptions} for name, r in res.pods.items()]
+                 "disruptions": r.disruptions, "reason": res.unlaunchable.get(name, "")}
+                for name, r in res.pods.items()]
     _write_json(out / "summary.json", [summary])
     _write_csv(out / "summary.csv", [summary])
     _write_csv(out / "nodes.csv", node_rows)

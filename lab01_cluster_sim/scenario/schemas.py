@@ -150,6 +150,7 @@ CLUSTER_QUEUE = top(KUEUE, "ClusterQueue", {"spec": obj({
     "flavorFungibility": obj({
         "whenCanBorrow": string(enum=("MayStopSearch", "TryNextFlavor"), default="MayStopSearch"),
         "whenCanPreempt": string(enum=("MayStopSearch", "TryNextFlavor"), default="TryNextFlavor"),
+        "preference": string(enum=("BorrowingOverPreemption", "PreemptionOverBorrowing")),
     }, default={}),
     "fairSharing": _fair_sharing,
 })}, ("spec",))
@@ -186,9 +187,13 @@ KUEUE_CONFIGURATION = top("config.kueue.x-k8s.io/v1beta2", "Configuration", {"fa
 NODE_POOL = top("karpenter.sh/v1", "NodePool", {"spec": obj({
     "template": obj({"spec": obj({
         "requirements": array(obj({
-            "key": string(enum=("node.kubernetes.io/instance-type", "karpenter.sh/capacity-type")),
-            "operator": string(enum=("In",)),
-            "values": array(string(), minItems=1),
+            # the well-known labels the simulator gives values to (autoscaler/requirements.py)
+            "key": string(enum=("node.kubernetes.io/instance-type", "karpenter.sh/capacity-type",
+                                "karpenter.k8s.aws/instance-gpu-name", "karpenter.k8s.aws/instance-gpu-count",
+                                "karpenter.k8s.aws/instance-gpu-memory",
+                                "karpenter.k8s.aws/instance-gpu-manufacturer")),
+            "operator": string(enum=("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")),
+            "values": array(string()),
         }, ("key", "operator")), maxItems=100),
         "nodeClassRef": obj({"group": string(), "kind": string(), "name": string()}, ("group", "kind", "name")),
         "expireAfter": string(default="720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$"),

@@ -23,12 +23,13 @@ from pathlib import Path
 
 from lab02_device_plugin.commands._args import whole_number
 from lab02_device_plugin.commands._output import LinePrinter
-from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import KNOWN_MODELS, from_yaml_spec
-from lab02_device_plugin.kubelet import AdmissionResult, Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager, count
+from lab02_device_plugin.kubelet.lifecycle import AdmissionResult, MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
+from lab02_device_plugin.plugin.inventory import KNOWN_MODELS, from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager, count
 
 NAME = "demo"
 HELP = "show the whole flow: mock kubelet + plugin, one GPU shared by time-slicing, pods admitted"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from lab02_device_plugin.commands._args import seconds
 from lab02_device_plugin.commands._output import LinePrinter
-from lab02_device_plugin.kubelet import (
-    DEVICE_PLUGIN_PATH, SAME_SOCKET_MODES, MockKubelet, Pod, parse_admit, pods_from_manifests,
-)
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.manager import DEVICE_PLUGIN_PATH, SAME_SOCKET_MODES
+from lab02_device_plugin.kubelet.pod import Pod, parse_admit, pods_from_manifests
 from lab02_device_plugin.limits import (
     MAX_YAML_BYTES, read_text_bounded, require_utf8, safe_load_all_bounded,
 )

@@ -18,21 +18,22 @@ import threading
 from pathlib import Path
 
 from lab02_device_plugin.commands._output import LinePrinter
-from lab02_device_plugin.config import MIG_STRATEGIES, Config, load_config
+from lab02_device_plugin.plugin.config import MIG_STRATEGIES, Config, load_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import (
+from lab02_device_plugin.plugin.health import (
     APPLICATION_XIDS, HealthEvent, HealthPolicy, NvmlHealthSource, SimulatedHealthSource,
 )
-from lab02_device_plugin.inventory import (
-    Inventory, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
+from lab02_device_plugin.plugin.discovery import (
+    from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
+from lab02_device_plugin.plugin.inventory import Inventory
 from lab02_device_plugin.limits import (
     MAX_FIFO_LINE, MAX_INVENTORY_BYTES, read_text_bounded, require_utf8, shorten,
 )
-from lab02_device_plugin.manager import PluginManager, count
-from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
-from lab02_device_plugin.sharing import mps_daemon_commands
-from lab02_device_plugin.topology import apply_topology, load_topology
+from lab02_device_plugin.plugin.manager import PluginManager, count
+from lab02_device_plugin.plugin.server import DEVICE_PLUGIN_PATH
+from lab02_device_plugin.plugin.sharing import mps_daemon_commands
+from lab02_device_plugin.plugin.topology import apply_topology, load_topology
 
 NAME = "serve"
 HELP = "run the device plugin: serve a socket per resource, register with the kubelet"

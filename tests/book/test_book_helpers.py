@@ -103,8 +103,6 @@ def test_trace_cache_is_dropped_when_availability_changes(tmp_path):
 
 # -- scenario_outcomes: the scenarios chapters 10 and 11 run ------------------------------------
 SCENARIOS = REPO / "scenarios"
-_KARPENTER_RULES = ("the simulator's Karpenter model does not yet refuse GFD labels and extended resources that "
-                    "Karpenter's AWS provider does not advertise (issue 17, section 4)")
 
 
 def test_training_tier_gets_one_p5_per_eight_gpu_pod(tmp_path):
@@ -121,7 +119,6 @@ def test_scenario_outcomes_refuses_a_scenario_without_nodepool(tmp_path):
         book.scenario_outcomes(SCENARIOS / "gang-textbook.yaml", tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason=_KARPENTER_RULES)
 def test_gfd_selector_stays_pending_on_a_karpenter_pool(tmp_path):
     # kubernetes-sigs/karpenter pkg/scheduling/requirements.go, Compatible: a label no instance
     # type defines "does not have known values"; the selector-free pod gets the cheapest fit
@@ -133,14 +130,14 @@ def test_gfd_selector_stays_pending_on_a_karpenter_pool(tmp_path):
     assert by_pod["by-pool"].instance_type == "g6.xlarge"
 
 
-@pytest.mark.xfail(strict=True, reason=_KARPENTER_RULES)
 def test_well_known_gpu_labels_select_instance_types(tmp_path):
+    # gpu-name h100 -> only the p5.48xlarge; gpu-memory Gt 20000 -> g6.xlarge (L4, 22,888 MiB),
+    # the cheapest such type, since the 1-GPU pod cannot join the 8-GPU pod's p5 claim
     outcomes, blocked = book.scenario_outcomes(SCENARIOS / "fleets-well-known-selector.yaml", tmp_path)
     assert blocked == []
     assert {o.pod: o.instance_type for o in outcomes} == {"h100-by-name": "p5.48xlarge", "big-gpu": "g6.xlarge"}
 
 
-@pytest.mark.xfail(strict=True, reason=_KARPENTER_RULES)
 @pytest.mark.parametrize("name", ["capstone-paid-mig", "capstone-free-shared"])
 def test_mig_and_shared_resources_launch_no_node(tmp_path, name):
     # Karpenter's AWS provider advertises nvidia.com/gpu only (aws/karpenter-provider-aws issue 1505)

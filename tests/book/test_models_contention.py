@@ -1,11 +1,14 @@
-"""Time-slicing and MPS teaching models (lab02_device_plugin.contention)."""
+"""Time-slicing and MPS teaching models (lab02_device_plugin.models.contention)."""
+
+import math
 
 import pytest
 
-from lab02_device_plugin.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
-                                            capped_kernel, inference_processes, kernel_timeline, latency_quantile,
-                                            max_tenants_within, mps_gain, time_slicing)
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.contention import (Kernel, bursty_latency_quantile, bursty_time_slicing,
+                                            capped_kernel, inference_processes, kernel_timeline, latency_quantile,
+                                            max_stable_tenants, max_tenants_within, mps_gain, offered_load,
+                                            time_slicing)
 
 
 def test_alone_no_penalty():
@@ -117,31 +120,60 @@ def test_wide_kernel_does_not_block_narrow_ones():
 
 
 def test_bursty_time_slicing_hand_computed():
-    # n=4 tenants busy 10 % of the time; a busy tenant sees K ~ Bin(3, 0.1) others:
-    # P(K=0..3) = 0.729, 0.243, 0.027, 0.001. s=2, c=0.1: share(1)=1, share(2)=2/4.2,
-    # share(3)=2/6.3, share(4)=2/8.4 -> E = 0.729 + 0.243x0.47619 + 0.027x0.31746
-    # + 0.001x0.238095 = 0.853524
-    r = bursty_time_slicing(4, 0.1, work_ms=1.0)
-    assert r.p_alone == pytest.approx(0.729)
-    assert r.mean_busy_tenants == pytest.approx(1.3)          # 1 + 3 x 0.1
-    assert r.mean_throughput_share == pytest.approx(0.853524, abs=1e-6)
-    assert r.gpu_busy_fraction == pytest.approx(1 - 0.9 ** 4)  # 0.3439
-    # w = 1 ms (one slice): latency = 1 + U, U ~ U[0, K x 2.1]. CDF(1) = 0.729 -> p50 = 1.
-    # p99: on [3.1, 5.2] CDF = 0.972 + (x-1)(0.027/4.2 + 0.001/6.3) = 0.99 -> x = 3.7325
+    # n = 2, no switch cost (e = 1), each tenant offers p0 = 0.32 of a GPU. A busy tenant
+    # sees the other busy with probability p: share = (1-p) x 1 + p x 1/2, and work
+    # conservation p x share = p0 gives p - p^2/2 = 0.32, p = 1 - sqrt(1 - 0.64) = 0.4.
+    r = bursty_time_slicing(2, 0.32, work_ms=1.0, slice_ms=2.0, switch_ms=0.0)
+    assert r.stable and r.offered_gpus == pytest.approx(0.64) and r.capacity_gpus == 1.0
+    assert r.busy_share == pytest.approx(0.4)
+    assert r.p_alone == pytest.approx(0.6)
+    assert r.mean_busy_tenants == pytest.approx(1.4)
+    assert r.mean_throughput_share == pytest.approx(0.8)       # 0.6 + 0.4 / 2 = p0 / p
+    assert r.gpu_busy_fraction == pytest.approx(0.64)          # 1 - 0.6^2 = the offered load
+    # w = 1 ms (one slice): latency 1 alone (0.6), else 1 + U[0, 2]:
+    # CDF(x) = 0.6 + 0.4 (x - 1) / 2 = 0.99 -> x = 2.95; p50 = 1
     assert r.p50_latency_ms == pytest.approx(1.0)
-    assert r.p99_latency_ms == pytest.approx(1 + 0.018 / (0.027 / 4.2 + 0.001 / 6.3), abs=1e-6)
-    # all busy the p99 would be 0.99 x 3 x 2.1 + 1 = 7.237 ms
-    assert bursty_time_slicing(4, 1.0, 1.0).p99_latency_ms == pytest.approx(7.237)
+    assert r.p99_latency_ms == pytest.approx(2.95, abs=1e-6)
+
+
+def test_busy_share_is_the_fixed_point_the_review_computed():
+    # Review 2026-12-02, finding 4.3 (its bisection over the book's own functions):
+    # 4 tenants at 10 %: p = 0.121, share 82.5 %; 5: p = 0.132, p99 17.7 ms; 6: p = 0.145,
+    # p99 21.8 ms (over a 20 ms budget).
+    four, five, six = (bursty_time_slicing(n, 0.1, 5.0) for n in (4, 5, 6))
+    assert round(four.busy_share, 3) == 0.121 and round(four.mean_throughput_share, 3) == 0.825
+    assert round(five.busy_share, 3) == 0.132 and round(five.p99_latency_ms, 1) == 17.7
+    assert round(six.busy_share, 3) == 0.145 and round(six.p99_latency_ms, 1) == 21.8
+    assert max_tenants_within(20.0, 0.1, 5.0) == 5
+
+
+def test_overloaded_gpu_has_no_finite_p99():
+    # 3 tenants at 50 %: 1.5 GPUs of work on a GPU that delivers 2/2.1 = 0.952 while shared
+    r = bursty_time_slicing(3, 0.5, 5.0)
+    assert not r.stable
+    assert r.offered_gpus == 1.5 and r.capacity_gpus == pytest.approx(2 / 2.1)
+    assert r.utilization == pytest.approx(1.5 * 2.1 / 2)
+    assert r.p99_latency_ms == math.inf and r.p50_latency_ms == math.inf
+    assert r.busy_share == 1.0 and r.p_alone == 0.0
+    assert r.mean_throughput_share == pytest.approx(2 / 6.3)   # all busy: s / (n (s + c))
+    assert bursty_latency_quantile(3, 0.5, 5.0, 0.99) == math.inf
+    # exactly at capacity is not stable either: 2 x 0.5 = 1 GPU, no switch cost
+    assert not offered_load(2, 0.5, 2.0, 0.0).stable
+    assert offered_load(2, 0.49, 2.0, 0.0).stable
+    # at 50 % only one tenant per GPU has a steady state, so the budget allows one
+    assert max_stable_tenants(0.5) == 1 and max_tenants_within(20.0, 0.5, 5.0) == 1
+    # 10 %: 9 x 0.1 = 0.9 < 0.952 <= 10 x 0.1
+    assert max_stable_tenants(0.1) == 9
+    # a dedicated GPU is never overloaded by its own tenant
+    assert offered_load(1, 1.0).stable and bursty_time_slicing(1, 1.0, 5.0).p99_latency_ms == 5.0
 
 
 def test_bursty_p99_five_ms_and_replicas_within_budget():
-    # w = 5 ms, n = 4, p = 0.1: K=1 part on [9.4, 11.5] (CDF 0.972 at its end); K=2 part
-    # 13.6 + U[0, 4.2]: 0.972 + 0.027 (x - 13.6)/4.2 = 0.99 -> x = 16.4 ms
-    assert bursty_latency_quantile(4, 0.1, 5.0, 0.99) == pytest.approx(16.4, abs=1e-6)
     # one tenant alone: p99 = w; a budget below w admits no tenant
     assert max_tenants_within(4.0, 0.1, 5.0) == 0
     assert max_tenants_within(5.0, 0.1, 5.0) == 1
     n = max_tenants_within(50.0, 0.1, 5.0)
+    assert n <= max_stable_tenants(0.1)
     assert bursty_latency_quantile(n, 0.1, 5.0, 0.99) <= 50.0 < bursty_latency_quantile(n + 1, 0.1, 5.0, 0.99)
 
 

@@ -1,15 +1,20 @@
-"""The mechanism decision table (lab02_device_plugin.decision)."""
+"""The mechanism decision table (lab02_device_plugin.models.decision) and chapter 5's worked
+case (lab02_device_plugin.models.worked_case)."""
+
+import math
 
 import pytest
 
-from lab02_device_plugin.decision import (FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE,
-                                          NBSP, OPTION_COLUMNS, SHARED_RESOURCES, SHARING,
-                                          WorkedCase, decide, decision_table, defended_plan,
-                                          draw_sharing_matrix, gpu_name, half_gpu_mig,
-                                          isolation_rows, mig_latency_ms, option_rows,
-                                          worked_case, Requirements)
-from lab02_device_plugin.mig import get_profile
 from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.decision import (
+    FEATURE_STATE, GPU_MEMORY_GB, ISOLATION, MIG_CAPABLE, NBSP, SHARED_RESOURCES, SHARING,
+    Requirements, decide, decision_table, draw_sharing_matrix, gpu_name, half_gpu_mig,
+    isolation_rows,
+)
+from lab02_device_plugin.models.worked_case import (
+    OPTION_COLUMNS, WHOLE_GPU, WorkedCase, defended_plan, mig_latency_ms, option_rows, worked_case,
+)
+from lab02_device_plugin.plugin.mig import get_profile
 
 
 def test_whole_gpus_are_exclusive_and_rounded_up():
@@ -209,7 +214,7 @@ def test_defended_plan_fits_one_node():
     assert plan.reboot_gpu_hours == pytest.approx(8 * 15 / 60)
     # the plugin config parses with Lab 02's parser (the NVIDIA format)
     import yaml
-    from lab02_device_plugin.config import parse_config
+    from lab02_device_plugin.plugin.config import parse_config
     cfg = parse_config(yaml.safe_load(plan.plugin_config), "<plan>")
     assert cfg is not None
     mig_cfg = yaml.safe_load(plan.mig_config)
@@ -278,19 +283,35 @@ def test_gpu_names_in_text():
 
 def test_defended_plan_with_the_regulated_tenant_alone():
     month = 4.00 * 730
-    # on a GPU of its own: [3g+3g], [3g], [4g], 2 notebook GPUs = 5 GPUs, one more than the
-    # shared layout; half of the 3g GPU and half of the 4g GPU idle (1 GPU); the tenant's
-    # price doubles if it pays for the whole GPU ($1,460 -> $2,920)
+    # on a GPU of its own: [3g+3g], [3g], [whole GPU], 2 notebook GPUs = 5 GPUs, one more
+    # than the shared layout. The tenant pays for the whole GPU ($1,460 -> $2,920), so it
+    # gets the whole GPU, MIG off (review 2026-12-02, 5.2), not a 4g.40gb beside an empty
+    # half; only half of the lone 3g GPU is idle.
     shared, alone = defended_plan(), defended_plan(regulated="gpu")
     assert shared.gpus_used == 4 and shared.idle_gpus == 0.0
     assert shared.regulated_price_per_month == pytest.approx(month / 2)
-    assert alone.gpus[:3] == ("3g.40gb + 3g.40gb", "3g.40gb", "4g.40gb")
+    assert alone.gpus[:3] == ("3g.40gb + 3g.40gb", "3g.40gb", WHOLE_GPU)
     assert alone.gpus_used == 5 and alone.monthly_cost == pytest.approx(5 * month)
-    assert alone.idle_gpus == pytest.approx(1.0)
+    assert alone.idle_gpus == pytest.approx(0.5)
     assert alone.regulated_price_per_month == pytest.approx(month)
+    assert "4g.40gb" not in alone.mig_config
+    assert "- devices: [2, 5, 6, 7]\n      mig-enabled: false" in alone.mig_config
     # on a node of its own: this node uses 4 GPUs, one more GPU elsewhere: still 5 paid
     node = defended_plan(regulated="node")
     assert node.gpus_used == 4 and node.elsewhere_gpus == 1
     assert node.monthly_cost == pytest.approx(5 * month) and "4g.40gb" not in node.mig_config
     with pytest.raises(InputError, match="regulated: expected one of instance, gpu, node"):
         defended_plan(regulated="rack")
+
+
+def test_overloaded_notebooks_get_no_finite_p99():
+    # 5 notebooks per GPU at 50 %: 2.5 GPUs of work on one GPU (review 2026-12-02, 5.1)
+    options = worked_case(WorkedCase(notebook_duty_cycle=0.5))
+    ts = [o for o in options if o.tenant == "notebooks" and o.mechanism.startswith("time")][0]
+    assert ts.p99_ms == math.inf and not ts.meets
+    assert ts.why.startswith("overloaded: 5 x 50\u00a0% = 2.5 GPUs of work")
+    row = option_rows([ts])[0]
+    assert row[4] == "unbounded (p99)"
+    # at the default 10 %, 0.5 GPUs of work: stable, and the p99 is finite
+    ts10 = [o for o in worked_case() if o.mechanism == "time-slicing, replicas 5"][0]
+    assert math.isfinite(ts10.p99_ms) and ts10.meets

@@ -1,10 +1,9 @@
-"""The precomputed-slider widget helper (identical copies in both lab packages)."""
+"""The precomputed widgets (course_kit.widgets, used by both labs' chapters): slider and choice."""
 
 import matplotlib.pyplot as plt
 import pytest
 
-import lab01_cluster_sim.widgets as w1
-import lab02_device_plugin.widgets as w2
+from course_kit import widgets
 
 
 def _render(i):
@@ -13,9 +12,8 @@ def _render(i):
     return fig, f"<b>state {i}</b>"
 
 
-@pytest.mark.parametrize("mod", [w1, w2])
-def test_slider_links_stack_and_rerenders(mod):
-    view = mod.precomputed_slider(["a", "b", "c"], _render, "pick", index=1)
+def test_slider_links_stack_and_rerenders():
+    view = widgets.precomputed_slider(["a", "b", "c"], _render, "pick", index=1)
     assert len(view.stack.children) == 3
     assert view.stack.selected_index == 1
     assert view.index == 1
@@ -30,28 +28,20 @@ def test_slider_links_stack_and_rerenders(mod):
     assert view.stack.children[0].children[1].value == "<b>state 10</b>"
 
 
-@pytest.mark.parametrize("mod", [w1, w2])
-def test_bad_arguments(mod):
+def test_bad_arguments():
     with pytest.raises(ValueError, match="labels"):
-        mod.precomputed_slider([], _render, "x")
+        widgets.precomputed_slider([], _render, "x")
     with pytest.raises(ValueError, match="unique"):
-        mod.precomputed_slider(["a", "a"], _render, "x")
+        widgets.precomputed_slider(["a", "a"], _render, "x")
     with pytest.raises(ValueError, match="index"):
-        mod.precomputed_slider(["a"], _render, "x", index=3)
+        widgets.precomputed_slider(["a"], _render, "x", index=3)
     with pytest.raises(TypeError, match="Figure"):
-        mod.precomputed_slider(["a"], lambda i: "nope", "x")
-
-
-def test_copies_stay_identical_but_for_the_pointer():
-    import inspect
-    a = inspect.getsource(w1).replace("lab02_device_plugin.widgets", "X")
-    b = inspect.getsource(w2).replace("lab01_cluster_sim.widgets", "X")
-    assert a == b
+        widgets.precomputed_slider(["a"], lambda i: "nope", "x")
 
 
 def test_choice_starts_on_the_prompt_and_links_each_control():
-    view = w1.precomputed_choice([("a:", ["x", "y"]), ("b:", ["p", "q", "r"])], lambda i, j: f"<i>{i}{j}</i>",
-                                 prompt="pick")
+    view = widgets.precomputed_choice([("a:", ["x", "y"]), ("b:", ["p", "q", "r"])], lambda i, j: f"<i>{i}{j}</i>",
+                                      prompt="pick")
     assert [c.options[0] for c in view.controls] == ["choose", "choose"]
     assert [c.index for c in view.controls] == [0, 0]
     assert view.stack.selected_index == 0 and view.stack.children[0].value == "pick"
@@ -65,8 +55,8 @@ def test_choice_starts_on_the_prompt_and_links_each_control():
 
 def test_choice_refuses_bad_controls():
     with pytest.raises(ValueError, match="one or two"):
-        w1.precomputed_choice([], lambda: "")
+        widgets.precomputed_choice([], lambda: "")
     with pytest.raises(ValueError, match="unique labels"):
-        w1.precomputed_choice([("a:", ["x", "x"])], lambda i: "")
+        widgets.precomputed_choice([("a:", ["x", "x"])], lambda i: "")
     with pytest.raises(ValueError, match="no options"):
-        w1.precomputed_choice([("a:", [])], lambda i: "")
+        widgets.precomputed_choice([("a:", [])], lambda i: "")

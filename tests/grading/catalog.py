@@ -161,7 +161,7 @@ def learner_files(course: Path) -> dict[str, tuple[str, ...]]:
 
     Returns:
         POSIX path relative to ``course`` -> sorted part ids, e.g.
-        ``{"lab01_cluster_sim/metrics.py": ("1B",), "lab02_device_plugin/sharing.py":
+        ``{"lab01_cluster_sim/metrics.py": ("1B",), "lab02_device_plugin/plugin/sharing.py":
         ("2A", "2B")}``; sorted by path.
     """
     found: dict[str, tuple[str, ...]] = {}

@@ -42,7 +42,7 @@ MAX_ZIP_RATIO = 200
 _SKIP_DIRS = {"__MACOSX", ".git", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", "node_modules",
               ".venv", "venv", ".tox", "build", "dist", "test-artifacts"}
 PACKAGE_DIRS = frozenset({"lab01_cluster_sim", "lab02_device_plugin", "policies", "disciplines",
-                          "workloads", "commands", "admission", "scenario"})
+                          "workloads", "commands", "admission", "scenario", "plugin", "kubelet", "models"})
 """Folder names that mark a file as inside a lab package (so not a loose file), besides the
 folders of the expected paths themselves."""
 

@@ -55,11 +55,11 @@ from grading import sandbox, wire
 RECORD_TYPES = (
     "lab01_cluster_sim.disciplines.preemption.CheckpointSpec",
     "lab01_cluster_sim.disciplines.preemption.VictimCandidate",
-    "lab02_device_plugin.health.HealthEvent",
-    "lab02_device_plugin.health.HealthPolicy",
-    "lab02_device_plugin.sharing.AdvertisedDevice",
-    "lab02_device_plugin.sharing.AdvertisedResource",
-    "lab02_device_plugin.sharing.DeviceState",
+    "lab02_device_plugin.plugin.health.HealthEvent",
+    "lab02_device_plugin.plugin.health.HealthPolicy",
+    "lab02_device_plugin.plugin.sharing.AdvertisedDevice",
+    "lab02_device_plugin.plugin.sharing.AdvertisedResource",
+    "lab02_device_plugin.plugin.sharing.DeviceState",
 )
 """The course's record types a learner function may return (resolved to the trusted
 package's classes). Everything else a learner returns must be plain data."""
@@ -299,18 +299,23 @@ class WorkerClient:
         callbacks: list = []
         buffer = io.BytesIO()
         try:
-            _ArgPickler(buffer, callbacks).dump(("call", module, name, args, kwargs))
+            _ArgPickler(buffer, callbacks).dump((module, name, args, kwargs))
         except Exception as exc:  # noqa: BLE001 - an argument the grader cannot pass
             raise WorkerFailed(f"{name}(): the grader could not pass the arguments to your code "
                                f"({type(exc).__name__}: {str(exc)[:200]})") from None
+        call_id = self.calls  # every frame of this call, both ways, carries it
+        frame = pickle.dumps(("call", call_id, buffer.getvalue()))
         timeout = self._left(min(self.limits.call_timeout, budget))
         start = time.monotonic()
         deadline = start + timeout
         finished = False
         try:
-            wire.write_frame(self.spawned.to_worker, b"P", buffer.getvalue(), deadline)
+            wire.write_frame(self.spawned.to_worker, b"P", frame, deadline)
             while True:
                 message = wire.read_json(self.spawned.from_worker, deadline)
+                if message.get("id") != call_id or type(message.get("id")) is not int:
+                    raise wire.ChannelError("a reply that does not belong to this call came back, so your code's "
+                                            "process was stopped")
                 if "callback" in message:
                     self._callback(message, callbacks, deadline)
                     continue
@@ -450,6 +455,31 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     client = item.config.stash.get(CLIENT_KEY, None)
     if client is not None:
         client.begin_test(item.nodeid)
+
+
+MAX_QUOTED_CHARS = 6000
+"""Most characters of one test's failure that the trusted run's report quotes (its head and
+tail): a huge value returned by learner code, quoted by a failing assertion, costs only
+its own test, never the report (whose size the grader caps)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Before the JUnit XML plugin sees it: cut a failure's text to :data:`MAX_QUOTED_CHARS`,
+    keeping the crash line first (the grader shows it) and the end of the traceback."""
+    if report.longrepr is None or not report.failed:  # a skip's longrepr is a tuple junitxml unpacks
+        return
+    try:
+        text = str(report.longrepr)
+    except Exception as exc:  # noqa: BLE001 - a repr that cannot be rendered
+        report.longrepr = f"(the failure could not be shown: {type(exc).__name__})"
+        return
+    if len(text) <= MAX_QUOTED_CHARS:
+        return
+    crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or ""
+    head = crash.splitlines()[0][:MAX_QUOTED_CHARS // 4] if crash else text[:MAX_QUOTED_CHARS // 4]
+    report.longrepr = (f"{head} ...(cut)\n[{len(text)} characters of failure text, cut to "
+                       f"{MAX_QUOTED_CHARS}]\n...{text[-MAX_QUOTED_CHARS // 2:]}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -19,8 +19,9 @@ Design: no learner code ever runs in a process whose output decides the score.
   0700, so unreadable by the learner's user when this process is root).
 - Learner code runs only in worker processes (:mod:`grading.worker`, started by
   :mod:`grading.sandbox`): as an unprivileged user when this process is root (learner
-  code never runs as root unless ``--run-as none`` says so; if no user works, the
-  submission scores 0 with a message and nothing of it runs), in new PID and network
+  code never runs as root unless ``--run-as none`` says so; if that user cannot run the
+  interpreter, nothing of the submission runs and it is *not graded*: an infrastructure
+  failure, never a grade, see :func:`_not_graded`), in new PID and network
   namespaces where the kernel allows, with resource limits; every process it starts is
   killed after each step.
 - First a self-test imports the course's own files in a worker (the user switch and the
@@ -33,7 +34,8 @@ Design: no learner code ever runs in a process whose output decides the score.
   tests in another trusted process with a fresh worker; the hidden tests are in no place
   the learner's user can read.
 - Each trusted run writes pytest's JUnit XML report into its own tree; this process parses
-  it (:mod:`grading.junit`) and scores exactly the declared tests (:mod:`grading.catalog`):
+  it (:mod:`grading.junit`) and scores exactly the declared tests (:mod:`grading.catalog`,
+  :mod:`grading.scoring`):
   one case per test (the literal number of cases of a parametrized one), points from the
   course's own files, ``partial_credit`` only for tests that use that fixture, each part
   and the total capped at their maximum.
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import math
 import os
@@ -63,7 +66,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grading import catalog, junit, layout, sandbox
+from grading import catalog, junit, layout, sandbox, scoring
 
 GRADED_DIRS = ("tests/lab01/graded", "tests/lab02/graded")
 HIDDEN_DIR = catalog.HIDDEN_DIR
@@ -87,7 +90,6 @@ SUSPICIOUS = re.compile(
     r"|gc\.get_(?:objects|referrers|referents)|_getframe|os\.fork|sys\.modules|/dev/fd|/proc/|results\.json"
     r"|/autograder")
 """What the instructors' notes point out in the lines a learner added (nothing is refused for it)."""
-_TEST_OUTPUT_LIMIT = 4000
 
 
 # -- the learner's files --------------------------------------------------------------------
@@ -170,166 +172,6 @@ def probe_imports(config: sandbox.SandboxConfig, course: Path, learner: dict[str
     return blamed
 
 
-# -- scores -----------------------------------------------------------------------------
-@dataclass
-class TestOutcome:
-    """One graded test (or parametrized case) as scored by this process."""
-
-    test: catalog.DeclaredTest
-    number: str
-    name: str
-    status: str  # passed | failed
-    score: float
-    output: str
-    outcome: str = ""  # passed | failed | skipped | not run (pytest's view; status is Gradescope's)
-
-    def to_gradescope(self) -> dict:
-        """An entry of results.json's ``tests``."""
-        return {
-            "name": self.name,
-            "number": self.number,
-            "score": round(self.score, 4),
-            "max_score": self.test.points,
-            "status": self.status,
-            "output": self.output[:_TEST_OUTPUT_LIMIT],
-            "tags": [self.test.part],
-            "visibility": self.test.visibility,
-            "extra_data": {"nodeid": self.test.nodeid, "part": self.test.part, "hidden": self.test.hidden},
-        }
-
-
-def _first_lines(text: str, n: int = 6) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[:n])
-
-
-def _case_message(case: junit.CaseResult) -> str:
-    message = case.message.strip() or _first_lines(case.details, 3)
-    if case.outcome == "skipped":
-        return f"skipped: {message}"
-    if "Timeout" in message and ("pytest-timeout" in case.details or message.startswith("Failed: Timeout")):
-        message = f"{message.splitlines()[0]} (an endless loop?)"
-    return message
-
-
-def _collection_message(case: junit.CaseResult) -> str:
-    lines = [ln.strip() for ln in case.details.splitlines() if ln.strip()]
-    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    where = [ln for ln in lines if re.match(r"^\S+\.py:\d+: in ", ln)]
-    text = errors[-1] if errors else (lines[-1] if lines else case.message)
-    return f"{text}" + (f" (at {where[-1].split(': in ')[0]})" if where else "")
-
-
-@dataclass
-class RunResult:
-    """What one trusted pytest run left."""
-
-    report: bytes | None
-    returncode: int | None
-    output: str
-    timed_out: bool
-    seconds: float
-    problem: str = ""
-
-
-@dataclass
-class RunScore:
-    """Scores of one trusted run, and what the grader noticed about it."""
-
-    outcomes: list[TestOutcome]
-    notes: list[str]
-    counts: dict
-
-
-def score_run(tests: list[catalog.DeclaredTest], run: RunResult, part_notes: dict[str, list[str]],
-              label: str, known_files: set[str]) -> RunScore:
-    """Score exactly the declared ``tests`` from the trusted run's report.
-
-    A test that is not parametrized counts once, with exactly its node id; a parametrized
-    one at most its literal number of cases, each id once; nothing else in the report
-    counts. A test's score is its points when it passed, else 0, or ``partial_credit`` x
-    points when the test uses that fixture; each part and the total are capped at their
-    declared maximum by construction (one outcome per declared case, at most its points).
-    """
-    notes: list[str] = []
-    report: junit.Report | None = None
-    problem = run.problem
-    if run.report is not None and not problem:
-        try:
-            report = junit.parse(run.report, known_files)
-        except junit.ReportError as exc:
-            problem = str(exc)
-    if problem:
-        notes.append(f"{label}: no report: {problem}")
-    if run.timed_out:
-        notes.append(f"{label}: stopped (past its deadline)")
-    cases: dict[str, list[junit.CaseResult]] = {}
-    collection_errors: dict[str, str] = {}
-    duplicates: list[str] = []
-    if report is not None:
-        seen: set[str] = set()
-        for case in report.cases:
-            if case.outcome == "collection-error":
-                collection_errors[case.nodeid] = _collection_message(case)
-                continue
-            if case.nodeid in seen:
-                duplicates.append(case.nodeid)
-                continue
-            seen.add(case.nodeid)
-            cases.setdefault(case.nodeid.split("[")[0], []).append(case)
-    if duplicates:
-        notes.append(f"{label}: the report repeats tests (counted once): {duplicates[:5]}")
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
-    outcomes: list[TestOutcome] = []
-    declared = {t.nodeid for t in tests}
-    for t in tests:
-        prefix = "".join(f"{n}\n" for n in part_notes.get(t.part, []))
-        got = [c for c in cases.get(t.nodeid, []) if (c.nodeid == t.nodeid) != t.parametrized]
-        extra = len(got) - (t.cases if t.parametrized else 1)
-        if extra > 0:
-            notes.append(f"{label}: {t.nodeid}: {extra} more case(s) than declared (not counted)")
-            got = got[:t.cases if t.parametrized else 1]
-        if not got:
-            if problem:
-                why = f"did not run: {problem}"
-            elif t.file in collection_errors:
-                why = f"did not run: {t.file} failed to import: {collection_errors[t.file]}"
-            elif run.timed_out:
-                why = "did not run: the test run was stopped (the grading's time budget ran out)"
-            else:
-                why = "did not run (the test run ended early)"
-            counts["not run"] += 1
-            outcomes.append(TestOutcome(t, t.number, t.title, "failed", 0.0, prefix + why, "not run"))
-            continue
-        for k, case in enumerate(got, start=1):
-            number = f"{t.number}.{k}" if t.parametrized else t.number
-            name = t.title + (f" [{case.nodeid.split('[', 1)[1][:-1]}]" if t.parametrized else "")
-            passed = case.outcome == "passed"
-            fraction = 1.0 if passed else 0.0
-            message = "passed" if passed else _case_message(case)
-            credit = case.properties.get("partial_credit") if t.uses_partial_credit else None
-            if credit is not None:
-                try:
-                    value = float(credit)
-                except ValueError:
-                    value = math.nan
-                if 0.0 <= value <= 1.0:
-                    fraction = value
-                    if value not in (0.0, 1.0):
-                        message = f"partial credit {value:.0%}. {'' if passed else message}".strip()
-            outcome = "passed" if passed else "skipped" if case.outcome == "skipped" else "failed"
-            counts[outcome] += 1
-            outcomes.append(TestOutcome(t, number, name, "passed" if passed else "failed",
-                                        min(t.points, t.points * fraction), prefix + message, outcome))
-    if report is not None:
-        unknown = sorted({c.nodeid for cs in cases.values() for c in cs if c.nodeid.split("[")[0] not in declared})
-        if unknown:
-            notes.append(f"{label}: the report names tests the course does not declare (ignored): {unknown[:5]}")
-        counts["pytest"] = {"tests": report.tests, "failures": report.failures, "errors": report.errors,
-                            "skipped": report.skipped, "collection errors": len(collection_errors)}
-    return RunScore(outcomes, notes, counts)
-
-
 # -- trees and runs -------------------------------------------------------------------------
 def _copy_package(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
@@ -362,9 +204,22 @@ def trusted_tree(root: Path, course: Path, test_dirs: list[str], extra_files: di
     return root
 
 
+def draw_seed(files: dict[str, Path]) -> str:
+    """The seed of the hidden tests' random draw (tests/hidden/test_hidden_bank.py): a
+    digest of the learner's files, so that a regrade of the same files draws the same
+    instances and another submission other ones."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + files[rel].read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandbox.SandboxConfig,
-                functions: list[catalog.LearnerFunction], phases: list[tuple[str, float]]) -> RunResult:
+                functions: list[catalog.LearnerFunction], phases: list[tuple[str, float]],
+                seed: str = "0") -> scoring.RunResult:
     """Run the graded tests under ``paths`` (in that order) in a trusted pytest process in ``tree``.
+
+    ``seed``: the hidden tests' draw (:func:`draw_seed`), as ``GRADING_DRAW_SEED``.
 
     ``phases``: ``(node id prefix, deadline)`` pairs (deadline: wall clock, time.time());
     the tests of each phase get a fresh worker and stop calling learner code at its
@@ -383,7 +238,8 @@ def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandb
     env = {"PATH": os.pathsep.join(dict.fromkeys([str(Path(python).parent), "/usr/local/bin", "/usr/bin", "/bin"])),
            "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "tests")]),
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONHASHSEED": "0",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+           "GRADING_DRAW_SEED": seed}
     # --confcutdir: with ``-c /dev/null`` pytest would otherwise collect from /dev's parent,
     # /, down to the tree, and fail on a folder above it that this user cannot list
     cmd = [python, "-s", "-m", "pytest", "-c", os.devnull, "--rootdir", str(tree), "--confcutdir", str(tree),
@@ -414,7 +270,8 @@ def run_trusted(python: str, tree: Path, paths: list[str], sandbox_config: sandb
         "the test run was stopped past its deadline" if timed_out else
         f"the test run ended without a report (exit status {proc.returncode}): "
         + " | ".join(output.strip().splitlines()[-3:])[:500])
-    return RunResult(data, None if timed_out else proc.returncode, output, timed_out, time.monotonic() - start, problem)
+    return scoring.RunResult(data, None if timed_out else proc.returncode, output, timed_out,
+                             time.monotonic() - start, problem)
 
 
 # -- the whole grading --------------------------------------------------------------------
@@ -423,41 +280,10 @@ class Grading:
     """Everything one grading produced."""
 
     results: dict
-    outcomes: list[TestOutcome]
+    outcomes: list[scoring.TestOutcome]
     notes: list[str]
     private: dict = field(default_factory=dict)
     """For instructors only (stdout): the hidden tests' counts and pytest's figures of the whole run."""
-
-
-def _pts(x: float) -> str:
-    return f"{x:g}" if abs(x - round(x, 2)) < 1e-9 else f"{x:.2f}"
-
-
-def points_table(outcomes: list[TestOutcome], written: list[catalog.WrittenQuestion]) -> list[str]:
-    """Rows per part: tests, passed, points (of the given outcomes), and written points."""
-    rows: dict[str, list[float]] = {}
-    for o in outcomes:
-        row = rows.setdefault(o.test.part, [0, 0, 0.0, 0.0])
-        row[0] += 1
-        row[1] += o.status == "passed"
-        row[2] += o.score
-        row[3] += o.test.points
-    by_part: dict[str, float] = {}
-    for q in written:
-        by_part[q.part] = by_part.get(q.part, 0.0) + q.points
-    lines = [f"{'part':<6}{'tests':>7}{'passed':>8}{'points':>12}   written (by hand)"]
-    for part in sorted(set(rows) | set(by_part), key=lambda p: (int(re.match(r'\d+', p).group()), p)):
-        n, ok, score, top = rows.get(part, [0, 0, 0.0, 0.0])
-        extra = f"   {_pts(by_part[part])} pts" if part in by_part else ""
-        lines.append(f"{part:<6}{n:>7}{ok:>8}{_pts(score):>9} / {_pts(top):<5}{extra}")
-    n = len(outcomes)
-    ok = sum(o.status == "passed" for o in outcomes)
-    score = sum(o.score for o in outcomes)
-    top = sum(o.test.points for o in outcomes)
-    manual = sum(q.points for q in written)
-    lines.append(f"{'total':<6}{n:>7}{ok:>8}{_pts(score):>9} / {_pts(top):<5}"
-                 + (f"   {_pts(manual)} pts" if manual else ""))
-    return lines
 
 
 def _started_at() -> float:
@@ -479,10 +305,11 @@ def _process_start() -> float:
 
 
 def read_hidden(hidden: Path) -> dict[str, bytes]:
-    """The hidden test files under ``hidden/tests/hidden/`` as {relative path: bytes} (bounded)."""
+    """The hidden test files under ``hidden/tests/hidden/`` (``*.py`` and the answer bank
+    ``bank.json``) as {relative path: bytes} (bounded)."""
     out: dict[str, bytes] = {}
     base = hidden / HIDDEN_DIR
-    for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+    for path in sorted([*base.rglob("*.py"), *base.glob("bank.json")]) if base.is_dir() else []:
         if "__pycache__" in path.parts:
             continue
         if path.stat().st_size > catalog.MAX_SOURCE_BYTES or len(out) >= 1000:
@@ -525,7 +352,8 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
           isolation: sandbox.Isolation | None = None, work_base: Path | None = None,
           started_at: float | None = None, submission_problem: str | None = None,
           budget: float = GRADING_BUDGET_S, worker_python: str | None = None,
-          worker_path: list[str] | None = None, namespaces: bool = True) -> Grading:
+          worker_path: list[str] | None = None, namespaces: bool = True,
+          require_namespaces: bool = False) -> Grading:
     """Grade an unpacked submission folder against a student edition (see the module docstring).
 
     Args:
@@ -541,6 +369,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         worker_python, worker_path: interpreter and extra ``sys.path`` entries of learner
             processes (default: ``python``; it must be readable by the learner's user).
         namespaces: try PID and network namespaces for learner processes.
+        require_namespaces: without them, grade nothing (not graded, with the kernel's reason).
     """
     started = _started_at() if started_at is None else started_at
     hard_end = started + budget
@@ -549,15 +378,13 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
     learner = catalog.learner_files(course)
     functions = catalog.learner_functions(course)
     visible_tests = catalog.declared_tests([course / d for d in GRADED_DIRS], course)
-    written = course_written_questions(course)
+    written = scoring.course_written_questions(course)
     base = Path(tempfile.mkdtemp(prefix="grading-", dir=work_base))
     os.chmod(base, 0o711)
     try:
         hidden_tests = _declared_hidden(hidden, base) if hidden else []
         if iso.mode == "refused":
-            message = (f"The autograder could not run your code safely, so it did not run it: {iso.refused}. "
-                       "Please tell your instructor.")
-            return _refused(visible_tests, hidden_tests, written, message, notes + [iso.refused], submission, started)
+            return _not_graded(visible_tests, hidden_tests, written, iso.refused, notes, submission, started)
         files = layout.list_files(submission)
         found = layout.resolve(submission, list(learner), files)
         part_notes: dict[str, list[str]] = {}
@@ -595,7 +422,7 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         notes.append(f"time budget: {budget:g} s")
         timings: dict[str, float] = {}
         if not overlay:  # nothing of the learner's to run: every test scores 0 without running
-            run = RunResult(None, None, "", False, 0.0, "no file of yours could be used, so nothing was run")
+            run = scoring.RunResult(None, None, "", False, 0.0, "no file of yours could be used, so nothing was run")
             return _scored(visible_tests, hidden_tests, run, part_notes, written, visible_notes, notes, timings,
                            submission, started)
 
@@ -604,18 +431,24 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         sandbox.prepare_tree(tree, iso)
         config = sandbox.make_config(iso, tree, base / "learner-home", worker_python or python, worker_path,
                                      namespaces)
+        unreachable = sandbox.interpreter_problem(iso, config.python, config.path)
+        if unreachable:
+            return _not_graded(visible_tests, hidden_tests, written, f"the learner's interpreter cannot start: "
+                               f"{unreachable}", notes, submission, started)
         mark = time.monotonic()
         check = sandbox.probe(config, list(learner), SELF_TEST_TIMEOUT_S, reaper=True)
         timings["self-test"] = time.monotonic() - mark
         failed = [r for r in check.records if "fail" in r]
         if check.error or failed or len(check.finished) != len(learner):
             why = check.error or (f"{failed[0]['fail']}: {failed[0].get('error')}" if failed else "incomplete")
-            message = (f"the course's own files do not import as {iso.user or 'the learner user'}: {why} (is the "
-                       f"interpreter {config.python} readable by that user?)")
-            return _refused(visible_tests, hidden_tests, written,
-                            "The autograder could not start a safe process for your code, so it did not run it. "
-                            "Please tell your instructor.", notes + [message], submission, started)
+            return _not_graded(visible_tests, hidden_tests, written, f"the course's own files do not import as "
+                               f"{iso.user or 'the learner user'} with {config.python}: {why}", notes, submission,
+                               started)
         boot = check.boot
+        if require_namespaces and not boot.get("pidns"):
+            return _not_graded(visible_tests, hidden_tests, written, "learner processes got no PID and network "
+                               f"namespaces ({boot.get('why') or 'not available'}), which --require-namespaces "
+                               "asks for", notes, submission, started)
         notes.append("learner processes: " + ("new PID and network namespaces (no network)" if boot.get("pidns")
                                               else f"no namespaces ({boot.get('why') or 'not available'})"))
         for rel, path in overlay.items():
@@ -644,7 +477,9 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
         phases = [("tests/", now + max(left / 2, left - reserve) if hidden_tests else hard_end)]
         if hidden_tests:
             phases.append((HIDDEN_DIR + "/", hard_end))
-        run = run_trusted(python, ttree, paths, config, functions, phases)
+        seed = draw_seed(overlay)
+        notes.append(f"hidden tests' draw seed: {seed}")
+        run = run_trusted(python, ttree, paths, config, functions, phases, seed)
         shutil.rmtree(ttree, ignore_errors=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -652,94 +487,50 @@ def grade(course: Path, submission: Path, hidden: dict[str, bytes] | None, *, py
                    started)
 
 
-def _scored(visible_tests: list[catalog.DeclaredTest], hidden_tests: list[catalog.DeclaredTest], run: RunResult,
+def _scored(visible_tests: list[catalog.DeclaredTest], hidden_tests: list[catalog.DeclaredTest],
+            run: scoring.RunResult,
             part_notes: dict[str, list[str]], written: list[catalog.WrittenQuestion], visible_notes: list[str],
             notes: list[str], timings: dict[str, float], submission: Path, started: float) -> Grading:
     """The grading of one trusted run: visible and hidden outcomes apart."""
     timings["tests"] = run.seconds
-    scored = score_run(visible_tests + hidden_tests, run, part_notes, "tests",
+    scored = scoring.score_run(visible_tests + hidden_tests, run, part_notes, "tests",
                        {t.file for t in visible_tests + hidden_tests})
     shown = [o for o in scored.outcomes if not o.test.hidden]
     kept = [o for o in scored.outcomes if o.test.hidden]
     notes = notes + scored.notes + ["timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())]
-    doc = results_document(shown, kept, written, visible_notes, notes, _counts(shown), submission, started)
-    return Grading(doc, shown + kept, notes, {"hidden": _counts(kept), "pytest": scored.counts.get("pytest", {})})
+    doc = scoring.results_document(shown, kept, written, visible_notes, notes, scoring.counts(shown), submission,
+                                   started)
+    return Grading(doc, shown + kept, notes,
+                   {"hidden": scoring.counts(kept), "pytest": scored.counts.get("pytest", {})})
 
 
-def _counts(outcomes: list[TestOutcome]) -> dict:
-    """How many of ``outcomes`` passed, failed, were skipped or did not run."""
-    counts = {"passed": 0, "failed": 0, "skipped": 0, "not run": 0}
-    for o in outcomes:
-        counts[o.outcome or ("passed" if o.status == "passed" else "failed")] += 1
-    return counts
+NOT_GRADED_MESSAGE = ("The autograder could not start a safe process for your code, so it did not run it and "
+                      "this is not a grade. Please tell your instructor.")
+NOT_GRADED_FIX = ("fix: as root, give an interpreter that the learner's user can run (--worker-python PATH, with "
+                  "--worker-path for its packages; tools/grade_submissions.py makes one itself when not given "
+                  "--worker-python), or install the course where every user can read it; for namespaces, grade "
+                  "where unshare(2) is allowed (not in a container that forbids it) or without "
+                  "--require-namespaces")
+"""How to fix a grading that could not start (the grader's notes and the batch's terminal)."""
 
 
-def _refused(visible: list[catalog.DeclaredTest], hidden: list[catalog.DeclaredTest],
-             written: list[catalog.WrittenQuestion], message: str, notes: list[str], submission: Path,
-             started: float) -> Grading:
-    """Score 0 for everything, with ``message``: no learner code was run."""
-    v = [TestOutcome(t, t.number, t.title, "failed", 0.0, message) for t in visible]
-    h = [TestOutcome(t, t.number, t.title, "failed", 0.0, message) for t in hidden]
-    doc = results_document(v, h, written, [message], notes, {}, submission, started)
-    return Grading(doc, v + h, notes)
+def _not_graded(visible: list[catalog.DeclaredTest], hidden: list[catalog.DeclaredTest],
+                written: list[catalog.WrittenQuestion], cause: str, notes: list[str], submission: Path,
+                started: float) -> Grading:
+    """An infrastructure failure, not a grade: no learner code was run. Every test says so
+    (score 0, as Gradescope needs a score), ``extra_data.not_graded`` holds the one-line
+    cause and the fix, the grader exits with status :data:`EXIT_NOT_GRADED`, and batch
+    grading leaves the row's score empty."""
+    v = [scoring.TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in visible]
+    h = [scoring.TestOutcome(t, t.number, t.title, "failed", 0.0, NOT_GRADED_MESSAGE, "not run") for t in hidden]
+    line = f"not graded: {cause}; {NOT_GRADED_FIX}"
+    doc = scoring.results_document(v, h, written, [NOT_GRADED_MESSAGE], notes + [line], {}, submission, started)
+    doc["extra_data"]["not_graded"] = line
+    return Grading(doc, v + h, notes + [line])
 
 
-def course_written_questions(course: Path) -> list[catalog.WrittenQuestion]:
-    """Written questions of the course's lab notebooks (``labs/*.ipynb``)."""
-    out = []
-    for nb in sorted((course / "labs").glob("*.ipynb")):
-        out += catalog.written_questions(nb, nb.relative_to(course).as_posix())
-    return out
-
-
-WRITTEN_ANSWERS_FILE = "written_answers.html"
-_PLACEHOLDER = "YOUR ANSWER HERE"
-
-
-def written_answers_status(submission: Path, written: list[catalog.WrittenQuestion]) -> str:
-    """One line about ``written_answers.html`` in the submission: absent, or how many
-    answers it holds (an answer still reading the placeholder counts as not given)."""
-    found = [p for p in submission.rglob(WRITTEN_ANSWERS_FILE) if p.is_file()]
-    if not found:
-        return f"{WRITTEN_ANSWERS_FILE} NOT found in the submission (make submission writes it)."
-    try:
-        text = found[0].read_text(encoding="utf-8", errors="replace")[:5_000_000]
-    except OSError:
-        return f"{WRITTEN_ANSWERS_FILE} found but not readable."
-    blank = text.count(_PLACEHOLDER)
-    if blank:
-        return (f"{WRITTEN_ANSWERS_FILE} found, {min(blank, len(written))} of {len(written)} answers still read "
-                f"'{_PLACEHOLDER}'.")
-    return f"{WRITTEN_ANSWERS_FILE} found in the submission."
-
-
-def results_document(visible: list[TestOutcome], hidden: list[TestOutcome], written: list[catalog.WrittenQuestion],
-                     visible_notes: list[str], notes: list[str], counts: dict, submission: Path,
-                     started: float) -> dict:
-    """The Gradescope results document (see the module docstring for what is visible)."""
-    lines = ["Autograded points of the visible tests:"] + points_table(visible, written)
-    if hidden:
-        lines.append(f"Hidden tests: {len(hidden)} more tests of the same parts; their results and points "
-                     "appear when grades are published.")
-    if written:
-        lines.append(f"Written answers: {len(written)} questions, {_pts(sum(q.points for q in written))} points, "
-                     f"graded by hand; " + written_answers_status(submission, written))
-    if visible_notes:
-        lines.append("Problems with the submitted files:")
-        lines += [f"  {n}" for n in visible_notes]
-    elapsed = max(0.0, time.time() - started)
-    score = sum(o.score for o in visible + hidden)
-    top = sum(o.test.points for o in visible + hidden)
-    return {
-        "score": round(min(score, top), 4),
-        "execution_time": math.ceil(elapsed),
-        "output": "\n".join(lines),
-        "output_format": "text",
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "extra_data": {"grader_notes": [n for n in notes if n], "visible_counts": counts},
-        "tests": [o.to_gradescope() for o in visible + hidden],
-    }
+EXIT_NOT_GRADED = 3
+"""The grader's exit status when the submission was not graded (the sandbox could not start)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -766,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker-path", action="append", default=[],
                         help="extra sys.path entry of learner processes (repeatable)")
     parser.add_argument("--no-namespaces", action="store_true", help="do not try PID/network namespaces")
+    parser.add_argument("--require-namespaces", action="store_true",
+                        help="grade nothing (not graded) when learner processes cannot get PID and network namespaces")
     args = parser.parse_args(argv)
     started = _started_at()
     sandbox.become_subreaper()
@@ -788,16 +581,17 @@ def main(argv: list[str] | None = None) -> int:
             result = grade(args.course.resolve(), unpacked, hidden, python=args.python, isolation=iso,
                            work_base=args.work_base, started_at=started, submission_problem=problem,
                            budget=args.budget, worker_python=args.worker_python, worker_path=args.worker_path,
-                           namespaces=not args.no_namespaces)
+                           namespaces=not args.no_namespaces, require_namespaces=args.require_namespaces)
         except Exception as exc:  # noqa: BLE001 - a grader bug: say so on Gradescope, details for instructors
             import traceback
 
             traceback.print_exc(file=sys.stdout)
             message = (f"The autograder failed ({type(exc).__name__}: {str(exc)[:300]}) and gave no score. "
                        "Please tell your instructor.")
+            cause = f"not graded: the grader failed ({type(exc).__name__}: {str(exc)[:300]})"
             result = Grading({"score": 0.0, "execution_time": 0, "output": message, "output_format": "text",
-                              "visibility": "visible", "stdout_visibility": "hidden", "tests": []},
-                             [], [message])
+                              "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+                              "extra_data": {"not_graded": cause}}, [], [message])
     sandbox.kill_children()
     args.results.parent.mkdir(parents=True, exist_ok=True)
     result.results["execution_time"] = math.ceil(max(0.0, time.time() - started))
@@ -810,6 +604,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {note}")
     print("hidden tests and pytest's own counts (visible + hidden): " + json.dumps(result.private))
     print(json.dumps({"score": result.results["score"]}))
+    not_graded = (result.results.get("extra_data") or {}).get("not_graded")
+    if not_graded:
+        print(f"error: {not_graded}", file=sys.stderr)
+        return EXIT_NOT_GRADED
     return 0
 
 

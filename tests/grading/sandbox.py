@@ -6,11 +6,14 @@ the trusted pytest process (:mod:`grading.proxy`, the worker that runs the learn
 functions). Both start :mod:`grading.worker` through :func:`spawn`:
 
 - as root (Gradescope, or an instructor's batch run with sudo), learner code runs as an
-  unprivileged user: the dedicated ``course-learner`` that setup.sh creates, else a
-  transient numeric uid with no account (unique to one grading, so every process that
-  uid owns is the learner's and can be killed without harming anyone else). A user that
-  cannot run the interpreter is refused: learner code never runs as root unless
-  ``--run-as none`` says so;
+  unprivileged uid that belongs to this grading alone: the dedicated ``course-learner``
+  that setup.sh creates when no other grading on the machine holds it (a lock file in
+  :data:`LOCK_DIR`, held while this process lives), else a transient numeric uid with no
+  account (:data:`TRANSIENT_UID_BASE` plus this process's pid). So every process of that
+  uid is this grading's, its clean-up (``kill(-1)`` as that uid) and its process limit
+  (``RLIMIT_NPROC``, counted per uid) reach no other grading, however many run at once.
+  A user that cannot run the interpreter is refused: learner code never runs as root
+  unless ``--run-as none`` says so;
 - not as root (an instructor's laptop), it runs as the grader's own user: isolation is
   partial, and the results say so;
 - either way, where the kernel allows: new PID and network namespaces (no network; when
@@ -28,11 +31,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import json
 import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -45,6 +50,13 @@ DEDICATED_USER = "course-learner"
 """The unprivileged user setup.sh creates on Gradescope."""
 TRANSIENT_UID_BASE = 1_900_000_000
 """Transient uids are this plus the grader's pid (no account; unique while the grader runs)."""
+LOCK_DIR = "/run/course-grading"
+"""Where a grading running as root locks the named user it runs learner code as (one file
+per user, ``flock``-ed for the grader's lifetime). A folder only root can write: when it
+cannot be made, or is not root's alone, no named user is locked and the grading takes a
+transient uid instead (always its own)."""
+_HELD_LOCKS: dict[str, int] = {}
+"""User name -> the open lock file held by this process (released when it exits)."""
 WORKER_FILE = "_grading_worker.py"
 """The name of grading/worker.py in the learner's tree."""
 PR_SET_CHILD_SUBREAPER = 36
@@ -88,9 +100,12 @@ class Isolation:
 def choose_isolation(run_as: str) -> Isolation:
     """Resolve ``--run-as`` (``auto``, ``none``, a user name, or ``uid:N``).
 
-    ``auto``: as root, ``course-learner`` if it exists, else a transient uid; not root,
-    the grader's own user (partial isolation). Whether the chosen user can run the
-    interpreter is checked later by the self-test (:func:`self_test`).
+    ``auto``: as root, ``course-learner`` if it exists and no other grading on this machine
+    holds it (:func:`lock_user`), else a transient uid of this process's own; not root, the
+    grader's own user (partial isolation). A named user or ``uid:N`` is locked the same way,
+    waiting for another grading that holds it to end (gradings with one named user take
+    turns). Whether the chosen user can run the interpreter is checked later
+    (:func:`interpreter_problem` and the runner's self-test).
     """
     if os.geteuid() != 0:
         if run_as not in ("auto", "none"):
@@ -109,6 +124,10 @@ def choose_isolation(run_as: str) -> Isolation:
             return Isolation("refused", refused=f"--run-as {run_as}: expected uid:NUMBER")
         if uid <= 0:
             return Isolation("refused", refused=f"--run-as {run_as}: not an unprivileged uid")
+        if not lock_user(f"uid-{uid}", wait=True):
+            return Isolation("refused", refused=f"--run-as {run_as}: cannot lock {LOCK_DIR}/uid-{uid}.lock "
+                                                "(a folder only root may write)")
+        kill_uid(uid, uid)
         return Isolation("user", uid, uid, f"uid {uid}", own_uid=True,
                          note=f"learner code ran as uid {uid} (no account)")
     name = DEDICATED_USER if run_as == "auto" else run_as
@@ -117,14 +136,63 @@ def choose_isolation(run_as: str) -> Isolation:
     except KeyError:
         if run_as != "auto":
             return Isolation("refused", refused=f"--run-as {run_as}: no such user")
-        uid = TRANSIENT_UID_BASE + os.getpid()
-        return Isolation("user", uid, uid, f"uid {uid}", own_uid=True,
-                         note=f"learner code ran as the transient uid {uid} (no account; {DEDICATED_USER} "
-                              "does not exist here)")
+        return _transient(f"{DEDICATED_USER} does not exist here")
     if entry.pw_uid == 0:
         return Isolation("refused", refused=f"--run-as {name}: that is root")
-    return Isolation("user", entry.pw_uid, entry.pw_gid, name, own_uid=(name == DEDICATED_USER),
+    if not lock_user(name, wait=run_as != "auto"):
+        if run_as == "auto":
+            return _transient(f"{DEDICATED_USER} is held by another grading on this machine, or {LOCK_DIR} "
+                              "cannot be locked")
+        return Isolation("refused", refused=f"--run-as {run_as}: cannot lock {LOCK_DIR}/{name}.lock "
+                                            "(a folder only root may write)")
+    own = name == DEDICATED_USER
+    if own:  # processes left by an earlier grading that died before its clean-up
+        kill_uid(entry.pw_uid, entry.pw_gid)
+    return Isolation("user", entry.pw_uid, entry.pw_gid, name, own_uid=own,
                      note=f"learner code ran as the unprivileged user {name} (uid {entry.pw_uid})")
+
+
+def _transient(why: str) -> Isolation:
+    uid = TRANSIENT_UID_BASE + os.getpid()
+    kill_uid(uid, uid)
+    return Isolation("user", uid, uid, f"uid {uid}", own_uid=True,
+                     note=f"learner code ran as the transient uid {uid} (no account; {why})")
+
+
+def lock_user(name: str, wait: bool = False) -> bool:
+    """Hold ``LOCK_DIR/<name>.lock`` (``flock``, exclusive) until this process exits, so that
+    no other grading on this machine runs learner code as ``name`` meanwhile. Root only.
+
+    Returns False when another grading holds it (and ``wait`` is False), or when
+    :data:`LOCK_DIR` cannot be made or is not a folder only root can write (a learner
+    could otherwise have planted it).
+    """
+    if name in _HELD_LOCKS:
+        return True
+    folder = LOCK_DIR
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            return False
+        fd = os.open(os.path.join(folder, f"{name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except OSError:
+        os.close(fd)
+        return False
+    _HELD_LOCKS[name] = fd
+    return True
+
+
+def release_user(name: str) -> None:
+    """Give back a lock taken by :func:`lock_user` (tests; a grader keeps its lock until it exits)."""
+    fd = _HELD_LOCKS.pop(name, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def _name(uid: int) -> str:
@@ -349,6 +417,59 @@ def kill_uid(uid: int, gid: int | None) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def interpreter_problem(iso: Isolation, python: str, path: list[str] | None = None) -> str | None:
+    """Why the learner's user cannot run ``python`` (with the extra ``sys.path`` entries
+    ``path``), or None. Checked as that user (a child that switches to it, root only)
+    before any learner process starts, so that an interpreter under ``/root`` is named as
+    the cause instead of showing up as a failed import.
+
+    Returns:
+        ``"<path>: <reason> for <user>"`` for the first file or folder on the way that the
+        user cannot search, read or execute, or None.
+    """
+    if iso.uid is None or os.geteuid() != 0:
+        return None
+    read_r, read_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: become the learner's user, look, report one line
+        try:
+            os.close(read_r)
+            os.setgroups([])
+            os.setresgid(iso.gid, iso.gid, iso.gid)
+            os.setresuid(iso.uid, iso.uid, iso.uid)
+            os.write(read_w, (_first_unreachable([(python, os.X_OK)] + [(p, os.R_OK | os.X_OK)
+                                                                        for p in path or []]) or "").encode())
+        finally:
+            os._exit(0)
+    os.close(read_w)
+    with os.fdopen(read_r, "rb") as f:
+        found = f.read(4096).decode("utf-8", "replace")
+    os.waitpid(pid, 0)
+    return f"{found} for {iso.user}" if found else None
+
+
+def _first_unreachable(items: list[tuple[str, int]]) -> str | None:
+    """The first of ``(path, mode)`` that this process cannot reach: a folder on the way
+    that it cannot search, or the path itself lacking ``mode`` (resolving symbolic links)."""
+    for path, mode in items:
+        full = os.path.abspath(path)
+        parts = full.split("/")
+        for k in range(2, len(parts)):
+            folder = "/".join(parts[:k]) or "/"
+            if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+                return f"{path}: the folder {folder} cannot be searched"
+        if not os.path.exists(full):
+            return f"{path}: does not exist or cannot be reached"
+        real = os.path.realpath(full)
+        if real != full:
+            deeper = _first_unreachable([(real, mode)])
+            if deeper:
+                return f"{path} -> {deeper}"
+        if not os.access(full, mode):
+            return f"{path}: not {'executable' if mode == os.X_OK else 'readable'}"
+    return None
 
 
 # -- probing the learner's files -----------------------------------------------------------

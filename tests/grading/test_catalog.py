@@ -57,12 +57,13 @@ def test_declared_tests_read_markers_titles_and_numbers(tmp_path: Path) -> None:
 
 def test_repository_graded_tests_are_all_declared_with_literal_numbers() -> None:
     """The autograder scores from these declarations: 30 visible tests worth 56 points and
-    9 hidden tests worth 9, every one with its own literal number."""
+    18 hidden tests worth 65 (one fixed case per part, 9, and one of random instances per
+    part worth its visible points, 56), every one with its own literal number."""
     visible = catalog.declared_tests([REPO_ROOT / "tests" / "lab01" / "graded",
                                       REPO_ROOT / "tests" / "lab02" / "graded"], REPO_ROOT)
     hidden = catalog.declared_tests([REPO_ROOT / "tests" / "hidden"], REPO_ROOT)
     assert (len(visible), sum(t.points for t in visible)) == (30, 56.0)
-    assert (len(hidden), sum(t.points for t in hidden)) == (9, 9.0)
+    assert (len(hidden), sum(t.points for t in hidden)) == (18, 65.0)
     numbers = [t.number for t in visible + hidden]
     assert len(set(numbers)) == len(numbers)
     for t in visible + hidden:

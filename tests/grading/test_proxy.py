@@ -43,11 +43,11 @@ import numpy as np
 from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.simulate import simulate
 from lab01_cluster_sim.disciplines.drf import drf_allocate
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.sharing import advertise, allocate
-from lab02_device_plugin.health import DeviceHealth, HealthEvent, HealthPolicy
-import lab02_device_plugin.decision as decision  # imported after install: gets the proxy by name
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.sharing import advertise, allocate
+from lab02_device_plugin.plugin.health import DeviceHealth, HealthEvent, HealthPolicy
+import lab02_device_plugin.models.decision as decision  # imported after install: gets the proxy by name
 
 reached = {{}}
 def mark(label, before):
@@ -91,11 +91,11 @@ def test_every_reference_to_a_learner_function_goes_through_its_proxy(student_ed
     assert set(got["installed"]) == {
         "lab01_cluster_sim.disciplines.drf.drf_pick_tenant", "lab01_cluster_sim.disciplines.preemption.choose_victims",
         "lab01_cluster_sim.metrics.count_stranded_gpus", "lab01_cluster_sim.policies.generic.best_fit_raw_score",
-        "lab01_cluster_sim.scheduler.gang_permit", "lab02_device_plugin.health.next_health",
-        "lab02_device_plugin.mig.mixed_resource_name", "lab02_device_plugin.sharing.physical_device_id",
-        "lab02_device_plugin.sharing.expand_replicas", "lab02_device_plugin.sharing.list_and_watch_snapshot"}
+        "lab01_cluster_sim.scheduler.gang_permit", "lab02_device_plugin.plugin.health.next_health",
+        "lab02_device_plugin.plugin.mig.mixed_resource_name", "lab02_device_plugin.plugin.sharing.physical_device_id",
+        "lab02_device_plugin.plugin.sharing.expand_replicas", "lab02_device_plugin.plugin.sharing.list_and_watch_snapshot"}
     # imported by name elsewhere: replaced there too (sharing imports mixed_resource_name from mig)
-    assert got["installed"]["lab02_device_plugin.mig.mixed_resource_name"] >= 2
+    assert got["installed"]["lab02_device_plugin.plugin.mig.mixed_resource_name"] >= 2
     assert got["reached"] == {
         "simulate": ["best_fit_raw_score", "count_stranded_gpus", "gang_permit"],
         "drf_allocate": ["drf_pick_tenant"],
@@ -103,4 +103,4 @@ def test_every_reference_to_a_learner_function_goes_through_its_proxy(student_ed
         "advertise mixed": ["mixed_resource_name"],
         "health": ["next_health"],
     }
-    assert got["decision"] == "lab02_device_plugin.mig.mixed_resource_name"
+    assert got["decision"] == "lab02_device_plugin.plugin.mig.mixed_resource_name"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import catalog, runner
+from grading import catalog, runner, scoring
 
 
 def _case(name: str, body: str = "", props: str = "") -> str:
@@ -36,12 +36,12 @@ FULL_CREDIT = '<properties><property name="partial_credit" value="1.0"/></proper
 FAIL = '<failure message="AssertionError: no">t</failure>'
 
 
-def _run(report: bytes) -> runner.RunResult:
-    return runner.RunResult(report, 1, "", False, 1.0)
+def _run(report: bytes) -> scoring.RunResult:
+    return scoring.RunResult(report, 1, "", False, 1.0)
 
 
-def _score(report: bytes) -> runner.RunScore:
-    return runner.score_run(DECLARED, _run(report), {"1B": ["metrics.py: not found"]}, "visible",
+def _score(report: bytes) -> scoring.RunScore:
+    return scoring.score_run(DECLARED, _run(report), {"1B": ["metrics.py: not found"]}, "visible",
                             {"tests/g/test_a.py"})
 
 
@@ -87,11 +87,11 @@ def test_partial_credit_counts_only_for_tests_that_use_the_fixture() -> None:
 
 
 def test_a_missing_report_scores_nothing_and_says_why() -> None:
-    run = runner.RunResult(None, 2, "", False, 1.0, "the test run ended without a report (exit status 2)")
-    scored = runner.score_run(DECLARED, run, {}, "visible", set())
+    run = scoring.RunResult(None, 2, "", False, 1.0, "the test run ended without a report (exit status 2)")
+    scored = scoring.score_run(DECLARED, run, {}, "visible", set())
     assert sum(o.score for o in scored.outcomes) == 0.0
     assert all(o.output.startswith("did not run: the test run ended without a report") for o in scored.outcomes)
-    bad = runner.score_run(DECLARED, _run(_report(_case("test_ok"), tests=1, failures=0) + b"<x/>"), {},
+    bad = scoring.score_run(DECLARED, _run(_report(_case("test_ok"), tests=1, failures=0) + b"<x/>"), {},
                            "visible", set())
     assert sum(o.score for o in bad.outcomes) == 0.0 and "not well-formed" in bad.notes[0]
 
@@ -99,10 +99,10 @@ def test_a_missing_report_scores_nothing_and_says_why() -> None:
 def test_the_total_is_capped_at_its_maximum() -> None:
     tests = [catalog.DeclaredTest("tests/g/test_a.py::test_ok", 2.0, "1A", "1A.1", False, "visible", "t",
                                   uses_partial_credit=True)]
-    scored = runner.score_run(tests, _run(_report(_case("test_ok", "", FULL_CREDIT), tests=1, failures=0)), {},
+    scored = scoring.score_run(tests, _run(_report(_case("test_ok", "", FULL_CREDIT), tests=1, failures=0)), {},
                               "visible", set())
     assert [o.score for o in scored.outcomes] == [2.0]
-    doc = runner.results_document(scored.outcomes, [], [], [], [], {}, Path("/nonexistent"), 0.0)
+    doc = scoring.results_document(scored.outcomes, [], [], [], [], {}, Path("/nonexistent"), 0.0)
     assert doc["score"] == 2.0
 
 
@@ -110,7 +110,7 @@ def test_results_have_no_hidden_notes_entry_so_the_total_stays_visible() -> None
     """The review's finding 17: instructors' notes go to stdout and extra_data, not into a
     test with visibility 'hidden' (which would hide the total)."""
     scored = _score(_report(_case("test_ok"), tests=1, failures=0))
-    doc = runner.results_document(scored.outcomes, [], [], [], ["a note"], {"passed": 1}, Path("/nonexistent"), 0.0)
+    doc = scoring.results_document(scored.outcomes, [], [], [], ["a note"], {"passed": 1}, Path("/nonexistent"), 0.0)
     assert all(t["visibility"] == "visible" for t in doc["tests"])
     assert doc["extra_data"]["grader_notes"] == ["a note"]
 
@@ -124,7 +124,7 @@ def test_written_answers_are_counted(tmp_path: Path, text: str | None, expected:
     if text is not None:
         (tmp_path / "written_answers.html").write_text(text)
     questions = [catalog.WrittenQuestion(f"1A-w{k}", "1A", 1.0, "labs/x.ipynb", "q", "") for k in range(3)]
-    assert expected in runner.written_answers_status(tmp_path, questions)
+    assert expected in scoring.written_answers_status(tmp_path, questions)
 
 
 def test_compile_check_names_file_and_line(tmp_path: Path) -> None:

@@ -119,6 +119,39 @@ def call_back(fn, *args):
     return fn(*args)
 
 
+def numpy_str():
+    import numpy as np
+    return np.str_("nvidia.com/mig-1g.10gb"), [np.str_("a")]
+
+
+def forge_reply():
+    """Writes a reply of its own on the channel (as a stray thread could), then returns."""
+    import json, struct
+    fd = int(json.loads(sys.argv[2])["fd_out"])
+    payload = json.dumps({"id": 10 ** 9, "result": 42, "out": ""}).encode()
+    os.write(fd, struct.pack(">2scI", b"GW", b"J", len(payload)) + payload)
+    return 5
+
+
+def privileges():
+    """NoNewPrivs and Seccomp of /proc/self/status, and what unshare(CLONE_NEWUSER), a
+    fork and a thread give."""
+    import ctypes, threading
+    status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+    libc = ctypes.CDLL(None, use_errno=True)
+    got = libc.unshare(0x10000000)
+    err = ctypes.get_errno()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    forked = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    seen = []
+    t = threading.Thread(target=seen.append, args=(1,))
+    t.start()
+    t.join()
+    return status["NoNewPrivs"].strip(), status["Seccomp"].strip(), got, err, forked, seen
+
+
 def leave_processes(marker, hop_s, sleep_s):
     """The review's a07 (fork-hopping) and a08/a09 (a double-forked, setsid daemon)."""
     for kind in ("hopper", "daemon"):
@@ -211,7 +244,7 @@ def test_anything_but_plain_data_is_refused(client, name: str, expected: str) ->
 
 
 def test_course_records_come_back_as_the_trusted_class(client) -> None:
-    from lab02_device_plugin.sharing import AdvertisedDevice
+    from lab02_device_plugin.plugin.sharing import AdvertisedDevice
 
     device = AdvertisedDevice("GPU-a", "GPU-a", "GPU-a", 0, numa_node=1)
     back = call(client, "echo", [device])
@@ -347,3 +380,112 @@ def test_kill_children_reaps_double_forked_orphans(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     left, killed, after = map(int, out.stdout.split())
     assert left >= 1 and killed >= 1 and after == 0, out.stdout + out.stderr
+
+
+def test_a_named_learner_user_serves_one_grading_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: as root, two gradings on one machine never share a uid, so neither's
+    clean-up (``kill(-1)`` as that uid) nor process limit reaches the other. The first
+    locks the dedicated user; another grader (a forked child, as another grading process)
+    gets a transient uid of its own; once the lock is given back, the next one gets the
+    dedicated user. Hermetic: the dedicated user is a made-up account, the lock folder a
+    temporary one."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (switching users)")
+    import json
+    import pwd
+
+    name, uid = "course-learner-lock-test", 1_899_999_990
+    fake = pwd.struct_passwd((name, "x", uid, uid, "", "/nonexistent", "/usr/sbin/nologin"))
+    real = pwd.getpwnam
+    monkeypatch.setattr(sandbox, "LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setattr(sandbox, "DEDICATED_USER", name)
+    monkeypatch.setattr(sandbox.pwd, "getpwnam", lambda n: fake if n == name else real(n))
+
+    def other_grader() -> list:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sandbox._HELD_LOCKS.clear()  # another process: it holds no lock of its own
+                iso = sandbox.choose_isolation("auto")
+                os.write(write_end, json.dumps([iso.uid, iso.own_uid, iso.note, os.getpid()]).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end) as f:
+            got = json.loads(f.read())
+        os.waitpid(pid, 0)
+        return got
+
+    first = sandbox.choose_isolation("auto")
+    try:
+        assert (first.uid, first.gid, first.user, first.own_uid) == (uid, uid, name, True)
+        other_uid, own, note, other_pid = other_grader()
+        assert other_uid == sandbox.TRANSIENT_UID_BASE + other_pid != uid and own
+        assert f"{name} is held by another grading" in note
+    finally:
+        sandbox.release_user(name)
+    assert other_grader()[:2] == [uid, True]  # given back: the next grading gets the dedicated user
+
+
+def test_a_lock_folder_others_can_write_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock folder that a learner could have made (writable by others) locks nothing: the
+    grading takes a transient uid of its own instead of sharing a named one."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    folder = tmp_path / "locks"
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    monkeypatch.setattr(sandbox, "LOCK_DIR", str(folder))
+    assert sandbox.lock_user("someone-test") is False
+    assert not (folder / "someone-test.lock").exists()
+
+
+def test_an_interpreter_the_learner_cannot_reach_is_named_before_anything_runs() -> None:
+    """Issue 23: an interpreter under a folder the learner's user cannot search (a virtual
+    environment under /root) is named as the cause, with that folder, before any learner
+    process starts; one it can run gives no problem."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (switching users)")
+    base = Path(tempfile.mkdtemp(prefix="interp-"))
+    try:
+        os.chmod(base, 0o711)
+        private = base / "private"
+        private.mkdir(mode=0o700)
+        python = private / "python"
+        python.write_text("#!/bin/sh\n")
+        os.chmod(python, 0o755)
+        iso = sandbox.Isolation("user", 65534, 65534, "uid 65534")
+        assert sandbox.interpreter_problem(iso, str(python)) == (
+            f"{python}: the folder {private} cannot be searched for uid 65534")
+        os.chmod(private, 0o755)
+        assert sandbox.interpreter_problem(iso, str(python)) is None
+        assert sandbox.interpreter_problem(iso, str(python), [str(private / "missing")]) == (
+            f"{private / 'missing'}: does not exist or cannot be reached for uid 65534")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="no_new_privs and seccomp are Linux's")
+def test_learner_code_has_no_new_privileges_and_no_user_namespaces(client) -> None:
+    """Issue 23: a learner process runs with no_new_privs (setuid programs grant nothing)
+    and a seccomp filter: unshare(CLONE_NEWUSER) fails with EPERM (1), while fork and
+    threads (clone, clone3's fallback) work."""
+    assert call(client, "privileges") == ("1", "2", -1, 1, 7, [1])
+
+
+def test_a_numpy_string_comes_back_as_a_plain_str(client) -> None:
+    """Issue 23: numpy.str_ is a str, as the contracts ask: it comes back as its plain value."""
+    name, inner = call(client, "numpy_str")
+    assert type(name) is str and name == "nvidia.com/mig-1g.10gb" and type(inner[0]) is str
+
+
+def test_a_reply_that_does_not_belong_to_the_call_ends_the_worker(client) -> None:
+    """Issue 23: every frame of a call carries its id; learner code that writes a reply of
+    its own on the channel (id 10**9) gets no answer taken from it: the worker is ended and
+    the call fails; the next call starts a fresh worker."""
+    with pytest.raises(proxy.WorkerFailed, match="does not belong to this call"):
+        call(client, "forge_reply")
+    assert client.spawned is None
+    client.broken = ""
+    assert call(client, "echo", 3) == 3

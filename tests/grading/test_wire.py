@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from grading import proxy, wire, worker
-from lab02_device_plugin.sharing import AdvertisedDevice, DeviceState
+from lab02_device_plugin.plugin.sharing import AdvertisedDevice, DeviceState
 
 TYPES = proxy._trusted_types(proxy.RECORD_TYPES)
 RECORDS = frozenset(proxy.RECORD_TYPES)
@@ -48,8 +48,8 @@ def test_records_are_rebuilt_with_the_trusted_class() -> None:
 
 @pytest.mark.parametrize("node, message", [
     ({"r": "mod.Evil", "f": {}}, "not one of the course's records"),
-    ({"r": "lab02_device_plugin.sharing.DeviceState", "f": {"id": "a"}}, "with fields"),
-    ({"r": "lab02_device_plugin.sharing.DeviceState", "f": {"id": "a", "health": "x", "numa_node": 0,
+    ({"r": "lab02_device_plugin.plugin.sharing.DeviceState", "f": {"id": "a"}}, "with fields"),
+    ({"r": "lab02_device_plugin.plugin.sharing.DeviceState", "f": {"id": "a", "health": "x", "numa_node": 0,
                                                            "__eq__": 1}}, "with fields"),
     ({"a": {"dtype": "|O", "shape": [1], "b64": ""}}, "dtype '|O' not accepted"),
     ({"a": {"dtype": "<i8", "shape": [10 ** 9], "b64": ""}}, "does not match its shape"),

@@ -39,7 +39,7 @@ def _runs_as(python: str, uid: int, path: list[str]) -> bool:
 
 def readable_runtime(dest: Path, uid: int = 65534) -> tuple[str, list[str]] | None:
     """An interpreter and ``sys.path`` entries that an unprivileged ``uid`` can run the labs
-    and the grader with (for tests that switch users, as root): this interpreter if that
+    and the grader with (for tests that switch users, and batch grading, as root): this interpreter if that
     user can read it, else a virtual environment of ``/usr/bin/python3.X`` (the same version)
     whose site-packages point (a ``.pth`` file) at the packages :data:`RUNTIME_DISTRIBUTIONS`
     linked (or copied) into ``dest`` (or that interpreter with that folder as an extra path).

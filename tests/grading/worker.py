@@ -19,8 +19,11 @@ on its own into the learner's tree (``_grading_worker.py``) and run there::
    kills every process left in the namespace (double-forked, ``setsid``-ed, fork-hopping);
 3. the worker: resource limits (``RLIMIT_AS`` and others), only the channel's descriptors
    kept, the unprivileged user's ids when ``boot`` is root (checked: it cannot get root
-   back), a minimal environment, and ``exec`` of a fresh interpreter in ``serve`` mode,
-   which imports the learner's modules and answers calls.
+   back), on Linux ``no_new_privs`` and a seccomp filter that refuses new user namespaces
+   and ``setns`` (:func:`restrict_privileges`: setuid programs and the kernel's namespace
+   code are out of reach; a worker that cannot set them does not start), a minimal
+   environment, and ``exec`` of a fresh interpreter in ``serve`` mode, which imports the
+   learner's modules and answers calls.
 
 ``boot`` writes one frame before the fork, ``{"boot": {...}}``, saying which namespaces it
 got: it is written before any learner code exists, so the trusted side can believe it.
@@ -28,12 +31,14 @@ Everything the worker writes afterwards is untrusted: the trusted side decodes i
 :func:`grading.wire.decode`, which accepts only plain data.
 
 Wire format: frames ``b"GW" + kind (1 byte) + length (4 bytes, big endian) + payload``,
-kind ``P`` (a pickle, trusted side to worker: calls and callback results) or ``J`` (JSON,
-worker to trusted side). Values in ``J`` frames are encoded by :func:`encode`: JSON
+kind ``P`` (a pickle, trusted side to worker: calls ``("call", id, pickle of (module, name,
+args, kwargs))`` and callback results) or ``J`` (JSON, worker to trusted side: the reply
+and each callback request carry the call's ``id``; the trusted side ends a worker whose
+frame names another). Values in ``J`` frames are encoded by :func:`encode`: JSON
 scalars and lists as themselves, and one-key objects for the rest (``{"t": [...]}``
 tuple, ``{"s": [...]}`` set, ``{"fs": [...]}`` frozenset, ``{"d": [[k, v], ...]}`` dict,
 ``{"a": {"dtype", "shape", "b64"}}`` numpy array, ``{"n": {"dtype", "b64"}}`` numpy
-scalar, ``{"r": "module.Class", "f": {field: value}}`` a course record (dataclass) on the
+scalar (a ``numpy.str_``, a ``str`` by the contract, goes as its plain string), ``{"r": "module.Class", "f": {field: value}}`` a course record (dataclass) on the
 allow-list, ``{"e": "module.Enum", "v": "NAME"}`` an enum member on it). An object of any
 other type, a subclass of a builtin, or a record not on the list is refused here with a
 message for the learner (and would be refused again on the trusted side).
@@ -170,6 +175,8 @@ def _encode_numpy(value):
         data = np.ascontiguousarray(value)
         return {"a": {"dtype": data.dtype.str, "shape": list(data.shape),
                       "b64": base64.b64encode(data.tobytes()).decode()}}
+    if type(value) is np.str_:  # a str by the contract (numpy-style code returns it): its plain value
+        return str(value)
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
         if value.dtype.kind not in NUMPY_KINDS:
             raise RefusedValue(f"a numpy scalar of dtype {value.dtype}, which the grader does not take back")
@@ -271,13 +278,14 @@ class Worker:
         self.fd_in, self.fd_out = int(config["fd_in"]), int(config["fd_out"])
         self.records = frozenset(config.get("records", ()))
         self.modules = list(config.get("modules", ()))
+        self.call_id: int | None = None
 
     def send(self, obj: dict) -> None:
         send_json(self.fd_out, obj)
 
     def callback(self, key: int, args: tuple, kwargs: dict):
         try:
-            payload = {"callback": key, "args": encode(list(args), self.records),
+            payload = {"id": self.call_id, "callback": key, "args": encode(list(args), self.records),
                        "kwargs": encode(dict(kwargs), self.records)}
         except RefusedValue as exc:
             raise TypeError(f"you passed {exc} to a function the test gave you") from None
@@ -330,16 +338,18 @@ class Worker:
                 return 0
             if kind != b"P":
                 return 1
-            try:
-                message = _ArgUnpickler(data, self).load()
-            except Exception as exc:  # noqa: BLE001 - e.g. a course class the learner's module no longer has
-                self.send({"error": describe_exception(exc, self.tree), "out": ""})
-                continue
-            if message[0] == "call":
-                _, module, name, args, kwargs = message
-                self.send(self.run_call(module, name, args, kwargs))
-            elif message[0] == "exit":
+            message = pickle.loads(data)  # ("call", id, the call's own pickle) or ("exit",)
+            if message[0] == "exit":
                 return 0
+            if message[0] != "call":
+                return 1
+            _, self.call_id, inner = message
+            try:
+                module, name, args, kwargs = _ArgUnpickler(inner, self).load()
+            except Exception as exc:  # noqa: BLE001 - e.g. a course class the learner's module no longer has
+                self.send({"id": self.call_id, "error": describe_exception(exc, self.tree), "out": ""})
+                continue
+            self.send({"id": self.call_id, **self.run_call(module, name, args, kwargs)})
 
 
 def _blame(exc: BaseException, tree: str, files: set[str]) -> tuple[str | None, int | None]:
@@ -461,6 +471,88 @@ def _drop(uid: int | None, gid: int | None) -> None:
     raise SystemExit("grading worker: could get root back after the switch")
 
 
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+EPERM, ENOSYS = 1, 38
+SECCOMP_ARCHES = {
+    # audit arch (linux/audit.h): (clone, unshare, setns, clone3) syscall numbers
+    # x86_64: arch/x86/entry/syscalls/syscall_64.tbl; aarch64: include/uapi/asm-generic/unistd.h
+    0xC000003E: (56, 272, 308, 435),
+    0xC00000B7: (220, 97, 268, 435),
+}
+X32_SYSCALL_BIT = 0x40000000
+
+
+def seccomp_program(arch: int) -> list[tuple[int, int, int, int]]:
+    """The classic-BPF seccomp filter (``(code, jt, jf, k)`` instructions, linux/filter.h)
+    that keeps learner processes from making namespaces: ``clone`` and ``unshare`` with
+    ``CLONE_NEWUSER`` fail with EPERM, ``setns`` with EPERM, ``clone3`` with ENOSYS (its
+    flags sit in memory a filter cannot read; glibc then falls back to ``clone``, as it
+    does on kernels without ``clone3``), the x32 ABI and any other architecture than
+    ``arch`` with EPERM; every other call is allowed. The layout of ``seccomp_data`` (nr at
+    offset 0, arch at 4, args from 16, little-endian) is linux/seccomp.h's.
+
+    A hand-written filter rather than libseccomp (pyseccomp needs the C library on the
+    image): the worker uses the standard library only, and the filter is 16 instructions.
+    """
+    clone, unshare, setns, clone3 = SECCOMP_ARCHES[arch]
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    deny, nosys, allow = SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ERRNO | ENOSYS, SECCOMP_RET_ALLOW
+    return [
+        (ld, 0, 0, 4),                     # 0: arch
+        (jeq, 1, 0, arch),                 # 1: this machine's own ABI, else
+        (ret, 0, 0, deny),                 # 2:   refused
+        (ld, 0, 0, 0),                     # 3: syscall number
+        (jge, 0, 1, X32_SYSCALL_BIT),      # 4: x32 ABI
+        (ret, 0, 0, deny),                 # 5:   refused
+        (jeq, 0, 1, clone3),               # 6: clone3
+        (ret, 0, 0, nosys),                # 7:   "not implemented": glibc uses clone
+        (jeq, 0, 1, setns),                # 8: setns
+        (ret, 0, 0, deny),                 # 9:   refused
+        (jeq, 1, 0, clone),                # 10: clone -> check its flags
+        (jeq, 0, 3, unshare),              # 11: unshare -> check its flags, else allow
+        (ld, 0, 0, 16),                    # 12: args[0], low 32 bits (the flags)
+        (jset, 0, 1, CLONE_NEWUSER),       # 13: a new user namespace
+        (ret, 0, 0, deny),                 # 14:   refused
+        (ret, 0, 0, allow),                # 15: anything else
+    ]
+
+
+def restrict_privileges() -> str:
+    """``PR_SET_NO_NEW_PRIVS`` (setuid programs and file capabilities grant nothing from now
+    on, kernel Documentation/userspace-api/no_new_privs.rst) and the :func:`seccomp_program`
+    filter, for this process and all it starts (both survive ``execve``). Returns "" on
+    success, else why not (then no learner code may run: the caller stops).
+    """
+    import ctypes
+    import platform
+
+    arch = {"x86_64": 0xC000003E, "amd64": 0xC000003E, "aarch64": 0xC00000B7, "arm64": 0xC00000B7}.get(
+        platform.machine().lower())
+    if arch is None:
+        return f"no seccomp filter for the architecture {platform.machine()}"
+    libc = _libc()
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}"
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    program = seccomp_program(arch)
+    filters = (SockFilter * len(program))(*[SockFilter(*ins) for ins in program])
+    fprog = SockFprog(len(program), filters)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return f"prctl(PR_SET_SECCOMP): {os.strerror(ctypes.get_errno())}"
+    return ""
+
+
 def _close_other_fds(keep: set[int]) -> None:
     try:
         fds = [int(x) for x in os.listdir("/proc/self/fd")]
@@ -484,6 +576,10 @@ def _exec_worker(config: dict, path: str) -> None:
     os.close(null)
     _limits(config.get("limits", {}))
     _drop(config.get("uid"), config.get("gid"))
+    if sys.platform == "linux":
+        why = restrict_privileges()
+        if why:
+            raise SystemExit(f"grading worker: {why}")
     os.chdir(config["tree"])
     for fd in (fd_in, fd_out):
         os.set_inheritable(fd, True)

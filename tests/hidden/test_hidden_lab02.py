@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab02_device_plugin.health import HealthEvent, HealthPolicy, next_health
-from lab02_device_plugin.mig import mixed_resource_name
-from lab02_device_plugin.sharing import (
+from lab02_device_plugin.plugin.health import HealthEvent, HealthPolicy, next_health
+from lab02_device_plugin.plugin.mig import mixed_resource_name
+from lab02_device_plugin.plugin.sharing import (
     HEALTHY,
     UNHEALTHY,
     AdvertisedDevice,

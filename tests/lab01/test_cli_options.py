@@ -122,7 +122,7 @@ def test_help_fits_80_columns(command, capsys, monkeypatch):
 
 
 def test_description_formatter_fills_paragraphs_and_hanging_items():
-    from lab01_cluster_sim.cli import DescriptionFormatter
+    from course_kit.cli import DescriptionFormatter
 
     text = ("One two three four five six seven eight nine ten eleven twelve.\n\n"
             "1. alpha beta gamma delta epsilon zeta eta theta iota kappa lambda\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import REPO_ROOT
-from lab01_cluster_sim.disciplines.core import TERMINATION_GRACE
+from lab01_cluster_sim.model import TERMINATION_GRACE
 from lab01_cluster_sim.scenario import ScenarioError, load_scenario
 from lab01_cluster_sim.simulate import simulate
 

@@ -10,11 +10,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import Inventory, from_yaml_spec
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
+from lab02_device_plugin.plugin.inventory import Inventory, from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from lab02_device_plugin.config import Config, load_config, parse_config
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.examples import EXAMPLES_DIR
+from lab02_device_plugin.plugin.config import Config, load_config, parse_config
 
 
 def _load_error(tmp_path, text: str, name: str = "config.yaml") -> tuple:
@@ -287,7 +287,7 @@ def test_load_config_warnings_name_the_line_of_the_key(tmp_path):
 
 
 def test_yaml_marks_follow_merge_keys_and_aliases():
-    from lab02_device_plugin.config import yaml_marks
+    from lab02_device_plugin.plugin.config import yaml_marks
 
     text = ("defaults: &d {replicas: 4}\n"            # line 1
             "sharing:\n"                              # line 2
@@ -306,7 +306,7 @@ def test_yaml_marks_follow_merge_keys_and_aliases():
 
 
 def test_yaml_marks_walk_each_node_once_and_skip_overlong_paths():
-    from lab02_device_plugin.config import MAX_MARK_PATH, yaml_marks
+    from lab02_device_plugin.plugin.config import MAX_MARK_PATH, yaml_marks
 
     # 9 aliases per level over 4 levels expand to 9**4 = 6561 lists of 9 scalars, but the
     # file has 1 + 4 anchored lists of 9 items: 5 + 45 = 50 nodes below the top mapping,

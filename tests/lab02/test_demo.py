@@ -109,7 +109,7 @@ def test_demo_gpu_uuid_depends_on_the_model():
 def test_demo_fails_at_once_with_one_line_when_registration_fails(monkeypatch, capsys):
     # A kubelet that refuses every registration: the demo stops on the plugin's error instead
     # of waiting 30 s for units that never come.
-    from lab02_device_plugin.kubelet import MockKubelet
+    from lab02_device_plugin.kubelet.lifecycle import MockKubelet
     monkeypatch.setattr(MockKubelet, "_register", lambda self, request: "refused for the test")
     assert main(["demo", "--quiet"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -121,8 +121,8 @@ def test_help_examples_use_shipped_files_and_cite_public_sources():
     import re
     from pathlib import Path
 
-    import lab02_device_plugin.kubelet as kubelet_module
     from lab02_device_plugin.commands import serve
+    import lab02_device_plugin.kubelet.lifecycle as kubelet_module
 
     repo = Path(__file__).resolve().parents[2]
     examples = serve.DESCRIPTION.split("examples:")[1]

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from lab02_device_plugin.cli import build_parser
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.server import DEVICE_PLUGIN_PATH
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.server import DEVICE_PLUGIN_PATH
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

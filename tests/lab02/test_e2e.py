@@ -11,9 +11,9 @@ import pytest
 from _node import gpus, node, pod, time_slicing
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.inventory import load_inventory
-from lab02_device_plugin.server import DevicePluginServer, RegistrationError
-from lab02_device_plugin.sharing import AdvertisedDevice, AdvertisedResource
+from lab02_device_plugin.plugin.discovery import load_inventory
+from lab02_device_plugin.plugin.server import DevicePluginServer, RegistrationError
+from lab02_device_plugin.plugin.sharing import AdvertisedDevice, AdvertisedResource
 
 pytestmark = pytest.mark.timeout(120)
 EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "lab02_device_plugin" / "examples"
@@ -127,7 +127,7 @@ def test_invalid_resource_name_rejected_at_register(name):
     import tempfile
     from pathlib import Path
 
-    from lab02_device_plugin.kubelet import MockKubelet
+    from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 
     d = Path(tempfile.mkdtemp(prefix="rn-"))
     device = AdvertisedDevice(id="GPU-x", physical_id="GPU-x", gpu_uuid="GPU-x", gpu_index=0)

@@ -8,11 +8,11 @@ import types
 import pytest
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import (
+from lab02_device_plugin.plugin.health import (
     APPLICATION_XIDS, DeviceHealth, HealthEvent, HealthPolicy, NvmlHealthSource,
     SimulatedHealthSource, next_health,
 )
-from lab02_device_plugin.inventory import Gpu, Inventory, MigDevice
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory, MigDevice
 
 
 def eight_gpus() -> Inventory:

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import HealthPolicy
-from lab02_device_plugin.inventory import (
-    from_nvidia_smi_list, from_nvidia_smi_xml, from_yaml_spec, load_inventory, with_mig_uuids,
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.discovery import (
+    from_nvidia_smi_list, from_nvidia_smi_xml, load_inventory, with_mig_uuids,
 )
-from lab02_device_plugin.server import DevicePluginServer, check_advertisable
-from lab02_device_plugin.sharing import advertise
+from lab02_device_plugin.plugin.health import HealthPolicy
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.server import DevicePluginServer, check_advertisable
+from lab02_device_plugin.plugin.sharing import advertise
 
 UUID_A = "GPU-0c6e1ed6-bd4e-24e7-1b3c-4f4f4fe1c0a5"
 UUID_B = "GPU-1d7f2fe7-ce5f-35f8-2c4d-5a5a5af2d1b6"

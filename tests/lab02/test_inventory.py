@@ -9,10 +9,10 @@ import pytest
 
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.examples import EXAMPLES_DIR
-from lab02_device_plugin.inventory import (
-    from_nvidia_smi_list, from_nvidia_smi_xml, from_nvml, from_yaml_spec, infer_mig_profile,
-    load_inventory, with_mig_uuids,
+from lab02_device_plugin.plugin.discovery import (
+    from_nvidia_smi_list, from_nvidia_smi_xml, from_nvml, infer_mig_profile, load_inventory, with_mig_uuids,
 )
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
 
 
 # ---------------------------------------------------------------- real nvidia-smi XML

@@ -16,17 +16,12 @@ import pytest
 from _fake_device_plugin import FakeDevicePlugin
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.kubelet import (
-    CHECKPOINT_NAME,
-    Container,
-    MockKubelet,
-    Pod,
-    is_extended_resource_name,
-    parse_admit,
-    parse_quantity,
-    pods_from_manifests,
-    register_error,
+from lab02_device_plugin.kubelet.checkpoint import CHECKPOINT_NAME
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import (
+    Container, Pod, is_extended_resource_name, parse_admit, parse_quantity, pods_from_manifests,
 )
+from lab02_device_plugin.kubelet.registration import register_error
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _fake_device_plugin import FakeDevicePlugin
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
 
 pytestmark = pytest.mark.timeout(300)
 RES = "example.com/gpu"

@@ -15,19 +15,19 @@ import pytest
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.cli import main
-from lab02_device_plugin.config import load_config, parse_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import (
-    Gpu, Inventory, from_nvidia_smi_list, from_yaml_spec, load_inventory,
-)
-from lab02_device_plugin.kubelet import MockKubelet, register_error
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.registration import register_error
 from lab02_device_plugin.limits import (
     MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, MAX_GPUS, MAX_REPLICAS, check_yaml,
     safe_load_all_bounded, safe_load_bounded, short_repr, shorten, shorten_words,
 )
-from lab02_device_plugin.server import DevicePluginServer, check_advertisable
-from lab02_device_plugin.sharing import AdvertisedDevice, AdvertisedResource, advertise
-from lab02_device_plugin.topology import parse_topology
+from lab02_device_plugin.plugin.config import load_config, parse_config
+from lab02_device_plugin.plugin.discovery import from_nvidia_smi_list, load_inventory
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory, from_yaml_spec
+from lab02_device_plugin.plugin.server import DevicePluginServer, check_advertisable
+from lab02_device_plugin.plugin.sharing import AdvertisedDevice, AdvertisedResource, advertise
+from lab02_device_plugin.plugin.topology import parse_topology
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -267,7 +267,7 @@ def test_xml_with_65_gpus_is_refused(tmp_path):
 
 
 def test_xml_with_8_mig_devices_on_a_gpu_is_refused():
-    from lab02_device_plugin.inventory import from_nvidia_smi_xml
+    from lab02_device_plugin.plugin.discovery import from_nvidia_smi_xml
     mig = "<mig_device><index>0</index></mig_device>" * 8
     text = (f"<nvidia_smi_log><gpu><uuid>{UUID}</uuid><product_name>A100</product_name>"
             f"<mig_devices>{mig}</mig_devices></gpu></nvidia_smi_log>")
@@ -571,7 +571,7 @@ from hypothesis import strategies as st  # noqa: E402
 @given(gpus=st.integers(1, 5), replicas=st.integers(2, 6), data=st.data(),
        policy=st.sampled_from(["distributed", "packed"]))
 def test_replica_preference_matches_the_scan_it_replaces(gpus, replicas, data, policy):
-    from lab02_device_plugin.sharing import preferred_allocation
+    from lab02_device_plugin.plugin.sharing import preferred_allocation
     inventory = Inventory(tuple(Gpu(i, f"GPU-{i}", "H100", 81559) for i in range(gpus)))
     config = parse_config({"sharing": {"timeSlicing": {"resources": [
         {"name": "nvidia.com/gpu", "replicas": replicas}]}}})
@@ -586,7 +586,7 @@ def test_replica_preference_matches_the_scan_it_replaces(gpus, replicas, data, p
 
 def test_a_4000_unit_request_from_32768_replicas_is_answered():
     # 64 GPUs x 512 replicas; the former scan needed about 4000 x 32768 x 2000 steps.
-    from lab02_device_plugin.sharing import preferred_allocation
+    from lab02_device_plugin.plugin.sharing import preferred_allocation
     inventory = Inventory(tuple(Gpu(i, f"GPU-{i}", "H100", 81559) for i in range(64)))
     config = parse_config({"sharing": {"timeSlicing": {"resources": [
         {"name": "nvidia.com/gpu", "replicas": 512}]}}})
@@ -601,7 +601,7 @@ def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
     # 64 GPUs in 8 NVLink islands of 8 (NV18 inside an island, SYS across). C(64, 32) sets
     # are too many to score, so the greedy search runs; it used to rebuild each GPU's link
     # table for every pair it scored (about 19 s here), and now scores each pair once.
-    from lab02_device_plugin.sharing import preferred_allocation
+    from lab02_device_plugin.plugin.sharing import preferred_allocation
     gpus = tuple(Gpu(i, f"GPU-{i}", "H100", 81559, nvlink_island=i // 8, links=tuple(
         (j, "NV18" if j // 8 == i // 8 else "SYS") for j in range(64) if j != i)) for i in range(64))
     (resource,) = advertise(Inventory(gpus), parse_config(None)).resources
@@ -614,7 +614,7 @@ def test_32_of_64_whole_gpus_with_known_links_take_four_whole_nvlink_islands():
 def test_an_xml_entity_bomb_is_refused_at_its_first_declaration():
     # 10 ** 9 "lol"s once expanded. Refused before any expansion: real `nvidia-smi -q -x`
     # output declares no entities. Line 2 of the text, column 17 (after the 16 characters of "<!DOCTYPE lolz [").
-    from lab02_device_plugin.inventory import from_nvidia_smi_xml
+    from lab02_device_plugin.plugin.discovery import from_nvidia_smi_xml
     entities = '<!ENTITY lol0 "lol">' + "".join(
         f'<!ENTITY lol{i} "' + f"&lol{i - 1};" * 10 + '">' for i in range(1, 10))
     text = (f'<?xml version="1.0"?>\n<!DOCTYPE lolz [{entities}]>\n'
@@ -629,7 +629,7 @@ def test_one_large_entity_used_99_times_is_refused_before_it_expands(tmp_path):
     # The tester's file: one 1 MB entity and 99 references, under the 8 MiB cap. expat's
     # amplification guard only starts at 8 MiB of output, so ElementTree built a 99 MB
     # string (228 MB peak); now the declaration itself is refused.
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
     path = tmp_path / "quad.xml"
     path.write_text('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "' + "A" * 1_000_000
                     + '">]>\n<nvidia_smi_log><gpu><uuid>GPU-1</uuid><product_name>'
@@ -640,7 +640,7 @@ def test_one_large_entity_used_99_times_is_refused_before_it_expands(tmp_path):
 
 def test_the_real_dumps_with_a_system_doctype_still_load(nvidia_smi_dir):
     # `<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v1x.dtd">` names a DTD that is never read.
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
     data = nvidia_smi_dir
     for name, gpus in (("azure-vm-4x-tesla-k80.q.xml", 4), ("a100-sxm4-80gb-mig.q.xml", 1),
                        ("rtx-3080-consumer.q.xml", 1)):

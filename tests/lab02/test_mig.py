@@ -7,10 +7,12 @@ from fractions import Fraction
 import pytest
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.mig import (
-    GPU_MODELS, LGIP_SOURCES, MIG_GPUS, NoLayoutError, addable_profiles, canonical_model,
-    draw_layout, get_profile, gpu_multiprocessors, largest_fitting_prefix, mixed_resource_name,
-    plan_layout, profiles, quantization_waste, table_name,
+from lab02_device_plugin.models.mig_partition import (
+    addable_profiles, draw_layout, largest_fitting_prefix, quantization_waste,
+)
+from lab02_device_plugin.plugin.mig import (
+    GPU_MODELS, LGIP_SOURCES, MIG_GPUS, NoLayoutError, canonical_model, get_profile,
+    gpu_multiprocessors, mixed_resource_name, plan_layout, profiles, table_name,
 )
 
 
@@ -122,7 +124,7 @@ def test_plan_layout_seven_1g_and_what_remains():
     # (A lone 3g goes to slot 4: slots 0-3 then still take a 4g, which may only start at 0.)
     base = plan_layout("A100-80GB", ["3g.40gb"], existing=())
     assert base.placements[0].start == 4
-    from lab02_device_plugin.mig import Placement
+    from lab02_device_plugin.plugin.mig import Placement
     at4 = (Placement(get_profile("A100-80GB", "3g.40gb"), 4),)
     layout = plan_layout("A100-80GB", [], existing=at4)
     assert layout.addable_profiles() == ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb",
@@ -197,7 +199,7 @@ def test_draw_layout_draws_one_box_per_instance():
 def test_plan_layout_slot_7_is_never_a_1g_start():
     # A 3g already at slot 0 leaves slots 4-7 (4 memory slices, 4 compute slices): four
     # 1g.10gb add up (4 + 4 = 8 memory, 3 + 4 = 7 compute) but would need slot 7.
-    from lab02_device_plugin.mig import Placement
+    from lab02_device_plugin.plugin.mig import Placement
     at0 = (Placement(get_profile("H100-80GB", "3g.40gb"), 0),)
     with pytest.raises(NoLayoutError, match="no non-overlapping placement"):
         plan_layout("H100-80GB", ["1g.10gb"] * 4, existing=at0)
@@ -218,7 +220,7 @@ def test_planner_prefers_the_layout_that_leaves_room():
     assert list(more) == ["1g.18gb", "1g.18gb+me"]
     assert [(p.profile.name, p.start) for p in more["1g.18gb"].placements][-1] == ("1g.18gb", 3)
     # the in-place answer for the worse layout is "nothing": that is why the planner avoids it
-    from lab02_device_plugin.mig import Layout, Placement
+    from lab02_device_plugin.plugin.mig import Layout, Placement
     worse = Layout("H200-141GB", (Placement(get_profile("H200-141GB", "3g.71gb"), 0),
                                   Placement(get_profile("H200-141GB", "2g.35gb"), 4),
                                   Placement(get_profile("H200-141GB", "1g.18gb"), 6)))

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from _node import gpus, node, pod, time_slicing
-from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
-from lab02_device_plugin.manager import plan_changes
-from lab02_device_plugin.sharing import advertise
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.manager import plan_changes
+from lab02_device_plugin.plugin.sharing import advertise
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -142,7 +143,7 @@ def test_a_sidecar_counts_with_the_app_containers_for_the_scheduler():
 
 
 def test_restart_policy_is_for_init_containers_and_always_only():
-    from lab02_device_plugin.kubelet import pods_from_manifests
+    from lab02_device_plugin.kubelet.pod import pods_from_manifests
     doc = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {
         "initContainers": [{"name": "i", "restartPolicy": "OnFailure"}],
         "containers": [{"name": "c"}]}}
@@ -194,7 +195,7 @@ def test_a_second_plugin_at_the_same_socket_path_in_both_kubelet_modes(mode, tmp
     # "replace": kubelets up to 1.36, the newest registration wins. "reject": the device
     # manager of kubernetes PR #135437 refuses the same (resource, socket path) while the
     # first plugin is connected; once its stream ends, the second registers.
-    from lab02_device_plugin.server import DevicePluginServer, RegistrationError
+    from lab02_device_plugin.plugin.server import DevicePluginServer, RegistrationError
     plugin_dir = Path(tempfile.mkdtemp(prefix="same-"))
     inventory = from_yaml_spec(gpus(count=1), "<spec>")
     (resource,) = advertise(inventory, parse_config(None)).resources
@@ -332,7 +333,7 @@ def test_the_stream_end_rule_is_explained_once_then_named_short():
 
 
 def test_node_status_reads_as_name_equals_count():
-    from lab02_device_plugin.kubelet import NodeStatus
+    from lab02_device_plugin.kubelet.manager import NodeStatus
     status = NodeStatus({GPU: 4, "nvidia.com/mig-1g.10gb": 7}, {GPU: 3, "nvidia.com/mig-1g.10gb": 0})
     assert str(status) == ("capacity nvidia.com/gpu=4, nvidia.com/mig-1g.10gb=7, "
                            "allocatable nvidia.com/gpu=3, nvidia.com/mig-1g.10gb=0")

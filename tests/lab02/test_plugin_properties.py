@@ -7,10 +7,10 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.inventory import Gpu, Inventory
-from lab02_device_plugin.mig import GPU_MODELS, NoLayoutError, plan_layout, profiles
-from lab02_device_plugin.sharing import advertise, preferred_allocation
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory
+from lab02_device_plugin.plugin.mig import GPU_MODELS, NoLayoutError, plan_layout, profiles
+from lab02_device_plugin.plugin.sharing import advertise, preferred_allocation
 
 
 @st.composite

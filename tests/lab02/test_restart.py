@@ -7,7 +7,7 @@ import json
 import pytest
 
 from _node import gpus, node, pod, time_slicing
-from lab02_device_plugin.kubelet import CHECKPOINT_NAME
+from lab02_device_plugin.kubelet.checkpoint import CHECKPOINT_NAME
 
 pytestmark = pytest.mark.timeout(120)
 

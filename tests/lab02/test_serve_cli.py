@@ -186,8 +186,8 @@ def test_single_strategy_error_from_real_inventory(tmp_path, capsys):
 def test_fifo_commands():
     from lab02_device_plugin.commands.serve import handle_fifo_line
     from lab02_device_plugin.errors import InputError
-    from lab02_device_plugin.health import SimulatedHealthSource
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
+    from lab02_device_plugin.plugin.health import SimulatedHealthSource
 
     inv = load_inventory(example_path("inventory-h100x8.yaml"))
     src = SimulatedHealthSource()
@@ -210,8 +210,8 @@ def test_fifo_commands():
 
 def test_fifo_says_when_the_plugin_ignores_an_event():
     from lab02_device_plugin.commands.serve import handle_fifo_line
-    from lab02_device_plugin.health import HealthPolicy, SimulatedHealthSource
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
+    from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
 
     inv = load_inventory(example_path("inventory-h100x8.yaml"))
     src = SimulatedHealthSource()
@@ -243,7 +243,7 @@ def test_topology_that_does_not_match_the_inventory(tmp_path, capsys, nvidia_smi
 
 
 def test_dry_run_prints_the_plan(capsys, tmp_path):
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     uuid = load_inventory(example_path("inventory-1gpu.yaml")).gpus[0].uuid
     rc = main(["serve", "--dry-run", "--socket-dir", str(tmp_path),

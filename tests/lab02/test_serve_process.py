@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lab02_device_plugin.kubelet import Container, MockKubelet, Pod
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.kubelet.pod import Container, Pod
 from _process import Process, serve, socket_dir  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(120)

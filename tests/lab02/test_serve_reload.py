@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lab02_device_plugin.kubelet import MockKubelet
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 from _process import serve, socket_dir  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(180)

@@ -14,12 +14,12 @@ import yaml
 
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.health import DeviceHealth, HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.inventory import Gpu, Inventory, from_yaml_spec
-from lab02_device_plugin.manager import PluginManager
-from lab02_device_plugin.server import DevicePluginServer, RegistrationError
-from lab02_device_plugin.sharing import advertise
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.health import DeviceHealth, HealthPolicy, SimulatedHealthSource
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory, from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager
+from lab02_device_plugin.plugin.server import DevicePluginServer, RegistrationError
+from lab02_device_plugin.plugin.sharing import advertise
 
 pytestmark = pytest.mark.timeout(60)
 

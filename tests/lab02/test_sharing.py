@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import Gpu, Inventory, MigDevice, from_yaml_spec
-from lab02_device_plugin.sharing import (
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import Gpu, Inventory, MigDevice, from_yaml_spec
+from lab02_device_plugin.plugin.sharing import (
     AllocationError, advertise, allocate, expand_replicas, list_and_watch_snapshot,
     physical_device_id, preferred_allocation, validate_request,
 )
@@ -308,7 +308,7 @@ def test_large_node_greedy_path_still_finds_the_free_island():
     # exceed EXHAUSTIVE_LIMIT (5000), so the seeded greedy search runs: seeding at GPU 8 grows
     # the whole second island (28 pairs x 100 = 2800) which beats any set spanning islands
     # (GPUs 1..7 + one more: 21 x 100 + 7 x 10 = 2170).
-    from lab02_device_plugin.sharing import EXHAUSTIVE_LIMIT
+    from lab02_device_plugin.plugin.sharing import EXHAUSTIVE_LIMIT
     import math
     assert math.comb(15, 8) > EXHAUSTIVE_LIMIT
     inv = from_yaml_spec({"gpus": [{"model": "H100-80GB", "count": 16}],
@@ -333,9 +333,9 @@ def test_large_node_greedy_path_still_finds_the_free_island():
      {"nvidia.com/mig-1g.10gb": 18, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1}),
 ])
 def test_shipped_examples_together(inventory, config, expected):
-    from lab02_device_plugin.config import load_config
     from lab02_device_plugin.examples import example_path
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.config import load_config
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     plan = advertise(load_inventory(example_path(inventory)), load_config(example_path(config)))
     assert {r.name: len(r.devices) for r in plan.resources} == expected
@@ -343,9 +343,9 @@ def test_shipped_examples_together(inventory, config, expected):
 
 
 def test_shipped_mig_single_refuses_a_mixed_layout():
-    from lab02_device_plugin.config import load_config
     from lab02_device_plugin.examples import example_path
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.config import load_config
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     with pytest.raises(InputError, match="more than one MIG device type present on node"):
         advertise(load_inventory(example_path("inventory-h100-mig.yaml")),
@@ -353,7 +353,7 @@ def test_shipped_mig_single_refuses_a_mixed_layout():
 
 
 def test_real_a100_dump_under_each_mig_strategy(nvidia_smi_dir):
-    from lab02_device_plugin.inventory import load_inventory
+    from lab02_device_plugin.plugin.discovery import load_inventory
 
     inv = load_inventory(nvidia_smi_dir / "a100-sxm4-80gb-mig.q.xml")  # 1 GPU, 4 x 1g.20gb
     names = {s: {r.name: [d.id for d in r.devices] for r in
@@ -367,7 +367,7 @@ def test_real_a100_dump_under_each_mig_strategy(nvidia_smi_dir):
 
 
 def test_mps_daemon_commands():
-    from lab02_device_plugin.sharing import mps_daemon_commands
+    from lab02_device_plugin.plugin.sharing import mps_daemon_commands
     inv = gpus(2)  # 81559 MiB each
     c = cfg("sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}")
     (r,) = advertise(inv, c).resources

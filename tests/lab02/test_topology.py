@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from lab02_device_plugin.config import parse_config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.sharing import advertise, preferred_allocation
-from lab02_device_plugin.topology import apply_topology, load_topology, parse_topology
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.sharing import advertise, preferred_allocation
+from lab02_device_plugin.plugin.topology import apply_topology, load_topology, parse_topology
 
 
 def test_h100_nvswitch_one_island_two_numa_nodes(nvidia_smi_dir: Path):
@@ -89,7 +89,7 @@ def test_v100_cube_mesh_links_drive_the_preference(nvidia_smi_dir: Path):
 
 
 def test_pcie_words_score_like_go_gpuallocator():
-    from lab02_device_plugin.sharing import LINK_SCORES
+    from lab02_device_plugin.plugin.sharing import LINK_SCORES
     assert dict(LINK_SCORES) == {"SYS": 10, "NODE": 20, "PHB": 30, "PXB": 40, "PIX": 50}
     text = """\
         GPU0    GPU1    GPU2    CPU Affinity    NUMA Affinity

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lab02_device_plugin.config import config_changes, load_config, parse_config
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.kubelet import MockKubelet
-from lab02_device_plugin.manager import PluginManager
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet
+from lab02_device_plugin.plugin.config import config_changes, load_config, parse_config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.manager import PluginManager
 
 pytestmark = pytest.mark.timeout(120)
 GPU = "nvidia.com/gpu"

@@ -251,7 +251,11 @@ def test_multi_role_workload_is_admitted_as_a_whole():
     group = ResourceGroup((CPU, GPU), (FlavorQuotas("a100", {CPU: ResourceQuota(5000), GPU: ResourceQuota(8)}),))
     ctl = AdmissionController([ClusterQueue("q", (group,))], [LocalQueue("lq-q", "ns", "q")], [ResourceFlavor("a100")])
     mpi = Workload("mpi", "lq-q", (PodSet("launcher", 1, {CPU: 2000}), PodSet("worker", 4, {CPU: 1000, GPU: 1})), "ns")
-    assert ctl.submit(mpi, 0).outcome is Outcome.REJECTED   # 6 CPUs > the queue's 5, ever
+    assert ctl.submit(mpi, 0) is None
+    (d,) = ctl.settle(0)       # 6 CPUs > the queue's 5, ever: pending, as Kueue keeps it
+    assert (d.outcome, d.reason) == (Outcome.PENDING, "couldn't assign flavors to pod set worker: insufficient quota "
+                                     "for cpu in flavor a100, previously considered podsets requests (2) + current "
+                                     "podset request (4) > maximum capacity (5)")
     ctl2 = AdmissionController([ClusterQueue("q", (ResourceGroup((CPU, GPU), (FlavorQuotas(
         "a100", {CPU: ResourceQuota(6000), GPU: ResourceQuota(8)}),)),))], [LocalQueue("lq-q", "ns", "q")],
         [ResourceFlavor("a100")])

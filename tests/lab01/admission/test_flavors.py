@@ -15,6 +15,7 @@ from lab01_cluster_sim.admission import (
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
+    State,
     Taint,
     Toleration,
     Workload,
@@ -46,27 +47,34 @@ def test_over_quota_workload_stays_pending_with_kueue_message():
     # a100 can never hold 6 (its whole quota is 4); t4: 6 - 4 free = 2 more needed. Since t4
     # could hold it once w2 finishes, the workload waits (reasons sorted, as Kueue prints them).
     assert d.reason == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
-                        "a100, request > maximum capacity (6 > 4), insufficient unused quota for nvidia.com/gpu in "
+                        "a100, previously considered podsets requests (0) + current podset request (6) > maximum capacity (4), "
+                        "insufficient unused quota for nvidia.com/gpu in "
                         "flavor t4, 2 more needed")
     ctl.finish("w2", 5)
     (d,) = ctl.settle(5)
     assert (d.workload, d.outcome, d.flavors["main"][GPU]) == ("big", Outcome.ADMITTED, "t4")
 
 
-def test_workload_above_maximum_capacity_is_rejected_on_submit():
+def test_workload_above_maximum_capacity_stays_pending_and_inadmissible():
+    # Kueue's scheduler_test.go, "flavors with mixed taint mismatch and exceeding limits": the
+    # workload keeps QuotaReserved=False (reason ExceedsMaxQuota) with this message; no rejection.
     ctl = controller([gpu_cq("q", ("a100", 4), ("t4", 8), cohort=None)], flavors=("a100", "t4"))
-    d = ctl.submit(wl("huge", "q", 9), 0)
-    assert d.outcome is Outcome.REJECTED
+    assert ctl.submit(wl("huge", "q", 9), 0) is None
+    (d,) = ctl.settle(0)
+    assert d.outcome is Outcome.PENDING
     assert d.reason == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
-                        "a100, request > maximum capacity (9 > 4), insufficient quota for nvidia.com/gpu in flavor "
-                        "t4, request > maximum capacity (9 > 8)")
+                        "a100, previously considered podsets requests (0) + current podset request (9) > maximum "
+                        "capacity (4), insufficient quota for nvidia.com/gpu in flavor t4, previously considered "
+                        "podsets requests (0) + current podset request (9) > maximum capacity (8)")
+    assert ctl.workloads["huge"].state is State.INADMISSIBLE
 
 
-def test_resource_not_covered_is_rejected():
+def test_resource_not_covered_stays_pending():
     ctl = controller([gpu_cq("q", ("a100", 4), cohort=None)])
-    d = ctl.submit(Workload("w", "lq-q", (PodSet("main", 1, {GPU: 1, "example.com/fpga": 1}),), "ns"), 0)
-    assert d.outcome is Outcome.REJECTED
-    assert d.reason == "couldn't assign flavors to pod set main: resource example.com/fpga unavailable in ClusterQueue"
+    assert ctl.submit(Workload("w", "lq-q", (PodSet("main", 1, {GPU: 1, "example.com/fpga": 1}),), "ns"), 0) is None
+    (d,) = ctl.settle(0)
+    assert (d.outcome, d.reason) == (Outcome.PENDING, "couldn't assign flavors to pod set main: resource "
+                                     "example.com/fpga unavailable in ClusterQueue")
 
 
 def test_unknown_local_queue_is_rejected():
@@ -124,20 +132,22 @@ def test_node_selector_and_taints_pick_the_flavor():
                   tolerations=(Toleration("dedicated", "Equal", "ml", "NoSchedule"),)), 0)
     ds = ctl.settle(0)
     assert {d.workload: d.flavors["main"][GPU] for d in ds} == {"plain": "t4", "tolerant": "a100"}
-    # asks for t4 but both flavors are excluded: never admissible
-    d = ctl.submit(wl("nomatch", "q", 1, node_selector={"gpu": "v100"}), 1)
-    assert d.outcome is Outcome.REJECTED
+    # asks for v100 but both flavors are excluded: pending for ever (Kueue's reason NoMatchingFlavor)
+    ctl.submit(wl("nomatch", "q", 1, node_selector={"gpu": "v100"}), 1)
+    (d,) = ctl.settle(1)
+    assert d.outcome is Outcome.PENDING
     assert d.reason == ("couldn't assign flavors to pod set main: flavor t4 doesn't match node affinity, "
-                        "untolerated taint {dedicated=ml: NoSchedule} in flavor a100")
+                        "untolerated taint {dedicated ml NoSchedule <nil>} in flavor a100")
 
 
 def test_pods_quota_counts_pods():
     # "pods" in coveredResources: Kueue counts the pods of each pod set itself.
     group = ResourceGroup((GPU, "pods"), (FlavorQuotas("a100", {GPU: ResourceQuota(8), "pods": ResourceQuota(3)}),))
     ctl = AdmissionController([ClusterQueue("q", (group,))], [LocalQueue("lq-q", "ns", "q")], [ResourceFlavor("a100")])
-    d = ctl.submit(wl("four-pods", "q", 1, count=4), 0)
-    assert d.outcome is Outcome.REJECTED
-    assert d.reason.endswith("insufficient quota for pods in flavor a100, request > maximum capacity (4 > 3)")
-    ctl.submit(wl("two-pods", "q", 1, count=2), 0)
-    (a,) = ctl.settle(0)
+    ctl.submit(wl("four-pods", "q", 1, count=4), 0)
+    ctl.submit(wl("two-pods", "q", 1, count=2, t=1), 0)
+    p, a = ctl.settle(0)
+    assert p.outcome is Outcome.PENDING
+    assert p.reason.endswith("insufficient quota for pods in flavor a100, previously considered podsets requests (0) + "
+                             "current podset request (4) > maximum capacity (3)")
     assert a.outcome is Outcome.ADMITTED and ctl.usage("q") == {("a100", GPU): 2, ("a100", "pods"): 2}

@@ -110,7 +110,10 @@ def test_plugin_admits_evicts_and_releases_quota():
     assert ctl.usage("b") == {}
 
 
-def test_plugin_rejects_what_can_never_fit():
+def test_plugin_holds_what_can_never_fit_as_kueue_does():
+    # Kueue keeps a workload above its ClusterQueue's maximum capacity pending and inadmissible
+    # (scheduler_test.go, "flavors with mixed taint mismatch and exceeding limits": condition
+    # QuotaReserved=False, reason ExceedsMaxQuota); it is never rejected.
     ctl = controller([gpu_cq("a", ("a100", 4), cohort=None)])
     plugin = KueueAdmissionPlugin(ctl)
     plugin.attach(FakeSim(FakeState((Node("n0", "A100", 8, 64000, 512000),))))
@@ -118,11 +121,13 @@ def test_plugin_rejects_what_can_never_fit():
                         extras={QUEUE_KEY: "lq-a", "namespace": "ns"}))
     ctx = FakeCtx(0.0, [rec])
     plugin.admission_cycle(ctx)
-    assert ctx.log == [("reject", "huge", "couldn't assign flavors to pod set main: insufficient quota for "
-                        "nvidia.com/gpu in flavor a100, request > maximum capacity (8 > 4)")]
+    assert ctx.log == [("hold", "huge")]
+    assert ctl.pending_reason("huge") == ("couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+                          "a100, previously considered podsets requests (0) + current podset request (8) > maximum "
+                          "capacity (4)")
     assert plugin.filter(None, rec).tolist() == [True]   # not admitted: no flavor restriction
     assert plugin.queue_summary() == [{"cluster_queue": "a", "submitted": 1, "admitted": 0, "finished": 0,
-                                       "pending": 0, "rejected": 1, "evictions": 0, "mean_admission_wait_s": None,
+                                       "pending": 1, "rejected": 0, "evictions": 0, "mean_admission_wait_s": None,
                                        "max_admission_wait_s": None, "mean_queued_s": None}]
 
 

@@ -57,10 +57,11 @@ def test_nodepool_limits_are_never_exceeded():
     assert zero.summary()["nodes_launched"] == 0
 
 
-def _underutilized(min_available=None):
+def _underutilized(min_available=None, grace=0.0):
     static = StaticNode("static", "T4", 2, cached_images=("app:latest",))
     pool = NodePool("pool", one_gpu_types(), consolidation_policy="WhenEmptyOrUnderutilized")
-    pods = [Pod("a", 1, 1000, workload="svc"), Pod("b", 1, 100, workload="svc"), Pod("c", 1, 1000, workload="batch")]
+    pods = [Pod("a", 1, 1000, workload="svc"), Pod("b", 1, 100, workload="svc"),
+            Pod("c", 1, 1000, workload="batch", termination_grace_s=grace)]
     return run_pods(pods, [pool], [static], min_available=min_available)
 
 
@@ -74,6 +75,19 @@ def test_consolidation_when_underutilized_moves_pod_and_removes_node():
     assert c.disruptions == 1 and c.ran_on == "static" and c.finished_s == 1105
     assert r.disruptions_by_workload() == {"batch": 1, "svc": 0}
     assert r.cost_dollars() == pytest.approx(105 / 3600 * G4)
+
+
+def test_consolidation_waits_for_the_evicted_pods_grace_period():
+    # As above, but c has terminationGracePeriodSeconds 20: Karpenter's termination controller
+    # drains the node through the Eviction API and deletes the instance once its pods are gone
+    # (Karpenter docs, "Disruption", Termination Controller). c is evicted at 105 and restarts on
+    # the static node at once (ends 1105), but its old GPU stays held, and the node billed,
+    # until 105 + 20 = 125.
+    r = _underutilized(grace=20.0)
+    node = r.node("pool-0001")
+    assert node.terminated_s == 125 and node.termination_reason == "consolidation: underutilized"
+    assert r.pods["c"].finished_s == 1105
+    assert r.cost_dollars() == pytest.approx(125 / 3600 * G4)
 
 
 def test_consolidation_respects_min_available():

@@ -204,7 +204,7 @@ def test_mig_resource_names_are_a_table_that_agrees_with_lab02():
 
     from lab01_cluster_sim import sharing_modes
     from lab01_cluster_sim.sharing_modes import MIG_PROFILES, MIXED_RESOURCE_NAMES
-    from lab02_device_plugin.mig import mixed_resource_name
+    from lab02_device_plugin.plugin.mig import mixed_resource_name
 
     names = {p for profiles in MIG_PROFILES.values() for p in profiles}
     assert len(names) == 17 and set(MIXED_RESOURCE_NAMES) == names

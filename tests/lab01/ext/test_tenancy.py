@@ -123,7 +123,8 @@ def test_premium_jobs_never_share_a_gpu():
 
 
 def test_tier_mechanisms_documented():
-    assert TIER_MECHANISM[Tier.STANDARD] == "smaller MIG instance or MPS with limits"
+    assert TIER_MECHANISM[Tier.STANDARD] == ("smaller MIG instance, or MPS with limits within one "
+                                             "customer's (trusted) pool")
     assert set(TIER_MECHANISM) == set(Tier)
     assert "time-slicing" in TIER_MECHANISM[Tier.FREE] and not Tier.FREE.paying and Tier.STANDARD.paying
 

@@ -1,6 +1,6 @@
 """Graded, Lab 02 part 2A: what ListAndWatch tells the kubelet.
 
-Learner code: ``lab02_device_plugin.sharing.list_and_watch_snapshot``: the full device
+Learner code: ``lab02_device_plugin.plugin.sharing.list_and_watch_snapshot``: the full device
 list with health, every time (a snapshot, never a delta; device-plugin-facts.md sec. 3).
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab02_device_plugin.config import Config
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.sharing import (
+from lab02_device_plugin.plugin.config import Config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.sharing import (
     HEALTHY,
     UNHEALTHY,
     AdvertisedDevice,

@@ -1,6 +1,6 @@
 """Graded, Lab 02 part 2B: time-slicing replicas, and why allocation is not isolation.
 
-Learner code: ``lab02_device_plugin.sharing.expand_replicas`` (one GPU advertised as
+Learner code: ``lab02_device_plugin.plugin.sharing.expand_replicas`` (one GPU advertised as
 ``replicas`` devices ``<uuid>::<n>``) and ``physical_device_id`` (Allocate maps a replica
 back to its GPU). Facts: device-plugin-facts.md sec. 4 (upstream ``NewAnnotatedID``).
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.sharing import (
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.sharing import (
     AdvertisedDevice,
     advertise,
     allocate,

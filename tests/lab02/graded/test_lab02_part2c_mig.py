@@ -1,6 +1,6 @@
 """Graded, Lab 02 part 2C: MIG profiles as resource names (migStrategy mixed).
 
-Learner code: ``lab02_device_plugin.mig.mixed_resource_name``: ``nvidia.com/mig-<profile>``,
+Learner code: ``lab02_device_plugin.plugin.mig.mixed_resource_name``: ``nvidia.com/mig-<profile>``,
 with "+" (not allowed in a resource name) written as "." (device-plugin-facts.md sec. 4).
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from lab02_device_plugin.config import parse_config
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.mig import mixed_resource_name
-from lab02_device_plugin.sharing import advertise
+from lab02_device_plugin.plugin.config import parse_config
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.mig import mixed_resource_name
+from lab02_device_plugin.plugin.sharing import advertise
 
 
 @pytest.mark.points(3, part="2C", number="2C.1")

@@ -1,6 +1,6 @@
 """Graded, Lab 02 part 2D: health transitions.
 
-Learner code: ``lab02_device_plugin.health.next_health``: the state of one device after a
+Learner code: ``lab02_device_plugin.plugin.health.next_health``: the state of one device after a
 health event, under NVIDIA's Xid policy (device-plugin-facts.md sec. 4 "Health checking").
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab02_device_plugin.health import DeviceHealth, HealthEvent, HealthPolicy, next_health
-from lab02_device_plugin.inventory import from_yaml_spec
-from lab02_device_plugin.sharing import HEALTHY, UNHEALTHY
+from lab02_device_plugin.plugin.health import DeviceHealth, HealthEvent, HealthPolicy, next_health
+from lab02_device_plugin.plugin.inventory import from_yaml_spec
+from lab02_device_plugin.plugin.sharing import HEALTHY, UNHEALTHY
 
 UPSTREAM = HealthPolicy()                 # NVIDIA's default: no recovery without a restart
 RECOVERING = HealthPolicy(recovery=True)  # the course's option

@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import Inventory
 from lab02_device_plugin.limits import (
     MAX_GPUS, MAX_INVENTORY_BYTES, read_text_bounded, require_utf8, short_repr, shorten,
 )
+from lab02_device_plugin.plugin.inventory import Inventory
 
 _DEVICE_COL = re.compile(r"^(GPU\d+|NIC\d+|mlx\S+)$")
 _LINK = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|PSB|NV\d{1,3}|N/A)$")

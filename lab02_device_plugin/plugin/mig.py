@@ -1,4 +1,4 @@
-"""MIG profile tables, GPU-instance placement, quantization waste and resource names.
+"""MIG profile tables, GPU-instance placement and resource names.
 
 A MIG-capable GPU is cut into GPU instances (GIs). On the A100, H100 and H200 each GI
 profile takes a number of the GPU's 8 *memory slices* and of its 7 *compute slices* (the
@@ -7,8 +7,9 @@ of ``s`` memory slices may only start at certain slots (``nvidia-smi mig -lgipp`
 never overlap. A compute slice is not a seventh of the SMs: each profile has a fixed SM
 count (``nvidia-smi mig -lgip``), for example 60 of the H100 SXM5's 132 SMs for
 ``3g.40gb`` and 64 for ``4g.40gb``, so no profile below ``7g`` gets half of an H100. This
-module holds the tables for four GPUs and answers the questions the book's partition
-explorer asks:
+module holds the tables for four GPUs, the resource names NVIDIA's plugin advertises for
+MIG devices, and the layout planner (the book's partition explorer,
+:mod:`lab02_device_plugin.models.mig_partition`, builds on it):
 
 >>> layout = plan_layout("H100-80GB", ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])
 >>> [(p.profile.name, p.start) for p in layout.placements]
@@ -34,7 +35,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
 
 from lab02_device_plugin.errors import InputError
 
@@ -359,7 +359,8 @@ class Layout:
 
     def addable_profiles(self) -> list[str]:
         """Profiles that fit *this* layout as it stands: a free start slot, every instance
-        left where it is. :func:`addable_profiles` also lets the instances move."""
+        left where it is. :func:`~lab02_device_plugin.models.mig_partition.addable_profiles`
+        also lets the instances move."""
         out = []
         for name in profiles(self.gpu_model):
             try:
@@ -487,156 +488,3 @@ def _valid_layouts(gpu_model: str, requested: Sequence[str],
 
 #: Most layouts :func:`plan_layout` compares (far above the few hundred a full request has).
 _MAX_LAYOUTS = 10_000
-
-
-def addable_profiles(gpu_model: str, requested: Sequence[str]) -> dict[str, Layout]:
-    """Profiles that could still join ``requested`` on one GPU if the whole request were
-    re-planned (instances may move; on a running GPU moving one means destroying and
-    re-creating it), each with the layout that makes room for it.
-
-    ``addable_profiles("H200-141GB", ["3g.71gb", "2g.35gb", "1g.18gb"])`` holds
-    ``1g.18gb`` and ``1g.18gb+me``: with the 3g at slot 4, slot 3 is free.
-
-    Raises:
-        NoLayoutError: ``requested`` itself has no valid layout.
-        InputError: an unknown profile name.
-    """
-    plan_layout(gpu_model, requested)  # the request itself must fit
-    out: dict[str, Layout] = {}
-    for name in profiles(gpu_model):
-        try:
-            out[name] = plan_layout(gpu_model, [*requested, name])
-        except NoLayoutError:
-            continue
-    return out
-
-
-# --------------------------------------------------------------------------- waste
-
-@dataclass(frozen=True)
-class Waste:
-    """What a MIG instance grants beyond what was asked (quantization waste).
-
-    Memory in GB as in the profile names (slices x nominal GB / 8); compute as a share of
-    the whole GPU's SMs, from the profile's SM count (:attr:`MigProfile.sm_share`: 60/132 =
-    0.4545 for an H100 ``3g.40gb``, not 3/7).
-    """
-
-    profile: MigProfile
-    asked_memory_gb: float
-    granted_memory_gb: float
-    asked_compute: float
-    granted_compute: float
-
-    @property
-    def wasted_memory_gb(self) -> float:
-        """Granted minus asked memory (GB)."""
-        return self.granted_memory_gb - self.asked_memory_gb
-
-    @property
-    def wasted_compute(self) -> float:
-        """Granted minus asked compute (fraction of the GPU)."""
-        return self.granted_compute - self.asked_compute
-
-
-def quantization_waste(gpu_model: str, memory_gb: float, compute: float = 0.0) -> Waste:
-    """The smallest profile that covers a request, and what it wastes.
-
-    Args:
-        gpu_model: table key or product name.
-        memory_gb: memory the workload needs (GB, > 0).
-        compute: share of the whole GPU's SMs it needs (0..1); compared with each
-            profile's real SM share, so 0.5 on an H100 needs ``7g.80gb`` (``4g.40gb`` has
-            64 of 132 SMs, 48 %).
-
-    Returns:
-        :class:`Waste` for the profile with the fewest memory slices, then compute slices,
-        that grants at least both (``+me`` profiles excluded).
-
-    Raises:
-        NoLayoutError: the request exceeds the whole GPU.
-        InputError: negative or out-of-range inputs.
-    """
-    model = canonical_model(gpu_model)
-    table = profiles(gpu_model)
-    if isinstance(memory_gb, bool) or not isinstance(memory_gb, (int, float)) or not memory_gb > 0:
-        raise InputError(f"memory_gb: expected a positive number of GB, got {memory_gb!r}")
-    if isinstance(compute, bool) or not isinstance(compute, (int, float)) or not 0 <= compute <= 1:
-        raise InputError(f"compute: expected a fraction of the GPU in [0, 1], got {compute!r}")
-    gb = _MODELS[model][0]
-    best = None
-    for p in sorted(table.values(), key=lambda p: (p.memory_slices, p.compute_slices)):
-        if p.media_extensions:
-            continue
-        granted_mem = gb * p.memory_slices / MEMORY_SLICES
-        if granted_mem + 1e-9 >= memory_gb and p.sm_share + 1e-9 >= compute:
-            best = p
-            break
-    if best is None:
-        raise NoLayoutError(f"{memory_gb:g} GB and {compute:.0%} of the SMs exceed the largest "
-                            f"instance of a {model}")
-    return Waste(best, float(memory_gb), gb * best.memory_slices / MEMORY_SLICES,
-                 float(compute), best.sm_share)
-
-
-# --------------------------------------------------------------------------- drawing
-
-def draw_layout(layout: Layout, ax: Any = None, overflow: Sequence[MigProfile] = ()) -> Any:
-    """Draw the 8 memory slices of a layout with matplotlib; returns the Axes.
-
-    Each GPU instance is a labelled box over the slots it occupies; free slots are grey.
-    ``overflow`` (instances that did not fit) are drawn hatched to the right of the GPU.
-    """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _fig, ax = plt.subplots(figsize=(8, 1.6))
-    colors = plt.get_cmap("tab10")
-    for s in range(MEMORY_SLICES):
-        ax.add_patch(plt.Rectangle((s, 0), 1, 1, facecolor="#eeeeee", edgecolor="white"))
-    for i, p in enumerate(layout.placements):
-        ax.add_patch(plt.Rectangle((p.start + 0.04, 0.06), p.profile.memory_slices - 0.08, 0.88,
-                                   facecolor=colors(i % 10), edgecolor="black", alpha=0.85))
-        ax.text(p.start + p.profile.memory_slices / 2, 0.5, p.profile.name, ha="center",
-                va="center", fontsize=9)
-    x = MEMORY_SLICES + 0.3
-    for prof in overflow:
-        ax.add_patch(plt.Rectangle((x + 0.04, 0.06), prof.memory_slices - 0.08, 0.88,
-                                   facecolor="white", edgecolor="#c44e52", hatch="///"))
-        ax.text(x + prof.memory_slices / 2, 0.5, prof.name, ha="center", va="center",
-                fontsize=9, color="#c44e52")
-        x += prof.memory_slices
-    ax.set_xlim(0, max(MEMORY_SLICES, x))
-    ax.set_ylim(0, 1)
-    ax.set_xticks([s + 0.5 for s in range(MEMORY_SLICES)])
-    ax.set_xticklabels([str(s) for s in range(MEMORY_SLICES)])
-    ax.set_yticks([])
-    ax.set_xlabel("memory slice" + ("   (hatched: does not fit)" if overflow else ""))
-    sms = layout.multiprocessors_used
-    sm_text = f" ({sms} of {layout.placements[0].profile.gpu_sms} SMs)" \
-        if sms is not None and layout.placements else ""
-    ax.set_title(f"{layout.gpu_model}: {layout.memory_slices_used}/8 memory slices, "
-                 f"{layout.compute_slices_used}/7 compute slices{sm_text}")
-    return ax
-
-
-def largest_fitting_prefix(gpu_model: str, requested: Sequence[str]) -> tuple[Layout, list[MigProfile]]:
-    """For a request with no valid layout: plan its instances largest first and stop at
-    the first that no longer fits. Returns that partial layout and the instances left over
-    (for :func:`draw_layout`'s ``overflow``); for a valid request, its layout and ``[]``.
-
-    Raises:
-        InputError: an unknown profile name.
-    """
-    model = canonical_model(gpu_model)
-    wanted = sorted((get_profile(gpu_model, n) for n in requested),
-                    key=lambda p: (-p.memory_slices, -p.compute_slices, p.name))
-    placed: list[str] = []
-    layout = Layout(model, ())
-    for i, prof in enumerate(wanted):
-        try:
-            layout = plan_layout(gpu_model, [*placed, prof.name])
-        except NoLayoutError:
-            return layout, wanted[i:]
-        placed.append(prof.name)
-    return layout, []

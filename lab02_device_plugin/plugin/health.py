@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.sharing import HEALTHY, UNHEALTHY
+from lab02_device_plugin.plugin.sharing import HEALTHY, UNHEALTHY
 
 #: Xids NVIDIA's plugin treats as application errors and skips (v0.17.1+: 109 added).
 APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})

@@ -40,16 +40,16 @@ from pathlib import Path
 
 import grpc
 
-from lab02_device_plugin import sharing
 from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.config import Config
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import DeviceHealth, HealthChange
 from lab02_device_plugin.limits import (
     MAX_MESSAGE_CHARS, MAX_WATCH_STREAMS, UNARY_WORKERS, short_repr, shorten,
 )
-from lab02_device_plugin.sharing import AdvertisedResource, AllocationError
+from lab02_device_plugin.plugin import sharing
+from lab02_device_plugin.plugin.config import Config
+from lab02_device_plugin.plugin.health import DeviceHealth, HealthChange
+from lab02_device_plugin.plugin.sharing import AdvertisedResource, AllocationError
 
 #: The kubelet API version (``v1beta1.Version``); the only one a kubelet accepts.
 API_VERSION = "v1beta1"

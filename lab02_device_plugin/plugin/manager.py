@@ -45,16 +45,16 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lab02_device_plugin.config import Config, config_changes
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.health import DeviceHealth, HealthPolicy, HealthSource
-from lab02_device_plugin.inventory import Inventory
 from lab02_device_plugin.limits import MAX_INVENTORY_BYTES, shorten
-from lab02_device_plugin.server import (
+from lab02_device_plugin.plugin.config import Config, config_changes
+from lab02_device_plugin.plugin.health import DeviceHealth, HealthPolicy, HealthSource
+from lab02_device_plugin.plugin.inventory import Inventory
+from lab02_device_plugin.plugin.server import (
     DEVICE_PLUGIN_PATH, KUBELET_SOCKET, DevicePluginServer, KubeletUnavailable, RegistrationError,
     check_advertisable,
 )
-from lab02_device_plugin.sharing import AdvertisedResource, ResourcePlan, advertise
+from lab02_device_plugin.plugin.sharing import AdvertisedResource, ResourcePlan, advertise
 
 #: ``loader() -> (inventory, config)``: what a reload reads (files, NVML); raises InputError.
 Loader = Callable[[], tuple[Inventory, Config]]

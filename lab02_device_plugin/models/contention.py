@@ -18,6 +18,10 @@ Time-slicing, all tenants busy (chapter 4)
     ``k`` slices with ``n - 1`` other tenants' slices between each pair:
     ``latency = U + (k-1) n (s+c) + (w - (k-1) s)``.
     Its ``q``-quantile is the same with ``U`` replaced by ``q (n-1)(s+c)``.
+    Domain: the saturated case, every tenant always has work queued (training, batch).
+    It says what each tenant gets, not whether a tenant keeps up with work arriving at a
+    rate; tenants that offer a rate of work are the bursty model below, which checks
+    offered load against capacity. A tenant is a CUDA context (a process), not a pod.
     NVIDIA documents that time-sliced replicas get no memory or fault isolation and that
     the GPU interleaves contexts in time (NVIDIA GPU Operator documentation, "Time-Slicing
     GPUs in Kubernetes"); the slice length is a per-GPU driver setting,
@@ -25,19 +29,59 @@ Time-slicing, all tenants busy (chapter 4)
     2 MEDIUM, 3 LONG, per the tool's own help text), not a number of milliseconds.
 
 Time-slicing, bursty tenants (chapter 4, the benefit)
-    Notebooks and other interactive tenants are busy only part of the time. Each of the
-    ``n`` tenants is busy, independently, with probability ``p`` (its duty cycle), and a
-    busy period is long compared with one request (quasi-static: the set of busy tenants
-    does not change while a request runs). Seen by a busy tenant, the number ``K`` of
-    *other* busy tenants is Binomial(``n - 1``, ``p``), so on average ``1 + (n-1) p``
-    tenants share the GPU; with probability ``(1-p)^(n-1)`` the tenant has the whole GPU.
-    Its expected throughput while busy is ``E[share(K + 1)]`` with ``share(1) = 1`` and
-    ``share(j) = s / (j (s + c))``; its latency distribution is the mixture over ``K`` of
-    the all-busy latencies above, and the quantiles are found by bisection on that
-    mixture. The GPU is busy with probability ``1 - (1-p)^n``: ``n`` tenants at duty cycle
-    ``p`` on one GPU instead of ``n`` GPUs each busy ``p`` of the time. Source of the use
-    case: the course's warm-up guide ("pack 4 bursty notebooks onto 1 GPU; when one is
-    idle, others get the full GPU during their slice").
+    Notebooks and other interactive tenants are busy only part of the time. Tenant here
+    means one CUDA context (one process): the GPU shares time per context, so a pod that
+    runs four CUDA processes counts as four tenants (NVIDIA k8s-device-plugin v0.20.0,
+    README.md, note under ``failRequestsGreaterThanOne``: CUDA gives "an equal share of
+    time to all of the GPU processes across all of the clients").
+
+    *Offered load and capacity.* Each of the ``n`` tenants offers work at a fixed rate:
+    its duty cycle ``p0`` is the share of time it would be busy on a GPU of its own, so it
+    asks for ``p0`` GPU-seconds of work per second and the GPU is offered ``n p0`` GPUs of
+    work. While two or more tenants are busy the GPU does useful work only ``e = s/(s+c)``
+    of the time (the rest is switching); a tenant alone is never switched out. The
+    capacity is therefore ``e`` for ``n >= 2`` (1 for ``n == 1``) and the utilization
+    ``rho = n p0 / e``. *Stability condition:* ``rho < 1``. A work-conserving server whose
+    offered load is at or above its capacity has no steady state: the backlog grows
+    without bound and so does every latency quantile (Kleinrock, Queueing Systems,
+    Vol. 1: Theory, 1975, ch. 2: a single-server queue is stable only for ``rho < 1``). At
+    ``rho >= 1`` every tenant eventually has a backlog, all ``n`` are busy and the GPU
+    serves ``e < n p0``, so the argument applies. This holds for work that arrives at
+    random times, as the model assumes; tenants whose bursts interleave perfectly never
+    overlap and would get the whole GPU up to ``n p0 < 1`` (the condition is then
+    conservative). Lab 01's engine, with its time-slicing plugin and random arrivals,
+    shows the same boundary (tests/book/test_models_properties.py). Such inputs are
+    flagged, not answered: :func:`bursty_time_slicing` returns ``stable=False`` with
+    infinite p50 and p99, :func:`bursty_latency_quantile` returns ``math.inf`` and
+    :func:`max_tenants_within` never counts an overloaded GPU. ``n == 1`` is a dedicated GPU: no sharing, capacity 1,
+    and ``p0 <= 1`` is always accepted (the tenant's own queue is not modelled).
+
+    *Busy share under sharing (fixed point).* On a shared GPU a busy period lasts longer
+    than alone, so a tenant is busy with probability ``p >= p0``. The model assumes the
+    tenants' busy states are independent and that a busy period is long compared with one
+    request (quasi-static: the set of busy tenants does not change while a request runs).
+    Seen by a busy tenant, the number ``K`` of *other* busy tenants is then
+    Binomial(``n - 1``, ``p``), and its expected throughput while busy is
+    ``E[share(K + 1)]`` with ``share(1) = 1`` and ``share(j) = e / j``. Work is
+    conserved in a stable system (what is delivered equals what is offered, Kleinrock
+    1975, ch. 2), so ``p`` solves ``g(p) = p E[share(K + 1)] = p0``. Summing the
+    binomial, ``g(p) = (1-e) p (1-p)^(n-1) + e (1 - (1-p)^n) / n``, which rises on
+    ``[0, p*]``, ``p* = 1 / (1 + (n-1)(1-e))``, with ``g(p*) >= g(1) = e / n > p0`` when
+    stable; the root in ``[p0, p*]`` is unique and found by bisection. The GPU's useful
+    time, ``(1-e) P(one busy) + e P(at least one busy) = n g(p) = n p0``, is the offered
+    load: GPU-seconds are conserved. With ``c = 0`` and ``p0 -> 0`` this reduces to the
+    naive model that takes ``p = p0``.
+
+    *Latency.* A request's latency is the mixture over ``K`` of the all-busy latencies
+    above, and the quantiles are found by bisection on that mixture. The independence
+    (mean-field) assumption leaves out a tenant's own requests queueing behind each other
+    and the correlation of busy periods, so the model is optimistic close to ``rho = 1``,
+    where a real queue's delays grow like ``1 / (1 - rho)``; read p99s at a utilization
+    near 1 as lower bounds. Round-robin with slices short against the requests behaves
+    like processor sharing (Kleinrock, "Time-shared Systems: A Theoretical Treatment",
+    J. ACM 14(2), 1967), which is also how Lab 01's time-slicing plugin re-rates jobs.
+    Source of the use case: the course's warm-up guide ("pack 4 bursty notebooks onto
+    1 GPU; when one is idle, others get the full GPU during their slice").
 
 MPS (chapter 2)
     Without MPS every process has its own context and the GPU runs kernels of one
@@ -84,7 +128,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import InputError
+from lab02_device_plugin.errors import InputError
 
 #: Illustrative default time slice (ms); an assumption, not a measured value.
 DEFAULT_SLICE_MS = 2.0
@@ -195,7 +239,8 @@ def time_slicing(tenants: int, work_ms: float, slice_ms: float = DEFAULT_SLICE_M
 def _duty(p: float) -> None:
     if not (isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p)
             and 0.0 < p <= 1.0):
-        raise InputError(f"duty_cycle: expected the share of time a tenant is busy, in (0, 1], got {p!r}")
+        raise InputError(f"duty_cycle: expected the share of time a tenant is busy on a GPU of "
+                         f"its own, in (0, 1], got {p!r}")
 
 
 def _share(busy: int, slice_ms: float, switch_ms: float) -> float:
@@ -208,20 +253,112 @@ def _binomial(n: int, p: float) -> list[float]:
     return [math.comb(n, k) * p ** k * (1.0 - p) ** (n - k) for k in range(n + 1)]
 
 
+def _mean_share(tenants: int, busy: float, slice_ms: float, switch_ms: float) -> float:
+    """``E[share(K + 1)]``, K ~ Binomial(tenants - 1, busy): a busy tenant's throughput."""
+    return sum(w * _share(k + 1, slice_ms, switch_ms)
+               for k, w in enumerate(_binomial(tenants - 1, busy)))
+
+
+@dataclass(frozen=True)
+class Load:
+    """Offered load against capacity for ``tenants`` tenants of duty cycle ``duty_cycle``.
+
+    Attributes:
+        offered_gpus: work offered, in GPUs, ``n p0``.
+        capacity_gpus: useful GPU time while shared, ``s/(s+c)`` for ``n >= 2``, 1 alone.
+        utilization: ``offered_gpus / capacity_gpus``.
+        stable: ``utilization < 1`` (or ``n == 1``): a steady state exists.
+        busy_share: ``p``, the probability a tenant is busy under sharing (the fixed point
+            ``p E[share] = p0``), ``p0 <= p < 1``; 1 when not stable.
+    """
+
+    offered_gpus: float
+    capacity_gpus: float
+    utilization: float
+    stable: bool
+    busy_share: float
+
+
+def offered_load(tenants: int, duty_cycle: float, slice_ms: float = DEFAULT_SLICE_MS,
+                 switch_ms: float = DEFAULT_SWITCH_MS) -> Load:
+    """Offered load, capacity, stability and busy share under sharing (module docstring,
+    "Offered load and capacity" and "Busy share under sharing").
+
+    >>> L = offered_load(3, 0.5)
+    >>> L.offered_gpus, round(L.capacity_gpus, 4), L.stable
+    (1.5, 0.9524, False)
+    >>> round(offered_load(4, 0.1).busy_share, 3)
+    0.121
+
+    Raises:
+        InputError: a parameter out of range (named in the message).
+    """
+    _tenants(tenants)
+    _duty(duty_cycle)
+    _positive("slice_ms", slice_ms)
+    _positive("switch_ms", switch_ms, allow_zero=True)
+    if tenants == 1:
+        return Load(float(duty_cycle), 1.0, float(duty_cycle), True, float(duty_cycle))
+    eff = slice_ms / (slice_ms + switch_ms)
+    offered = tenants * duty_cycle
+    if offered >= eff * (1.0 - 1e-12):
+        return Load(offered, eff, offered / eff, False, 1.0)
+    top = 1.0 / (1.0 + (tenants - 1) * (1.0 - eff))   # g rises on [0, top]
+    lo, hi = float(duty_cycle), top
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid * _mean_share(tenants, mid, slice_ms, switch_ms) < duty_cycle:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return Load(offered, eff, offered / eff, True, hi)
+
+
+def max_stable_tenants(duty_cycle: float, slice_ms: float = DEFAULT_SLICE_MS,
+                       switch_ms: float = DEFAULT_SWITCH_MS) -> int:
+    """The most tenants of duty cycle ``duty_cycle`` one GPU can serve with a steady state:
+    the largest ``n`` with ``n p0 < s/(s+c)``, at least 1 (a dedicated GPU), at most
+    :data:`MAX_TENANTS`. Four 10 % tenants fit; at 50 % only one does
+    (``2 x 0.5 = 1 GPU`` of work exceeds the ``2/2.1`` a shared GPU delivers).
+
+    >>> max_stable_tenants(0.5), max_stable_tenants(0.1)
+    (1, 9)
+
+    Raises:
+        InputError: a parameter out of range.
+    """
+    _duty(duty_cycle)
+    _positive("slice_ms", slice_ms)
+    _positive("switch_ms", switch_ms, allow_zero=True)
+    n = 1
+    while n < MAX_TENANTS and offered_load(n + 1, duty_cycle, slice_ms, switch_ms).stable:
+        n += 1
+    return n
+
+
 @dataclass(frozen=True)
 class BurstyTimeSliceResult:
     """One bursty tenant's view of ``tenants`` tenants time-sliced on one GPU.
 
+    When the GPU is overloaded (``stable`` False: offered load at or above capacity) there
+    is no steady state: ``p50_latency_ms`` and ``p99_latency_ms`` are ``math.inf``, every
+    tenant is busy (``busy_share`` 1, ``p_alone`` 0) and gets ``s / (n (s+c))``.
+
     Attributes:
-        tenants: tenants sharing the GPU (replicas handed out).
-        duty_cycle: probability that a tenant is busy at a given moment (0..1].
+        tenants: tenants (CUDA contexts) sharing the GPU (replicas handed out).
+        duty_cycle: ``p0``, share of time a tenant would be busy on a GPU of its own (0..1].
         slice_ms, switch_ms, work_ms: the inputs (ms).
+        offered_gpus, capacity_gpus, utilization, stable: see :class:`Load`.
+        busy_share: ``p``, probability a tenant is busy on the shared GPU (>= ``p0``).
         p_alone: probability that a busy tenant has the GPU to itself, ``(1-p)^(n-1)``.
         mean_busy_tenants: expected busy tenants seen by a busy tenant, ``1 + (n-1) p``.
         mean_throughput_share: expected throughput of a busy tenant relative to a
-            dedicated GPU, ``E[share(K + 1)]``.
+            dedicated GPU, ``E[share(K + 1)]`` (``= p0 / p`` when stable).
         gpu_busy_fraction: share of time at least one tenant is busy, ``1 - (1-p)^n``.
-        p50_latency_ms, p99_latency_ms: quantiles of one request's latency (ms).
+        p50_latency_ms, p99_latency_ms: quantiles of one request's latency (ms), or
+            ``math.inf`` when not stable.
         solo_latency_ms: the latency on a dedicated GPU (= ``work_ms``).
     """
 
@@ -230,6 +367,11 @@ class BurstyTimeSliceResult:
     slice_ms: float
     switch_ms: float
     work_ms: float
+    offered_gpus: float
+    capacity_gpus: float
+    utilization: float
+    stable: bool
+    busy_share: float
     p_alone: float
     mean_busy_tenants: float
     mean_throughput_share: float
@@ -239,31 +381,20 @@ class BurstyTimeSliceResult:
     solo_latency_ms: float
 
 
-def bursty_latency_quantile(tenants: int, duty_cycle: float, work_ms: float, q: float,
-                            slice_ms: float = DEFAULT_SLICE_MS,
-                            switch_ms: float = DEFAULT_SWITCH_MS) -> float:
-    """The ``q``-quantile of a request's latency (ms) when tenants are busy part-time.
-
-    The latency is a mixture over ``K`` ~ Binomial(``tenants - 1``, ``duty_cycle``) other
-    busy tenants of the all-busy latency with ``K + 1`` tenants (module docstring). Its
-    CDF is non-decreasing, so the quantile is found by bisection to 1e-9 ms.
-
-    Raises:
-        InputError: a parameter out of range (named in the message).
-    """
-    _check_request(tenants, work_ms, q, slice_ms, switch_ms)
-    _duty(duty_cycle)
-    weights = _binomial(tenants - 1, duty_cycle)
+def _mixture_quantile(tenants: int, busy: float, work_ms: float, q: float, slice_ms: float,
+                      switch_ms: float) -> float:
+    """The ``q``-quantile of the latency mixture over K ~ Binomial(tenants - 1, busy)."""
+    weights = _binomial(tenants - 1, busy)
     k_slices = math.ceil(work_ms / slice_ms - 1e-12)
     parts = []  # (weight, lowest latency, width of the uniform wait) per number of busy tenants
     for others, weight in enumerate(weights):
-        busy = others + 1
+        n_busy = others + 1
         if weight == 0.0:
             continue
-        if busy == 1:
+        if n_busy == 1:
             parts.append((weight, float(work_ms), 0.0))
             continue
-        low = (k_slices - 1) * busy * (slice_ms + switch_ms) + (work_ms - (k_slices - 1) * slice_ms)
+        low = (k_slices - 1) * n_busy * (slice_ms + switch_ms) + (work_ms - (k_slices - 1) * slice_ms)
         parts.append((weight, low, others * (slice_ms + switch_ms)))
 
     def cdf(x: float) -> float:
@@ -290,15 +421,38 @@ def bursty_latency_quantile(tenants: int, duty_cycle: float, work_ms: float, q: 
     return hi
 
 
+def bursty_latency_quantile(tenants: int, duty_cycle: float, work_ms: float, q: float,
+                            slice_ms: float = DEFAULT_SLICE_MS,
+                            switch_ms: float = DEFAULT_SWITCH_MS) -> float:
+    """The ``q``-quantile of a request's latency (ms) when tenants are busy part-time, or
+    ``math.inf`` when the GPU is overloaded (``n p0 >= s/(s+c)``: no steady state).
+
+    The latency is a mixture over ``K`` ~ Binomial(``tenants - 1``, ``p``) other busy
+    tenants of the all-busy latency with ``K + 1`` tenants, where ``p`` is the busy share
+    under sharing (:func:`offered_load`; module docstring). Its CDF is non-decreasing, so
+    the quantile is found by bisection to 1e-9 ms.
+
+    Raises:
+        InputError: a parameter out of range (named in the message).
+    """
+    _check_request(tenants, work_ms, q, slice_ms, switch_ms)
+    load = offered_load(tenants, duty_cycle, slice_ms, switch_ms)
+    if not load.stable:
+        return math.inf
+    return _mixture_quantile(tenants, load.busy_share, work_ms, q, slice_ms, switch_ms)
+
+
 def bursty_time_slicing(tenants: int, duty_cycle: float, work_ms: float,
                         slice_ms: float = DEFAULT_SLICE_MS,
                         switch_ms: float = DEFAULT_SWITCH_MS) -> BurstyTimeSliceResult:
-    """What one bursty tenant gets when ``tenants`` tenants, each busy ``duty_cycle`` of
-    the time, share one GPU by time-slicing (model and assumptions in the module docstring).
+    """What one bursty tenant gets when ``tenants`` tenants, each offering ``duty_cycle``
+    of a GPU's time, share one GPU by time-slicing (model, domain and sources in the
+    module docstring). An overloaded GPU is flagged (``stable`` False, infinite
+    latencies), never answered with a finite p99.
 
     Args:
-        tenants: tenants (replicas) on the GPU, >= 1.
-        duty_cycle: probability a tenant is busy, in (0, 1]; 1 is :func:`time_slicing`.
+        tenants: tenants (CUDA contexts) on the GPU, >= 1.
+        duty_cycle: share of time a tenant is busy on a GPU of its own, in (0, 1].
         work_ms: GPU time one request needs alone (ms, > 0).
         slice_ms: time slice (ms, > 0).
         switch_ms: context-switch cost per slice (ms, >= 0).
@@ -306,31 +460,40 @@ def bursty_time_slicing(tenants: int, duty_cycle: float, work_ms: float,
     Raises:
         InputError: a parameter out of range (named in the message).
     """
-    p50 = bursty_latency_quantile(tenants, duty_cycle, work_ms, 0.5, slice_ms, switch_ms)
-    p99 = bursty_latency_quantile(tenants, duty_cycle, work_ms, 0.99, slice_ms, switch_ms)
-    weights = _binomial(tenants - 1, duty_cycle)
-    share = sum(w * _share(k + 1, slice_ms, switch_ms) for k, w in enumerate(weights))
+    _check_request(tenants, work_ms, 0.5, slice_ms, switch_ms)
+    load = offered_load(tenants, duty_cycle, slice_ms, switch_ms)
+    p = load.busy_share
+    if load.stable:
+        p50 = _mixture_quantile(tenants, p, work_ms, 0.5, slice_ms, switch_ms)
+        p99 = _mixture_quantile(tenants, p, work_ms, 0.99, slice_ms, switch_ms)
+    else:
+        p50 = p99 = math.inf
+    alone = (1.0 - p) ** (tenants - 1)
     return BurstyTimeSliceResult(
         tenants=tenants, duty_cycle=float(duty_cycle), slice_ms=float(slice_ms),
-        switch_ms=float(switch_ms), work_ms=float(work_ms), p_alone=weights[0],
-        mean_busy_tenants=1.0 + (tenants - 1) * duty_cycle, mean_throughput_share=share,
-        gpu_busy_fraction=1.0 - (1.0 - duty_cycle) ** tenants,
+        switch_ms=float(switch_ms), work_ms=float(work_ms), offered_gpus=load.offered_gpus,
+        capacity_gpus=load.capacity_gpus, utilization=load.utilization, stable=load.stable,
+        busy_share=p, p_alone=alone, mean_busy_tenants=1.0 + (tenants - 1) * p,
+        mean_throughput_share=_mean_share(tenants, p, slice_ms, switch_ms),
+        gpu_busy_fraction=1.0 - (1.0 - p) ** tenants,
         p50_latency_ms=p50, p99_latency_ms=p99, solo_latency_ms=float(work_ms))
 
 
 def max_tenants_within(p99_budget_ms: float, duty_cycle: float, work_ms: float,
                        slice_ms: float = DEFAULT_SLICE_MS, switch_ms: float = DEFAULT_SWITCH_MS,
                        limit: int = 64) -> int:
-    """The most tenants (replicas) one GPU can take with the p99 of a ``work_ms`` request
-    within ``p99_budget_ms``, by :func:`bursty_latency_quantile`; 0 when even one tenant
-    alone misses the budget (``work_ms > p99_budget_ms``). Searches 1..``limit``.
+    """The most tenants (replicas) one GPU can take with a steady state and the p99 of a
+    ``work_ms`` request within ``p99_budget_ms``, by :func:`bursty_latency_quantile`
+    (an overloaded GPU's p99 is infinite, so it never counts; at most
+    :func:`max_stable_tenants`); 0 when even one tenant alone misses the budget
+    (``work_ms > p99_budget_ms``). Searches 1..``limit``.
 
     Raises:
         InputError: a parameter out of range.
     """
     _positive("p99_budget_ms", p99_budget_ms)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1024:
-        raise InputError(f"limit: expected a whole number of tenants in 1..1024, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TENANTS:
+        raise InputError(f"limit: expected a whole number of tenants in 1..{MAX_TENANTS}, got {limit!r}")
     best = 0
     for n in range(1, limit + 1):
         if bursty_latency_quantile(n, duty_cycle, work_ms, 0.99, slice_ms, switch_ms) \

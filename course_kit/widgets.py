@@ -12,8 +12,7 @@ price in a cost calculator).
 decision the reader makes (the capstone): its first button, "choose", shows a prompt, so
 that no option is chosen for the reader.
 
-The same helper exists in ``lab02_device_plugin.widgets``: the two lab packages must not
-import each other, so each carries its own copy.
+Both labs' chapters use these helpers; the one copy lives here, in the package both labs import.
 """
 
 from __future__ import annotations

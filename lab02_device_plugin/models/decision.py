@@ -1,6 +1,7 @@
 """Which GPU sharing mechanism fits a workload: the course's decision table as code.
 
-Chapter 5 of the course turns this into a widget, a diagram and a worked case.
+Chapter 5 of the course turns this into a widget and a diagram; its worked case (one
+node, one tenant mix, every mechanism priced) is :mod:`lab02_device_plugin.models.worked_case`.
 Requirements go in (:class:`Requirements`); one of five answers comes out
 (:class:`Decision`):
 
@@ -12,7 +13,7 @@ Requirements go in (:class:`Requirements`); one of five answers comes out
     isolation from application faults. GPU-wide events (Xid 79, uncontained ECC errors,
     a GPU reset) still reach every instance (NVIDIA MIG User Guide; NVIDIA GPU memory
     error management, "Error Containment"). Only on MIG-capable GPUs
-    (:data:`lab02_device_plugin.mig.MIG_GPUS`), only in the fixed profile sizes, and each
+    (:data:`lab02_device_plugin.plugin.mig.MIG_GPUS`), only in the fixed profile sizes, and each
     profile has a fixed SM count (no profile below ``7g`` gets half of an H100's SMs).
 ``MPS``
     Multi-Process Service: since Volta every client has its own GPU address space and
@@ -57,16 +58,16 @@ answer to "can I have half a GPU?".
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .contention import Kernel, bursty_latency_quantile, bursty_time_slicing, kernel_timeline
-from .errors import InputError
-from .mig import (MIG_GPUS, MigProfile, canonical_model, get_profile, gpu_multiprocessors,
-                  mixed_resource_name, nominal_memory_gb, profiles, quantization_waste,
-                  table_name)
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.models.mig_partition import quantization_waste
+from lab02_device_plugin.plugin.mig import (
+    MIG_GPUS, canonical_model, get_profile, gpu_multiprocessors, mixed_resource_name,
+    nominal_memory_gb, profiles, table_name,
+)
 
 MECHANISMS = ("exclusive", "MIG", "MPS", "time-slicing", "DRA")
 WORKLOADS = ("training", "inference", "interactive", "batch")
@@ -76,13 +77,13 @@ _NO_MIG_NAMES = MappingProxyType({"t4": "T4", "v100": "V100", "a10": "A10", "a10
                                   "l4": "L4", "l40": "L40", "l40s": "L40S"})
 
 #: GPU models and whether they support MIG: every GPU of NVIDIA's "Supported GPUs" table
-#: (:data:`lab02_device_plugin.mig.MIG_GPUS`), and common cloud GPUs without MIG (T4,
+#: (:data:`lab02_device_plugin.plugin.mig.MIG_GPUS`), and common cloud GPUs without MIG (T4,
 #: V100, A10, A10G, L4, L40, L40S). Keys are lower-case short names.
 MIG_CAPABLE: MappingProxyType = MappingProxyType({
     **{key: True for key in MIG_GPUS}, **{key: False for key in _NO_MIG_NAMES}})
 
 #: GPU memory in GB of the models whose memory this module states: the MIG tables'
-#: nominal memory (:func:`lab02_device_plugin.mig.nominal_memory_gb`), the MIG User
+#: nominal memory (:func:`lab02_device_plugin.plugin.mig.nominal_memory_gb`), the MIG User
 #: Guide's product names (A30 24GB, H100 80GB PCIe, H100 94GB, GH200 96GB) and NVIDIA's
 #: product pages (T4 16 GB, A10 and A10G 24 GB, L4 24 GB, L40 and L40S 48 GB). Others
 #: (V100 16 or 32 GB, Blackwell parts) are left out: the answer then says to check.
@@ -129,7 +130,7 @@ class Requirements:
         dra_available: the cluster runs Kubernetes DRA with a GPU DRA driver.
         varying_sizes: pods of this kind ask for different slice sizes over time.
         memory_gb: GPU memory the pod needs (GB), if known; with MIG it picks the profile
-            (:func:`lab02_device_plugin.mig.quantization_waste`), > 0.
+            (:func:`lab02_device_plugin.models.mig_partition.quantization_waste`), > 0.
     """
 
     gpus: float
@@ -194,7 +195,8 @@ ISOLATION: MappingProxyType = MappingProxyType({
         "fault": Isolation("partial", "yes for application faults; GPU-wide events (Xid 79, "
                                       "uncontained ECC errors, a GPU reset) still reach every "
                                       "instance"),
-        "performance": Isolation("yes", "own SMs, L2 and memory bandwidth"),
+        "performance": Isolation("yes", "own SMs, L2 and memory bandwidth; still shared: the "
+                                 "GPU-wide power and clock budget, PCIe and NVLink, the host"),
     }),
     "MPS": MappingProxyType({
         "memory": Isolation("partial", "own address space (Volta and later) and a per-client "
@@ -341,7 +343,7 @@ def _levels(mechanism: str) -> dict[str, str]:
 NBSP = "\u00a0"
 
 
-def _pct(x: float) -> str:
+def percent(x: float) -> str:
     """A share as a whole percentage with a no-break space: 0.4545 -> '45 %'."""
     return f"{x * 100:.0f}{NBSP}%"
 
@@ -372,10 +374,10 @@ def half_gpu_mig(gpu_model: str) -> str:
     verdict = (f"{reach[0]} is the smallest with half the SMs" if reach else
                "no profile below 7g reaches half the SMs")
     return (f"No MIG profile is exactly half. On the {table_name(key)}, {q3.name} has "
-            f"{q3.multiprocessors} of {total} SMs ({_pct(q3.sm_share)}) and {q4.name} "
-            f"{q4.multiprocessors} ({_pct(q4.sm_share)}), each with half the memory: "
+            f"{q3.multiprocessors} of {total} SMs ({percent(q3.sm_share)}) and {q4.name} "
+            f"{q4.multiprocessors} ({percent(q4.sm_share)}), each with half the memory: "
             f"{verdict}. A GPU holds two {q3.name} or one {q4.name} plus one {q3.name}. "
-            f"Offer the isolated {q3.name} and say it is {_pct(q3.sm_share)} of the SMs.")
+            f"Offer the isolated {q3.name} and say it is {percent(q3.sm_share)} of the SMs.")
 
 
 _HALF_MPS = (f"Close, but a limit, not a partition: with sharing.mps replicas: 2 NVIDIA's "
@@ -393,7 +395,7 @@ def _mig_profile(req: Requirements) -> tuple[str, float, str | None] | None:
     that also covers ``req.gpus`` of the SMs when that one is bigger (else None).
 
     None when the GPU model has no profile table, the memory is unknown, or nothing fits.
-    Profiles come from :func:`lab02_device_plugin.mig.quantization_waste` (``+me`` excluded).
+    Profiles come from :func:`lab02_device_plugin.models.mig_partition.quantization_waste` (``+me`` excluded).
     """
     if req.memory_gb is None or canonical_model(req.gpu_model) is None:
         return None
@@ -470,11 +472,11 @@ def decide(req: Requirements) -> Decision:
                 profile, sm_share, bigger = found
                 request = f"{mixed_resource_name(profile)}: 1 (mixed strategy)"
                 reason += (f" The smallest profile whose memory covers {req.memory_gb:g}{NBSP}GB "
-                           f"is {profile} ({_pct(sm_share)} of the SMs).")
+                           f"is {profile} ({percent(sm_share)} of the SMs).")
                 if bigger is not None:
                     prof = get_profile(req.gpu_model, bigger)
-                    reason += (f" That is less than the {_pct(req.gpus)} of the SMs asked; the "
-                               f"smallest profile with both is {bigger} ({_pct(prof.sm_share)}).")
+                    reason += (f" That is less than the {percent(req.gpus)} of the SMs asked; the "
+                               f"smallest profile with both is {bigger} ({percent(prof.sm_share)}).")
             return Decision("MIG", reason, half_gpu_mig(req.gpu_model), request, _levels("MIG"))
         return Decision("exclusive", f"Hard isolation is needed ({why}) but the {name} has no "
                         "MIG; MPS and time-slicing do not isolate faults, so only a whole GPU does.",
@@ -535,362 +537,3 @@ def decision_table() -> list[tuple[str, Requirements, Decision]]:
                                                                 latency_guarantee=True)),
     ]
     return [(label, req, decide(req)) for label, req in cases]
-
-
-# --------------------------------------------------------------------------- worked case
-
-#: Hours in an average month (8760 / 12).
-HOURS_PER_MONTH = 730.0
-
-
-@dataclass(frozen=True)
-class WorkedCase:
-    """Chapter 5's worked decision case: one 8 x H100 node and one tenant mix.
-
-    Every number is an input (illustrative, stated on the page), not a measurement.
-
-    Attributes:
-        price_per_gpu_hour: dollars per H100-hour.
-        inference_replicas: replicas of the team's inference service.
-        inference_memory_gb: GPU memory one replica needs (a 7B model in FP16, about 14 GB
-            of weights, plus KV cache).
-        inference_request_ms: GPU time of one request alone on a whole H100.
-        inference_p99_slo_ms: the service's p99 latency objective.
-        inference_memory_bound: share of a request's solo time in which it saturates the
-            memory bandwidth (MPS interference, MIG bandwidth share).
-        notebooks: data-science notebooks.
-        notebook_duty_cycle: share of time a notebook runs GPU work.
-        notebook_memory_gb: GPU memory a notebook holds.
-        notebook_cell_ms: GPU time of one notebook cell alone on a whole H100.
-        notebooks_per_gpu: time-slicing replicas for notebooks.
-        notebook_memory_bound: the same share for a notebook cell (0: compute-bound).
-        regulated_memory_gb: what the regulated tenant needs ("half an H100").
-        reconfigure_minutes: drain, re-create instances and restart the plugin on one GPU.
-        reboot_minutes: a node reboot, when enabling MIG mode needs one (cloud VMs).
-    """
-
-    price_per_gpu_hour: float = 4.00
-    inference_replicas: int = 3
-    inference_memory_gb: float = 24.0
-    inference_request_ms: float = 8.0
-    inference_p99_slo_ms: float = 50.0
-    inference_memory_bound: float = 0.3
-    notebooks: int = 10
-    notebook_duty_cycle: float = 0.10
-    notebook_memory_gb: float = 12.0
-    notebook_cell_ms: float = 200.0
-    notebooks_per_gpu: int = 5
-    regulated_memory_gb: float = 30.0
-    reconfigure_minutes: float = 10.0
-    reboot_minutes: float = 15.0
-    notebook_memory_bound: float = 0.0
-
-
-def mig_latency_ms(work_ms: float, profile: MigProfile, memory_bound: float = 0.0) -> float:
-    """Time (ms) of a request that takes ``work_ms`` alone on the whole GPU, run alone on a
-    MIG instance of ``profile``: its compute part ``1 - m`` scales with the instance's SMs,
-    its memory-bound part ``m`` with its memory bandwidth (memory slices / 8),
-    ``w ((1 - m) / sm_share + m / bandwidth_share)``. An H100 ``3g.40gb`` (60 of 132 SMs,
-    4 of 8 memory slices), 8 ms, ``m = 0.3``: ``8 (0.7 x 2.2 + 0.3 x 2) = 17.12`` ms.
-
-    Raises:
-        InputError: ``work_ms`` not > 0 or ``memory_bound`` outside [0, 1].
-    """
-    if isinstance(work_ms, bool) or not isinstance(work_ms, (int, float)) \
-            or not math.isfinite(work_ms) or work_ms <= 0:
-        raise InputError(f"work_ms: expected a time in ms > 0, got {work_ms!r}")
-    if isinstance(memory_bound, bool) or not isinstance(memory_bound, (int, float)) \
-            or not 0.0 <= memory_bound <= 1.0:
-        raise InputError(f"memory_bound: expected a share of run time in [0, 1], got {memory_bound!r}")
-    return work_ms * ((1.0 - memory_bound) / profile.sm_share
-                      + memory_bound / profile.bandwidth_share)
-
-
-@dataclass(frozen=True)
-class Option:
-    """One way to serve one tenant group in :func:`worked_case`.
-
-    Attributes:
-        tenant: "inference", "regulated" or "notebooks".
-        mechanism: how it is served, e.g. "MIG 3g.40gb".
-        gpu_share: share of one GPU each tenant (pod) occupies.
-        cost_per_month: dollars per tenant per month, ``gpu_share x price x 730``.
-        sm_share: share of the GPU a busy tenant gets: its SMs (MIG, MPS cap), or the mean
-            share of GPU time (time-slicing, while busy).
-        p99_ms: latency (ms) of one request (inference) or cell (notebooks) in the model;
-            what it is differs by mechanism and is said in ``measure``: one request alone
-            (exclusive, MIG), all replicas busy at once (MPS, the model's worst case), a
-            0.99 quantile over the neighbours' duty cycles (time-slicing). None where not
-            modelled (the regulated tenant's workload is not given).
-        memory_headroom_gb: memory the tenant may use beyond its need: its instance or
-            limit minus the need; for time-slicing the GPU's memory minus the sum of all
-            tenants' needs, shared.
-        blast_app, blast_device: other tenants' pods reached by an application fault in
-            one pod / by a GPU-wide fault (Xid 79, reset) on its GPU.
-        reconfig_gpu_hours: capacity lost to change this tenant's layout once.
-        meets: whether it meets the tenant's requirements.
-        why: the requirement that decided ``meets``.
-        measure: what ``p99_ms`` is for this option, in words ("" when None).
-    """
-
-    tenant: str
-    mechanism: str
-    gpu_share: float
-    cost_per_month: float
-    sm_share: float
-    p99_ms: float | None
-    memory_headroom_gb: float
-    blast_app: int
-    blast_device: int
-    reconfig_gpu_hours: float
-    meets: bool
-    why: str
-    measure: str = ""
-
-
-def _h100(name: str):
-    return get_profile("H100-80GB", name)
-
-
-def worked_case(case: WorkedCase = WorkedCase()) -> list[Option]:
-    """Every candidate mechanism for each tenant group of ``case``, with the numbers the
-    labs' models compute: MPS timeline (:func:`kernel_timeline`), MIG SM counts
-    (:mod:`lab02_device_plugin.mig`), time-slicing with duty cycles
-    (:func:`bursty_time_slicing`). Latency under MIG: :func:`mig_latency_ms` (compute
-    scales with the instance's SMs, the memory-bound part with its bandwidth).
-
-    Raises:
-        InputError: a field of ``case`` out of range.
-    """
-    for name in ("price_per_gpu_hour", "inference_memory_gb", "inference_request_ms",
-                 "inference_p99_slo_ms", "notebook_memory_gb", "notebook_cell_ms",
-                 "regulated_memory_gb", "reconfigure_minutes", "reboot_minutes"):
-        value = getattr(case, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value <= 0:
-            raise InputError(f"WorkedCase.{name}: expected a number > 0, got {value!r}")
-    for name in ("inference_replicas", "notebooks", "notebooks_per_gpu"):
-        value = getattr(case, name)
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-            raise InputError(f"WorkedCase.{name}: expected a whole number in 1..64, got {value!r}")
-    for name in ("inference_memory_bound", "notebook_memory_bound", "notebook_duty_cycle"):
-        value = getattr(case, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not 0.0 <= value <= 1.0 or (name == "notebook_duty_cycle" and value == 0):
-            raise InputError(f"WorkedCase.{name}: expected a share in "
-                             f"{'(0, 1]' if name == 'notebook_duty_cycle' else '[0, 1]'}, "
-                             f"got {value!r}")
-    month = case.price_per_gpu_hour * HOURS_PER_MONTH
-    gpu_gb = 80.0
-    reconfig = case.reconfigure_minutes / 60.0
-    opts: list[Option] = []
-    n_inf = case.inference_replicas
-    slo = case.inference_p99_slo_ms
-    w = case.inference_request_ms
-    # inference ------------------------------------------------------------------
-    duty = _pct(case.notebook_duty_cycle)
-    opts.append(Option("inference", "exclusive GPU", 1.0, month, 1.0, w,
-                       gpu_gb - case.inference_memory_gb, 0, 0, 0.0, w <= slo,
-                       f"{w:g}{NBSP}ms within the {slo:g}{NBSP}ms SLO",
-                       "one request alone on the whole GPU"))
-    q3 = _h100("3g.40gb")
-    lat = mig_latency_ms(w, q3, case.inference_memory_bound)
-    opts.append(Option("inference", "MIG 3g.40gb", 0.5, 0.5 * month, q3.sm_share, lat,
-                       40.0 - case.inference_memory_gb, 0, 1, reconfig, lat <= slo,
-                       f"{lat:.1f}{NBSP}ms within the {slo:g}{NBSP}ms SLO, isolated",
-                       "one request alone on the instance: compute on its SMs, the "
-                       "memory-bound part on its bandwidth"))
-    cap = 100.0 / n_inf
-    t = kernel_timeline([[Kernel(w, 1.0)] for _ in range(n_inf)], mps=True,
-                        active_thread_percentage=cap, memory_bound=case.inference_memory_bound)
-    lat = t.makespan_ms  # all replicas busy at once: the worst case of the model
-    opts.append(Option("inference", f"MPS, replicas {n_inf}", 1.0 / n_inf, month / n_inf,
-                       1.0 / n_inf, lat, gpu_gb / n_inf - case.inference_memory_gb, n_inf - 1,
-                       n_inf - 1, 0.0, lat <= slo,
-                       f"{lat:.1f}{NBSP}ms within the SLO, but experimental and node-wide"
-                       if lat <= slo else f"{lat:.1f}{NBSP}ms misses the {slo:g}{NBSP}ms SLO",
-                       f"all {n_inf} replicas busy at once, each capped at "
-                       f"{100 // n_inf}{NBSP}% of the SMs"))
-    per_gpu = case.notebooks_per_gpu + 1
-    lat = bursty_latency_quantile(per_gpu, case.notebook_duty_cycle, w, 0.99)
-    shared_left = gpu_gb - case.inference_memory_gb - case.notebooks_per_gpu * case.notebook_memory_gb
-    opts.append(Option("inference", "time-sliced with notebooks", 1.0 / per_gpu, month / per_gpu,
-                       bursty_time_slicing(per_gpu, case.notebook_duty_cycle, w).mean_throughput_share,
-                       lat, shared_left, per_gpu - 1, per_gpu - 1, 0.0, False,
-                       (f"memory does not fit ({shared_left:g}{NBSP}GB); " if shared_left < 0 else "")
-                       + f"{lat:.1f}{NBSP}ms only while the notebooks stay at {duty}; "
-                       "no isolation promised",
-                       f"p99 over the {per_gpu} tenants' duty cycles ({duty} each)"))
-    # regulated tenant -------------------------------------------------------------
-    need = case.regulated_memory_gb
-    opts.append(Option("regulated", "exclusive GPU", 1.0, month, 1.0, None, gpu_gb - need, 0, 0,
-                       0.0, True, "isolated, and all the SMs"))
-    for name in ("3g.40gb", "4g.40gb"):
-        prof = _h100(name)
-        opts.append(Option("regulated", f"MIG {name}", 0.5, 0.5 * month, prof.sm_share, None,
-                           40.0 - need, 0, 1, reconfig, 40.0 >= need,
-                           f"isolated; {prof.multiprocessors} of {prof.gpu_sms} SMs "
-                           f"({_pct(prof.sm_share)}), not half"))
-    opts.append(Option("regulated", "MPS or time-slicing", 0.5, 0.5 * month, 0.5, None,
-                       gpu_gb / 2 - need, 1, 1, 0.0, False, "no fault isolation: fails the contract"))
-    # notebooks ------------------------------------------------------------------------
-    cell = case.notebook_cell_ms
-    opts.append(Option("notebooks", "exclusive GPU", 1.0, month, 1.0, cell,
-                       gpu_gb - case.notebook_memory_gb, 0, 0, 0.0, True,
-                       f"idle {_pct(1 - case.notebook_duty_cycle)} of the time",
-                       "one cell alone on the whole GPU"))
-    k = case.notebooks_per_gpu
-    ts = bursty_time_slicing(k, case.notebook_duty_cycle, cell)
-    headroom = gpu_gb - k * case.notebook_memory_gb
-    opts.append(Option("notebooks", f"time-slicing, replicas {k}", 1.0 / k, month / k,
-                       ts.mean_throughput_share, ts.p99_latency_ms, headroom, k - 1, k - 1, 0.0,
-                       headroom >= 0, f"alone {_pct(ts.p_alone)} of the time; memory sum fits"
-                       if headroom >= 0 else "the notebooks' memory does not fit",
-                       f"p99 over the {k} notebooks' duty cycles ({duty} each)"))
-    waste = quantization_waste("H100-80GB", case.notebook_memory_gb, 0.0)
-    fit = waste.profile
-    per = fit.max_instances
-    opts.append(Option("notebooks", f"MIG {fit.name}", 1.0 / per, month / per, fit.sm_share,
-                       mig_latency_ms(cell, fit, case.notebook_memory_bound),
-                       waste.wasted_memory_gb, 0, per - 1, reconfig, True,
-                       f"isolated, but a cell always runs on {_pct(fit.sm_share)} of the SMs",
-                       "one cell alone on the instance, every time"))
-    return opts
-
-
-#: Where the regulated tenant of :func:`defended_plan` may sit: a MIG instance next to
-#: another tenant's instance on the same GPU, a GPU of its own on the shared node, or a
-#: node of its own in a separate pool.
-REGULATED_PLACEMENTS = ("instance", "gpu", "node")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The defended layout of :func:`defended_plan` on one 8 x H100 node.
-
-    Attributes:
-        gpus: per GPU index, what it holds.
-        gpus_used: GPUs the tenant groups occupy on this node.
-        dedicated_gpus: GPUs the same tenants would need with one GPU each.
-        monthly_cost: dollars per month for ``gpus_used + elsewhere_gpus`` GPUs.
-        dedicated_monthly_cost: dollars per month for ``dedicated_gpus``.
-        plugin_config: the NVIDIA device plugin config for the node (YAML text).
-        mig_config: the custom mig-parted config the node's ``nvidia.com/mig.config``
-            label names (YAML text).
-        reboot_gpu_hours: capacity lost if enabling MIG mode needs a node reboot.
-        regulated: where the regulated tenant sits (:data:`REGULATED_PLACEMENTS`).
-        elsewhere_gpus: GPUs paid for outside this node (the regulated tenant's own node).
-        idle_gpus: GPU capacity paid for and left empty on the GPUs used, in GPUs (a MIG
-            GPU with 4 of 8 memory slices in use leaves 0.5).
-        regulated_price_per_month: what the regulated tenant costs if it is charged for
-            all it occupies (half a GPU beside another tenant, a whole GPU alone).
-    """
-
-    gpus: tuple[str, ...]
-    gpus_used: int
-    dedicated_gpus: int
-    monthly_cost: float
-    dedicated_monthly_cost: float
-    plugin_config: str
-    mig_config: str
-    reboot_gpu_hours: float
-    regulated: str = "instance"
-    elsewhere_gpus: int = 0
-    idle_gpus: float = 0.0
-    regulated_price_per_month: float = 0.0
-
-
-def defended_plan(case: WorkedCase = WorkedCase(), regulated: str = "instance") -> Plan:
-    """The layout chapter 5 defends for ``case`` on one 8 x H100 node (mixed MIG strategy):
-    inference replicas on 3g.40gb instances, two per GPU, the regulated tenant on a 4g.40gb,
-    notebooks time-sliced on 7g.80gb instances (the plugin time-slices mixed-strategy MIG
-    resources, so whole-GPU resources on the node stay unshared).
-
-    ``regulated`` places the regulated tenant's 4g.40gb: ``"instance"`` beside an inference
-    3g.40gb on one GPU (the default), ``"gpu"`` alone on a GPU of this node (its other half
-    stays empty), ``"node"`` on a node of its own elsewhere (one more GPU, outside this
-    node's layout).
-
-    Raises:
-        InputError: a field of ``case`` out of range, an unknown ``regulated``, or a tenant
-            mix that does not fit one node this way.
-    """
-    worked_case(case)  # validates
-    if regulated not in REGULATED_PLACEMENTS:
-        raise InputError(f"regulated: expected one of {', '.join(REGULATED_PLACEMENTS)}, "
-                         f"got {regulated!r}")
-    n_inf = case.inference_replicas
-    nb_gpus = math.ceil(case.notebooks / case.notebooks_per_gpu)
-    gpus: list[list[str]] = []
-    for _ in range(n_inf):  # two 3g per GPU
-        for g in gpus:
-            if len(g) == 1:
-                g.append("3g.40gb")
-                break
-        else:
-            gpus.append(["3g.40gb"])
-    if regulated == "instance":
-        lone = [g for g in gpus if len(g) == 1]
-        if lone:
-            lone[0].append("4g.40gb")
-        else:
-            gpus.append(["4g.40gb"])
-    elif regulated == "gpu":
-        gpus.append(["4g.40gb"])
-    layout = [" + ".join(sorted(g, reverse=True)) for g in gpus]
-    slices_used = [sum(get_profile("H100-80GB", n).memory_slices for n in g) for g in gpus]
-    layout += [f"7g.80gb time-sliced x{case.notebooks_per_gpu}"] * nb_gpus
-    if len(layout) > 8:
-        raise InputError(f"the tenant mix needs {len(layout)} GPUs this way; the node has 8")
-    used = len(layout)
-    layout += ["free"] * (8 - used)
-    elsewhere = 1 if regulated == "node" else 0
-    dedicated = n_inf + 1 + case.notebooks
-    month = case.price_per_gpu_hour * HOURS_PER_MONTH
-    plugin = ("version: v1\n"
-              "flags:\n"
-              "  migStrategy: mixed\n"
-              "sharing:\n"
-              "  timeSlicing:\n"
-              "    renameByDefault: true\n"
-              "    failRequestsGreaterThanOne: true\n"
-              "    resources:\n"
-              "      - name: nvidia.com/mig-7g.80gb\n"
-              f"        replicas: {case.notebooks_per_gpu}\n")
-    lines = ["version: v1", "mig-configs:", "  tenants-mixed:"]
-    for i, g in enumerate(layout):
-        if g == "free":
-            continue
-        lines += [f"    - devices: [{i}]", "      mig-enabled: true", "      mig-devices:"]
-        counts: dict[str, int] = {}
-        for part in g.split(" + "):
-            name = part.split(" ")[0]
-            counts[name] = counts.get(name, 0) + 1
-        lines += [f'        "{name}": {n}' for name, n in counts.items()]
-    free = [i for i, g in enumerate(layout) if g == "free"]
-    if free:
-        lines += [f"    - devices: [{', '.join(map(str, free))}]", "      mig-enabled: false"]
-    idle = sum(1.0 - n / 8 for n in slices_used)
-    return Plan(tuple(layout), used, dedicated, (used + elsewhere) * month, dedicated * month,
-                plugin, "\n".join(lines) + "\n", 8 * case.reboot_minutes / 60.0,
-                regulated=regulated, elsewhere_gpus=elsewhere, idle_gpus=idle,
-                regulated_price_per_month=(0.5 if regulated == "instance" else 1.0) * month)
-
-
-#: Column heads of :func:`option_rows`, in order.
-OPTION_COLUMNS = ("tenant", "mechanism", "$ per month", "GPU share when busy",
-                  "latency of one request (model)", "memory headroom", "blast radius",
-                  "reconfiguration", "meets needs", "why", "what the latency is")
-
-
-def option_rows(options: Sequence[Option]) -> list[list[str]]:
-    """:func:`worked_case` options as table rows of labelled strings (no float noise), one
-    cell per :data:`OPTION_COLUMNS`; numbers and units are joined by no-break spaces."""
-    rows = []
-    for o in options:
-        rows.append([o.tenant, o.mechanism, f"${o.cost_per_month:,.0f}", _pct(o.sm_share),
-                     "-" if o.p99_ms is None else f"{o.p99_ms:,.1f}{NBSP}ms",
-                     f"{o.memory_headroom_gb:.1f}{NBSP}GB", f"{o.blast_app} / {o.blast_device}",
-                     f"{o.reconfig_gpu_hours:.2f}{NBSP}GPU-h", "yes" if o.meets else "no", o.why,
-                     o.measure or "-"])
-    return rows

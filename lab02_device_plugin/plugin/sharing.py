@@ -26,13 +26,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from lab02_device_plugin.config import (
+from lab02_device_plugin.errors import InputError
+from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
+from lab02_device_plugin.plugin.config import (
     MIG_STRATEGY_MIXED, MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, SHARING_MPS, SHARING_NONE, Config,
 )
-from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.inventory import Inventory
-from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
-from lab02_device_plugin.mig import mixed_resource_name
+from lab02_device_plugin.plugin.inventory import Inventory
+from lab02_device_plugin.plugin.mig import mixed_resource_name
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -162,9 +162,10 @@ def physical_device_id(device_id: str) -> str:
 def expand_replicas(device: AdvertisedDevice, replicas: int) -> list[AdvertisedDevice]:
     """Time-slicing / MPS advertisement: one physical device becomes ``replicas`` devices.
 
-    Replica ``n`` has ID ``<physical id>::<n>`` (n = 0..replicas-1, upstream
-    ``NewAnnotatedID``) and inherits everything else (health, NUMA node, island) from its
-    parent. ``replicas == 1`` returns the device unchanged.
+    Returns a list of ``replicas`` :class:`AdvertisedDevice`: replica ``n`` has ID
+    ``<physical id>::<n>`` (n = 0..replicas-1, upstream ``NewAnnotatedID``) and its
+    ``replica`` field set to ``n``, and inherits every other field (physical ID, GPU, NUMA
+    node, island) from its parent. ``replicas == 1`` returns ``[device]``, unchanged.
     """
     ### BEGIN SOLUTION
     if replicas <= 1:
@@ -192,8 +193,10 @@ def list_and_watch_snapshot(resource: AdvertisedResource,
         unhealthy: physical IDs (GPU or MIG UUIDs) currently unhealthy.
 
     Returns:
-        Every advertised device, in order; a device is Unhealthy when its physical device
-        (or, for a MIG device, its parent GPU) is in ``unhealthy``, so replicas share their
+        One :class:`DeviceState` per advertised device, in order, with the device's ``id``
+        and ``numa_node`` and its health (``HEALTHY`` or ``UNHEALTHY``); a device is
+        Unhealthy when its physical device (or, for a MIG device, its parent GPU) is in
+        ``unhealthy``, so replicas share their
         GPU's health. Always the whole list, never a delta: the kubelet rebuilds its view
         from each message (kubelet devicemanager endpoint.go / manager.go ``genericDeviceUpdateCallback``).
     """

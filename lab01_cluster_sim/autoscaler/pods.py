@@ -56,7 +56,7 @@ class Pod:
         termination_grace_s: its ``terminationGracePeriodSeconds``: when consolidation or a
             spot notice evicts it, its GPUs stay held that long (at most the 2 min notice).
         node_selector: its nodeSelector, ``(key, value)`` pairs. affinity: its required node
-            affinity terms (:class:`~lab01_cluster_sim.admission.api.MatchExpression` tuples).
+            affinity terms (:class:`~lab01_cluster_sim.corev1.NodeSelectorTerm`).
             Both decide which NodePools can launch for it and which nodes it binds to
             (:mod:`.requirements`). extended: requests of extended resources other than
             ``nvidia.com/gpu`` (e.g. a MIG profile), ``(resource, count)`` pairs: no instance

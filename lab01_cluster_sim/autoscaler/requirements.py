@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lab01_cluster_sim.admission.api import MatchExpression, NodeSelectorTerm, required_affinity_matches
+from lab01_cluster_sim.corev1 import MatchExpression
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.model import Job
 
@@ -53,13 +53,14 @@ def instance_labels(it: InstanceType, capacity_type: str, pool: str) -> dict[str
     return {INSTANCE_TYPE: it.name, CAPACITY_TYPE: capacity_type, NODEPOOL: pool, **dict(it.labels)}
 
 
-def pod_terms(job: Job) -> tuple[NodeSelectorTerm, ...]:
+def pod_terms(job: Job) -> tuple[tuple[MatchExpression, ...], ...]:
     """The pod's requirement alternatives: its nodeSelector (as ``In`` expressions) ANDed
-    with each required node-affinity term in turn (ORed), as Karpenter tries them; one
-    alternative when the pod has no affinity."""
+    with the ``matchExpressions`` of each required node-affinity term in turn (ORed), as
+    Karpenter tries them (``matchFields`` name a node, unknown before launch: Karpenter leaves
+    them out); one alternative when the pod has no affinity."""
     selector = tuple(MatchExpression(k, "In", (v,)) for k, v in job.extras.get("node_selector", ()))
     terms = tuple(job.extras.get("affinity", ()))
-    return tuple(selector + tuple(t) for t in terms) if terms else (selector,)
+    return tuple(selector + t.expressions for t in terms) if terms else (selector,)
 
 
 def unknown_label(term: Sequence[MatchExpression]) -> str | None:
@@ -104,7 +105,7 @@ def matches(job: Job, labels: Mapping[str, str]) -> bool:
     :func:`incompatibility`)."""
     for term in pod_terms(job):
         known = tuple(e for e in term if e.key in WELL_KNOWN)
-        if not known or required_affinity_matches((known,), labels):
+        if all(e.matches(labels) for e in known):
             return True
     return False
 

@@ -40,8 +40,7 @@ from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.corev1 import Taint, Toleration, count_intolerable_prefer_no_schedule, find_untolerated_taint
 from lab01_cluster_sim.framework.interface import Plugin, default_normalize_score
 from lab01_cluster_sim.kubescheduler.constraints import tolerations
-from lab01_cluster_sim.model import JobRecord, JobState, format_seconds
-termination_grace = lambda job: float(job.extras.get("termination_grace_s", 0.0))  # TEMP until merge
+from lab01_cluster_sim.model import JobRecord, JobState, format_seconds, termination_grace
 
 FILTER_REASON = "node(s) had untolerated taint(s)"
 """The Filter's reason (``taint_toleration.go``, v1.35)."""

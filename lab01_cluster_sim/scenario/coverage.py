@@ -185,7 +185,7 @@ allocatable (else capacity) resources. Refused: ``spec.taints[].timeAdded`` (tai
 ``status.images`` (kube-scheduler's ImageLocality score is not modelled)."""
 
 REFUSED.update({
-    "spec.taints[].timeAdded": "taints are static in a run (there from the start)",
+    "spec.taints[].timeAdded": "taints are static in a run, there from the start",
     "status.images": "kube-scheduler's ImageLocality score is not modelled",
     "spec.activeDeadlineSeconds": "a pod or Job killed at a deadline is not modelled",
     "spec.successPolicy": "a Job success policy is not modelled (a Job completes when all its workers do)",

@@ -52,7 +52,6 @@ from typing import Any
 from lab01_cluster_sim.admission import api as kq
 from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
-from lab01_cluster_sim.corev1 import Taint
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RESOURCES, MAX_FILES, MAX_OBJECTS,
@@ -60,6 +59,7 @@ from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RE
                                                error_at, parse_duration, source_of, walk)
 from lab01_cluster_sim.scenario.coverage import refusals
 from lab01_cluster_sim.scenario.kueue import KueueKinds
+from lab01_cluster_sim.scenario.podsched import read_taint
 from lab01_cluster_sim.scenario.podsched import node_pool_types
 from lab01_cluster_sim.scenario.pods import PodKinds
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
@@ -313,12 +313,8 @@ class _Builder(KueueKinds, PodKinds):
             island = -1
             if GPU_CLIQUE in labels:   # GPU Feature Discovery's NVLink domain (clique) label
                 island = cliques.setdefault(labels[GPU_CLIQUE], len(cliques))
-            taints = []
-            for i, t in enumerate(d.get("spec", {}).get("taints", [])):
-                try:
-                    taints.append(Taint(t["key"], t.get("value", ""), t["effect"]))
-                except InputError as exc:
-                    raise error_at(doc, ("spec", "taints", i), str(exc)) from None
+            taints = [read_taint(doc, ("spec", "taints", i), t)
+                      for i, t in enumerate((d.get("spec") or {}).get("taints") or [])]
             try:
                 sc.nodes.append(Node(name, model if gpus else "", gpus, q(CPU), q(MEMORY) // MIB, labels=labels,
                                      nvlink_island=island, taints=tuple(taints)))

@@ -169,9 +169,6 @@ class PodKinds:
         if stamp is not None:
             extras["creation_timestamp"] = stamp
         extras["position"] = self.position[id(doc)]
-        for fld in ("topologySpreadConstraints", "nodeName", "schedulingGates"):
-            if fld in pod:
-                self.sc.unsupported.append(f"{source_of(doc, pod_path + (fld,))}: {fld} is not modelled")
         queue = labels.get(QUEUE_KEY)
         if queue is not None:
             extras[QUEUE_KEY] = queue

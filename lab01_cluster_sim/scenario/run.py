@@ -135,11 +135,11 @@ def blockers(sc: Scenario) -> list[str]:
     if tainted and kind != "timed":
         out.append(f"{sc.sources.get(f'Node/{tainted[0]}', sc.path)}: node taints with the {kind} mode: "
                    "kube-scheduler's TaintToleration runs in timed runs only")
-    if kind != "timed":
-        placed = [j.job_id for j in sc.jobs if "tolerations" in j.extras or "preferred_affinity" in j.extras]
+    if kind in ("topology", "replay"):
+        placed = [j.job_id for j in sc.jobs if {"node_selector", "affinity", "preferred_affinity"} & set(j.extras)]
         if placed:
-            out.append(f"{sc.sources[placed[0]]}: tolerations or preferred node affinity with the {kind} mode: "
-                       "kube-scheduler's TaintToleration and NodeAffinity run in timed runs only")
+            out.append(f"{sc.sources[placed[0]]}: nodeSelector or node affinity with the {kind} mode: "
+                       "kube-scheduler's NodeAffinity runs in timed and autoscaler runs only")
     if kind == "autoscaler":
         if sc.scoring is not None:
             out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "

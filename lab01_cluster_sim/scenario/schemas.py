@@ -126,7 +126,8 @@ _fair_sharing = obj({"weight": {**quantity(), "default": 1}})
 _taint = obj({"key": string(), "value": string(), "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute"))},
              ("key", "effect"))
 _toleration = obj({"key": string(), "operator": string(enum=("Equal", "Exists")), "value": string(),
-                   "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute"))})
+                   "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute")),
+                   "tolerationSeconds": integer()})
 
 RESOURCE_FLAVOR = top(KUEUE, "ResourceFlavor", {"spec": obj({
     "nodeLabels": map_of(string()),
@@ -319,16 +320,28 @@ CRD_KINDS: dict[tuple[str, str], tuple[str, str, str]] = {
 """Kinds that have a real CRD in ``../shared/data``: ``(folder, file, version)``."""
 
 CRD_ONLY_FIELDS: dict[tuple[str, str], dict[tuple[str, ...], frozenset[str]]] = {
-    (KUEUE, "ClusterQueue"): {("spec",): frozenset({"admissionChecksStrategy", "admissionScope",
-                                                    "concurrentAdmissionPolicy", "stopPolicy"})},
+    ("karpenter.sh/v1", "NodePool"): {
+        ("spec",): frozenset({"replicas", "weight"}),
+        ("spec", "disruption"): frozenset({"budgets"}),
+        ("spec", "template"): frozenset({"metadata"}),
+        ("spec", "template", "spec"): frozenset({"startupTaints", "taints", "terminationGracePeriod"}),
+        ("spec", "template", "spec", "requirements", "[]"): frozenset({"minValues"}),
+    },
+    (KUEUE, "ClusterQueue"): {
+        ("spec",): frozenset({"admissionChecksStrategy", "admissionScope", "concurrentAdmissionPolicy", "stopPolicy"}),
+        ("spec", "namespaceSelector"): frozenset({"matchExpressions", "matchLabels"}),
+    },
     (KUEUE, "LocalQueue"): {("spec",): frozenset({"fairSharing", "stopPolicy"})},
-    (KUEUE, "ResourceFlavor"): {("spec",): frozenset({"topologyName"})},
+    (KUEUE, "ResourceFlavor"): {
+        ("spec",): frozenset({"topologyName"}),
+        ("spec", "nodeTaints", "[]"): frozenset({"timeAdded"}),
+    },
 }
-"""Fields of the real v1beta2 CRD (``spec.versions[v1beta2]...spec.properties`` of the files in
-:data:`CRD_KINDS`) that :data:`SCHEMAS` leaves out: ``run`` refuses them as "a Kueue field the
-simulator does not model", not as an unknown (misspelt) field. Keyed by object path; only the
-``spec`` level is listed (tests/lab01/scenario/test_crd_fields.py checks the list against the
-CRDs)."""
+"""Fields of the real CRDs (``spec.versions[...].schema`` of the files in :data:`CRD_KINDS`)
+that :data:`SCHEMAS` leaves out, at every level: ``run`` refuses them as "<path> is not
+modelled", not as an unknown (misspelt) field. Keyed by the parent's path, ``"[]"`` for a list
+item (tests/lab01/scenario/test_coverage.py walks the CRDs and checks that every field is in
+:data:`SCHEMAS` or refused so)."""
 
 KSC = ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
 _OTHER_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "reserve", "permit",

@@ -142,4 +142,5 @@ def make_plugin(text: str, nodes, jobs) -> Any:
         raise InputError(f"--plugin {text!r}: {exc}") from None
 
 
-__all__ = ["DISCIPLINES", "KUBE_SCHEDULER_PLUGINS", "PLUGINS", "kube_scheduler_plugins", "get_discipline", "make_plugin", "parse_plugin_spec"]
+__all__ = ["DISCIPLINES", "KUBE_SCHEDULER_PLUGINS", "PLUGINS", "get_discipline", "kube_scheduler_plugins", "make_plugin",
+           "parse_plugin_spec"]

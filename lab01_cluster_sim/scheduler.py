@@ -73,9 +73,10 @@ above is untouched):
   refuses are not counted again under later reasons (kube-scheduler stops at a node's first
   failing Filter plugin, ``RunFilterPlugins``).
 - :attr:`Scheduler.scorers`: ``(weight, score)`` pairs, ``score(request, record, candidates)
-  -> int64 (k,)`` in 0..100, already normalized; the node's score is the policy's (NodeResourcesFit,
-  times the policy's ``score_weight``, default 1) plus ``weight * score`` of each (``prioritizeNodes`` in kube-scheduler's
-  ``schedule_one.go`` sums every Score plugin's normalized score times its weight).
+  -> int64 (k,)`` in 0..100, already normalized; the node's score is the policy's
+  (NodeResourcesFit, times the policy's ``score_weight``, default 1) plus ``weight * score`` of
+  each (``prioritizeNodes`` in kube-scheduler's ``schedule_one.go`` sums every Score plugin's
+  normalized score times its weight).
 """
 
 from __future__ import annotations

@@ -147,7 +147,8 @@ class ConstraintFilter:
         m = self._cache.get(key)
         if m is None:
             required = RequiredNodeAffinity(key[0])
-            m = np.array([required.matches(n.labels, n.name) and find_untolerated_taint(self.taints[n.name], tol) is None
+            m = np.array([required.matches(n.labels, n.name)
+                          and find_untolerated_taint(self.taints[n.name], tol) is None
                           for n in nodes], dtype=bool)
             self._cache[key] = m
         self._by_job[job.job_id] = (job, m)

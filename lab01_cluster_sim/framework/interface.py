@@ -251,5 +251,6 @@ class PlacementPolicy(Protocol):
                   rng: np.random.Generator) -> tuple[int, ...]: ...
 
 
-__all__ = ["HOOKS", "MAX_NODE_SCORE", "default_normalize_score", "OBSERVER_HOOKS", "AdmissionContext", "PlacementPolicy", "Plugin",
+__all__ = ["HOOKS", "MAX_NODE_SCORE", "OBSERVER_HOOKS", "AdmissionContext", "PlacementPolicy", "Plugin",
+           "default_normalize_score",
            "PreFilterResult", "SchedulerObserver", "defines", "JobState"]

@@ -23,6 +23,7 @@ holds trivially).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,12 +32,26 @@ from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.corev1 import RequiredNodeAffinity, preferred_score
 from lab01_cluster_sim.framework.interface import Plugin, default_normalize_score
 from lab01_cluster_sim.kubescheduler.constraints import preferred_affinity, required_affinity
-from lab01_cluster_sim.model import JobRecord
+from lab01_cluster_sim.model import Job, JobRecord, Node
 
 FILTER_REASON = "node(s) didn't match Pod's node affinity/selector"
 """The Filter's reason (``ErrReasonPod``, ``node_affinity.go``)."""
 DEFAULT_WEIGHT = 2
 """NodeAffinity's Score weight in kube-scheduler's default profile."""
+
+
+def node_filter(nodes: Sequence[Node], job: Job) -> np.ndarray:
+    """bool (len(nodes),): ``NodeAffinity.Filter`` per node for ``job``'s pods."""
+    required = required_affinity(job)
+    return np.array([required.matches(n.labels, n.name) for n in nodes], dtype=bool)
+
+
+def node_scores(nodes: Sequence[Node], job: Job) -> np.ndarray:
+    """int64 (len(nodes),): ``NodeAffinity.Score`` then ``NormalizeScore`` over ``nodes`` (the
+    nodes scored) for ``job``'s pods."""
+    terms = preferred_affinity(job)
+    sums = np.array([preferred_score(terms, n.labels, n.name) for n in nodes], dtype=np.int64)
+    return default_normalize_score(sums, reverse=False)
 
 
 class NodeAffinity(Plugin):
@@ -95,4 +110,4 @@ class NodeAffinity(Plugin):
         return default_normalize_score(sums[candidates], reverse=False)
 
 
-__all__ = ["DEFAULT_WEIGHT", "FILTER_REASON", "NodeAffinity"]
+__all__ = ["DEFAULT_WEIGHT", "FILTER_REASON", "NodeAffinity", "node_filter", "node_scores"]

@@ -32,6 +32,7 @@ eviction evicts the whole job, where Kubernetes would delete the one pod on that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.corev1 import Taint, Toleration, count_intolerable_prefer_no_schedule, find_untolerated_taint
 from lab01_cluster_sim.framework.interface import Plugin, default_normalize_score
 from lab01_cluster_sim.kubescheduler.constraints import tolerations
-from lab01_cluster_sim.model import JobRecord, JobState, format_seconds, termination_grace
+from lab01_cluster_sim.model import JobRecord, JobState, Node, format_seconds, termination_grace
 
 FILTER_REASON = "node(s) had untolerated taint(s)"
 """The Filter's reason (``taint_toleration.go``, v1.35)."""
@@ -65,6 +66,18 @@ def min_toleration_seconds(taints: tuple[Taint, ...], tols: tuple[Toleration, ..
     if not seconds:
         return None
     return max(0.0, min(seconds))
+
+
+def node_filter(nodes: Sequence[Node], tols: tuple[Toleration, ...]) -> np.ndarray:
+    """bool (len(nodes),): ``TaintToleration.Filter`` per node for a pod with ``tols``."""
+    return np.array([find_untolerated_taint(n.taints, tols) is None for n in nodes], dtype=bool)
+
+
+def node_scores(nodes: Sequence[Node], tols: tuple[Toleration, ...]) -> np.ndarray:
+    """int64 (len(nodes),): ``TaintToleration.Score`` then ``NormalizeScore`` over ``nodes`` (the
+    nodes scored) for a pod with ``tols``."""
+    counts = np.array([count_intolerable_prefer_no_schedule(n.taints, tols) for n in nodes], dtype=np.int64)
+    return default_normalize_score(counts, reverse=True)
 
 
 class TaintToleration(Plugin):
@@ -94,6 +107,7 @@ class TaintToleration(Plugin):
         self._sim = sim
 
     def _per_node(self, cache: dict, tols: tuple[Toleration, ...], fn) -> np.ndarray:
+        """``fn(taints, tols)`` per node of the cluster, cached per tolerations and node count."""
         nodes = self._sim.state.nodes
         key = (tols, len(nodes))
         out = cache.get(key)
@@ -139,4 +153,4 @@ class TaintToleration(Plugin):
         self._sim.request_pass()
 
 
-__all__ = ["DEFAULT_WEIGHT", "FILTER_REASON", "TaintToleration", "min_toleration_seconds"]
+__all__ = ["DEFAULT_WEIGHT", "FILTER_REASON", "TaintToleration", "min_toleration_seconds", "node_filter", "node_scores"]

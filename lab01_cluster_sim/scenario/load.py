@@ -59,8 +59,7 @@ from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RE
                                                error_at, parse_duration, source_of, walk)
 from lab01_cluster_sim.scenario.coverage import refusals
 from lab01_cluster_sim.scenario.kueue import KueueKinds
-from lab01_cluster_sim.scenario.podsched import read_taint
-from lab01_cluster_sim.scenario.podsched import node_pool_types
+from lab01_cluster_sim.scenario.podsched import node_pool_types, read_taint
 from lab01_cluster_sim.scenario.pods import PodKinds
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,

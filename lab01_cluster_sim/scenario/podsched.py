@@ -35,7 +35,8 @@ from typing import Any
 from lab01_cluster_sim.corev1 import (FieldRequirement, MatchExpression, NodeSelectorTerm, PreferredTerm, Taint,
                                       Toleration)
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.kubescheduler.constraints import NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY, TOLERATIONS
+from lab01_cluster_sim.kubescheduler.constraints import (NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY,
+                                                         TOLERATIONS)
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 

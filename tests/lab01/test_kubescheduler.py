@@ -202,3 +202,19 @@ def test_no_execute_evicts_after_the_smallest_toleration_seconds():
     # bound at 0, evicted at 30, 60, 90 (each run restarts from scratch and lasts 30 s)
     assert rec.preemptions == 3
     assert rec.state is JobState.RUNNING and rec.run_started == 90.0
+
+
+def test_per_node_functions_for_callers_without_an_engine():
+    # the same Filter and normalized Score, over a list of nodes (the upstream oracle's adapter)
+    from lab01_cluster_sim.kubescheduler import nodeaffinity, tainttoleration
+
+    nodes = [Node("a", "", 0, 1, 1, labels={"zone": "a"}, taints=(Taint("s", "", "PreferNoSchedule"),)),
+             Node("b", "", 0, 1, 1, labels={"zone": "b"}, taints=(GPU_TAINT,)),
+             Node("c", "", 0, 1, 1, labels={"zone": "b"})]
+    assert tainttoleration.node_filter(nodes, ()).tolist() == [True, False, True]
+    assert tainttoleration.node_scores(nodes, ()).tolist() == [0, 100, 100]
+    job = _job("p", node_selector=(("zone", "b"),),
+               preferred_affinity=(PreferredTerm(3, NodeSelectorTerm(fields=(FieldRequirement("metadata.name", "In",
+                                                                                              ("c",)),))),))
+    assert nodeaffinity.node_filter(nodes, job).tolist() == [False, True, True]
+    assert nodeaffinity.node_scores(nodes, job).tolist() == [0, 0, 100]

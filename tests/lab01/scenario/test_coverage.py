@@ -248,3 +248,15 @@ def test_every_crd_field_is_in_the_readers_schema_or_refused_as_not_modelled(sha
             continue
         missing.append(f"{_pattern(field)}: accepted")
     assert missing == []
+
+
+def test_a_workload_with_several_pod_sets_is_refused_naming_its_kind():
+    from lab01_cluster_sim.scenario.yamlio import load_documents
+
+    text = ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: train}\nspec:\n"
+            "  replicatedJobs: [{name: launcher, replicas: 1}, {name: workers, replicas: 4}]\n")
+    with pytest.raises(ScenarioError) as exc:
+        validate_document(load_documents("j.yaml", text)[0])
+    assert str(exc.value) == ("j.yaml:2:7: JobSet/train: a JobSet is a workload with several pod sets (e.g. a launcher "
+                              "and workers), which is not modelled: the engine does not place a multi-role gang yet; "
+                              "write one Job per role, or a PodGroup of identical Pods")

@@ -99,12 +99,12 @@ class NodeResourcesFit:
                  shape: tuple[tuple[int, int], ...] = (), weight: int = 1) -> None:
         if kind not in TYPES:
             raise InputError(f"scoringStrategy.type: expected one of {', '.join(TYPES)}, got {kind!r}")
-        for res, weight in resources:
+        for res, res_weight in resources:
             if res == "ephemeral-storage":
                 raise InputError("scoringStrategy.resources: ephemeral-storage is not modelled (the simulator keeps no "
                                  "disk); expected cpu, memory or an extended resource such as nvidia.com/gpu")
-            if not 1 <= weight <= 100:
-                raise InputError(f"scoringStrategy.resources: weight of {res} must be in 1..100, got {weight}")
+            if not 1 <= res_weight <= 100:
+                raise InputError(f"scoringStrategy.resources: weight of {res} must be in 1..100, got {res_weight}")
         if kind == "RequestedToCapacityRatio":
             if not shape:
                 raise InputError("requestedToCapacityRatio.shape: needs at least one point")

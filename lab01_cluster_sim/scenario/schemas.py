@@ -354,6 +354,16 @@ CRD_ONLY_FIELDS[KSC] = {
     ("profiles", "[]", "plugins", "multiPoint"): frozenset({"disabled"}),
     ("profiles", "[]", "pluginConfig", "[]", "args"): frozenset({"ignoredResources", "ignoredResourceGroups"}),
 }
+CRD_ONLY_FIELDS[("config.kueue.x-k8s.io/v1beta2", "Configuration")] = {
+    (): frozenset({"namespace", "webhook", "leaderElection", "metrics", "health", "pprofBindAddress", "controller",
+                   "tls", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "internalCertManagement",
+                   "clientConnection", "integrations", "multiKueue", "admissionFairSharing", "resources",
+                   "featureGates", "objectRetentionPolicies", "visibilityServer"}),
+}
+"""The other fields of Kueue's ``Configuration`` (``Configuration`` and the inlined
+``ControllerManager`` in ``apis/config/v1beta2/configuration_types.go``, Kueue v0.17.0):
+refused as not modelled."""
+
 """The real fields of ``KubeSchedulerConfiguration`` (``k8s.io/kube-scheduler/config/v1``)
 that the simulator does not model: the scheduler's own backoff, extenders, a profile's own
 percentage, plugin sets other than score and multiPoint weights, disabling plugins,

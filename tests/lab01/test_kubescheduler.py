@@ -218,3 +218,16 @@ def test_per_node_functions_for_callers_without_an_engine():
                                                                                               ("c",)),))),))
     assert nodeaffinity.node_filter(nodes, job).tolist() == [False, True, True]
     assert nodeaffinity.node_scores(nodes, job).tolist() == [0, 0, 100]
+
+
+def test_node_resources_fit_weight_scales_the_policy_score():
+    # LeastAllocated, pod 1,000m CPU and 1,000 MiB: n1 (8,000m, 8,000 MiB) scores
+    # (87 + 87) // 2 = 87, n2 (16,000m, 8,000 MiB) (93 + 87) // 2 = 90. n1 is preferred
+    # (NodeAffinity 100 x 2 = 200): weight 1 gives 287 > 90; NodeResourcesFit weight 100 gives
+    # 8,700 + 200 = 8,900 < 9,000.
+    nodes = [Node("n1", "", 0, 8000, 8000, labels={"zone": "a"}), Node("n2", "", 0, 16000, 8000, labels={"zone": "b"})]
+    job = _job("p", preferred_affinity=(PreferredTerm(1, NodeSelectorTerm((MatchExpression("zone", "In", ("a",)),))),))
+    res = simulate(nodes, [job], policy=NodeResourcesFit(), plugins=[NodeAffinity()], until=10)
+    assert res.records["p"].placements[0].node == "n1"
+    res = simulate(nodes, [job], policy=NodeResourcesFit(weight=100), plugins=[NodeAffinity()], until=10)
+    assert res.records["p"].placements[0].node == "n2"

@@ -260,3 +260,32 @@ def test_a_workload_with_several_pod_sets_is_refused_naming_its_kind():
     assert str(exc.value) == ("j.yaml:2:7: JobSet/train: a JobSet is a workload with several pod sets (e.g. a launcher "
                               "and workers), which is not modelled: the engine does not place a multi-role gang yet; "
                               "write one Job per role, or a PodGroup of identical Pods")
+
+
+# -- KubeSchedulerConfiguration ---------------------------------------------------------------------
+def test_a_scheduler_configuration_naming_another_plugin_is_refused_naming_the_plugin():
+    from lab01_cluster_sim.scenario.yamlio import load_documents
+
+    text = ("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+            "- schedulerName: default-scheduler\n  pluginConfig:\n  - name: Coscheduling\n"
+            "    args: {permitWaitingTimeSeconds: 10}\n")
+    with pytest.raises(ScenarioError) as exc:
+        validate_document(load_documents("k.yaml", text)[0])
+    assert str(exc.value) == ("k.yaml:6:11: KubeSchedulerConfiguration: profiles[0].pluginConfig[0].name: plugin "
+                              "'Coscheduling' is not modelled; the simulator runs kube-scheduler's default profile "
+                              "and models the configuration of TaintToleration, NodeAffinity, NodeResourcesFit")
+
+
+def test_score_weights_of_the_modelled_plugins_are_read(tmp_path):
+    from lab01_cluster_sim.scenario import load_scenario
+
+    path = tmp_path / "k.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+                    "- plugins:\n    multiPoint:\n      enabled: [{name: NodeAffinity, weight: 7}, {name: TaintToleration,"
+                    " weight: 9}]\n    score:\n      enabled: [{name: NodeAffinity, weight: 4}, {name: NodeResourcesFit, "
+                    "weight: 2}]\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n}\n"
+                    "status: {allocatable: {cpu: '4', memory: 4Gi}}\n")
+    sc = load_scenario(path)
+    # score.enabled overrides multiPoint (the more specific extension point wins)
+    assert sc.scheduler_weights == {"TaintToleration": 9, "NodeAffinity": 4, "NodeResourcesFit": 2}
+    assert sc.scoring.score_weight == 2

@@ -45,21 +45,30 @@ class Inert:
 
 @dataclass(frozen=True)
 class Partly:
-    """A field modelled for some values: ``check(value)`` returns None when the value is
-    modelled, else the text naming what is not."""
+    """A field modelled for some values: ``check(value, obj)`` (``obj``: the whole object)
+    returns None when the value is modelled, else the text naming what is not."""
 
-    check: Callable[[Any], str | None]
+    check: Callable[[Any, dict], str | None]
 
 
 def _values(allowed: tuple, what: str = "") -> Partly:
-    def check(value: Any) -> str | None:
+    def check(value: Any, obj: dict) -> str | None:
         if value in allowed:
             return None
         return f"the value {value!r} is not modelled (modelled: {', '.join(map(repr, allowed))}{what})"
     return Partly(check)
 
 
-def _ready_only(conditions: Any) -> str | None:
+def _suspend(value: Any, obj: dict) -> str | None:
+    template = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    labels = {**((obj.get("metadata") or {}).get("labels") or {}), **(template.get("labels") or {})}
+    if not value or "kueue.x-k8s.io/queue-name" in labels:   # the label the reader takes the queue from
+        return None
+    return ("suspend: true on a Job without kueue.x-k8s.io/queue-name is not modelled (nothing would resume it; "
+            "Kueue resumes the Jobs it admits)")
+
+
+def _ready_only(conditions: Any, obj: dict) -> str | None:
     bad = [c.get("type") for c in conditions or [] if isinstance(c, dict)
            and not (c.get("type") != "Ready" or c.get("status") == "True")]
     if bad:
@@ -156,17 +165,19 @@ def _under(prefix: str, table: dict[str, Any]) -> dict[str, Any]:
 JOB_SPEC: dict[str, Any] = {
     "parallelism": MODELLED,
     "completions": MODELLED,
-    "suspend": MODELLED,
+    "suspend": Partly(_suspend),
     "podReplacementPolicy": _values(("TerminatingOrFailed",), "; the simulator starts a replacement while an evicted "
                                                             "pod terminates"),
-    **_under("template.metadata", METADATA),
+    **_under("template.metadata", {**METADATA, "creationTimestamp": Inert(
+        "a pod template's creation time is never set; the Job's own orders the queue")}),
     **_under("template.spec", POD_SPEC),
     **{f: Inert("simulated pods never fail, so failure and retention policies never act") for f in (
         "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "podFailurePolicy", "ttlSecondsAfterFinished")},
     **{f: Inert(_NO_DECISION) for f in ("completionMode", "selector", "manualSelector")},
 }
 """A batch Job's ``spec``: ``parallelism`` (workers), ``completions`` (only equal to
-parallelism; the reader refuses waves), ``suspend`` (Kueue creates and admits Jobs suspended),
+parallelism; the reader refuses waves), ``suspend`` (Kueue resumes the Jobs it admits; true
+on a Job Kueue does not manage is refused),
 the pod template. Refused: ``activeDeadlineSeconds``, ``successPolicy``, ``managedBy``."""
 
 NODE: dict[str, Any] = {
@@ -274,7 +285,7 @@ def refusals(doc: Document) -> list[str]:
             rule = table.get(sub)
             if rule is not None and not isinstance(value, list):
                 if isinstance(rule, Partly):
-                    why = rule.check(v)
+                    why = rule.check(v, data)
                     if why:
                         out.append(f"{where(doc.file, doc.pos(path + (k,)))}: {object_name(data)}: "
                                    f"{format_path(path + (k,))}: {why}")

@@ -5,8 +5,10 @@ Kueue and Karpenter CRDs is in the reader's schema or refused as not modelled.
 
 The schemas are walked recursively; for each field path a document holding just that field is
 built and given to the same code ``run`` uses (:func:`lab01_cluster_sim.scenario.coverage.refusals`
-for core kinds, :func:`lab01_cluster_sim.scenario.validate.validate_document` for CRD kinds).
-A new field in a schema, or a reader that forgets one, fails here."""
+for core kinds, :func:`lab01_cluster_sim.scenario.validate.validate_document` for CRD kinds), and
+the test fails when a field is neither modelled (or inert) nor refused naming its path, when a
+field said to be modelled is refused, or when a table names a field the schema does not have.
+A field a later schema adds is refused until someone models it."""
 
 from __future__ import annotations
 
@@ -289,3 +291,14 @@ def test_score_weights_of_the_modelled_plugins_are_read(tmp_path):
     # score.enabled overrides multiPoint (the more specific extension point wins)
     assert sc.scheduler_weights == {"TaintToleration": 9, "NodeAffinity": 4, "NodeResourcesFit": 2}
     assert sc.scoring.score_weight == 2
+
+
+def test_a_suspended_job_is_modelled_only_when_kueue_resumes_it():
+    from lab01_cluster_sim.scenario.yamlio import load_documents
+
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j%s}\nspec:\n  suspend: true\n  template:\n"
+           "    spec: {containers: [{name: c, image: i}]}\n")
+    assert coverage.refusals(load_documents("j.yaml", job % ", labels: {kueue.x-k8s.io/queue-name: q}")[0]) == []
+    (line,) = coverage.refusals(load_documents("j.yaml", job % "")[0])
+    assert line == ("j.yaml:5:12: Job/j: spec.suspend: suspend: true on a Job without kueue.x-k8s.io/queue-name is "
+                    "not modelled (nothing would resume it; Kueue resumes the Jobs it admits)")

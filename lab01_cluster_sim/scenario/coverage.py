@@ -149,6 +149,12 @@ REFUSED: dict[str, str] = {
     "spec.volumes": "a volume that needs binding or attaching (VolumeBinding, VolumeZone, NodeVolumeLimits) is not "
                     "modelled",
     "status": "the simulator starts every object anew; a status is not modelled",
+    "spec.initContainers[].restartPolicy": "a sidecar (restartPolicy Always) adds its requests to the pod's, which "
+                                           "the request sum does not model",
+    "spec.containers[].restartPolicy": "per-container restart rules are not modelled",
+    "spec.containers[].ports[].hostPort": "host ports (kube-scheduler's NodePorts) are not modelled",
+    "spec.initContainers[].ports[].hostPort": "host ports (kube-scheduler's NodePorts) are not modelled",
+    "spec.containers[].resources.claims": "dynamic resource allocation (ResourceClaims) is not modelled",
     "metadata.ownerReferences": "owner references are not modelled (give the owning Job instead of its Pods)",
     "metadata.deletionTimestamp": "an object being deleted is not modelled",
     "metadata.deletionGracePeriodSeconds": "an object being deleted is not modelled",
@@ -156,6 +162,10 @@ REFUSED: dict[str, str] = {
 }
 """Refusals with a reason, by path (a Job's template paths use the Pod's entries); any other
 field outside :data:`COVERAGE` is refused as plainly not modelled."""
+
+
+_OTHER_METADATA = {**METADATA, "creationTimestamp": Inert("only a workload's creation time orders a queue")}
+"""``metadata`` of a Node or PriorityClass: its creation time decides nothing."""
 
 
 def _under(prefix: str, table: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +191,7 @@ on a Job Kueue does not manage is refused),
 the pod template. Refused: ``activeDeadlineSeconds``, ``successPolicy``, ``managedBy``."""
 
 NODE: dict[str, Any] = {
-    **_under("metadata", METADATA),
+    **_under("metadata", _OTHER_METADATA),
     "spec.taints[].key": MODELLED, "spec.taints[].value": MODELLED, "spec.taints[].effect": MODELLED,
     "spec.unschedulable": _values((False,), "; a cordoned node is not modelled"),
     "status.allocatable": MODELLED, "status.capacity": MODELLED,
@@ -204,7 +214,7 @@ REFUSED.update({
 })
 
 PRIORITY_CLASS: dict[str, Any] = {
-    **_under("metadata", METADATA),
+    **_under("metadata", _OTHER_METADATA),
     "value": MODELLED, "globalDefault": MODELLED,
     "preemptionPolicy": _values(("PreemptLowerPriority",), "; non-preempting priority classes are not modelled"),
     "description": Inert("documentation only"),

@@ -105,6 +105,11 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
     if tolerations:
         extras[TOLERATIONS] = tuple(read_toleration(doc, pod_path + ("tolerations", i), t)
                                     for i, t in enumerate(tolerations))
+        for i, t in enumerate(extras[TOLERATIONS]):
+            if t.seconds is not None and t.seconds <= 0:
+                unsupported.append(_note(doc, pod_path + ("tolerations", i, "tolerationSeconds"), "tolerationSeconds "
+                                         "<= 0 is not modelled (the pod would be evicted the instant it binds to a "
+                                         "node with that NoExecute taint, and rescheduled there, without end)"))
     node_aff = (pod.get("affinity") or {}).get("nodeAffinity") or {}
     if node_aff.get(PREFERRED):
         base = pod_path + ("affinity", "nodeAffinity", PREFERRED)

@@ -52,3 +52,27 @@ def test_taints_added_at_run_time_are_refused_by_name(tmp_path, capsys):
     assert main(["run", str(path), "--output", str(tmp_path / "out"), "--quiet"]) != 0
     err = capsys.readouterr().err
     assert "Node/gpu-0: spec.taints[0].timeAdded is not modelled (taints are static in a run, there from the start)" in err
+
+
+def test_no_execute_toleration_seconds_evict_and_zero_is_refused(tmp_path, capsys):
+    # a node tainted maintenance=soon:NoExecute; the pod tolerates it for 300 s: bound at 0,
+    # evicted at 300 (the taint eviction controller), bound again at once (the only node),
+    # evicted at 600, bound again; its 600 s of work never fit in 300 s. The run stops at
+    # until=900 before the third eviction: running, 2 preemptions.
+    node = ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec:\n  taints: [{key: maintenance, value: soon, "
+            "effect: NoExecute}]\nstatus: {allocatable: {cpu: '8', memory: 8Gi}}\n---\n")
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {lab01.course/duration: '600'}}\nspec:\n"
+           "  tolerations: [{key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: SECONDS}]\n"
+           "  containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]\n---\n")
+    scenario = ("apiVersion: lab01.course/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+                "spec: {description: d, simulation: {until: 900}}\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(node + pod.replace("SECONDS", "300") + scenario)
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    capsys.readouterr()
+    row = _jobs(tmp_path / "out")["p"]
+    assert (row["state"], row["start"], row["preemptions"]) == ("running", "0.0", "2")
+    path.write_text(node + pod.replace("SECONDS", "0") + scenario)
+    assert main(["run", str(path), "--output", str(tmp_path / "out2"), "--quiet"]) != 0
+    err = capsys.readouterr().err
+    assert "s.yaml:12:92: Pod/p: tolerationSeconds <= 0 is not modelled (the pod would be evicted" in err

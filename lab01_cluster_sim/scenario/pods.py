@@ -160,8 +160,9 @@ class PodKinds:
         if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
             from lab01_cluster_sim.model import TERMINATION_GRACE
 
-            if grace < 0:
-                raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
+            if not 0 <= grace <= MAX_SECONDS:   # the schema allows any int64; bounded as the annotations are
+                raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",),
+                               f"expected 0 to {MAX_SECONDS:,.0f} s (about 31.7 years), got {grace}")
             extras[TERMINATION_GRACE] = float(grace)
         models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported, bool(self.sc.node_pools))
         extras.update(sched)

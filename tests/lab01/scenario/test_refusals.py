@@ -285,3 +285,14 @@ def test_generated_arrivals_past_the_time_cap_name_the_scenario_fields(tmp_path,
     assert err.startswith(f"error: {p}:1:1: Scenario/s: spec.workload.generator.load 0.001 with "
                           "spec.workload.generator.jobs 20,000: the last synthetic job would arrive at ")
     assert "past the simulator's 1,000,000,000 s" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("grace", ["9000000000000000000", "-1"])
+def test_grace_period_is_bounded_like_the_annotations(tmp_path, grace):
+    # fresh tester (Dec 2): an int64 grace period was accepted and held a victim's GPUs for 9e18 s,
+    # so every wait of the run printed as a 19-digit number. "  terminationGracePeriodSeconds: " is
+    # 33 characters, so the value starts at column 34 of line 12.
+    text = NODE + _pod('{limits: {nvidia.com/gpu: "1"}}').replace(
+        "  containers:", f"  terminationGracePeriodSeconds: {grace}\n  containers:")
+    assert _error(tmp_path, text) == (f"FILE:12:34: Pod/p0: spec.terminationGracePeriodSeconds: expected 0 to "
+                                      f"1,000,000,000 s (about 31.7 years), got {grace}")

@@ -516,7 +516,8 @@ def _run_processes(specs, rows, n, bar, fn) -> None:
 def _stop_processes(pool: ProcessPoolExecutor, n: int) -> None:
     """Ctrl-C: drop the runs not started, end the running ones now (a run is not
     interruptible midway, and waiting for it is what made Ctrl-C take seconds)."""
-    print(f"stopping: ending {n} worker process{'' if n == 1 else 'es'}; runs not finished are dropped",
+    print(f"stopping: ending {n} worker process{'' if n == 1 else 'es'}; nothing is written, not even the runs "
+          "already finished",
           file=sys.stderr, flush=True)
     # Python 3.14 has ProcessPoolExecutor.terminate_workers(); before it, the processes are
     # reached through the executor's own table of them.
@@ -566,7 +567,8 @@ def _run_dask(specs, rows, address, workers, bar, fn) -> None:
             bar.update(1)
     except KeyboardInterrupt:
         where = "the local Dask cluster" if cluster is not None else f"the scheduler at {address}"
-        print(f"stopping: cancelling the runs on {where}; runs not finished are dropped", file=sys.stderr, flush=True)
+        print(f"stopping: cancelling the runs on {where}; nothing is written, not even the runs already finished",
+              file=sys.stderr, flush=True)
         client.cancel(futures, force=True)
         raise
     finally:

@@ -303,11 +303,18 @@ CRD_ONLY_FIELDS: dict[tuple[str, str], dict[tuple[str, ...], frozenset[str]]] = 
                                                     "concurrentAdmissionPolicy", "stopPolicy"})},
     (KUEUE, "LocalQueue"): {("spec",): frozenset({"fairSharing", "stopPolicy"})},
     (KUEUE, "ResourceFlavor"): {("spec",): frozenset({"topologyName"})},
+    ("karpenter.sh/v1", "NodePool"): {
+        ("spec",): frozenset({"replicas", "weight"}),
+        ("spec", "template"): frozenset({"metadata"}),
+        ("spec", "template", "spec"): frozenset({"startupTaints", "taints", "terminationGracePeriod"}),
+        ("spec", "template", "spec", "requirements", "[]"): frozenset({"minValues"}),
+        ("spec", "disruption"): frozenset({"budgets"}),
+    },
 }
-"""Fields of the real v1beta2 CRD (``spec.versions[v1beta2]...spec.properties`` of the files in
-:data:`CRD_KINDS`) that :data:`SCHEMAS` leaves out: ``run`` refuses them as "a Kueue field the
-simulator does not model", not as an unknown (misspelt) field. Keyed by object path; only the
-``spec`` level is listed (tests/lab01/scenario/test_crd_fields.py checks the list against the
-CRDs)."""
+"""Fields of the real CRDs (Kueue v1beta2, Karpenter v1: the files in :data:`CRD_KINDS`) that
+:data:`SCHEMAS` leaves out: ``run`` refuses them as "a field of Kueue's (Karpenter's) ... that the
+simulator does not model", not as an unknown (misspelt) field. Keyed by object path, ``"[]"``
+standing for any list index (tests/lab01/scenario/test_crd_fields.py checks every listed path
+against the CRDs)."""
 
 __all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "SCHEMAS"]

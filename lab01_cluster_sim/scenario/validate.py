@@ -165,10 +165,13 @@ def _schema_error(doc: Document, exc: Any) -> ScenarioError:
         extra = sorted(k for k in instance if k not in allowed)
         if extra:
             field_path = path + (extra[0],)
-            real = CRD_ONLY_FIELDS.get((doc.data.get("apiVersion"), doc.data.get("kind")), {}).get(path, frozenset())
+            api = str(doc.data.get("apiVersion"))
+            shape = tuple("[]" if isinstance(p, int) else p for p in path)
+            real = CRD_ONLY_FIELDS.get((api, doc.data.get("kind")), {}).get(shape, frozenset())
             if extra[0] in real:
+                owner = "Karpenter's" if api.startswith("karpenter.") else "Kueue's"
                 return ScenarioError(f"{where(doc.file, doc.key_pos(field_path))}: {object_name(doc.data)}: "
-                                     f"{format_path(field_path)}: a field of Kueue's {doc.data['apiVersion']} "
+                                     f"{format_path(field_path)}: a field of {owner} {api} "
                                      f"{doc.data['kind']} that the simulator does not model; remove it to run the "
                                      f"scenario (modelled: {', '.join(sorted(allowed))})")
             expected = ", ".join(sorted(allowed)) or "no fields"

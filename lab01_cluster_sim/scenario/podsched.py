@@ -120,7 +120,27 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
                            f"{selector[GPU_PRODUCT]} and this affinity (the pod could never be placed)")
         else:
             models = placed
+    if node_pools:
+        _refuse_unmodelled_well_known(doc, pod_path, selector, extras.get("affinity", ()), unsupported)
     return models, extras
+
+
+def _refuse_unmodelled_well_known(doc: Document, pod_path: tuple, selector: dict, terms: tuple,
+                                  unsupported: list[str]) -> None:
+    """With NodePools: a nodeSelector key or required-affinity key that Karpenter knows before
+    launch but the simulator gives no values to (zone, arch, the AWS instance family...) is
+    listed as not modelled, rather than answered with Karpenter's "does not have known values",
+    which Karpenter would not say (:func:`~lab01_cluster_sim.autoscaler.requirements.unmodelled_well_known`)."""
+    from lab01_cluster_sim.autoscaler.requirements import WELL_KNOWN, unmodelled_well_known
+
+    sel = sorted(k for k in selector if unmodelled_well_known(k))
+    aff = sorted({e.key for t in terms for e in t if unmodelled_well_known(e.key)})
+    for path, what, names in ((("nodeSelector",), "nodeSelector", sel),
+                              (("affinity", "nodeAffinity", REQUIRED), "required node affinity", aff)):
+        if names:
+            unsupported.append(_note(doc, pod_path + path, f"{what} on {', '.join(names)} is not modelled: Karpenter "
+                                     "knows its values before launch, the simulator gives it none (modelled: "
+                                     f"{', '.join(WELL_KNOWN)})"))
 
 
 def _terms(doc: Document, base: tuple, raw: list, unsupported: list[str]) -> tuple[kq.NodeSelectorTerm, ...]:

@@ -324,3 +324,26 @@ def test_real_karpenter_fields_are_not_modelled_not_unknown(tmp_path, old, new, 
     # fresh tester (Dec 2): a NodePool's taints or template labels, real Karpenter v1 fields, were
     # refused as "unknown field", which reads as a typo; a real typo still is one
     assert _error(tmp_path, POOL.replace(old, new)).startswith(expected)
+
+
+@pytest.mark.parametrize("scheduling,expected", [
+    ("  nodeSelector: {topology.kubernetes.io/zone: us-east-1a}\n",
+     "nodeSelector on topology.kubernetes.io/zone is not modelled: Karpenter knows its values before launch"),
+    ("  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+     "[{matchExpressions: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [p5]}]}]}}}\n",
+     "required node affinity on karpenter.k8s.aws/instance-family is not modelled: Karpenter knows its values"),
+])
+def test_karpenter_labels_the_simulator_has_no_values_for_are_not_modelled(tmp_path, scheduling, expected):
+    # fresh tester (Dec 2): a pod selecting a zone got Karpenter's "label ... does not have known
+    # values" and stayed Pending, which Karpenter would not say of a well-known label (it launches
+    # in that zone); the reader now names it as not modelled, as autoscaler/requirements.py says
+    pod = _pod('{limits: {nvidia.com/gpu: "1"}}').replace("  containers:", scheduling + "  containers:")
+    p = tmp_path / "s.yaml"
+    p.write_text(POOL + "---\n" + pod)
+    (line,) = load_scenario(p).unsupported
+    assert line.startswith(f"{p}:") and f"Pod/p0: {expected}" in line
+    # a GFD label keeps Karpenter's answer (Pending), and a well-known GPU label is modelled
+    for key in ("nvidia.com/gpu.product", "karpenter.k8s.aws/instance-gpu-name"):
+        p.write_text(POOL + "---\n" + pod.replace("topology.kubernetes.io/zone", key)
+                     .replace("karpenter.k8s.aws/instance-family", key))
+        assert load_scenario(p).unsupported == []

@@ -312,10 +312,20 @@ def _check_workload(runner: str, workload: str) -> None:
         if not (workload.isdigit() and 1 <= int(workload) <= WORKLOAD_MAX[runner]):
             raise InputError(f"--workloads {workload!r}: the {runner} runner expects {RUNNER_WORKLOADS[runner]}")
     elif workload != "synthetic":
-        folder = workload.partition(":")[0]
+        from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, resolve_pod_list
+
+        folder, _, pod_list = workload.partition(":")
         if not os.path.isdir(folder):
             raise InputError(f"--workloads {workload!r}: the replay runner expects {RUNNER_WORKLOADS[runner]}; "
                              f"{folder!r} is not a folder")
+        # the files too, before anything runs: a folder without them failed every run of the grid
+        if not os.path.isfile(os.path.join(folder, DEFAULT_NODE_LIST)):
+            raise InputError(f"--workloads {workload!r}: no {DEFAULT_NODE_LIST} in {folder} (python -m "
+                             f"lab01_cluster_sim fetch-trace {folder} gets the trace)")
+        try:
+            resolve_pod_list(folder, pod_list or None)
+        except InputError as exc:
+            raise InputError(f"--workloads {workload!r}: {exc}") from None
 
 
 def _run_disciplines(spec: RunSpec) -> dict:

@@ -33,14 +33,18 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-from lab02_device_plugin.api import deviceplugin_pb2 as pb
-from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
-from lab02_device_plugin.kubelet.lifecycle import MockKubelet
-from lab02_device_plugin.kubelet.pod import Container, Pod
-from lab02_device_plugin.plugin.config import parse_config
-from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource
-from lab02_device_plugin.plugin.inventory import from_yaml_spec
-from lab02_device_plugin.plugin.manager import PluginManager
+# Import this checkout's packages, not whatever copy of them is installed.
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lab02_device_plugin.api import deviceplugin_pb2 as pb  # noqa: E402
+from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc  # noqa: E402
+from lab02_device_plugin.kubelet.lifecycle import MockKubelet  # noqa: E402
+from lab02_device_plugin.kubelet.pod import Container, Pod  # noqa: E402
+from lab02_device_plugin.plugin.config import parse_config  # noqa: E402
+from lab02_device_plugin.plugin.health import HealthPolicy, SimulatedHealthSource  # noqa: E402
+from lab02_device_plugin.plugin.inventory import from_yaml_spec  # noqa: E402
+from lab02_device_plugin.plugin.manager import PluginManager  # noqa: E402
 
 RESOURCE = "nvidia.com/gpu"
 #: An HGX-like node: 8 GPUs, 2 NUMA nodes, 2 NVLink islands of 4 (as examples/inventory-h100x8.yaml).

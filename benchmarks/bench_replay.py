@@ -26,13 +26,16 @@ import sys
 import time
 from pathlib import Path
 
-from lab01_cluster_sim.fragmentation import TargetWorkload
-from lab01_cluster_sim.replay import replay
-from lab01_cluster_sim.workloads.openb import load_trace
+# Import this checkout's packages, not whatever copy of them is installed.
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lab01_cluster_sim.fragmentation import TargetWorkload  # noqa: E402
+from lab01_cluster_sim.replay import replay  # noqa: E402
+from lab01_cluster_sim.workloads.openb import load_trace  # noqa: E402
 
 GOALS_S = {"best-fit": 5.0, "fgd": 20.0}
 FGD_OVER_BEST_FIT = 1.5
-REPO = Path(__file__).resolve().parents[1]
 
 
 def default_trace_dir() -> Path:

@@ -14,7 +14,9 @@ Shapes (N nodes, G = the largest GPU count of any node, at least 1):
   model of node n (``""`` for a CPU-only node).
 - ``tie_rank``: int64 (N,), a permutation of 0..N-1; among nodes with equal scores the
   lowest rank wins (the fragmentation paper's simulator breaks ties by node name after
-  renaming nodes with a seeded random permutation, see reference/fgd-facts.md sec. 4.0).
+  renaming nodes with a seeded random permutation: ``selectHost`` in its fork's
+  generic_scheduler.go, ``syncClusterResourceList`` in pkg/simulator/simulator.go of
+  hkust-adsl/kubernetes-scheduler-simulator).
 - ``node_version``: int64 (N,), bumped by every :meth:`ClusterState.bind` and
   :meth:`ClusterState.release` of that node. Caches of per-node values (fragmentation,
   FGD scores) compare it to know which nodes changed, so they recompute only those.
@@ -25,7 +27,7 @@ Shapes (N nodes, G = the largest GPU count of any node, at least 1):
   ``gpu_free`` directly (not through bind/release) must call :meth:`ClusterState.refresh`.
 - ``tag_count``: int64 (N, G + 1), resident GPU pods per node by *placement tag*:
   column 0 counts GPU-sharing pods (one GPU, share < 1000), column k counts pods of k
-  whole GPUs. GpuClustering (fgd-facts.md 4.3) reads it. CPU-only pods are not counted.
+  whole GPUs. GpuClustering (``gpu_clustering_score.go``) reads it. CPU-only pods are not counted.
 """
 
 from __future__ import annotations
@@ -210,7 +212,8 @@ class ClusterState:
         A node fits when CPU and memory suffice and, for a GPU request of k GPUs at u
         milli each, the node's model is allowed and at least k of its GPUs have >= u free
         (for whole GPUs, k fully free GPUs). This is the NodeResourcesFit filter plus the
-        Open-Gpu-Share filter of the fragmentation paper's simulator (fgd-facts.md 4.0).
+        Open-Gpu-Share filter of the fragmentation paper's simulator
+        (pkg/simulator/plugin/open_gpu_share.go of hkust-adsl/kubernetes-scheduler-simulator).
         """
         ok = (self.cpu_free >= request.cpu_milli) & (self.mem_free >= request.memory_mib)
         if request.num_gpus > 0:

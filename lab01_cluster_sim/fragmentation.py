@@ -1,8 +1,9 @@
 """GPU fragmentation as the FGD paper measures it, against a *target workload*.
 
 Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation
-Gradient Descent", USENIX ATC'23. Facts (from the authors' simulator, ``pkg/utils/frag.go``)
-are in reference/fgd-facts.md sec. 2 and 3; this module follows them.
+Gradient Descent", USENIX ATC'23. This module follows the authors' simulator
+(hkust-adsl/kubernetes-scheduler-simulator): ``GetTypicalPods``, ``GetNodePodFrag`` and
+``NodeGpuShareFragAmount`` in pkg/utils/frag.go.
 
 A GPU's free share is a *fragment* for a task when the task cannot use it. The target
 workload M is the set of typical task shapes m = (c, u, k, S) (milli-CPU, milli-GPU per
@@ -37,7 +38,8 @@ from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job
 
 POPULARITY_THRESHOLD = 0.95
-"""Share of pods the target workload covers (``podPopularityThreshold 95``, fgd-facts.md sec. 0)."""
+"""Share of pods the target workload covers (``podPopularityThreshold 95`` in the authors'
+scripts/generate_config_and_run.py)."""
 
 
 def shape_of(job: Job) -> tuple[int, int, int, str]:
@@ -120,7 +122,7 @@ class TargetWorkload:
 
     @classmethod
     def from_jobs(cls, jobs: Iterable[Job], threshold: float = POPULARITY_THRESHOLD) -> "TargetWorkload":
-        """M from a pod list, as the FGD simulator builds it (fgd-facts.md sec. 2).
+        """M from a pod list, as the FGD simulator builds it (``GetTypicalPods``, pkg/utils/frag.go).
 
         Every pod counts 1, CPU-only pods included. Shapes are sorted by count, descending,
         ties by c, u, k, then S, all descending; shapes are kept one at a time until the
@@ -223,7 +225,7 @@ def weighted_fragmentation(gpu_free: np.ndarray, cpu_free: np.ndarray, model_ind
 
 def fragmentation_of(gpu_free: np.ndarray, cpu_free: np.ndarray, model_index: np.ndarray,
                      access: np.ndarray, target: TargetWorkload) -> np.ndarray:
-    """F_n(M) for many node states at once (fgd-facts.md sec. 3), milli-GPU.
+    """F_n(M) for many node states at once (``GetNodePodFrag``, pkg/utils/frag.go), milli-GPU.
 
     Computed exactly as an integer weighted sum divided once
     (:func:`weighted_fragmentation`), so a node's value never depends on the other nodes
@@ -243,14 +245,14 @@ def fragmentation_of(gpu_free: np.ndarray, cpu_free: np.ndarray, model_index: np
 
 
 def node_fragmentation(state: ClusterState, node: int, target: TargetWorkload) -> float:
-    """F_n(M) of one node of ``state`` in milli-GPU (fgd-facts.md sec. 3)."""
+    """F_n(M) of one node of ``state`` in milli-GPU (``GetNodePodFrag``, pkg/utils/frag.go)."""
     access = target.access(state.model_names)
     return float(fragmentation_of(state.gpu_free[node:node + 1], state.cpu_free[node:node + 1],
                                   state.model_index[node:node + 1], access, target)[0])
 
 
 def cluster_fragmentation(state: ClusterState, target: TargetWorkload) -> float:
-    """F = sum over nodes of F_n(M), milli-GPU (fgd-facts.md sec. 3). Computed for all nodes
+    """F = sum over nodes of F_n(M), milli-GPU (pkg/utils/frag.go). Computed for all nodes
     in one vectorised pass; use :class:`FragmentationTracker` for a per-event series."""
     access = target.access(state.model_names)
     return float(fragmentation_of(state.gpu_free, state.cpu_free, state.model_index, access, target).sum())

@@ -8,7 +8,8 @@ sample sees the settled state of that instant; see :class:`MetricsRecorder`):
 - **Stranded GPUs** (:func:`count_stranded_gpus`, exact definition there): fully free GPUs
   that no pending job can use now.
 - **Fragmentation** (optional, when a target workload M is given): the paper's F = sum over
-  nodes of F_n(M), milli-GPU (Weng et al., ATC'23; reference/fgd-facts.md sec. 3), from
+  nodes of F_n(M), milli-GPU (Weng et al., ATC'23; pkg/utils/frag.go of
+  hkust-adsl/kubernetes-scheduler-simulator), from
   :class:`lab01_cluster_sim.fragmentation.FragmentationTracker`, which recomputes only the
   nodes that changed since the last sample.
 - pending and running job counts.

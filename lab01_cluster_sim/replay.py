@@ -1,7 +1,8 @@
 """The FGD paper's trace replay: every pod arrives once, nothing leaves, no clock.
 
-Method of Weng et al. (USENIX ATC'23) as their simulator runs it (reference/fgd-facts.md
-sec. 1, 4 and 5):
+Method of Weng et al. (USENIX ATC'23) as their simulator runs it (hkust-adsl/kubernetes-scheduler-simulator:
+``tuneUpPods``/``tuneDownPods`` in pkg/simulator/simulator.go, the score plugins,
+experiments/analysis/merge_alloc_discrete.py):
 
 1. The original pods are sorted by name and shuffled with the run's seed.
 2. Tuning: while the GPU request is below ``inflation`` x the cluster GPU capacity, copies of
@@ -90,7 +91,8 @@ class ArrivalPlan:
 
 def plan_arrivals(jobs: Sequence[Job], capacity_milli: int, inflation: float,
                   rng: np.random.Generator, shuffle: bool = True) -> tuple[list[Job], ArrivalPlan]:
-    """Shuffle and tune a pod list to ``inflation`` x ``capacity_milli`` (fgd-facts.md sec. 1).
+    """Shuffle and tune a pod list to ``inflation`` x ``capacity_milli`` (``SortClusterPods``, ``tuneUpPods``,
+    ``tuneDownPods`` in pkg/simulator/simulator.go of the FGD simulator).
 
     Args:
         jobs: the original pods (single-worker jobs), any order; sorted by ``job_id`` here.
@@ -155,7 +157,7 @@ def plan_arrivals(jobs: Sequence[Job], capacity_milli: int, inflation: float,
 
 @dataclass(frozen=True)
 class AllocCurve:
-    """Curves against arrived load, discretised as the paper's scripts do (fgd-facts.md sec. 5).
+    """Curves against arrived load, discretised as the paper's scripts do (merge_alloc_discrete.py).
 
     Attributes:
         arrived_pct: int64 (X,), columns 0..max arrived % (x).
@@ -177,7 +179,8 @@ class AllocCurve:
 
 def discretise(arrived_milli: np.ndarray, used_milli: np.ndarray, frag_milli: np.ndarray,
                idle_milli: np.ndarray, total_gpus: int) -> AllocCurve:
-    """Per-event samples -> integer columns of arrived % (fgd-facts.md sec. 5).
+    """Per-event samples -> integer columns of arrived % (the authors'
+    experiments/analysis/merge_alloc_discrete.py).
 
     Per event: ``arrive% = round(arrived / (10 * G))`` (round half to even) and ``alloc% =
     round(used / (10 * G), 2)``. Column x is the mean of alloc% over events with arrive% = x
@@ -350,7 +353,8 @@ def end_stranded_gpus(state: ClusterState, failed: Sequence[Request]) -> int:
 
 
 def node_priority(nodes: Sequence[Node], rng: np.random.Generator) -> np.ndarray:
-    """Seeded tie order (fgd-facts.md 4.0): the node with the i-th smallest name gets
+    """Seeded tie order (``syncClusterResourceList`` and ``selectHost`` of the FGD
+    simulator): the node with the i-th smallest name gets
     priority ``perm[i]`` with ``perm = rng.permutation(N)``; lower wins ties. int64 (N,)
     in the order of ``nodes``."""
     perm = rng.permutation(len(nodes))

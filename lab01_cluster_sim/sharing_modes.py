@@ -23,8 +23,9 @@ advertises (extended resources) and, through the jobs' run times, the contention
   strategy). A request is rounded up to the smallest profile that covers it, which wastes
   the difference (quantization). A GPU's layout can only change when nothing runs on it.
   Profile facts (memory/compute slices, counts, placements) from the NVIDIA MIG User Guide,
-  "Supported MIG Profiles", as summarised in the course's reference/device-plugin-facts.md
-  sec. 5. Lab 01 keeps this small table itself (Lab 01 never imports Lab 02).
+  "Supported MIG Profiles" (docs.nvidia.com/datacenter/tesla/mig-user-guide), counts
+  cross-checked with NVIDIA/mig-parted's deployments/systemd/config-default.yaml. Lab 01
+  keeps this small table itself (Lab 01 never imports Lab 02).
 """
 
 from __future__ import annotations

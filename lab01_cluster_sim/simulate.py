@@ -156,7 +156,7 @@ class Simulation:
             target = target_workload
             if target is None and uses_target(policy):
                 # FGD scores against the target workload M; like the paper, build M from
-                # the workload being run (fgd-facts.md sec. 2).
+                # the workload being run (``GetTypicalPods``, pkg/utils/frag.go).
                 from lab01_cluster_sim.fragmentation import TargetWorkload
                 if not jobs:
                     raise InputError(f"policy {policy!r} needs a target workload, built from the jobs: got none")
@@ -798,7 +798,7 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
             ``random``, ``dot-prod``, ``gpu-packing``, ``gpu-clustering``, ``fgd``) or object.
             FGD by name scores against ``target_workload``, or when that is None against
             the target workload built from ``jobs`` (as the paper builds it from the
-            original pod list, fgd-facts.md sec. 2).
+            original pod list, ``SetTypicalPods`` in pkg/simulator/analysis.go).
         mode: ``"gang"`` (a multi-worker job starts all-or-nothing) or ``"naive"`` (workers
             bound one at a time, round-robin over jobs, partial allocations held).
         discipline: queue discipline name (``"fifo"``: strict head-of-line blocking;

@@ -518,6 +518,7 @@ def _run_processes(specs, rows, n, bar, fn) -> None:
                     rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
                 bar.update(1)
     except KeyboardInterrupt:
+        bar.close()  # its last count before the stopping line, not after it
         _stop_processes(pool, n)
         raise
     pool.shutdown()
@@ -576,6 +577,7 @@ def _run_dask(specs, rows, address, workers, bar, fn) -> None:
                 rows[i] = {**specs[i].as_row(), "status": "error", "error": f"{type(exc).__name__}: {exc}"}
             bar.update(1)
     except KeyboardInterrupt:
+        bar.close()
         where = "the local Dask cluster" if cluster is not None else f"the scheduler at {address}"
         print(f"stopping: cancelling the runs on {where}; nothing is written, not even the runs already finished",
               file=sys.stderr, flush=True)

@@ -26,12 +26,20 @@ every real input:
 * :data:`MAX_GPU_MEMORY_MIB` (1 TiB): the largest GPU memory today is under 300 GB (B300:
   288 GB); a total in an inventory above 1 TiB is a typo or a hostile file, and would be
   printed into messages and Allocate environment variables digit by digit.
-* :data:`MAX_REPLICAS` (512 per device) and :data:`MAX_DEVICES_PER_RESOURCE` (32,768): the
-  kubelet receives every device ID of a resource in one ListAndWatch message, limited to
-  gRPC's default 4 MiB (the kubelet does not raise it). A device takes at most 82 bytes
-  there (a 63-character ID, the health string, a NUMA node, framing), so 32,768 devices make
-  2.7 MB. 64 GPUs x 512 replicas = 32,768. Checking the counts *before* the replica IDs are
-  built keeps ``replicas: 1000000000`` from allocating gigabytes first.
+* :data:`MAX_MESSAGE_BYTES` (4 MiB) and :data:`MAX_REPLICAS` (the most replicas any one
+  device can carry): the kubelet receives every device of a resource in one
+  ListAndWatchResponse, and a gRPC client refuses a message over 4 MiB unless it raises
+  the limit (grpc-go ``defaultClientMaxReceiveMessageSize = 1024 * 1024 * 4``,
+  dialoptions.go); the kubelet's device plugin client does not raise it (``dial`` in
+  kubernetes pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go). So the bound on
+  replicas is the bytes of the message, not a count: :func:`device_bytes` is what one
+  Device adds (its ID, ``Unhealthy``, the longer health string, and its NUMA node, in
+  protobuf's wire format), :func:`replicas_bytes` what ``<id>::0`` .. ``<id>::<n-1>`` add.
+  One GPU with a 40-character UUID on NUMA node 0 fits 63,718 replicas (NVIDIA's plugin
+  accepts 16,384 and more: k8s-device-plugin issue #1433); a one-character ID (the
+  ``index`` device ID strategy) fits :data:`MAX_REPLICAS`, which the config refuses above,
+  before any ID exists. The sizes are computed *before* the replica IDs are built, so
+  ``replicas: 1000000000`` never allocates gigabytes first.
 * :data:`MAX_WATCH_STREAMS` (4 per resource) and :data:`UNARY_WORKERS` (8): gRPC Python
   serves each call on a thread of one pool, and an open ListAndWatch stream holds its thread
   for as long as it is open. A kubelet holds one stream per plugin (a re-registration opens
@@ -70,14 +78,73 @@ MAX_YAML_DEPTH = 64
 MAX_YAML_NODES = 100_000
 MAX_GPUS = 64
 MAX_GPU_MEMORY_MIB = 1024 * 1024
-MAX_REPLICAS = 512
-MAX_DEVICES_PER_RESOURCE = 32_768
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 MAX_WATCH_STREAMS = 4
 UNARY_WORKERS = 8
 MAX_VALUE_CHARS = 60
 MAX_MESSAGE_CHARS = 200
 #: Longest line accepted on the simulated-Xid FIFO (a command is under 80 characters).
 MAX_FIFO_LINE = 4096
+
+
+#: The longer of the two health strings a Device carries (``Unhealthy``; api.proto's
+#: ``Healthy``/``Unhealthy``): a snapshot must still fit when every device is unhealthy.
+_WORST_HEALTH_BYTES = len("Unhealthy")
+
+
+def _varint_bytes(n: int) -> int:
+    return max(1, (n.bit_length() + 6) // 7)
+
+
+def _field_bytes(payload: int) -> int:
+    """A length-delimited field of number < 16: tag byte, varint length, payload."""
+    return 1 + _varint_bytes(payload) + payload
+
+
+def device_bytes(id_bytes: int, numa_node: int | None = None) -> int:
+    """Bytes one ``Device`` adds to a ListAndWatchResponse, unhealthy (the larger case).
+
+    Protobuf's wire format (protobuf.dev/programming-guides/encoding): the response's
+    field 1 holds the Device, whose fields are ID (1, ``id_bytes`` UTF-8 bytes), health (2)
+    and topology (3: TopologyInfo{nodes: [NUMANode{ID}]}; proto3 leaves a NUMA node 0 out
+    of NUMANode, so it costs 4 bytes and node 1 costs 6). Example: a 47-byte replica ID
+    ``GPU-<36 hex>::12345`` on NUMA node 0 is 2 + (49 + 11 + 4) = 66 bytes.
+    """
+    device = _field_bytes(id_bytes) + _field_bytes(_WORST_HEALTH_BYTES)
+    if numa_node is not None:
+        numa = 0 if numa_node == 0 else 1 + _varint_bytes(numa_node)
+        device += _field_bytes(_field_bytes(numa))
+    return _field_bytes(device)
+
+
+def replicas_bytes(id_bytes: int, replicas: int, numa_node: int | None = None) -> int:
+    """Bytes the ``replicas`` Devices ``<id>::0`` .. ``<id>::<replicas - 1>`` of one device
+    (NVIDIA's ``NewAnnotatedID``) add to a ListAndWatchResponse; computed per number of
+    digits, without building the IDs."""
+    total, digits, start = 0, 1, 0
+    while start < replicas:
+        end = min(replicas, 10 ** digits)
+        total += (end - start) * device_bytes(id_bytes + 2 + digits, numa_node)
+        start, digits = end, digits + 1
+    return total
+
+
+def max_replicas(devices: list[tuple[int, int | None]], limit: int = MAX_MESSAGE_BYTES) -> int:
+    """The most replicas of every device in ``devices`` ((ID bytes, NUMA node) pairs) whose
+    ListAndWatchResponse stays within ``limit`` bytes (0 when even one replica each does not)."""
+    lo, hi = 0, limit  # every Device takes at least one byte
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(replicas_bytes(n, mid, numa) for n, numa in devices) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+#: The most replicas a config may ask for: one device with a one-character ID (the
+#: ``index`` device ID strategy) and no NUMA node fits this many in one 4 MiB message.
+MAX_REPLICAS = max_replicas([(1, None)])
 
 
 def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:

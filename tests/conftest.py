@@ -12,11 +12,32 @@ from pathlib import Path
 
 import pytest
 
+from build_once import start_book_build
 from grading.toolbox import load_tool
 
 pytest_plugins = ["grading.plugin"]  # points marker, pytest --grade (tests/grading/plugin.py)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+_BOOK_BUILD = pytest.StashKey[object]()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own configure has set up the temporary folders
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, start the book's one build as the run begins (tests/build_once.py)."""
+    config.stash[_BOOK_BUILD] = start_book_build(config)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The book's tests last (a stable sort): under pytest-xdist the workers run every other
+    test while the controller builds the book, instead of waiting for it."""
+    book = REPO_ROOT / "tests" / "book"
+    items.sort(key=lambda item: book in item.path.parents)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    thread = config.stash.get(_BOOK_BUILD, None)
+    if thread is not None:
+        thread.join()  # a build no test waited for (all deselected) still ends before pytest
 
 
 def shared_data_dir() -> Path:

@@ -1,38 +1,132 @@
-"""environment.yml must install exactly what pyproject.toml declares (dependencies + book + dev)."""
+"""requirements.lock pins what pyproject.toml declares (dependencies + book + dev), and
+environment.yml and ``make setup`` install exactly it."""
 
 from __future__ import annotations
 
+import re
 import tomllib
+from typing import NamedTuple
 
+import pytest
 import yaml
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from conftest import REPO_ROOT
 
+LOCK = REPO_ROOT / "requirements.lock"
+#: uv's annotation of a requirement that comes from pyproject.toml itself
+FROM_PYPROJECT = "gpu-sharing-course (pyproject.toml)"
 
-def _pyproject_requirements() -> set[str]:
-    data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    project = data["project"]
-    reqs = set(project["dependencies"])
+
+class Pin(NamedTuple):
+    name: str
+    version: Version
+    marker: Marker | None
+    hashes: int
+    via: tuple[str, ...]
+
+
+def parse_lock(text: str) -> list[Pin]:
+    """The entries of a hashed requirements file as uv pip compile writes it: ``name==version
+    [; marker] \\`` then ``--hash=sha256:...`` lines, then ``# via`` comments."""
+    pins: list[Pin] = []
+    entry: list[str] = []
+    via: list[str] = []
+
+    def close() -> None:
+        if entry:
+            head = entry[0].rstrip(" \\")
+            spec, _, marker = head.partition(" ; ")
+            name, sep, version = spec.partition("==")
+            assert sep, f"not pinned with ==: {head!r}"
+            hashes = sum(1 for e in entry[1:] if re.fullmatch(r"--hash=sha256:[0-9a-f]{64}( \\)?", e))
+            pins.append(Pin(canonicalize_name(name), Version(version), Marker(marker) if marker else None,
+                            hashes, tuple(via)))
+        entry.clear()
+        via.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not raw.startswith((" ", "#")):
+            close()
+            entry.append(line)
+        elif line.startswith("--hash="):
+            entry.append(line)
+        elif entry and line.startswith("#"):
+            name = line.lstrip("#").strip().removeprefix("via").strip()
+            if name:
+                via.append(name)
+    close()
+    return pins
+
+
+def _pyproject_requirements() -> list[Requirement]:
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"])
     for extra in ("book", "dev"):
-        reqs |= set(project["optional-dependencies"][extra])
-    return {r.replace(" ", "") for r in reqs}
+        reqs += project["optional-dependencies"][extra]
+    return [Requirement(r) for r in reqs]
 
 
-def _environment_pip_requirements() -> tuple[str, set[str]]:
+@pytest.fixture(scope="module")
+def pins() -> list[Pin]:
+    return parse_lock(LOCK.read_text())
+
+
+def test_parse_lock_reads_pins_markers_hashes_and_sources():
+    text = ("# header\nfoo-bar==1.2 ; sys_platform == 'darwin' \\\n    --hash=sha256:" + "a" * 64 + " \\\n"
+            "    --hash=sha256:" + "b" * 64 + "\n    # via\n    #   baz\n    #   " + FROM_PYPROJECT + "\n"
+            "qux==3.0 \\\n    --hash=sha256:" + "c" * 64 + "\n    # via baz\n")
+    assert parse_lock(text) == [
+        Pin("foo-bar", Version("1.2"), Marker("sys_platform == 'darwin'"), 2, ("baz", FROM_PYPROJECT)),
+        Pin("qux", Version("3.0"), None, 1, ("baz",)),
+    ]
+
+
+def test_every_package_is_pinned_exactly_with_its_hashes(pins):
+    assert len(pins) > 100  # the book and dev extras bring about 190 packages
+    assert all(p.hashes >= 1 for p in pins), [p.name for p in pins if not p.hashes]
+
+
+def test_the_lock_satisfies_every_lower_bound_of_pyproject(pins):
+    env = {"python_full_version": "3.11.7", "python_version": "3.11", "sys_platform": "linux",
+           "platform_system": "Linux", "os_name": "posix", "implementation_name": "cpython",
+           "platform_machine": "x86_64", "platform_python_implementation": "CPython"}
+    for req in _pyproject_requirements():
+        name = canonicalize_name(req.name)
+        chosen = [p for p in pins if p.name == name and (p.marker is None or p.marker.evaluate(env))]
+        assert len(chosen) == 1, f"{req}: {len(chosen)} pins for Python 3.11 on Linux"
+        assert chosen[0].version in req.specifier, f"{req}: the lock has {chosen[0].version}"
+
+
+def test_the_lock_was_written_from_the_current_pyproject(pins):
+    # a requirement added to pyproject.toml without `make lock` is not in the lock's sources
+    direct = {p.name for p in pins if FROM_PYPROJECT in p.via}
+    assert direct == {canonicalize_name(r.name) for r in _pyproject_requirements()}, "run `make lock`"
+
+
+def test_the_lock_names_the_command_that_writes_it():
+    head = LOCK.read_text().splitlines()[:2]
+    assert head == ["# This file was autogenerated by uv via the following command:", "#    make lock"]
+
+
+def test_environment_yml_installs_the_lock_on_python_3_11():
     env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
-    python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python"))
+    assert "python=3.11" in env["dependencies"]
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    reqs = {r.replace(" ", "") for r in pip_section if not r.startswith("-e")}
-    return python, reqs
+    assert pip_section == ["-r requirements.lock"]
 
 
-def test_environment_yml_matches_pyproject():
-    python, env_reqs = _environment_pip_requirements()
-    assert python == "python=3.11"
-    assert env_reqs == _pyproject_requirements()
-
-
-def test_environment_yml_installs_the_project_with_its_extras():
-    env = yaml.safe_load((REPO_ROOT / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert "-e .[book,dev]" in pip_section
+def test_make_setup_installs_the_lock_then_the_project_without_dependencies():
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    setup = makefile.split("\nsetup:", 1)[1].split("\n\n", 1)[0]
+    assert "$(PIP) install --require-hashes -r $(LOCK)" in setup
+    assert "$(PIP) install --no-deps --no-build-isolation -e ." in setup
+    assert "LOCK := requirements.lock" in makefile
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert "\nmake setup\nmake test\n" in ci

@@ -298,7 +298,8 @@ def test_student_readme_and_makefile_commands_work(learner_checkout: Path) -> No
         proc = _make(root, *args, dry=args[0] in ("setup", "lab"))
         assert proc.returncode == 0, (command, proc.stdout[-2000:], proc.stderr[-2000:])
         out[args[0]] = proc.stdout
-    assert "pip install -e" in out["setup"] and "jupyter lab labs/" in out["lab"]
+    assert "pip install --require-hashes -r requirements.lock" in out["setup"] and (root / "requirements.lock").is_file()
+    assert "pip install --no-deps --no-build-isolation -e ." in out["setup"] and "jupyter lab labs/" in out["lab"]
     assert re.search(r"^1A\s+4\s+0\s+0 / 6", out["check"], re.M), out["check"]   # 4 tests, 6 points, none yet
     assert re.search(r"^total\s+30\s+0\s+0 / 56", out["grade"], re.M), out["grade"]
     with zipfile.ZipFile(root / "submission.zip") as zf:

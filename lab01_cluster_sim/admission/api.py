@@ -1,8 +1,8 @@
 """The Kueue objects the admission layer understands, as typed records.
 
 Field names and meanings follow Kueue's API ``kueue.x-k8s.io/v1beta2`` (Go types in
-``apis/kueue/v1beta2/`` of kubernetes-sigs/kueue; the CRDs this course reads are in
-``../shared/data/kueue``, see its SOURCE.md). Quantities are already integers in Kueue's
+``apis/kueue/v1beta2/`` of kubernetes-sigs/kueue; the tests read its CRDs,
+``config/components/crd/bases/`` at commit ff69552e, from ``$COURSE_SHARED_DATA/kueue``). Quantities are already integers in Kueue's
 units (:mod:`.quantity`): CPU in milli-cores, memory in bytes, devices and pods as counts.
 The scenario reader (:mod:`lab01_cluster_sim.scenario`) turns YAML into these records;
 tests and notebooks may build them directly.

@@ -220,9 +220,11 @@ class QuotaTree:
         return self.cluster_queues[cluster_queue].usage.get(fr, 0)
 
     def available(self, cluster_queue: str, fr: FlavorResource) -> int:
-        """Unused quota ``cluster_queue`` can admit now in ``fr`` (may be negative after
-        over-admission), see the module docstring."""
-        return available(self.cluster_queues[cluster_queue], fr)
+        """Unused quota ``cluster_queue`` can admit now in ``fr``, see the module docstring;
+        0 after over-admission (quota removed under admitted workloads), as Kueue's
+        ``ClusterQueueSnapshot.Available`` clamps the tree's ``available``
+        (pkg/cache/scheduler/clusterqueue_snapshot.go, v0.17.0 and main ff69552e)."""
+        return max(0, available(self.cluster_queues[cluster_queue], fr))
 
     def potential_available(self, cluster_queue: str, fr: FlavorResource) -> int:
         """The most ``cluster_queue`` could use of ``fr`` with nothing else admitted."""

@@ -143,13 +143,11 @@ def run(args: argparse.Namespace) -> int:
     policies = _names(args.policies, "--policies") or list(default_policies(args.runner, trace=bool(args.trace)))
     workloads = _names(args.workloads, "--workloads")
     if args.trace:
-        from pathlib import Path
+        from lab01_cluster_sim.workloads.openb import check_trace_folder
 
         if args.runner != "replay":
             raise InputError(f"--trace goes with --runner replay, got --runner {args.runner}")
-        folder = Path(args.trace)
-        if not folder.is_dir():
-            raise InputError(f"--trace {args.trace!r}: not a folder")
+        folder = check_trace_folder(args.trace)
         workloads = workloads or ["default"]
         if workloads == ["paper"]:
             from lab01_cluster_sim.replay import PAPER_POD_LISTS

@@ -266,7 +266,8 @@ def fetch_trace(dest: str | os.PathLike, base_url: str = DEFAULT_BASE_URL, sums:
     """Download the trace files into ``dest`` and verify them (see the module docstring).
 
     Args:
-        dest: the folder to fill (created, with its parents, when missing).
+        dest: the folder to fill (created, with its parents, when missing; the folders it
+            created are removed again when the fetch fails and leaves them empty).
         base_url: the folder URL; each file is ``<base_url>/<name>``.
         sums: file name -> expected hex SHA-256 (default: :func:`shipped_sums`).
         files: names to fetch, a subset of ``sums`` (default: all, in the order of ``sums``).
@@ -298,14 +299,23 @@ def fetch_trace(dest: str | os.PathLike, base_url: str = DEFAULT_BASE_URL, sums:
     folder = Path(dest)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: exists and is not a folder; expected a folder for the trace files")
+    created = [p for p in (folder, *folder.parents) if not p.exists()]   # deepest first
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{folder}: cannot create the folder: {exc.strerror or exc}") from None
     out = []
-    for name in names:
-        out.append(_fetch_one(folder, name, sums[name], f"{base}/{urllib.parse.quote(name)}", progress,
-                              max_bytes, timeout, opener, clock))
+    try:
+        for name in names:
+            out.append(_fetch_one(folder, name, sums[name], f"{base}/{urllib.parse.quote(name)}", progress,
+                                  max_bytes, timeout, opener, clock))
+    except BaseException:
+        for path in created:   # only folders this call made, and only while empty
+            try:
+                path.rmdir()
+            except OSError:     # not empty: a verified file or a .part to resume from stays
+                break
+        raise
     return out
 
 

@@ -16,7 +16,7 @@ def plot_alloc_vs_arrived(results: Mapping[str, Sequence[ReplayResult]], x_min: 
 
     The shape of the paper's allocation figure (Weng et al., ATC'23; issue 2 calls it Fig. 7,
     the authors' plot scripts label the matching unallocated-GPU line "Fig. 9(a)" and plot
-    100 - allocation, fgd-facts.md sec. 5 and 9):
+    100 - allocation: experiments/plot/ of hkust-adsl/kubernetes-scheduler-simulator):
     one line per policy, the median over seeds, with the band between the 25th and 75th
     percentiles when there are several seeds, and the diagonal where every arrived GPU is
     allocated.

@@ -5,7 +5,7 @@ shape. :data:`POLICIES` maps each policy's name (the word used on the command li
 tables and in errors) to its class, like the Kubernetes scheduler's map of scoring
 strategies: a new policy is one new entry and the engine is untouched.
 
-Built in (facts in reference/fgd-facts.md sec. 4):
+Built in (the FGD paper's ones as pkg/simulator/plugin/ of hkust-adsl/kubernetes-scheduler-simulator scores):
 
 - ``first-fit``, ``best-fit``, ``worst-fit``, ``random`` (:mod:`.generic`);
 - the FGD paper's baselines ``dot-prod`` (:mod:`.dot_prod`), ``gpu-packing``

@@ -4,7 +4,8 @@ The contract every policy meets (:class:`~lab01_cluster_sim.framework.interface.
 the Score extension point) is the framework's.
 
 Pipeline for one worker (pod), as in kube-scheduler v1.20 as the fragmentation paper's
-simulator runs it (reference/fgd-facts.md sec. 4.0):
+simulator runs it (pkg/simulator/ of hkust-adsl/kubernetes-scheduler-simulator,
+its fork of kube-scheduler's generic_scheduler.go):
 
 1. Filter: nodes where the request fits now (:meth:`ClusterState.feasible`).
 2. No feasible node: no placement. Exactly one: take it without scoring.
@@ -112,7 +113,7 @@ def pick_lowest_free_gpus(state: ClusterState, request: Request, node: int) -> t
     """The ``request.num_gpus`` lowest-index GPUs of ``node`` that are entirely free.
 
     This is how the FGD simulator reserves whole-GPU and multi-GPU pods
-    (``AllocateExclusiveGpuId``, fgd-facts.md 4.0). Returns ``()`` for a CPU-only request.
+    (``AllocateExclusiveGpuId``, pkg/type/resource.go). Returns ``()`` for a CPU-only request.
 
     Raises:
         ValueError: the node does not have that many free GPUs (a scheduler bug).
@@ -143,7 +144,7 @@ def shared_gpu_candidates(state: ClusterState, request: Request, node: int) -> t
 
 
 def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[int, ...]:
-    """The "best" GPU pick (fgd-facts.md 4.0, ``-gpusel best``).
+    """The "best" GPU pick (the FGD simulator's ``-gpusel best``).
 
     A GPU-sharing request (one GPU, share u < 1000) gets the GPU with the smallest free
     share that is still >= u (lowest index on ties): the tightest fit, which keeps whole
@@ -162,7 +163,7 @@ def pick_best_gpus(state: ClusterState, request: Request, node: int) -> tuple[in
 
 def pick_random_gpus(state: ClusterState, request: Request, node: int,
                      rng: np.random.Generator) -> tuple[int, ...]:
-    """The "random" GPU pick (fgd-facts.md 4.0, ``-gpusel random``): a GPU-sharing request
+    """The "random" GPU pick (the FGD simulator's ``-gpusel random``): a GPU-sharing request
     gets a uniform choice among the GPUs with free share >= u; whole/multi-GPU requests
     get the lowest-index fully free GPUs (no draw)."""
     if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:

@@ -1,6 +1,7 @@
-"""DotProd: the FGD paper's dot-product baseline (fgd-facts.md 4.2).
+"""DotProd: the FGD paper's dot-product baseline.
 
-Source: ``dot_product_score.go`` of the FGD simulator, run with ``-dimext merge -norm max``.
+Source: ``dot_product_score.go`` of the FGD simulator (hkust-adsl/kubernetes-scheduler-simulator,
+pkg/simulator/plugin/), run with ``-dimext merge -norm max``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lab01_cluster_sim.policies.base import pick_best_gpus, register
 class DotProd:
     """DotProd: prefer the node whose free vector has the smallest dot product with the request.
 
-    Rule (fgd-facts.md 4.2): free ``a = (cpuLeft / max_cpu, idle / max_gpu)``, request
+    Rule (``dot_product_score.go``): free ``a = (cpuLeft / max_cpu, idle / max_gpu)``, request
     ``b = (c / max_cpu, k*u / max_gpu)``, ``d = (a . b) / 2``, score = trunc(100 * (1 - d));
     0 where the CPU does not fit. ``max_cpu``/``max_gpu`` are the largest node's (128000 and
     8000 in the openb cluster, the simulator's MaxSpecCpu/MaxSpecGpu). A small dot product

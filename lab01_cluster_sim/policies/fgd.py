@@ -1,6 +1,7 @@
-"""FGD: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; fgd-facts.md 4.6).
+"""FGD: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23).
 
-Source: ``fgd_score.go`` and ``utils.NodeGpuShareFragAmountScore`` of the FGD simulator.
+Source: ``fgd_score.go`` and ``utils.NodeGpuShareFragAmountScore`` of the FGD simulator
+(hkust-adsl/kubernetes-scheduler-simulator, pkg/simulator/plugin/).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lab01_cluster_sim.policies.base import pick_lowest_free_gpus, register
 def fgd_score_of(delta_milli: np.ndarray) -> np.ndarray:
     """FGD's node score from the drop in fragmentation dF = F_n - F_n' (milli-GPU):
     ``trunc(100 * sigmoid(dF / 1000))``, int64 in 0..100; 50 means no change
-    (fgd-facts.md 4.6). :class:`FGD` passes an exact dF (integer weighted sums divided once),
+    (``fgd_score.go``). :class:`FGD` passes an exact dF (integer weighted sums divided once),
     so no change gives exactly 0 and 50, never 49 from rounding noise."""
     return np.trunc(100.0 / (1.0 + np.exp(-np.asarray(delta_milli, dtype=np.float64) / 1000.0))).astype(np.int64)
 
@@ -28,7 +29,7 @@ def fgd_score_of(delta_milli: np.ndarray) -> np.ndarray:
 class FGD:
     """FGD: place the pod where the node's fragmentation grows least (or falls most).
 
-    Rule (fgd-facts.md 4.6): for node n and pod p, n' is n after a hypothetical placement,
+    Rule (``fgd_score.go``): for node n and pod p, n' is n after a hypothetical placement,
     dF = F_n(M) - F_n'(M) (fragmentation against the target workload M, see
     :mod:`lab01_cluster_sim.fragmentation`), score = trunc(100 * sigmoid(dF / 1000)).
 

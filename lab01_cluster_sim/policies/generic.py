@@ -5,7 +5,8 @@ contract: ``score`` gives every candidate node an integer in 0..100 (higher wins
 the lowest ``state.tie_rank``), ``pick_gpus`` chooses the GPUs inside the chosen node.
 
 ``best-fit`` and ``random`` are the fragmentation paper's BestFit and Random baselines
-(Weng et al., ATC'23; facts in reference/fgd-facts.md 4.5 and 4.1).
+(Weng et al., ATC'23; ``best_fit_score.go`` and ``random_score.go`` in
+pkg/simulator/plugin/ of hkust-adsl/kubernetes-scheduler-simulator).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from lab01_cluster_sim.policies.base import (
 
 def min_max_normalize(raw: np.ndarray) -> np.ndarray:
     """Rescale integer scores to 0..100 with integer maths, as the FGD simulator's
-    ``NormalizeScore`` does (fgd-facts.md 4.5): ``(s - lo) * 100 // (hi - lo)``, all 0 when
+    ``NormalizeScore`` does (plugin_utils.go): ``(s - lo) * 100 // (hi - lo)``, all 0 when
     ``hi == lo``. Keeps both the order and the ties of ``raw`` (int64, any shape)."""
     raw = np.asarray(raw, dtype=np.int64)
     if raw.size == 0:
@@ -41,7 +42,7 @@ def min_max_normalize(raw: np.ndarray) -> np.ndarray:
 
 def best_fit_raw_score(cpu_left: np.ndarray, idle_milli: np.ndarray, cpu_req: int, gpu_req: int,
                        max_cpu: int, max_gpu: int) -> np.ndarray:
-    """The paper's BestFit score of each node before normalisation (fgd-facts.md 4.5).
+    """The paper's BestFit score of each node before normalisation (``best_fit_score.go``).
 
     What would be left on the node after the placement, as a share of the largest node,
     weighted half CPU and half GPU::
@@ -109,8 +110,7 @@ class BestFit:
 
     Rule: :func:`best_fit_raw_score` (half CPU, half total GPU left, relative to the largest
     node), then :func:`min_max_normalize` over the candidates. Kubernetes' NodeResourcesFit
-    ``MostAllocated`` in spirit. GPU pick: "best". Source: fgd-facts.md 4.5
-    (``best_fit_score.go`` of the FGD simulator).
+    ``MostAllocated`` in spirit. GPU pick: "best". Source: ``best_fit_score.go`` of the FGD simulator.
     """
 
     name: ClassVar[str] = "best-fit"
@@ -153,8 +153,7 @@ class RandomFit:
 
     Rule: one draw ``i = rng.integers(len(candidates))``; candidate i scores 100, all
     others 0. GPU pick: "random" (a uniform choice among the GPUs with enough free share
-    for a shared pod; lowest-index free GPUs for whole GPUs). Source: fgd-facts.md 4.1
-    (``random_score.go``).
+    for a shared pod; lowest-index free GPUs for whole GPUs). Source: ``random_score.go`` of the FGD simulator.
     """
 
     name: ClassVar[str] = "random"

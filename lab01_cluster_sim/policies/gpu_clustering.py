@@ -1,6 +1,7 @@
-"""GpuClustering: the FGD paper's clustering baseline (fgd-facts.md 4.3).
+"""GpuClustering: the FGD paper's clustering baseline.
 
-Source: ``gpu_clustering_score.go`` of the FGD simulator.
+Source: ``gpu_clustering_score.go`` of the FGD simulator (hkust-adsl/kubernetes-scheduler-simulator,
+pkg/simulator/plugin/).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class GpuClustering:
 
     A GPU pod's *tag* is "share" (one GPU, u < 1000) or "<k>-gpu" (k whole GPUs); a node's
     tags are those of its resident GPU pods (``ClusterState.tag_count``, kept by bind and
-    release). Rule (fgd-facts.md 4.3), with ``base = floor(25 * (max_gpu - idle) / max_gpu)``
+    release). Rule (``gpu_clustering_score.go``), with ``base = floor(25 * (max_gpu - idle) / max_gpu)``
     (max_gpu = 8000 in the openb cluster):
 
     - base + 75 if the node hosts only pods with this tag;

@@ -1,6 +1,7 @@
-"""GpuPacking: the FGD paper's packing baseline (fgd-facts.md 4.4).
+"""GpuPacking: the FGD paper's packing baseline.
 
-Source: ``gpu_packing_score.go`` of the FGD simulator.
+Source: ``gpu_packing_score.go`` of the FGD simulator (hkust-adsl/kubernetes-scheduler-simulator,
+pkg/simulator/plugin/).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from lab01_cluster_sim.policies.base import pick_best_gpus, register
 class GpuPacking:
     """GpuPacking: fill partly used GPUs first, then partly used nodes, idle nodes last.
 
-    Rule (fgd-facts.md 4.4), for a GPU pod of k GPUs at u milli on a node with G GPUs of
+    Rule (``gpu_packing_score.go``), for a GPU pod of k GPUs at u milli on a node with G GPUs of
     which z are fully free; CPU-only pods score 0 everywhere:
 
     - idle node (z = G): ``max(33 - z, z)`` (= 33 - z for G <= 16): small idle nodes first;

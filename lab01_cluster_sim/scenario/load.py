@@ -240,7 +240,8 @@ class _Builder(KueueKinds, PodKinds):
         base = ("spec", "workload", "trace")
         folder = self._resolve(trace["path"])
         if not folder.is_dir():
-            raise error_at(doc, base + ("path",), f"{folder}: not a folder (the trace folder holds "
+            what = "not a folder" if folder.exists() else "does not exist"
+            raise error_at(doc, base + ("path",), f"{folder}: {what} (the trace folder holds "
                        "openb_node_list_gpu_node.csv and the pod lists; relative paths start at the scenario, "
                        f"$COURSE_SHARED_DATA/... at the course's shared data{self._shared_hint(trace['path'])})")
         name = trace.get("podList", "default")

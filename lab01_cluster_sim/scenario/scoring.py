@@ -14,7 +14,11 @@ integer arithmetic as in Go):
 
 The node's score is the weighted mean over the resources the node has (``capacity > 0``):
 ``sum(score * weight) / sum(weight)``, integer division (RequestedToCapacityRatio: rounded,
-and only resources with a score above 0 count). So ``MostAllocated`` with
+and only resources with a score above 0 count). An extended resource (``nvidia.com/gpu``)
+that the pod does not request is left out, as if the node had none
+(``resourceAllocationScorer.calculateResourceAllocatableRequest`` returns (0, 0) for a
+scalar resource with a zero pod request, resource_allocation.go, kube-scheduler v1.35): a
+CPU-only pod is scored on CPU and memory alone, on GPU nodes too. So ``MostAllocated`` with
 ``nvidia.com/gpu: 5, cpu: 1`` packs GPUs while hardly caring for CPU, and a profile can pack
 GPUs and spread CPU only by choosing weights; the GPU picked inside a node is the tightest
 fit (:func:`~lab01_cluster_sim.policies.base.pick_best_gpus`).
@@ -117,6 +121,8 @@ class NodeResourcesFit:
         total = np.zeros(len(candidates), dtype=np.int64)
         weights = np.zeros(len(candidates), dtype=np.int64)
         for res, w in self.resources:
+            if res == "nvidia.com/gpu" and request.num_gpus == 0:
+                continue   # an extended resource the pod does not request is not scored
             requested, cap = self._requested_capacity(state, request, candidates, res)
             has = cap > 0
             safe = np.where(has, cap, 1)

@@ -1,6 +1,7 @@
 """Loaders for the Alibaba GPU cluster trace 2023 ("openb", Weng et al., ATC'23).
 
-Two kinds of CSV (columns and units in shared/data/alibaba-gpu-2023/SOURCE.md):
+Two kinds of CSV (columns and units in the trace's README.md, cluster-trace-gpu-v2023/ of
+the GitHub repository alibaba/clusterdata):
 
 - node lists ``openb_node_list_*.csv``: ``sn,cpu_milli,memory_mib,gpu,model``;
 - pod lists ``openb_pod_list_*.csv``: ``name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,
@@ -24,7 +25,7 @@ most :data:`MAX_FILE_BYTES` (32 MiB) with lines of at most :data:`MAX_LINE_CHARS
 characters and at most :data:`MAX_ROWS` (200,000) rows; the size is checked before reading, so
 a device such as /dev/zero, a FIFO or a sparse multi-gigabyte file is refused at once.
 
-Deviation from the FGD simulator's ``pod_csv_to_yaml.py`` (fgd-facts.md sec. 1), which clamps
+Deviation from the FGD simulator's ``data/pod_csv_to_yaml.py``, which clamps
 ``gpu_milli`` above 1000 to 1000 and zeroes the share of a pod with ``num_gpu`` 0: no row of
 the published pod lists needs either repair (checked on all 24 lists), so such a row is
 malformed input here and raises, naming file:line:column, instead of being silently
@@ -407,6 +408,22 @@ def resolve_pod_list(folder: str | Path, name: str | None = None) -> Path:
                      f"{', '.join(known) if known else '(no openb_pod_list_*.csv there)'}")
 
 
+def check_trace_folder(folder: str | Path) -> Path:
+    """``folder`` as a Path when it is a folder (``--trace``).
+
+    Raises:
+        InputError: it does not exist (the message says how to download the trace into it),
+            or it is something else than a folder.
+    """
+    folder = Path(folder)
+    if not folder.exists():
+        raise InputError(f"--trace {folder}: does not exist; expected the folder holding the openb CSV files "
+                         f"(python -m lab01_cluster_sim fetch-trace {folder} downloads them)")
+    if not folder.is_dir():
+        raise InputError(f"--trace {folder}: not a folder; expected the folder holding the openb CSV files")
+    return folder
+
+
 def describe_trace(folder: str | Path, pod_list: str | None = None, node_list: str = DEFAULT_NODE_LIST) -> str:
     """What :func:`load_trace` with these arguments reads, for a command's "loading ..." line:
     ``"openb_pod_list_default.csv and openb_node_list_gpu_node.csv from DIR"`` (the pod list
@@ -427,9 +444,7 @@ def load_trace(folder: str | Path, pod_list: str | None = None,
     Raises:
         InputError: the folder or a file is missing; TraceFormatError: a malformed file.
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(f"--trace {folder}: not a folder; expected the folder holding the openb CSV files")
+    folder = check_trace_folder(folder)
     node_path = folder / node_list
     if not node_path.is_file():
         raise InputError(f"node list {node_path} not found; expected {node_list} in the trace folder")

@@ -2,8 +2,8 @@
 
 The real trace is study-only data and is not shipped, so every command runs on this
 generator when no ``--trace`` is given. The shapes follow ``openb_pod_list_default.csv`` and
-``openb_node_list_gpu_node.csv`` (figures computed from those files; SOURCE.md beside the
-data). Every distribution and parameter is a field of :class:`PodMix` or :class:`NodeType`:
+``openb_node_list_gpu_node.csv`` (figures computed from those files, cluster-trace-gpu-v2023/csv/ of
+alibaba/clusterdata). Every distribution and parameter is a field of :class:`PodMix` or :class:`NodeType`:
 
 Pods (one worker each unless ``gang_share`` > 0):
 

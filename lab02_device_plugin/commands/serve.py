@@ -24,7 +24,7 @@ from lab02_device_plugin.plugin.health import (
     APPLICATION_XIDS, HealthEvent, HealthPolicy, NvmlHealthSource, SimulatedHealthSource,
 )
 from lab02_device_plugin.plugin.discovery import (
-    from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
+    NvmlUnavailable, from_nvidia_smi_list, from_nvml, load_inventory, with_mig_uuids,
 )
 from lab02_device_plugin.plugin.inventory import Inventory
 from lab02_device_plugin.limits import (
@@ -239,8 +239,16 @@ def load_node(args: argparse.Namespace) -> tuple[Inventory, Config]:
     Precedence of the MIG strategy, as upstream: ``--mig-strategy`` (or ``$MIG_STRATEGY``)
     over the file. Config and inventory warnings are printed to stderr.
 
+    Without ``--inventory`` the GPUs come from NVML; when NVML cannot initialise and the
+    config says ``flags.failOnInitError: false``, the inventory is empty and one warning line
+    says why: the plugin keeps running and registers nothing, as NVIDIA's plugin logs "nvml
+    init failed" and returns no resource managers (``getResourceManagers``,
+    internal/plugin/factory.go, v0.20.0), then waits (``startPlugins``,
+    cmd/nvidia-device-plugin/main.go: "No devices found. Waiting indefinitely.").
+
     Raises:
-        InputError: any of the files is unreadable, oversized or invalid.
+        InputError: any of the files is unreadable, oversized or invalid; NVML cannot
+            initialise and ``failOnInitError`` is true (upstream's default).
     """
     if args.listing is not None and args.inventory is None:
         raise InputError("--listing: needs --inventory (it completes an nvidia-smi XML dump)")
@@ -250,7 +258,14 @@ def load_node(args: argparse.Namespace) -> tuple[Inventory, Config]:
     if args.inventory is not None:
         inventory = load_inventory(args.inventory)
     else:
-        inventory = from_nvml()
+        try:
+            inventory = from_nvml()
+        except NvmlUnavailable as exc:
+            if config.flags.fail_on_init_error:
+                raise
+            print(f"warning: {exc}; flags.failOnInitError is false: no devices, nothing registered, "
+                  "waiting (SIGHUP or a kubelet restart tries NVML again)", file=sys.stderr, flush=True)
+            inventory = Inventory((), "nvml")
     if args.listing is not None:
         inventory = with_mig_uuids(inventory, from_nvidia_smi_list(_read(args.listing), str(args.listing)))
     if args.topology is not None:
@@ -260,7 +275,9 @@ def load_node(args: argparse.Namespace) -> tuple[Inventory, Config]:
     return inventory, config
 
 
-def _nvml_source(inventory: Inventory) -> NvmlHealthSource:
+def _nvml_source(inventory: Inventory) -> NvmlHealthSource | None:
+    if not inventory.gpus:  # NVML unavailable and tolerated: nothing to watch
+        return None
     mig_ids = {(g.uuid, m.gpu_instance_id, m.compute_instance_id): m.uuid
                for g in inventory.gpus for m in g.mig_devices}
     return NvmlHealthSource([g.uuid for g in inventory.gpus], mig_ids=mig_ids)
@@ -284,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
                             health_source_factory=_nvml_source if args.inventory is None else None)
     for w in manager.plan.warnings:
         print(f"warning: {w}", file=sys.stderr, flush=True)
-    if not manager.plan.resources:
+    if not manager.plan.resources and not (args.inventory is None and not inventory.gpus):
         raise InputError(f"{inventory.source}: no resources to advertise with migStrategy "
                          f"{config.flags.mig_strategy}; expected at least one GPU or MIG device")
 
@@ -332,7 +349,8 @@ def run(args: argparse.Namespace) -> int:
             fifo_thread.start()
             say(f"reading simulated health events from {args.xid_fifo}")
         watching = f"; watching {', '.join(map(str, watched))}" if watched else ""
-        say(f"device plugin running ({', '.join(manager.plan.names())}){watching}; "
+        serving = ", ".join(manager.plan.names()) or "no devices found, waiting"
+        say(f"device plugin running ({serving}){watching}; "
             "SIGHUP reloads, SIGTERM or Ctrl-C stops it")
         while not stop.wait(0.05):
             if hup.is_set():

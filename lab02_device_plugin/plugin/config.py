@@ -79,7 +79,7 @@ _SHARED_NAME_RE = re.compile(r"^nvidia\.com/(gpu|mig-\d+g\.\d+gb(\.me)?)$")
 # to the default changes nothing, so only a different value is warned about; None (an empty
 # YAML value) counts as the default.
 _IGNORED_FLAGS: Mapping[str, tuple[Any, ...]] = MappingProxyType({
-    "failOnInitError": (True,), "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
+    "nvidiaDriverRoot": ("/",), "nvidiaDevRoot": ("/", ""),
     "gdrcopyEnabled": (False,), "gdsEnabled": (False,), "mofedEnabled": (False,),
     "useNodeFeatureAPI": (False,), "deviceDiscoveryStrategy": ("auto",),
 })
@@ -155,11 +155,17 @@ class PluginFlags:
 
 @dataclass(frozen=True)
 class Flags:
-    """``flags``: MIG strategy, MPS root and the plugin flags."""
+    """``flags``: MIG strategy, MPS root, ``failOnInitError`` and the plugin flags.
+
+    ``fail_on_init_error`` (default true, as upstream): false makes ``serve`` keep running
+    with no devices when NVML cannot initialise, as NVIDIA's plugin does
+    (``getResourceManagers`` in internal/plugin/factory.go, v0.20.0).
+    """
 
     mig_strategy: str = MIG_STRATEGY_NONE
     mps_root: str = DEFAULT_MPS_ROOT
     plugin: PluginFlags = field(default_factory=PluginFlags)
+    fail_on_init_error: bool = True
 
 
 @dataclass(frozen=True)
@@ -449,13 +455,15 @@ def _parse_plugin_flags(ctx: _Ctx, data: Mapping) -> PluginFlags:
 
 
 def _parse_flags(ctx: _Ctx, data: Mapping) -> Flags:
-    known = ("migStrategy", "mpsRoot", "plugin", "gfd") + tuple(_IGNORED_FLAGS)
+    known = ("migStrategy", "mpsRoot", "failOnInitError", "plugin", "gfd") + tuple(_IGNORED_FLAGS)
     _check_keys(ctx, data, "flags", known)
     kw: dict[str, Any] = {}
     if data.get("migStrategy") is not None:
         kw["mig_strategy"] = _choice(ctx, data["migStrategy"], "flags.migStrategy", MIG_STRATEGIES)
     if data.get("mpsRoot") is not None:
         kw["mps_root"] = _string(ctx, data["mpsRoot"], "flags.mpsRoot")
+    if data.get("failOnInitError") is not None:
+        kw["fail_on_init_error"] = _bool(ctx, data["failOnInitError"], "flags.failOnInitError")
     kw["plugin"] = _parse_plugin_flags(ctx, _mapping(ctx, data.get("plugin"), "flags.plugin"))
     if data.get("deviceDiscoveryStrategy") is not None:
         _choice(ctx, data["deviceDiscoveryStrategy"], "flags.deviceDiscoveryStrategy",
@@ -564,9 +572,9 @@ def _parse_sharing_strategy(ctx: _Ctx, data: Mapping, path: str, strategy: str) 
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
             raise ctx.error(f"{rpath}.replicas", "an integer >= 2", replicas)
         if replicas > MAX_REPLICAS:
-            raise ctx.error(f"{rpath}.replicas", f"at most {MAX_REPLICAS} (the kubelet gets every "
-                            "replica ID of a resource in one ListAndWatch message, limited to "
-                            "4 MiB: see lab02_device_plugin.limits)", replicas)
+            raise ctx.error(f"{rpath}.replicas", f"at most {MAX_REPLICAS} (more replicas of even "
+                            "one device with a one-character ID do not fit the 4 MiB ListAndWatch "
+                            "message the kubelet accepts: see lab02_device_plugin.limits)", replicas)
         rename = entry.get("rename")
         if rename is not None:
             rename = _string(ctx, rename, f"{rpath}.rename")
@@ -711,6 +719,7 @@ def config_changes(old: Config, new: Config) -> list[str]:
     diff("version", old.version, new.version)
     diff("flags.migStrategy", old.flags.mig_strategy, new.flags.mig_strategy)
     diff("flags.mpsRoot", old.flags.mps_root, new.flags.mps_root)
+    diff("flags.failOnInitError", old.flags.fail_on_init_error, new.flags.fail_on_init_error)
     a, b = old.flags.plugin, new.flags.plugin
     for key, attr in (("passDeviceSpecs", "pass_device_specs"),
                       ("deviceListStrategy", "device_list_strategy"),

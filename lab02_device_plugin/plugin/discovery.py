@@ -337,6 +337,11 @@ def with_mig_uuids(inventory: Inventory, listing: Inventory) -> Inventory:
 
 # --------------------------------------------------------------------------- NVML
 
+class NvmlUnavailable(InputError):
+    """NVML cannot be used at all: nvidia-ml-py is missing or ``nvmlInit`` fails (no driver,
+    no GPU). The one failure that ``flags.failOnInitError: false`` tolerates."""
+
+
 def from_nvml(nvml: Any = None) -> Inventory:
     """Read the live GPUs through NVML (nvidia-ml-py).
 
@@ -351,20 +356,20 @@ def from_nvml(nvml: Any = None) -> Inventory:
     warning, as NVML reports what the GPU has.
 
     Raises:
-        InputError: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU),
-            an NVML call fails for one GPU (named), or a check above fails.
+        NvmlUnavailable: nvidia-ml-py is not installed or NVML cannot initialise (no driver/GPU).
+        InputError: an NVML call fails for one GPU (named), or a check above fails.
     """
     if nvml is None:
         try:
             import pynvml as nvml  # type: ignore[import-not-found]
         except ImportError:
-            raise InputError("NVML: the nvidia-ml-py package is not installed (pip install "
+            raise NvmlUnavailable("NVML: the nvidia-ml-py package is not installed (pip install "
                              "'gpu-sharing-course[nvml]'); pass --inventory FILE (nvidia-smi XML "
                              "or a YAML spec) to simulate GPUs instead") from None
     try:
         nvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        raise InputError(f"NVML: cannot initialise ({exc}); no NVIDIA driver or GPU here? "
+        raise NvmlUnavailable(f"NVML: cannot initialise ({exc}); no NVIDIA driver or GPU here? "
                          "pass --inventory FILE to simulate GPUs instead") from None
 
     def s(value: Any) -> str:

@@ -137,7 +137,8 @@ def check_mig_layout(where: str, model: str, devices: list[MigDevice],
     * each MIG device index once on the GPU (a repeated index is a pasted or edited dump);
     * a compute-instance profile smaller than its GPU instance (``1c.3g.40gb``) is dropped
       with a warning: NVIDIA's plugin exposes only MIG devices whose compute instance spans
-      their GPU instance (``../shared/reference/device-plugin-facts.md``, MIG resources);
+      their GPU instance (NVIDIA k8s-device-plugin v0.20.0: ``buildMigDeviceMap`` in
+      internal/rm/device_map.go, resources from ``AddDefaultResourcesToConfig``, internal/rm/rm.go);
     * a named profile of the model's table must agree with the device's own SM count and
       memory (within 5 % of the ``-lgip`` size): a ``1g.10gb`` device of 40,000 MiB and 98
       SMs is no 1g.10gb;

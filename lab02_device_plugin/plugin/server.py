@@ -44,7 +44,8 @@ from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
-    MAX_MESSAGE_CHARS, MAX_WATCH_STREAMS, UNARY_WORKERS, short_repr, shorten,
+    MAX_MESSAGE_BYTES, MAX_MESSAGE_CHARS, MAX_WATCH_STREAMS, UNARY_WORKERS, device_bytes, short_repr,
+    shorten,
 )
 from lab02_device_plugin.plugin import sharing
 from lab02_device_plugin.plugin.config import Config
@@ -56,10 +57,6 @@ API_VERSION = "v1beta1"
 #: Where a real kubelet expects plugins (``DevicePluginPath``) and its own socket.
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins/"
 KUBELET_SOCKET = DEVICE_PLUGIN_PATH + "kubelet.sock"
-#: gRPC's default limit on a received message (4 MiB, ``grpc.max_receive_message_length``);
-#: the kubelet's ListAndWatch client keeps it, so a bigger snapshot ends the stream with
-#: RESOURCE_EXHAUSTED and the kubelet sees no devices.
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 #: Longest device ID the API allows (``Device.ID``: "max length 63" in api.proto).
 MAX_DEVICE_ID = 63
 
@@ -87,10 +84,11 @@ def check_advertisable(resource: AdvertisedResource) -> None:
     """Refuse a resource a kubelet could not receive.
 
     Every device ID must be at most :data:`MAX_DEVICE_ID` (63) characters (api.proto), and
-    the full ListAndWatch snapshot must fit gRPC's default 4 MiB message limit
-    (:data:`MAX_MESSAGE_BYTES`): above it the kubelet's stream fails with RESOURCE_EXHAUSTED
-    and it advertises nothing, while the plugin believes it registered. Example: one GPU
-    with 100000 time-slicing replicas is 100000 IDs of about 45 characters, about 5.8 MB.
+    the full ListAndWatch snapshot, every device unhealthy, must fit gRPC's default 4 MiB
+    message limit (:data:`~.limits.MAX_MESSAGE_BYTES`, see :mod:`.limits`): above it the
+    kubelet's stream fails with RESOURCE_EXHAUSTED and it advertises nothing, while the
+    plugin believes it registered. Example: one GPU with 100000 time-slicing replicas is
+    100000 IDs of about 45 characters, about 6.6 MB.
 
     Raises:
         InputError: naming the resource, the device (or count and size) and the limit.
@@ -99,7 +97,7 @@ def check_advertisable(resource: AdvertisedResource) -> None:
         if len(d.id) > MAX_DEVICE_ID:
             raise InputError(f"{resource.name}: device ID {short_repr(d.id, 80)} is {len(d.id)} characters; "
                              f"expected at most {MAX_DEVICE_ID} (Device.ID in the device plugin API)")
-    size = snapshot_message(resource).ByteSize()
+    size = sum(device_bytes(len(d.id.encode()), d.numa_node) for d in resource.devices)
     if size > MAX_MESSAGE_BYTES:
         raise InputError(
             f"{resource.name}: {len(resource.devices)} devices make a ListAndWatch message of "

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.limits import MAX_DEVICES_PER_RESOURCE, short_repr
+from lab02_device_plugin.limits import (
+    MAX_MESSAGE_BYTES, device_bytes, max_replicas, replicas_bytes, short_repr,
+)
 from lab02_device_plugin.plugin.config import (
     MIG_STRATEGY_MIXED, MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, SHARING_MPS, SHARING_NONE, Config,
 )
@@ -298,13 +300,16 @@ def advertise(inventory: Inventory, config: Config) -> ResourcePlan:
     for name in sorted(groups):
         devices = groups[name]
         replicas = shared_names.get(name, 1)
-        if len(devices) * replicas > MAX_DEVICES_PER_RESOURCE:
+        ids = [(len(d.physical_id.encode()), d.numa_node) for d in devices]
+        size = (sum(replicas_bytes(n, replicas, numa) for n, numa in ids) if replicas > 1
+                else sum(device_bytes(len(d.id.encode()), d.numa_node) for d in devices))
+        if size > MAX_MESSAGE_BYTES:
             # Checked before the IDs are built: 8 GPUs x 10^9 replicas must not allocate first.
             raise InputError(
-                f"{name}: {len(devices)} devices x {replicas} replicas = "
-                f"{len(devices) * replicas} device IDs; expected at most "
-                f"{MAX_DEVICES_PER_RESOURCE} per resource (the kubelet gets them all in one "
-                "ListAndWatch message, limited to 4 MiB: see lab02_device_plugin.limits)")
+                f"{name}: {len(devices)} devices x {replicas} replicas make a ListAndWatch "
+                f"message of {size} bytes; expected at most {MAX_MESSAGE_BYTES} (gRPC's default "
+                f"4 MiB, which the kubelet keeps), at most {max_replicas(ids)} replicas of these "
+                "devices: see lab02_device_plugin.limits")
         if replicas > 1:
             expanded = [r for d in devices for r in expand_replicas(d, replicas)]
             adv_name = name + ".shared" if sharing.rename_by_default else name

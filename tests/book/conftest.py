@@ -1,51 +1,38 @@
-"""Fixtures for the book tests: one build per session, and the built site over HTTP.
+"""Fixtures for the book tests: one build per test run, and the built site over HTTP.
 
 The build runs ``tools/build_book.py`` (warnings are errors, no-CDN check) into a
 temporary output folder, so a test run never mixes with a developer's ``book/_build``
 and always executes the chapters against the lab packages as they are now (the
 execution cache is keyed on the notebook text only, so a cache from an earlier run
 could hide a change in a lab package). Set ``BOOK_TEST_OUTPUT=DIR`` to build into DIR
-instead and keep its cache between runs (faster when iterating on the book).
+instead and keep its cache between runs (faster when iterating on the book). Under
+pytest-xdist (``make test``) the controller starts the build as the run begins, and every
+worker waits for that one build and shares it (tests/build_once.py).
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
-import os
-import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from build_once import book_output, build_book, build_once
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = REPO_ROOT / "tools" / "build_book.py"
 
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the book once per session; return the ``_build/html`` folder.
+    """Build the book once per test run (shared by every xdist worker); return the
+    ``_build/html`` folder.
 
     Fails (does not skip) when the build fails: the message carries the build's output.
     """
-    sys.path.insert(0, str(REPO_ROOT / "tools"))
-    import fetch_book_assets
-
-    if shutil.which("npm") is None and not fetch_book_assets.is_installed():
-        pytest.skip("npm not found and book/_vendor/ not fetched: the book needs require.js, the "
-                    "ipywidgets embed script and MathJax from the npm registry (Debian: apt-get install npm)")
-    chosen = os.environ.get("BOOK_TEST_OUTPUT")
-    out = Path(chosen) if chosen else tmp_path_factory.mktemp("book")
-    proc = subprocess.run(
-        [sys.executable, str(BUILD_SCRIPT), "--path-output", str(out)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200, check=False,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"book build failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
+    out = build_once(tmp_path_factory, "book", build_book, book_output())
     html = out / "_build" / "html"
     assert (html / "index.html").is_file(), f"no index.html in {html}"
     return html

@@ -1,6 +1,7 @@
 """The built book in a real browser: offline, no JS errors, images, math, live widgets, layout.
 
-Drives Debian's Chromium (``/usr/bin/chromium``) with Playwright's Python package and
+Drives Chromium (the ``CHROMIUM`` environment variable, else ``chromium`` or
+``chromium-browser`` on the PATH: Debian's package) with Playwright's Python package and
 serves the built site on 127.0.0.1. For every page: no request leaves 127.0.0.1 (every
 other request is aborted and recorded), no console error or uncaught exception, every
 ``<img>`` loaded (``naturalWidth > 0``), math rendered by MathJax (``mjx-container``
@@ -33,7 +34,9 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -42,7 +45,8 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
+#: The browser driven (None: not installed, the tests skip).
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "book"
 MATPLOTLIBRC = REPO_ROOT / "book" / "_ext" / "matplotlibrc"
@@ -65,8 +69,9 @@ WIDGET_PAGES = {"ch01_sharing_problem", "ch02_mps", "ch03_mig", "ch04_time_slici
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (Debian: apt-get install chromium; .ci/run installs it)")
+    if CHROMIUM is None or not Path(CHROMIUM).is_file():
+        pytest.skip(f"Chromium not found ({CHROMIUM or 'no chromium or chromium-browser on the PATH'}; set CHROMIUM "
+                    "to its path, or on Debian: apt-get install chromium; .ci/run installs it)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python package is not installed")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)

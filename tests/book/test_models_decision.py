@@ -143,7 +143,7 @@ def test_mig_answer_names_the_smallest_profile_whose_memory_fits():
 
 
 def test_half_mig_answer_allows_two_3g_instances():
-    # 3g: at most 2 per GPU, start slots {0, 4} (device-plugin-facts): 3g + 3g is a valid layout,
+    # 3g: at most 2 per GPU, start slots {0, 4} (NVIDIA MIG User Guide, ``-lgipp``): 3g + 3g is a valid layout,
     # so the answer must not say "one 4g plus one 3g at most".
     text = decide(Requirements(gpus=0.5, gpu_model="a100-40gb", other_tenants=True)).half_gpu
     assert "at most" not in text

@@ -64,7 +64,7 @@ def test_plot_is_written(tmp_path, capsys):
     (["--policies", "nope"], "unknown policy 'nope'"),
     (["--seeds", "x"], "--seeds"),
     (["--pod-list", "gpushare40"], "--pod-list needs --trace"),
-    (["--trace", "/nonexistent/folder"], "not a folder"),
+    (["--trace", "/nonexistent/folder"], "--trace /nonexistent/folder: does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_1(argv, message, capsys):
     assert main(["compare", "--quiet", *argv]) == 1

@@ -228,6 +228,21 @@ def test_a_server_sending_more_than_announced_is_cut_off(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_failed_download_leaves_no_folder_it_created(tmp_path):
+    def unreachable(request, timeout):
+        raise OSError(111, "Connection refused")
+
+    dest = tmp_path / "new" / "csv"
+    with pytest.raises(InputError, match=r"a.csv"):
+        fetch_trace(dest, "http://127.0.0.1:1/csv", {"a.csv": SHA_ABC}, opener=unreachable)
+    assert list(tmp_path.iterdir()) == []   # neither csv/ nor new/, which were not there before
+    # a folder that was there before stays, empty or not
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(InputError):
+        fetch_trace(tmp_path / "kept", "http://127.0.0.1:1/csv", {"a.csv": SHA_ABC}, opener=unreachable)
+    assert (tmp_path / "kept").is_dir()
+
+
 @pytest.mark.parametrize("text, message", [
     (f"{SHA_ABC}  csv/..hidden\n", "SUMS:1: file name '..hidden': expected a plain file name"),
     ("not a sum line\n", "SUMS:1: expected '<64 hex digits>  <file name>'"),

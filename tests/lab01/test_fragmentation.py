@@ -1,4 +1,5 @@
-"""The FGD paper's fragmentation measure (fgd-facts.md sec. 2 and 3), checked by hand."""
+"""The FGD paper's fragmentation measure (pkg/utils/frag.go of
+hkust-adsl/kubernetes-scheduler-simulator), checked by hand."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.policies.base import get_policy
 from lab01_cluster_sim.policies.fgd import fgd_score_of
 
-# The worked check of fgd-facts.md sec. 3.
+# A worked check, by hand.
 WORKED = TargetWorkload.from_shapes(
     [(4000, 500, 1, ""), (8000, 1000, 2, ""), (2000, 0, 0, "")], [0.5, 0.3, 0.2]
 )
@@ -118,7 +119,7 @@ def test_tracker_follows_binds_and_matches_the_full_pass():
     assert tracker.total() == pytest.approx(cluster_fragmentation(state, WORKED))
 
 
-# -- the vectorised kernel against a plain transcription of fgd-facts.md sec. 3 ------------
+# -- the vectorised kernel against a plain transcription of GetNodePodFrag ---------------
 def _plain_f(free: list[int], cpu_left: int, model: str, shape: tuple[int, int, int, str]) -> int:
     c, u, k, spec = shape
     idle = sum(free)

@@ -118,8 +118,11 @@ def test_node_with_gpus_needs_a_model(tmp_path):
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(TraceFormatError, match="cannot read"):
         load_pods(tmp_path / "nope.csv")
-    with pytest.raises(InputError, match="not a folder"):
+    with pytest.raises(InputError, match="nope: does not exist"):
         load_trace(tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="file: not a folder"):
+        load_trace(tmp_path / "file")
 
 
 def test_resolve_pod_list_by_short_name_and_listing(tmp_path):
@@ -133,14 +136,14 @@ def test_resolve_pod_list_by_short_name_and_listing(tmp_path):
 
 
 def test_real_default_list_figures(alibaba_csv):
-    # SOURCE.md: 1213 nodes with 6212 GPUs; 8152 pods asking for 6086.8 GPUs in total.
+    # counted in the published CSVs: 1213 nodes with 6212 GPUs; 8152 pods asking for 6086.8 GPUs in total.
     nodes, pods = load_trace(alibaba_csv)
     assert (len(nodes), sum(n.gpu_count for n in nodes)) == (1213, 6212)
     assert (len(pods), pods.gpu_request_milli()) == (8152, 6_086_800)
 
 
 def test_every_real_pod_list_loads(alibaba_csv):
-    # SOURCE.md row counts; multigpu* lists have 5 columns and no times.
+    # row counts of the published CSVs; multigpu* lists have 5 columns and no times.
     expected = {"default": 8152, "cpu0": 7064, "cpu300": 10094, "gpushare100": 8152, "gpuspec33": 8152,
                 "multigpu20": 8324, "multigpu50": 9061}
     paths = sorted(alibaba_csv.glob("openb_pod_list_*.csv"))
@@ -152,14 +155,14 @@ def test_every_real_pod_list_loads(alibaba_csv):
             assert len(pods) == expected[short], short
         if short.startswith("multigpu"):
             assert all(j.submit_time == 0 for j in pods.jobs) and pods.qos[0] == ""
-    # multigpu50: 222 / 206 / 556 pods of 2 / 4 / 8 GPUs (SOURCE.md)
+    # multigpu50: 222 / 206 / 556 pods of 2 / 4 / 8 GPUs (counted in the CSV)
     m50 = load_pods(alibaba_csv / "openb_pod_list_multigpu50.csv")
     counts = [sum(j.gpus_per_worker == k for j in m50.jobs) for k in (2, 4, 8)]
     assert counts == [222, 206, 556]
 
 
 def test_all_node_list_has_cpu_only_nodes(alibaba_csv):
-    # 1523 nodes, 310 of them CPU-only, 6212 GPUs (SOURCE.md)
+    # 1523 nodes, 310 of them CPU-only, 6212 GPUs (counted in the CSV)
     nodes = load_nodes(alibaba_csv / "openb_node_list_all_node.csv")
     assert (len(nodes), sum(n.gpu_count == 0 for n in nodes), sum(n.gpu_count for n in nodes)) == (1523, 310, 6212)
 

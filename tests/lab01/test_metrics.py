@@ -85,7 +85,8 @@ def test_fragmentation_series_when_target_given():
     st.bind(0, (0,), Request(0, 0, 1, 500))
     st.bind(0, (1,), Request(0, 0, 1, 1000))
     assert r.timeline.fragmentation[1] == pytest.approx(cluster_fragmentation(st, target))
-    # By hand (fgd-facts.md sec. 3): M = {a: (0, 500, 1) p 0.5, b: (0, 1000, 1) p 0.5}.
+    # By hand (GetNodePodFrag, pkg/utils/frag.go of the FGD simulator):
+    # M = {a: (0, 500, 1) p 0.5, b: (0, 1000, 1) p 0.5}.
     # t=0: free [500, 1000]: a fits, fragment = sum of L_g < 500 = 0; b fits on GPU1,
     #      fragment = 500 (GPU0) -> F = 0.5 * 500 = 250.
     # t=1: b on GPU1, free [500, 0]: a fits -> 0; b fits nowhere -> idle 500 -> F = 250.

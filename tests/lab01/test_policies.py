@@ -128,7 +128,7 @@ def test_first_fit_strands_gpus_where_best_fit_does_not():
     assert int(bf.full_free_gpus().sum()) == 0
 
 
-# -- the paper's policies (fgd-facts.md 4.2-4.6) ------------------------------------------
+# -- the paper's policies (pkg/simulator/plugin/ of the FGD simulator) -------------------------------------
 def test_dot_prod_by_hand():
     # max_cpu 128000, max_gpu 8000; request b = (4000/128000, 1000/8000) = (0.03125, 0.125)
     # big:   a = (1, 1):       d = (0.03125 + 0.125)/2 = 0.078125 -> trunc(92.1875) = 92

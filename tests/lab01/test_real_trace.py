@@ -1,7 +1,8 @@
 """The paper's main comparison on the real trace (skips without the data).
 
 130 % replay of openb_pod_list_default.csv on openb_node_list_gpu_node.csv, seeds 42 and 43,
-all six policies. Published 10-seed means at 130 % (fgd-facts.md sec. 6). Go's math/rand is not
+all six policies. Published 10-seed means at 130 % (experiments/analysis/expected_results/
+analysis_allo_discrete.csv of hkust-adsl/kubernetes-scheduler-simulator). Go's math/rand is not
 reproduced, so single seeds differ; the seed-to-seed sd is 0.1-0.6 pp.
 """
 
@@ -26,7 +27,7 @@ def results(alibaba_csv):
 
 
 def test_target_workload_check_values(alibaba_csv):
-    # fgd-facts.md sec. 2: 91 shapes, |M| = 35 covering 95.26 %, CPU-only p = 0.136,
+    # GetTypicalPods on the default list: 91 shapes, |M| = 35 covering 95.26 %, CPU-only p = 0.136,
     # largest p: (3152, 810, 1) 0.1348
     _, pods = load_trace(alibaba_csv)
     m = TargetWorkload.from_jobs(pods.jobs)

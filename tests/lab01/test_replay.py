@@ -1,4 +1,5 @@
-"""The paper's replay: tuning, discretisation, determinism, outcomes (fgd-facts.md sec. 1, 5)."""
+"""The paper's replay: tuning, discretisation, determinism, outcomes, as the FGD simulator
+(hkust-adsl/kubernetes-scheduler-simulator: pkg/simulator/simulator.go, experiments/analysis/)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,15 @@ file, are one line and exit 1 before anything is read (tester findings #1 and #2
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from lab01_cluster_sim.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_empty_scenario_argument_is_refused(capsys):
@@ -162,7 +167,7 @@ def test_trace_path_under_course_shared_data(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     # "    trace: {path: " is 18 characters: the value starts at column 19 of line 7
     assert err.startswith(f"error: {path}:7:19: Scenario/shared: spec.workload.trace.path: "
-                          f"{tmp_path / 'nope' / 'trace'}: not a folder")
+                          f"{tmp_path / 'nope' / 'trace'}: does not exist")
     assert err.rstrip().endswith(f"$COURSE_SHARED_DATA is {tmp_path / 'nope'})")
 
 
@@ -208,3 +213,19 @@ def test_an_empty_file_in_a_scenario_folder_is_noted(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err == f"note: {folder / 'empty.yaml'} holds no objects (an empty file, or comments only)\n"
     assert "would run: timed mode; 5 jobs on 2 nodes" in captured.out
+
+
+def test_the_default_output_folder_is_ignored_by_git(tmp_path, capsys, monkeypatch):
+    """``run`` without --output writes lab01-run-<name>/ in the current folder: git ignores it
+    (and out/, where the examples write), so a run in the checkout leaves `git status` clean."""
+    git = shutil.which("git")
+    if git is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout of the repository")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(REPO_ROOT / "scenarios" / "gang-textbook.yaml"), "--quiet"]) == 0
+    (written,) = [p.name for p in tmp_path.iterdir()]
+    assert f"wrote {written}/: " in capsys.readouterr().out
+    files = [f"{written}/{f.name}" for f in (tmp_path / written).iterdir()] + ["out/policies/summary.csv"]
+    proc = subprocess.run([git, "-C", str(REPO_ROOT), "check-ignore", "--no-index", *files],
+                          capture_output=True, text=True, timeout=60)
+    assert sorted(proc.stdout.split()) == sorted(files)

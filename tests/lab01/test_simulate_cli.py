@@ -76,7 +76,10 @@ def test_simulate_table_plot_and_jobs_out(tmp_path, capsys):
     (["simulate", "--until", "inf"], "--until: expected a finite number > 0"),
     (["simulate", "--pod-list", "nope"], "--pod-list needs --trace"),
     (["simulate", "--plot", "x.nope"], "--plot x.nope: expected a file name ending in one of"),
-    (["simulate", "--trace", "/nonexistent/folder"], "--trace /nonexistent/folder: not a folder"),
+    (["simulate", "--trace", "/nonexistent/folder"], "--trace /nonexistent/folder: does not exist; expected the "
+                                                     "folder holding the openb CSV files (python -m lab01_cluster_sim "
+                                                     "fetch-trace /nonexistent/folder downloads them)"),
+    (["simulate", "--trace", "README.md"], "--trace README.md: not a folder; expected the folder holding"),
     (["gang-demo", "--duration", "inf"], "--duration: expected a finite number > 0"),
     (["gang-demo", "--workers", "13"], "--workers: expected a whole number from 1 to 12"),
 ])

@@ -225,6 +225,14 @@ def test_whole_numbers_written_as_floats_are_accepted_for_seeds_and_workloads(ca
     assert [(r["workload"], r["seed"]) for r in rows] == [("5", "10"), ("5", "2")]
 
 
+def test_a_missing_trace_folder_says_it_does_not_exist(tmp_path, capsys):
+    missing = tmp_path / "nope"
+    assert main(["sweep", "--runner", "replay", "--trace", str(missing)]) == 1
+    assert capsys.readouterr().err == (f"error: --trace {missing}: does not exist; expected the folder holding the "
+                                       f"openb CSV files (python -m lab01_cluster_sim fetch-trace {missing} "
+                                       "downloads them)\n")
+
+
 def test_workloads_paper_is_the_papers_17_pod_lists(tmp_path, capsys):
     # generate_run_scripts.py's FileList (hkust-adsl/kubernetes-scheduler-simulator): default,
     # cpu050/100/200/250, gpushare40/60/80/100, gpuspec10/20/25/33, multigpu20/30/40/50. A folder

@@ -1,7 +1,8 @@
 """The committed .proto and stubs are the kubelet's device plugin API v1beta1, on the wire.
 
-Expected names, numbers and types are written by hand from shared/reference/device-plugin-facts.md
-sec. 1 (the upstream api.proto), not read back from our own files.
+Expected names, numbers and types are written by hand from the upstream api.proto
+(kubernetes staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto), not read
+back from our own files.
 """
 
 from __future__ import annotations

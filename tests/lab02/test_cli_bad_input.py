@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _process import REPO_ROOT
+from _process import REPO_ROOT, socket_dir  # noqa: F401 (fixture: a short folder for unix sockets)
 from lab02_device_plugin.examples import example_path
 
 pytestmark = pytest.mark.timeout(120)
@@ -77,17 +77,21 @@ def test_serve_socket_dir_without_write_access_is_one_line(tmp_path):
 # ----------------------------------------------------------------------- finding 2
 
 def test_serve_refuses_more_replicas_than_one_listandwatch_message_holds(tmp_path):
-    # 100000 replicas of one GPU would be a ListAndWatch message of about 5.8 MB (> 4 MiB);
-    # the config bound (512) refuses it before any ID is built.
+    # 100000 replicas of one GPU with a 40-character UUID would be a ListAndWatch message of
+    # about 6.6 MB (> 4 MiB); refused before any ID is built
     config = tmp_path / "big.yaml"
     config.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
                       "    - {name: nvidia.com/gpu, replicas: 100000}\n")
     line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
-    # line 5 "    - {name: nvidia.com/gpu, replicas: 100000}": 4 + 2 + 1 + 6 + 14 + 2 + 10 = 39
-    # characters before the value, so 100000 is at 5:40
+    assert line.startswith("error: nvidia.com/gpu: 1 devices x 100000 replicas make a ListAndWatch message of ")
+    assert "expected at most 4194304 (gRPC's default 4 MiB, which the kubelet keeps)" in line
+    # a billion is refused by the config itself: line 5 "    - {name: nvidia.com/gpu, replicas:
+    # 1000000000}": 4 + 2 + 1 + 6 + 14 + 2 + 10 = 39 characters before the value, so 5:40
+    config.write_text(config.read_text().replace("100000", "1000000000"))
+    line = one_error_line(cli("serve", "--dry-run", "--config", str(config), "--inventory", INVENTORY))
     assert line == (f"error: {config}:5:40: sharing.timeSlicing.resources[0].replicas: expected at most "
-                    "512 (the kubelet gets every replica ID of a resource in one ListAndWatch "
-                    "message, limited to 4 MiB: see lab02_device_plugin.limits), got 100000")
+                    "179392 (more replicas of even one device with a one-character ID do not fit the 4 MiB "
+                    "ListAndWatch message the kubelet accepts: see lab02_device_plugin.limits), got 1000000000")
 
 
 def test_serve_refuses_an_inventory_of_more_gpus_than_a_node_has(tmp_path):
@@ -145,30 +149,30 @@ def test_kubelet_pods_file_is_validated_before_any_pod_is_admitted(tmp_path, con
 
 # ----------------------------------------------------------------------- finding 5
 
-def test_sigterm_to_demo_removes_its_temporary_directory(tmp_path):
+def test_sigterm_to_demo_removes_its_temporary_directory(socket_dir):
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "demo", "--pods", "1000"],
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "TMPDIR": str(socket_dir), "PYTHONUNBUFFERED": "1"})
     try:
         for line in proc.stdout:
             if "kubelet | Admit pod-" in line:  # sockets and checkpoint exist now
                 break
-        assert [p.name for p in tmp_path.iterdir()][0].startswith("lab02-demo-")
+        assert [p.name for p in socket_dir.iterdir()][0].startswith("lab02-demo-")
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130 and list(tmp_path.iterdir()) == []
+    assert proc.returncode == 130 and list(socket_dir.iterdir()) == []
 
 
 # ----------------------------------------------------------------------- finding 6
 
-def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
+def test_demo_into_a_closed_pipe_is_quiet(socket_dir):
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", "demo"], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "TMPDIR": str(tmp_path)})
+                            env={**os.environ, "TMPDIR": str(socket_dir)})
     try:
         proc.stdout.readline()  # `| head -1`
         proc.stdout.close()
@@ -178,16 +182,16 @@ def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0 and err == "" and list(tmp_path.iterdir()) == []
+    assert proc.returncode == 0 and err == "" and list(socket_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize("command", ["kubelet", "serve"])
-def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(tmp_path, command):
+def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(socket_dir, command):
     # The process may already have written all its start-up lines into the pipe's buffer when
     # we close our end, so something must make it print again after the close: the kubelet's
     # closing summary when --duration runs out, or the plugin restart that SIGHUP asks of serve.
-    argv = (["kubelet", "--plugin-dir", str(tmp_path), "--duration", "5"] if command == "kubelet"
-            else ["serve", "--socket-dir", str(tmp_path), "--kubelet-socket", "", "--inventory", INVENTORY])
+    argv = (["kubelet", "--plugin-dir", str(socket_dir), "--duration", "5"] if command == "kubelet"
+            else ["serve", "--socket-dir", str(socket_dir), "--kubelet-socket", "", "--inventory", INVENTORY])
     proc = subprocess.Popen([sys.executable, "-m", "lab02_device_plugin", *argv], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -202,7 +206,7 @@ def test_kubelet_and_serve_into_a_closed_pipe_stop_quietly(tmp_path, command):
             proc.kill()
             proc.wait()
     assert proc.returncode == 0 and err == ""
-    assert [p.name for p in tmp_path.iterdir() if p.is_socket()] == []
+    assert [p.name for p in socket_dir.iterdir() if p.is_socket()] == []
 
 
 # ----------------------------------------------------------------------- finding 13

@@ -205,11 +205,13 @@ sharing:
       devices: [0, 1]
 """)
     keys = [w.split(": ")[1] for w in c.warnings]
-    assert keys == ["flags.plugin.nvidiaCTKPath", "flags.failOnInitError", "flags.nvidiaDriverRoot",
+    assert keys == ["flags.plugin.nvidiaCTKPath", "flags.nvidiaDriverRoot",
                     "flags.gfd", "sharing.timeSlicing.resources[0].rename",
                     "sharing.timeSlicing.resources[0].devices", "resources", "imex"]
-    # Still acted on: 4 replicas of every GPU.
+    # Still acted on: 4 replicas of every GPU, and failOnInitError (see test_serve_cli).
     assert c.sharing.replicas_for("nvidia.com/gpu") == 4
+    assert c.flags.fail_on_init_error is False
+    assert cfg("version: v1\n").flags.fail_on_init_error is True  # upstream's default
 
 
 def test_both_time_slicing_and_mps_mps_wins_with_warning():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -56,11 +58,12 @@ def test_caveat_is_printed_plainly():
     assert max(len(line) for line in lines) <= 79
 
 
-def test_demo_cleans_up_its_directory(tmp_path):
-    work = tmp_path / "w"
-    work.mkdir()
-    run_demo(replicas=2, pods=3, say=lambda line: None, workdir=str(work))
-    assert list(work.iterdir()) == []
+def test_demo_cleans_up_its_directory():
+    # a short folder: unix socket paths are limited to 107 bytes, and pytest's tmp_path under
+    # pytest-xdist (.../popen-gw1/test_demo_cleans_up_its_direct0/) leaves too few of them
+    with tempfile.TemporaryDirectory(prefix="dm-") as work:
+        run_demo(replicas=2, pods=3, say=lambda line: None, workdir=work)
+        assert list(Path(work).iterdir()) == []
 
 
 def test_replicas_one_means_no_sharing():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -174,6 +175,49 @@ def test_no_inventory_and_no_nvml_is_a_clear_error(tmp_path, capsys, monkeypatch
     assert "nvidia-ml-py package is not installed" in capsys.readouterr().err
 
 
+FAKE_PYNVML = ("class NVMLError(Exception):\n    pass\n\n\n"
+               "def nvmlInit():\n    raise NVMLError('NVML Shared Library Not Found')\n")
+
+
+def test_nvml_init_failure_is_one_line_exit_1_by_default(tmp_path, capsys, monkeypatch):
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "pynvml.py").write_text(FAKE_PYNVML)
+    monkeypatch.syspath_prepend(str(fake))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    assert main(["serve", "--socket-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == ("error: NVML: cannot initialise (NVML Shared Library Not Found); no NVIDIA driver or GPU "
+                   "here? pass --inventory FILE to simulate GPUs instead\n")
+
+
+def test_fail_on_init_error_false_keeps_running_with_nothing_registered(tmp_path, monkeypatch):
+    # NVIDIA's plugin with failOnInitError false and no NVML: "nvml init failed" as a warning,
+    # no resource managers, "No devices found. Waiting indefinitely." (it keeps running)
+    from _process import serve
+
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "pynvml.py").write_text(FAKE_PYNVML)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake), str(REPO), os.environ.get("PYTHONPATH", "")]))
+    config = tmp_path / "c.yaml"
+    config.write_text("version: v1\nflags:\n  failOnInitError: false\n")
+    sockets = Path(tempfile.mkdtemp(prefix="sp-"))
+    p = serve(sockets, "--config", str(config))
+    try:
+        running = p.expect("device plugin running")
+        assert running.startswith("device plugin running (no devices found, waiting); watching ")
+        assert [ln for ln in p.lines if ln.startswith("warning:")] == [
+            "warning: NVML: cannot initialise (NVML Shared Library Not Found); no NVIDIA driver or GPU here? "
+            "pass --inventory FILE to simulate GPUs instead; flags.failOnInitError is false: no devices, "
+            "nothing registered, waiting (SIGHUP or a kubelet restart tries NVML again)"]
+        assert p.proc.poll() is None and list(sockets.iterdir()) == []  # still running, no plugin socket
+        assert p.terminate() == 0
+    finally:
+        p.kill()
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
 def test_single_strategy_error_from_real_inventory(tmp_path, capsys):
     spec = tmp_path / "inv.yaml"
     spec.write_text("gpus:\n- model: H100-80GB\n  mig: {instances: [3g.40gb, 1g.10gb]}\n")
@@ -273,3 +317,18 @@ def test_listing_needs_an_inventory(capsys, tmp_path):
     assert rc == 1
     err = capsys.readouterr().err
     assert err == "error: --listing: needs --inventory (it completes an nvidia-smi XML dump)\n"
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["serve", "--dry-runn"], "error: unrecognized arguments: --dry-runn; did you mean --dry-run? "
+                              "(see python -m lab02_device_plugin serve --help)"),
+    (["kubelet", "--plugin-dri", "d"], "error: unrecognized arguments: --plugin-dri d; did you mean --plugin-dir? "
+                                      "(see python -m lab02_device_plugin kubelet --help)"),
+    (["serve", "--zzzz"], "error: unrecognized arguments: --zzzz (see python -m lab02_device_plugin serve --help)"),
+    (["serve", "stray"], "error: unrecognized arguments: stray (see python -m lab02_device_plugin serve --help)"),
+])
+def test_an_unknown_option_names_the_nearest_one_as_lab01_does(argv, line, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 1
+    assert capsys.readouterr().err == line + "\n"

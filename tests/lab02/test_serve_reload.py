@@ -105,9 +105,9 @@ def test_a_bad_config_keeps_the_previous_one_serving_and_a_kubelet_restart_rerea
             line = plugin.expect("refused")
             # time_slicing()'s line 6 "      replicas: 1000000000": the value is at column 17
             assert line == (f"reload (SIGHUP) refused: {config}:6:17: "
-                            "sharing.timeSlicing.resources[0].replicas: expected at most 512 "
-                            "(the kubelet gets every replica ID of a resource in one "
-                            "ListAndWatch message, limited to 4 MiB: see "
+                            "sharing.timeSlicing.resources[0].replicas: expected at most 179392 "
+                            "(more replicas of even one device with a one-character ID do not fit "
+                            "the 4 MiB ListAndWatch message the kubelet accepts: see "
                             "lab02_device_plugin.limits), got 1000000000; still serving the "
                             f"previous config ({GPU})")
             # SIGHUP restarts the plugins with the previous config, as upstream restarts them.

@@ -151,3 +151,77 @@ def test_pods_quota_counts_pods():
     assert p.reason.endswith("insufficient quota for pods in flavor a100, previously considered podsets requests (0) + "
                              "current podset request (4) > maximum capacity (3)")
     assert a.outcome is Outcome.ADMITTED and ctl.usage("q") == {("a100", GPU): 2, ("a100", "pods"): 2}
+
+
+def test_preemption_within_the_queue_is_tried_only_where_the_hierarchy_can_supply_the_quota():
+    """Kueue tries preemption for a request above the queue's nominal quota only when the
+    cohort tree could supply the borrowed part (``mayReclaimInHierarchy`` of
+    ``classical.FindHeightOfLowestSubtreeThatFits``, used by ``fitsResourceQuota`` in
+    pkg/scheduler/flavorassigner/flavorassigner.go, Kueue v0.17.0 and main ff69552e), or it
+    may preempt while borrowing; ``withinClusterQueue`` alone does not make it try. Found by
+    the upstream oracle (tests/upstream/test_differential_kueue.py), which answers NoFit here.
+
+    Queues a and b (4 GPUs each) share cohort pool; a's low-priority job holds 4, b's job 2.
+    a's head asks 6: 2 above a's nominal quota. The cohort has 8 - 6 = 2 free, short of the
+    6 the head would add to it, so no level of the tree can supply it: NoFit, and the head
+    waits with a's low job untouched (preempting it would free a's own 4, but Kueue does not
+    look there)."""
+    from lab01_cluster_sim.admission import Preemption
+
+    from .helpers import LOWER, NEVER
+
+    ctl = controller([gpu_cq("a", ("a100", 4), preemption=Preemption(LOWER, NEVER)), gpu_cq("b", ("a100", 4))])
+    ctl.submit(wl("low", "a", 4), 0)
+    ctl.submit(wl("b-job", "b", 2), 0)
+    ctl.settle(0)
+    ctl.submit(wl("head", "a", 6, t=1, priority=5), 1)
+    (d,) = ctl.settle(1)
+    assert (d.workload, d.outcome) == ("head", Outcome.PENDING)
+    assert d.reason == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+                        "flavor a100, 4 more needed")
+    assert sorted(ctl.admitted()) == ["b-job", "low"]
+
+
+def test_try_next_flavor_prefers_the_flavor_borrowed_from_nearer_in_the_cohort_tree():
+    """Between two flavors that both fit by borrowing, Kueue keeps the one whose quota comes
+    from a lower subtree (``isPreferred`` compares ``borrowingLevel``, the height of
+    ``FindHeightOfLowestSubtreeThatFits``; flavorassigner.go, Kueue v0.17.0 and main
+    ff69552e). Found by the upstream oracle (tests/upstream/test_differential_kueue.py).
+
+    Queue q (no quota of its own) sits in cohort near, under root; near holds 4 GPUs of
+    flavor b, cohort far (also under root) holds queue other with 4 GPUs of flavor a. q lists
+    a first, with whenCanBorrow: TryNextFlavor. a is borrowed from root (level 2), b from
+    near (level 1): b wins."""
+    from lab01_cluster_sim.admission import Cohort
+
+    fung = FlavorFungibility(FungibilityPolicy.TRY_NEXT_FLAVOR, FungibilityPolicy.TRY_NEXT_FLAVOR)
+    q = ClusterQueue("q", (ResourceGroup((GPU,), (FlavorQuotas("a", {GPU: ResourceQuota(0)}),
+                                                  FlavorQuotas("b", {GPU: ResourceQuota(0)}))),), "near",
+                     flavor_fungibility=fung)
+    other = ClusterQueue("other", (ResourceGroup((GPU,), (FlavorQuotas("a", {GPU: ResourceQuota(4)}),)),), "far")
+    cohorts = [Cohort("near", "root", (ResourceGroup((GPU,), (FlavorQuotas("b", {GPU: ResourceQuota(4)}),)),)),
+               Cohort("far", "root"), Cohort("root")]
+    ctl = AdmissionController([q, other], [LocalQueue("lq-q", "ns", "q")], [ResourceFlavor("a"), ResourceFlavor("b")],
+                              cohorts)
+    ctl.submit(wl("w", "q", 2), 0)
+    (d,) = ctl.settle(0)
+    assert (d.outcome, d.flavors["main"][GPU], d.borrowing) == (Outcome.ADMITTED, "b", True)
+
+
+def test_over_admitted_queue_has_no_unused_quota_rather_than_a_negative_amount():
+    """After over-admission (quota removed under admitted workloads) Kueue's
+    ``ClusterQueueSnapshot.Available`` is 0, not negative (``max(0, available(c, fr))``,
+    pkg/cache/scheduler/clusterqueue_snapshot.go, v0.17.0 and main ff69552e), so "N more
+    needed" is the request itself. Found by the upstream oracle (its messages said 4 more
+    needed where the simulator said 22). Queue q owns 4 GPUs and holds 10: a request of 3
+    needs 3 more, not 9."""
+    from lab01_cluster_sim.admission import QuotaTree
+    from lab01_cluster_sim.admission.flavors import FlavorAssigner
+
+    q = gpu_cq("q", ("a100", 4), cohort=None)
+    tree = QuotaTree([q])
+    tree.add_usage("q", {("a100", GPU): 10})
+    assert tree.available("q", ("a100", GPU)) == 0
+    a = FlavorAssigner(wl("w", "q", 3), q, tree, {"a100": ResourceFlavor("a100")}).assign()
+    assert a.message() == ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
+                           "flavor a100, 3 more needed")

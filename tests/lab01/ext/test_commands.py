@@ -109,7 +109,7 @@ def test_sweep_replays_the_real_trace(alibaba_csv, tmp_path):
 
     [row] = list(csv.DictReader(out.open()))
     assert row["status"] == "ok" and row["workload"].endswith(":default")
-    assert 80 < float(row["final_alloc_pct"]) <= 100      # the paper's BestFit reaches ~93% (fgd-facts.md)
+    assert 80 < float(row["final_alloc_pct"]) <= 100      # BestFit: ~93% (benchmarks/fgd_table.md)
 
 
 def test_sweep_trace_needs_replay_runner(tmp_path, capsys):

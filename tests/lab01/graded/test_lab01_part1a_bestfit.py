@@ -1,6 +1,7 @@
 """Graded, Lab 01 part 1A: the best-fit score behind the policy comparison.
 
-Learner code: ``lab01_cluster_sim.policies.generic.best_fit_raw_score`` (fgd-facts.md 4.5):
+Learner code: ``lab01_cluster_sim.policies.generic.best_fit_raw_score`` (``best_fit_score.go``
+of hkust-adsl/kubernetes-scheduler-simulator):
 ``r = 0.5 (cpu_left - cpu_req) / max_cpu + 0.5 (idle_milli - gpu_req) / max_gpu``,
 ``score = trunc(100 (1 - r))``.
 """

@@ -218,6 +218,18 @@ def test_node_without_gpus_ignores_the_gpu_weight():
     assert p.score(st, Request(16000, 100, 0, 0), np.array([0]), None).tolist() == [25]
 
 
+def test_cpu_only_pod_is_not_scored_on_the_gpus_of_a_gpu_node():
+    """kube-scheduler leaves an extended resource the pod does not request out of the score
+    (resource_allocation.go, resourceAllocationScorer.calculateResourceAllocatableRequest,
+    v1.35). Found by the upstream oracle (tests/upstream): node a has 4 of 8 GPUs and 32 of
+    64 CPUs in use; a pod asking 4 CPUs and no GPU scores on CPU alone."""
+    p = NodeResourcesFit("MostAllocated", (("nvidia.com/gpu", 5), ("cpu", 1)))
+    # CPU 36/64 -> 56 (56.25) on a, 4/64 -> 6 (6.25) on b; the GPUs (75 and 0 with weight 5) do not count
+    assert p.score(_state(), Request(4000, 1000, 0, 0), np.array([0, 1]), None).tolist() == [56, 6]
+    p = NodeResourcesFit("LeastAllocated", (("nvidia.com/gpu", 5), ("cpu", 1)))
+    assert p.score(_state(), Request(4000, 1000, 0, 0), np.array([0, 1]), None).tolist() == [43, 93]
+
+
 def test_nodes_from_a_csv_beside_the_scenario(tmp_path):
     (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn-a,64000,262144,2,P100\nn-b,32000,131072,0,\n")
     sc = _load(tmp_path, """apiVersion: lab01.course/v1alpha1

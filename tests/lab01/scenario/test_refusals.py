@@ -209,7 +209,7 @@ spec:
     ("  workload: {generator: {name: synthetic, load: 1.0e-300}}\n",
      "FILE:5:49: Scenario/s: spec.workload.generator.load: 1e-300 is less than the minimum of 0.001"),
     ("  workload: {trace: {path: /nonexistent}}\n",
-     "FILE:5:28: Scenario/s: spec.workload.trace.path: /nonexistent: not a folder"),
+     "FILE:5:28: Scenario/s: spec.workload.trace.path: /nonexistent: does not exist"),
     ("  simulation: {until: 1.0e+300}\n",
      "FILE:5:23: Scenario/s: spec.simulation.until: 1e+300 is greater than the maximum of 1000000000"),
     # "  simulation: {" 15 + "topology: {" 11 + "maxWaitSeconds: [" 17 + "0, " 3 = 46 characters before it

@@ -1,7 +1,8 @@
 """Graded, Lab 02 part 2A: what ListAndWatch tells the kubelet.
 
 Learner code: ``lab02_device_plugin.plugin.sharing.list_and_watch_snapshot``: the full device
-list with health, every time (a snapshot, never a delta; device-plugin-facts.md sec. 3).
+list with health, every time (a snapshot, never a delta: the kubelet's devicemanager
+``genericDeviceUpdateCallback``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Learner code: ``lab02_device_plugin.plugin.sharing.expand_replicas`` (one GPU advertised as
 ``replicas`` devices ``<uuid>::<n>``) and ``physical_device_id`` (Allocate maps a replica
-back to its GPU). Facts: device-plugin-facts.md sec. 4 (upstream ``NewAnnotatedID``).
+back to its GPU). Upstream: NVIDIA k8s-device-plugin ``NewAnnotatedID`` (``%s::%d``).
 """
 
 from __future__ import annotations

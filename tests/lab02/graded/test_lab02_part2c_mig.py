@@ -1,7 +1,8 @@
 """Graded, Lab 02 part 2C: MIG profiles as resource names (migStrategy mixed).
 
 Learner code: ``lab02_device_plugin.plugin.mig.mixed_resource_name``: ``nvidia.com/mig-<profile>``,
-with "+" (not allowed in a resource name) written as "." (device-plugin-facts.md sec. 4).
+with "+" (not allowed in a resource name) written as "." (NVIDIA k8s-device-plugin,
+migStrategy mixed).
 """
 
 from __future__ import annotations

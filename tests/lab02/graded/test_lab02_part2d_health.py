@@ -1,7 +1,8 @@
 """Graded, Lab 02 part 2D: health transitions.
 
 Learner code: ``lab02_device_plugin.plugin.health.next_health``: the state of one device after a
-health event, under NVIDIA's Xid policy (device-plugin-facts.md sec. 4 "Health checking").
+health event, under NVIDIA's Xid policy (NVIDIA k8s-device-plugin
+internal/rm/health.go).
 """
 
 from __future__ import annotations

@@ -1,0 +1,197 @@
+"""The simulator's side of the differential tests: every call into lab01_cluster_sim is here.
+
+Each function takes one generated case (the same Kubernetes, Kueue and Karpenter objects the
+upstream oracle gets, see :mod:`upstream.strategies`), reads its objects through the
+scenario loader (:func:`lab01_cluster_sim.scenario.load_scenario`, as ``run`` does) and
+answers in the oracle's shape, so a test compares two dicts. When Lab 01's modules move,
+this file is the one to follow them.
+
+A case the simulator cannot state raises :class:`NotModelled`: the plugins it does not model
+yet (TaintToleration; NodeAffinity's Score and anything beyond a nodeSelector on
+``nvidia.com/gpu.product``; issue 17), for which the tests skip with that reason, and objects
+the loader lists as unsupported, which the generators never produce (such a case fails its
+test: the generator has left the simulator's domain).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from lab01_cluster_sim.admission.controller import AdmissionController, WorkloadStatus
+from lab01_cluster_sim.admission.flavors import Mode
+from lab01_cluster_sim.admission.plugin import workload_of
+from lab01_cluster_sim.admission.preemption import Admitted
+from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
+from lab01_cluster_sim.autoscaler.plugin import Autoscaler
+from lab01_cluster_sim.autoscaler.requirements import incompatibility, unadvertised
+from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.policies.base import pick_best_gpus
+from lab01_cluster_sim.scenario import load_scenario
+from lab01_cluster_sim.framework.noderesources import filter_node
+
+GPU_PRODUCT = "nvidia.com/gpu.product"
+MODE_NAMES = {Mode.FIT: "Fit", Mode.PREEMPT: "Preempt", Mode.NO_FIT: "NoFit"}
+
+
+class NotModelled(Exception):
+    """The simulator cannot state this case (the message says which field or plugin)."""
+
+
+_TMP = Path(tempfile.mkdtemp(prefix="upstream-cases-"))
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
+
+
+def load(objects: list[dict]):
+    """The objects read as a scenario file by the loader; :class:`NotModelled` when it lists
+    any of them as unsupported."""
+    path = _TMP / "case.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in objects))
+    sc = load_scenario(path)
+    if sc.unsupported:
+        raise NotModelled("; ".join(u.split(": ", 1)[-1] for u in sc.unsupported))
+    return sc
+
+
+# -- kube-scheduler -------------------------------------------------------------------------------
+def _scheduler_config(strategy: dict) -> dict:
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "default-scheduler",
+                          "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}]}]}
+
+
+def _state(case: dict):
+    """(scenario, ClusterState with the existing pods bound, incoming pod's Request)."""
+    objects = [n["node"] for n in case["nodes"]]
+    placed = []
+    for ni, n in enumerate(case["nodes"]):
+        for pod in n["pods"]:
+            objects.append(pod)
+            placed.append((ni, pod["metadata"]["name"]))
+    objects.append(case["pod"])
+    objects.append(_scheduler_config(case["scoringStrategy"]))
+    sc = load(objects)
+    jobs = {j.job_id: j for j in sc.jobs}
+    state = ClusterState(sc.nodes)
+    for ni, name in placed:
+        req = Request.of_worker(jobs[name])
+        gpus = pick_best_gpus(state, req, ni) if req.num_gpus else ()
+        state.bind(ni, gpus, req)
+    return sc, state, Request.of_worker(jobs[case["pod"]["metadata"]["name"]])
+
+
+def sim_fit(case: dict) -> list[dict]:
+    """NodeResourcesFit as the simulator decides it: per node, ``filter`` (the resource
+    checks of :func:`~lab01_cluster_sim.framework.noderesources.filter_node`) and ``score``
+    (:class:`~lab01_cluster_sim.scenario.scoring.NodeResourcesFit`)."""
+    sc, state, req = _state(case)
+    plain = Request(req.cpu_milli, req.memory_mib, req.num_gpus, req.gpu_milli)   # resources only
+    scores = sc.scoring.score(state, plain, np.arange(state.num_nodes), np.random.default_rng(0))
+    return [{"filter": not filter_node(state, plain, i), "score": int(scores[i])} for i in range(state.num_nodes)]
+
+
+def sim_node_affinity_filter(case: dict) -> list[bool]:
+    """NodeAffinity's Filter as the simulator decides it. The simulator models one node
+    selector, ``nvidia.com/gpu.product`` (the pod's allowed GPU models, checked by
+    :func:`~lab01_cluster_sim.framework.noderesources.filter_node`); any other selector or affinity is
+    :class:`NotModelled`."""
+    pod_spec = case["pod"]["spec"]
+    if "affinity" in pod_spec or set(pod_spec.get("nodeSelector", {})) - {GPU_PRODUCT}:
+        raise NotModelled("node affinity other than a nodeSelector on nvidia.com/gpu.product (issue 17)")
+    _sc, state, req = _state(case)
+    out = []
+    for i in range(state.num_nodes):
+        reasons = filter_node(state, req, i)
+        out.append(not any(r.startswith("GPU model") for r in reasons))
+    return out
+
+
+def sim_node_affinity_score(case: dict) -> list[int]:
+    """NodeAffinity's Score (preferred terms): not modelled yet (issue 17)."""
+    raise NotModelled("NodeAffinity scoring (preferredDuringScheduling) is not modelled yet (issue 17)")
+
+
+def sim_taint_filter(case: dict) -> list[bool]:
+    """TaintToleration's Filter: not modelled yet (issue 17)."""
+    raise NotModelled("TaintToleration (node taints, pod tolerations) is not modelled yet (issue 17)")
+
+
+def sim_taint_score(case: dict) -> list[int]:
+    """TaintToleration's Score (PreferNoSchedule): not modelled yet (issue 17)."""
+    raise NotModelled("TaintToleration scoring (PreferNoSchedule) is not modelled yet (issue 17)")
+
+
+# -- Kueue ----------------------------------------------------------------------------------------
+def sim_kueue(case: dict) -> dict:
+    """The flavor assignment and preemption targets of the case's head workload, as the
+    simulator's admission layer computes them for one cycle
+    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController._nominate`), on a
+    controller holding the case's admitted workloads with their flavors and quota
+    reservation times. Same keys as the oracle's answer."""
+    sc = load(case["objects"])
+    ctl: AdmissionController = sc.kueue.controller()
+    jobs = {j.job_id: j for j in sc.jobs}
+    for adm in case["admittedAt"]:
+        wl = workload_of(jobs[adm["name"]])
+        usage = {(f, r): v for f, r, v in adm["usage"]}
+        ctl.tree.add_usage(adm["clusterQueue"], usage)
+        ctl._admitted[wl.name] = Admitted(wl, adm["clusterQueue"], usage, adm["time"])
+    head = workload_of(jobs[case["head"]])
+    status = WorkloadStatus(head, case["clusterQueue"])
+    entry = ctl._nominate(status, _preemptor(ctl))
+    a = entry.assignment
+    pod_sets = []
+    for ps in a.pod_sets:
+        pod_sets.append({"name": ps.name, "count": ps.count, "flavors": dict(ps.flavors),
+                         "modes": {r: MODE_NAMES[m] for r, m in ps.modes.items()},
+                         "mode": MODE_NAMES[ps.mode], "message": ps.message()})
+    return {"mode": MODE_NAMES[a.mode], "borrowing": a.borrow, "podSets": pod_sets, "message": a.message(),
+            "targets": sorted(t.admitted.name for t in entry.targets),
+            "targetReasons": [t.reason for t in sorted(entry.targets, key=lambda t: t.admitted.name)]}
+
+
+def over_admitted(case: dict) -> bool:
+    """True when the case's admitted workloads hold more than the cohort tree's quota allows
+    somewhere (Kueue's unclamped ``available`` is negative for some queue and resource:
+    quota removed under admitted workloads, which the generator can produce)."""
+    from lab01_cluster_sim.admission.quota import available
+
+    sc = load(case["objects"])
+    tree = sc.kueue.controller().tree
+    for adm in case["admittedAt"]:
+        tree.add_usage(adm["clusterQueue"], {(f, r): v for f, r, v in adm["usage"]})
+    return any(available(tree.node(cq.name), fr) < 0 for cq in sc.kueue.cluster_queues for fr in cq.quotas())
+
+
+def _preemptor(ctl: AdmissionController):
+    from lab01_cluster_sim.admission.preemption import Preemptor
+
+    return Preemptor(ctl.tree, ctl.cluster_queues, ctl._admitted, ctl.fair_sharing, ctl.strategies)
+
+
+# -- Karpenter ------------------------------------------------------------------------------------
+def sim_karpenter(case: dict) -> list[str]:
+    """The instance types of the case's NodePool on which the simulator's autoscaler would
+    launch a node for the pod alone (as ``Autoscaler._provision`` decides: none when the
+    pod's requirements or resources rule out every NodePool, else ``Autoscaler._type_holds``),
+    by name, in the catalogue's order."""
+    sc = load(case["objects"])
+    pool = sc.node_pools[0]
+    job = next(j for j in sc.jobs if j.job_id == case["pod"]["metadata"]["name"])
+    if incompatibility(job) or unadvertised(job):   # no NodePool can launch for it: stays Pending
+        return []
+    scaler = Autoscaler([pool])
+    holds = {it.name for it in pool.instance_types if scaler._type_holds(pool, it, [_Pending(job)])}
+    return [it.name for it in DEFAULT_CATALOGUE if it.name in holds]
+
+
+class _Pending:
+    """A pending pod as the autoscaler's type check reads it (a JobRecord's ``job``)."""
+
+    def __init__(self, job) -> None:
+        self.job = job

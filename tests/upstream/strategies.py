@@ -1,0 +1,394 @@
+"""Hypothesis strategies: random valid cases over the objects the scenario loader reads.
+
+Every case is a dict of real Kubernetes / Kueue / Karpenter objects (the shapes
+``kubectl get -o json`` prints), valid for the loader and for the upstream Go types alike,
+plus the few facts that are not objects (which workloads are admitted where, and since
+when). Quantities are in units both sides represent exactly: CPU in milli-cores, memory in
+MiB, whole GPUs (a sub-MiB memory request is rounded up to a MiB by the loader; the
+generators do not probe that rounding).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+GPU = "nvidia.com/gpu"
+GPU_PRODUCT = "nvidia.com/gpu.product"
+MODELS = ("A100", "H100", "L4")
+DURATION = {"lab01.course/duration": "100"}
+
+
+def node(name: str, cpu_milli: int, mem_mib: int, gpus: int, labels: dict | None = None,
+         taints: list | None = None) -> dict:
+    """A v1 Node with that allocatable (pods: 110, as a kubelet reports by default)."""
+    alloc = {"cpu": f"{cpu_milli}m", "memory": f"{mem_mib}Mi", "pods": "110"}
+    if gpus:
+        alloc[GPU] = str(gpus)
+    obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels or {})},
+           "status": {"allocatable": alloc, "capacity": dict(alloc)}}
+    if taints:
+        obj["spec"] = {"taints": taints}
+    return obj
+
+
+def pod(name: str, cpu_milli: int, mem_mib: int, gpus: int, *, labels: dict | None = None,
+        node_selector: dict | None = None, tolerations: list | None = None, affinity: dict | None = None,
+        priority_class: str | None = None, annotations: dict | None = None) -> dict:
+    """A v1 Pod with one container asking for that much (a zero request is left out)."""
+    requests: dict[str, str] = {}
+    limits: dict[str, str] = {}
+    if cpu_milli:
+        requests["cpu"] = f"{cpu_milli}m"
+    if mem_mib:
+        requests["memory"] = f"{mem_mib}Mi"
+    if gpus:
+        requests[GPU] = limits[GPU] = str(gpus)
+    resources = {"requests": requests}
+    if limits:
+        resources["limits"] = limits
+    spec: dict = {"containers": [{"name": "main", "image": "busybox", "resources": resources}]}
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if affinity:
+        spec["affinity"] = affinity
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": dict(labels or {}),
+                         "annotations": {**DURATION, **(annotations or {})}},
+            "spec": spec}
+
+
+# -- kube-scheduler ---------------------------------------------------------------------------------
+cpu_cap = st.sampled_from([1000, 2000, 4000, 8000, 16000, 32000, 64000, 96000, 128000]) | st.integers(100, 200_000)
+mem_cap = st.sampled_from([1024, 4096, 16384, 65536, 262144, 1048576]) | st.integers(64, 2_000_000)
+gpu_cap = st.sampled_from([0, 0, 1, 2, 4, 8])
+
+
+@st.composite
+def scoring_strategy(draw) -> dict:
+    """A NodeResourcesFit ``scoringStrategy`` (kube-scheduler v1 config): type, 1 to 3
+    resources with weights 1..100, and for RequestedToCapacityRatio a shape of 1 to 5
+    points (utilization increasing in 0..100, score 0..10)."""
+    kind = draw(st.sampled_from(["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]))
+    names = draw(st.lists(st.sampled_from(["cpu", "memory", GPU]), min_size=1, max_size=3, unique=True))
+    out = {"type": kind, "resources": [{"name": n, "weight": draw(st.integers(1, 100))} for n in names]}
+    if kind == "RequestedToCapacityRatio":
+        utils = sorted(draw(st.lists(st.integers(0, 100), min_size=1, max_size=5, unique=True)))
+        out["requestedToCapacityRatio"] = {"shape": [{"utilization": u, "score": draw(st.integers(0, 10))}
+                                                     for u in utils]}
+    return out
+
+
+@st.composite
+def existing_pod(draw, name: str, cpu: int, mem: int, gpus: int) -> dict:
+    """A pod already bound to a node with that much left (cpu milli, memory MiB, GPUs), asking
+    at least 1m CPU and 1 MiB and at most what is left."""
+    c = draw(st.integers(1, cpu))
+    m = draw(st.integers(1, mem))
+    g = draw(st.integers(0, gpus))
+    return pod(name, c, m, g)
+
+
+@st.composite
+def scheduler_case(draw, *, with_selector: bool = False, with_taints: bool = False) -> dict:
+    """Nodes (1 to 6) with pods already bound, an incoming pod and a scoring strategy.
+
+    ``with_selector``: nodes carry ``nvidia.com/gpu.product`` labels and the pod may select
+    one. ``with_taints``: nodes may carry taints and the pod tolerations (for
+    TaintToleration)."""
+    n = draw(st.integers(1, 6))
+    nodes = []
+    pid = 0
+    for i in range(n):
+        cpu, mem, gpus = draw(cpu_cap), draw(mem_cap), draw(gpu_cap)
+        labels = {}
+        if with_selector and gpus and draw(st.booleans()):
+            labels[GPU_PRODUCT] = draw(st.sampled_from(MODELS))
+        taints = draw(st.lists(taint(), max_size=2, unique_by=lambda t: (t["key"], t["effect"]))) if with_taints else []
+        pods = []
+        left = [cpu, mem, gpus]
+        for _ in range(draw(st.integers(0, 3))):
+            if left[0] < 1 or left[1] < 1:
+                break
+            p = draw(existing_pod(f"bound-{pid}", left[0], left[1], left[2]))
+            pid += 1
+            pods.append(p)
+            r = p["spec"]["containers"][0]["resources"]["requests"]
+            left[0] -= int(r["cpu"][:-1])
+            left[1] -= int(r["memory"][:-2])
+            left[2] -= int(r.get(GPU, "0"))
+        nodes.append({"node": node(f"node-{i}", cpu, mem, gpus, labels, taints), "pods": pods})
+    selector = {}
+    gpus = draw(st.sampled_from([0, 0, 1, 1, 2, 4, 8, 9]))
+    if with_selector and draw(st.booleans()):
+        selector[GPU_PRODUCT] = draw(st.sampled_from(MODELS + ("GPU",)))
+    tolerations = draw(st.lists(toleration(), max_size=2)) if with_taints else []
+    incoming = pod("incoming", draw(st.integers(1, 140_000)), draw(st.integers(1, 2_100_000)), gpus,
+                   node_selector=selector, tolerations=tolerations)
+    return {"kind": "scheduler", "scoringStrategy": draw(scoring_strategy()), "pod": incoming, "nodes": nodes}
+
+
+TAINT_KEYS = (GPU, "dedicated", "example.com/spot")
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@st.composite
+def taint(draw) -> dict:
+    """A node taint (key from a small set so tolerations often meet it)."""
+    t = {"key": draw(st.sampled_from(TAINT_KEYS)), "effect": draw(st.sampled_from(EFFECTS))}
+    value = draw(st.sampled_from(["", "present", "gpu"]))
+    if value:
+        t["value"] = value
+    return t
+
+
+@st.composite
+def toleration(draw) -> dict:
+    """A pod toleration: Exists or Equal, on a key of :data:`TAINT_KEYS` or on every key."""
+    op = draw(st.sampled_from(["Equal", "Exists"]))
+    t: dict = {"operator": op}
+    if op == "Equal" or draw(st.booleans()):
+        t["key"] = draw(st.sampled_from(TAINT_KEYS))
+    if op == "Equal":
+        t["value"] = draw(st.sampled_from(["", "present", "gpu"]))
+    effect = draw(st.sampled_from(("",) + EFFECTS))
+    if effect:
+        t["effect"] = effect
+    return t
+
+
+# -- Kueue ------------------------------------------------------------------------------------------
+KUEUE = "kueue.x-k8s.io/v1beta2"
+RESOURCES = ("cpu", "memory", GPU)
+NOW = 1_000_000.0
+"""The oracle's clock, s (admitted workloads reserved quota at earlier times)."""
+
+
+def _rfc3339(seconds: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _qty(res: str, amount: int) -> str:
+    """Kueue quantity text for an amount in the generators' units (cpu milli, memory MiB)."""
+    return {"cpu": f"{amount}m", "memory": f"{amount}Mi"}.get(res, str(amount))
+
+
+def _kueue_units(res: str, amount: int) -> int:
+    """The amount in the simulator's (Kueue's) integer units: cpu milli, memory bytes, count."""
+    return amount * 2**20 if res == "memory" else amount
+
+
+@st.composite
+def quota(draw, res: str, with_limits: bool, cohort: bool) -> dict:
+    """One ``resources[]`` entry of a flavor: a nominal quota of 0 to 16 steps (1 CPU, 4 GiB,
+    1 GPU), and, for a ClusterQueue in a cohort, maybe a borrowingLimit and a lendingLimit
+    (at most the nominal quota, as Kueue's validation requires)."""
+    nominal = draw(st.integers(0, 16)) * {"cpu": 1000, "memory": 4096, GPU: 1}[res]
+    q = {"name": res, "nominalQuota": _qty(res, nominal)}
+    if with_limits and cohort:
+        if draw(st.booleans()):
+            q["borrowingLimit"] = _qty(res, draw(st.integers(0, 8)) * {"cpu": 1000, "memory": 4096, GPU: 1}[res])
+        if draw(st.booleans()):
+            q["lendingLimit"] = _qty(res, draw(st.integers(0, nominal // {"cpu": 1000, "memory": 4096, GPU: 1}[res]))
+                                     * {"cpu": 1000, "memory": 4096, GPU: 1}[res])
+    return q
+
+
+@st.composite
+def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = False) -> dict:
+    """ResourceFlavors, ClusterQueues (one to four, in zero to two cohorts, with optional
+    parent Cohort objects), admitted workloads with their flavor assignment, and one pending
+    head workload in one ClusterQueue: everything Kueue's scheduler reads to nominate it.
+
+    The admitted workloads are stated twice, consistently: as Jobs for the loader, with
+    their quota usage for the simulator's controller, and as admitted Workload objects
+    (``status.admission``, a ``QuotaReserved`` condition) for Kueue's cache."""
+    nflv = draw(st.integers(1, 3))
+    flavors = [f"f{i}" for i in range(nflv)]
+    covered = draw(st.lists(st.sampled_from(RESOURCES), min_size=1, max_size=3, unique=True))
+    covered = [r for r in RESOURCES if r in covered]
+    ncq = draw(st.integers(1, 4))
+    cohort_names = draw(st.lists(st.sampled_from(["co-a", "co-b"]), min_size=ncq, max_size=ncq))
+    if draw(st.booleans()):
+        cohort_names = [None if draw(st.integers(0, 4)) == 0 else c for c in cohort_names]
+    fs = draw(st.booleans()) if fair_sharing is None else fair_sharing
+    objects: list[dict] = []
+    flavor_labels_of = {}
+    for f in flavors:
+        spec: dict = {}
+        if flavor_labels:
+            flavor_labels_of[f] = draw(st.sampled_from(MODELS))
+            spec["nodeLabels"] = {GPU_PRODUCT: flavor_labels_of[f]}
+        objects.append({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": spec})
+    cqs = []
+    for i in range(ncq):
+        name = f"cq-{i}"
+        cohort = cohort_names[i]
+        cq_flavors = draw(st.lists(st.sampled_from(flavors), min_size=1, max_size=nflv, unique=True))
+        rg = {"coveredResources": covered,
+              "flavors": [{"name": f, "resources": [draw(quota(r, True, cohort is not None)) for r in covered]}
+                          for f in cq_flavors]}
+        within = draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]))
+        reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
+        preemption: dict = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim}
+        if reclaim != "Never" and draw(st.booleans()):
+            bwc: dict = {"policy": "LowerPriority"}
+            if draw(st.booleans()):
+                bwc["maxPriorityThreshold"] = draw(st.integers(0, 3))
+            preemption["borrowWithinCohort"] = bwc
+        spec = {"resourceGroups": [rg], "preemption": preemption,
+                "flavorFungibility": {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+                                      "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))},
+                "namespaceSelector": {}}
+        if cohort is not None:
+            spec["cohortName"] = cohort
+        if fs and draw(st.booleans()):
+            spec["fairSharing"] = {"weight": str(draw(st.sampled_from([0, 1, 1, 2, 3])))}
+        cqs.append({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec})
+        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue",
+                        "metadata": {"name": f"lq-{i}", "namespace": "default"}, "spec": {"clusterQueue": name}})
+    objects.extend(cqs)
+    cohorts = []
+    used_cohorts = sorted({c for c in cohort_names if c})
+    if used_cohorts and draw(st.booleans()):   # explicit Cohorts under one root with quota of its own
+        for c in used_cohorts:
+            spec = {"parentName": "root"}
+            if draw(st.booleans()):
+                spec["resourceGroups"] = [{"coveredResources": covered, "flavors": [
+                    {"name": flavors[0], "resources": [draw(quota(r, False, True)) for r in covered]}]}]
+            cohorts.append({"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": c}, "spec": spec})
+        cohorts.append({"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": "root"}, "spec": {}})
+    objects.extend(cohorts)
+    for p in range(4):
+        objects.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p{p}"},
+                        "value": p})
+    if fs:
+        objects.append({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                        "fairSharing": {"preemptionStrategies": draw(st.sampled_from([
+                            ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], ["LessThanOrEqualToFinalShare"],
+                            ["LessThanInitialShare"]]))}})
+    # admitted workloads: each in a CQ, on flavors of that CQ, at an earlier time
+    admitted = []
+    go_admitted = []
+    head_cq = draw(st.integers(0, ncq - 1))
+    for w in range(draw(st.integers(0, 8))):
+        # half of them in the head's queue, so that preemption within it has candidates
+        i = head_cq if draw(st.booleans()) else draw(st.integers(0, ncq - 1))
+        cq = cqs[i]
+        flavor = draw(st.sampled_from([f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]]))
+        count = draw(st.integers(1, 3))
+        req = _requests(draw, covered)
+        prio = draw(st.integers(0, 3))
+        t = NOW - draw(st.integers(1, 1000))
+        name = f"adm-{w}"
+        objects.append(_job(name, f"lq-{i}", count, req, prio))
+        usage = [(flavor, r, _kueue_units(r, v) * count) for r, v in req.items() if v]
+        admitted.append({"name": name, "clusterQueue": cq["metadata"]["name"], "usage": usage, "time": t})
+        go_admitted.append(_workload(name, f"lq-{i}", count, req, prio, t, cq["metadata"]["name"], flavor))
+    i = head_cq
+    count = draw(st.integers(1, 4))
+    req = _requests(draw, covered)
+    prio = draw(st.sampled_from([0, 1, 2, 3, 3, 3]))   # often above the admitted ones
+    min_count = draw(st.integers(1, count - 1)) if count > 1 and draw(st.integers(0, 3)) == 0 else None
+    selector = {}
+    if flavor_labels and draw(st.booleans()):
+        selector[GPU_PRODUCT] = draw(st.sampled_from(MODELS))
+    objects.append(_job("head", f"lq-{i}", count, req, prio, min_count, selector))
+    head = _workload("head", f"lq-{i}", count, req, prio, NOW, None, None, min_count, selector)
+    go = {"kind": "kueue", "now": _rfc3339(NOW),
+          "fairSharing": ({"preemptionStrategies": next(o for o in objects if o["kind"] == "Configuration")
+                           ["fairSharing"]["preemptionStrategies"]} if fs else None),
+          "resourceFlavors": [o for o in objects if o["kind"] == "ResourceFlavor"],
+          "clusterQueues": cqs, "cohorts": cohorts, "admitted": go_admitted, "workload": head,
+          "clusterQueue": cqs[i]["metadata"]["name"]}
+    return {"go": go, "objects": objects, "admittedAt": admitted, "head": "head",
+            "clusterQueue": cqs[i]["metadata"]["name"]}
+
+
+def _requests(draw, covered: list[str]) -> dict[str, int]:
+    """Per-pod requests over the covered resources (cpu milli, memory MiB, GPUs); at least
+    one non-zero."""
+    steps = {"cpu": 500, "memory": 1024, GPU: 1}
+    while True:
+        req = {r: draw(st.integers(0, 6)) * steps[r] for r in covered}
+        if any(req.values()):
+            return req
+
+
+def _job(name: str, lq: str, count: int, req: dict, prio: int, min_count: int | None = None,
+         selector: dict | None = None) -> dict:
+    p = pod("x", req.get("cpu", 0), req.get("memory", 0), req.get(GPU, 0), node_selector=selector)
+    annotations = {**DURATION}
+    if min_count is not None:
+        annotations["kueue.x-k8s.io/job-min-parallelism"] = str(min_count)
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "annotations": annotations,
+                         "labels": {"kueue.x-k8s.io/queue-name": lq, "kueue.x-k8s.io/priority-class": f"p{prio}"}},
+            "spec": {"parallelism": count, "completions": count,
+                     "template": {"metadata": {"annotations": {**DURATION}}, "spec": p["spec"]}}}
+
+
+def _workload(name: str, lq: str, count: int, req: dict, prio: int, t: float, cq: str | None, flavor: str | None,
+              min_count: int | None = None, selector: dict | None = None) -> dict:
+    """The kueue.x-k8s.io/v1beta2 Workload of a Job; admitted to ``cq`` on ``flavor`` at
+    ``t`` when ``cq`` is given."""
+    p = pod("x", req.get("cpu", 0), req.get("memory", 0), req.get(GPU, 0), node_selector=selector)
+    ps = {"name": "main", "count": count, "template": {"spec": p["spec"]}}
+    if min_count is not None:
+        ps["minCount"] = min_count
+    wl = {"apiVersion": KUEUE, "kind": "Workload",
+          "metadata": {"name": name, "namespace": "default", "uid": name, "creationTimestamp": _rfc3339(t)},
+          "spec": {"queueName": lq, "podSets": [ps], "priority": prio, "priorityClassName": f"p{prio}",
+                   "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": f"p{prio}"}}}
+    if cq is not None:
+        usage = {r: _qty(r, v * count) for r, v in req.items() if v}
+        wl["status"] = {
+            "admission": {"clusterQueue": cq, "podSetAssignments": [
+                {"name": "main", "count": count, "flavors": {r: flavor for r, v in req.items() if v},
+                 "resourceUsage": usage}]},
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "",
+                            "lastTransitionTime": _rfc3339(t)},
+                           {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "",
+                            "lastTransitionTime": _rfc3339(t)}]}
+    return wl
+
+
+# -- Karpenter --------------------------------------------------------------------------------------
+@st.composite
+def karpenter_case(draw, catalogue) -> dict:
+    """A NodePool over some instance types of ``catalogue`` (the simulator's
+    :data:`~lab01_cluster_sim.autoscaler.catalogue.DEFAULT_CATALOGUE`) and one capacity type,
+    and a pending pod, optionally selecting a GPU model by GPU Feature Discovery's label."""
+    names = draw(st.lists(st.sampled_from([t.name for t in catalogue]), min_size=1, max_size=4, unique=True))
+    cap_type = draw(st.sampled_from(["on-demand", "spot"]))
+    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"},
+            "spec": {"template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": names},
+                                 {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [cap_type]}]}}}}
+    selector = {}
+    if draw(st.integers(0, 3)) == 0:
+        selector[GPU_PRODUCT] = draw(st.sampled_from(sorted({t.gpu_model for t in catalogue})))
+    p = pod("pending", draw(st.integers(1, 200_000)), draw(st.integers(1, 2_200_000)),
+            draw(st.sampled_from([0, 1, 1, 2, 4, 8, 9])), node_selector=selector)
+    types = []
+    for t in catalogue:
+        cap = {"cpu": f"{t.cpu_milli}m", "memory": f"{t.memory_mib}Mi", "pods": "110"}
+        if t.gpus:
+            cap[GPU] = str(t.gpus)
+        zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a"]}
+        types.append({"name": t.name, "capacity": cap, "requirements": [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [t.name]},
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "spot"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}, zone],
+            "offerings": [{"available": True, "price": 1.0, "requirements": [
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [ct]}, zone]}
+                for ct in ("on-demand", "spot")]})
+    go = {"kind": "karpenter", "nodePool": pool, "instanceTypes": types, "pod": p}
+    return {"go": go, "objects": [pool, p], "pod": p}

@@ -1,0 +1,77 @@
+"""Kueue v0.17.0's scheduler as the oracle of the simulator's admission layer.
+
+Each generated case (ResourceFlavors, ClusterQueues in cohorts with borrowing and lending
+limits and preemption policies, optional Cohort objects and fair sharing, admitted
+workloads, one head workload; :func:`upstream.strategies.kueue_case`) is nominated by the
+simulator (:mod:`upstream.sim_adapter`) and by Kueue's own flavor assigner and preemptor
+on its own cache snapshot (``tools/upstream/kueue.go``, as pkg/scheduler/scheduler.go
+getInitialAssignments calls them). The assignment mode, the flavor of each resource, the
+admitted count, whether it borrows and the preemption targets must agree.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, reject
+
+from upstream import sim_adapter
+from upstream.conftest import SETTINGS
+from upstream.strategies import kueue_case
+
+
+def decision(answer: dict) -> dict:
+    """The parts of a nomination both sides must agree on."""
+    return {"mode": answer["mode"], "borrows": answer["borrowing"] > 0,
+            "podSets": [{"name": p["name"], "count": p["count"], "flavors": p["flavors"]}
+                        for p in answer["podSets"]] if answer["mode"] != "NoFit" else [],
+            "targets": answer["targets"]}
+
+
+def upstream_panic_known(case: dict) -> bool:
+    """Kueue v0.17.0 panics (nil pointer in fairsharing.TargetClusterQueueOrdering.Iter,
+    pkg/scheduler/preemption/fairsharing/ordering.go: after the CQ-without-cohort loop it
+    goes on to ``preemptorCq.Parent().Root()``) when fair sharing is on and a ClusterQueue
+    without a cohort looks for preemption targets; later Kueue returns there (kubernetes-
+    sigs/kueue #13187, on main since). The simulator follows main, so such a case has no
+    v0.17.0 answer to compare with."""
+    go = case["go"]
+    cq = next(c for c in go["clusterQueues"] if c["metadata"]["name"] == go["clusterQueue"])
+    return go["fairSharing"] is not None and "cohortName" not in cq["spec"]
+
+
+def _check(oracle, case: dict) -> None:
+    up = oracle.ask(case["go"])
+    if up.get("error", "").startswith("upstream panic:") and upstream_panic_known(case):
+        reject()
+    assert "error" not in up, f"oracle refused a generated case: {up['error']}\n{json.dumps(case['go'])}"
+    sim = sim_adapter.sim_kueue(case)
+    mine, theirs = decision(sim), decision(up)
+    loose = {"targets": [], "borrows": None}
+    if mine != theirs and {**mine, **loose} == {**theirs, **loose} and sim_adapter.over_admitted(case):
+        return   # stated deviation: targets and borrowing in an over-admitted tree (scenarios/README.md)
+    assert mine == theirs, json.dumps(case, sort_keys=True)
+
+
+@SETTINGS
+@given(case=kueue_case(fair_sharing=False))
+def test_classic_admission(oracle, case):
+    """Quota, cohorts, borrowing and lending limits, withinClusterQueue,
+    reclaimWithinCohort, borrowWithinCohort, flavor fungibility, partial admission."""
+    _check(oracle, case)
+
+
+@SETTINGS
+@given(case=kueue_case(fair_sharing=True))
+def test_fair_sharing_admission(oracle, case):
+    """The same with fair sharing on (weights, preemption strategies)."""
+    _check(oracle, case)
+
+
+@SETTINGS
+@given(case=kueue_case(flavor_labels=True))
+def test_flavor_node_labels(oracle, case):
+    """ResourceFlavors with ``nodeLabels`` and head workloads selecting a GPU model: Kueue
+    skips a flavor whose labels contradict the pods' nodeSelector ("flavor F doesn't match
+    node affinity", flavorassigner.go flavorSelector / checkFlavorForPodSets)."""
+    _check(oracle, case)

@@ -347,3 +347,13 @@ def test_karpenter_labels_the_simulator_has_no_values_for_are_not_modelled(tmp_p
         p.write_text(POOL + "---\n" + pod.replace("topology.kubernetes.io/zone", key)
                      .replace("karpenter.k8s.aws/instance-family", key))
         assert load_scenario(p).unsupported == []
+
+
+def test_too_many_job_workers_names_parallelism(tmp_path):
+    # fresh tester (Dec 2): the error pointed at spec.template.spec ("workers must be <= ...")
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations: {lab01.course/duration: \"100\"}\n"
+           "spec:\n  parallelism: 100000000\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n"
+           "      - {name: c, image: x, resources: {limits: {nvidia.com/gpu: \"1\"}}}\n")
+    # NODE is 5 lines, so parallelism is line 12; its value starts at column 16
+    assert _error(tmp_path, NODE + job) == ("FILE:12:16: Job/j: spec.parallelism: expected at most 1,000,000 workers, "
+                                            "got 100,000,000")

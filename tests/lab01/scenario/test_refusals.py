@@ -357,3 +357,13 @@ def test_too_many_job_workers_names_parallelism(tmp_path):
     # NODE is 5 lines, so parallelism is line 12; its value starts at column 16
     assert _error(tmp_path, NODE + job) == ("FILE:12:16: Job/j: spec.parallelism: expected at most 1,000,000 workers, "
                                             "got 100,000,000")
+
+
+def test_too_many_devices_names_the_resource_field(tmp_path):
+    # fresh tester (Dec 2): said "status.allocatable: node 'n0': gpu_count must be <= 1,000,000"
+    text = NODE.replace('nvidia.com/gpu: "2"', 'nvidia.com/gpu: "100000000000"') + _pod('{limits: {nvidia.com/gpu: "1"}}')
+    assert _error(tmp_path, text) == ("FILE:4:64: Node/n0: status.allocatable.nvidia.com/gpu: expected at most "
+                                      "1,000,000 devices, got '100000000000'")
+    assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "2000000"}}')) == (
+        "FILE:15:42: Pod/p0: spec.containers[0].resources.limits.nvidia.com/gpu: expected at most 1,000,000 devices, "
+        "got '2000000'")

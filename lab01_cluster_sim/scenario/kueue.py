@@ -73,7 +73,9 @@ class KueueKinds:
                                      kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor")),
                                      kq.FungibilityPreference(ff["preference"]) if "preference" in ff else None),
                 self._weight(doc, spec))
-            if "preference" in ff and (ff.get("whenCanBorrow"), ff.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+            # the CRD's rule runs on the defaulted object: an unset whenCanPreempt is TryNextFlavor already
+            if "preference" in ff and (cq.flavor_fungibility.when_can_borrow.value,
+                                       cq.flavor_fungibility.when_can_preempt.value) != ("TryNextFlavor",) * 2:
                 raise error_at(doc, ("spec", "flavorFungibility", "preference"), "preference can only be set when both "
                            "whenCanBorrow and whenCanPreempt are TryNextFlavor (the CRD's validation rule)")
             if p.get("reclaimWithinCohort", "Never") == "Never" and bwc.get("policy", "Never") != "Never":

@@ -179,6 +179,17 @@ def test_preference_needs_both_policies_try_next_flavor(tmp_path):
                                    "validation rule)")
 
 
+def test_preference_accepted_when_when_can_preempt_is_left_to_its_default(tmp_path):
+    # the apiserver defaults whenCanPreempt to TryNextFlavor before the CRD's CEL rule runs,
+    # so {whenCanBorrow: TryNextFlavor, preference: ...} is a valid ClusterQueue
+    path = tmp_path / "s.yaml"
+    path.write_text(QUEUE.replace("  queueingStrategy: StrictFIFO\n", "  flavorFungibility: {whenCanBorrow: "
+                                  "TryNextFlavor, preference: BorrowingOverPreemption}\n"))
+    (cq,) = load_scenario(path).kueue.cluster_queues
+    assert cq.flavor_fungibility.when_can_preempt.value == "TryNextFlavor"
+    assert cq.flavor_fungibility.preference.value == "BorrowingOverPreemption"
+
+
 def test_toleration_seconds_is_named_as_not_modelled_and_a_bad_operator_refused(tmp_path):
     path = tmp_path / "s.yaml"
     tol = "  tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]\n"

@@ -164,7 +164,9 @@ def _never(row: dict) -> str:
     """' (N pods never bound, pending until the end at t=T s)' when some pod never got a node: their
     pending time is cut off by the end of the run, so the mean alone would understate it."""
     n = row.get("pods_never_bound", 0)
-    return f" ({n} pod{'s' if n != 1 else ''} never bound, counted until the end at t={row['end_s']:,.0f} s)" if n else ""
+    if not n:
+        return ""
+    return f" ({n} pod{'s' if n != 1 else ''} never bound, counted until the end at t={row['end_s']:,.0f} s)"
 
 
 def _s(x) -> str:

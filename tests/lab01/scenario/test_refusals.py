@@ -361,7 +361,8 @@ def test_too_many_job_workers_names_parallelism(tmp_path):
 
 def test_too_many_devices_names_the_resource_field(tmp_path):
     # fresh tester (Dec 2): said "status.allocatable: node 'n0': gpu_count must be <= 1,000,000"
-    text = NODE.replace('nvidia.com/gpu: "2"', 'nvidia.com/gpu: "100000000000"') + _pod('{limits: {nvidia.com/gpu: "1"}}')
+    text = (NODE.replace('nvidia.com/gpu: "2"', 'nvidia.com/gpu: "100000000000"')
+            + _pod('{limits: {nvidia.com/gpu: "1"}}'))
     assert _error(tmp_path, text) == ("FILE:4:64: Node/n0: status.allocatable.nvidia.com/gpu: expected at most "
                                       "1,000,000 devices, got '100000000000'")
     assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "2000000"}}')) == (

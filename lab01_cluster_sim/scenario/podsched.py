@@ -59,7 +59,8 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
     With ``node_pools`` (the scenario has Karpenter NodePools, run by the autoscaler), every
     nodeSelector key and the whole required node affinity are placed: they decide which
     NodePools can launch for the pod and which nodes it binds to
-    (:mod:`lab01_cluster_sim.autoscaler.requirements`).
+    (:mod:`lab01_cluster_sim.autoscaler.requirements`), except the keys Karpenter knows but the
+    simulator gives no values to (zone, arch, ...), listed as not modelled.
 
     Returns:
         ``(models, extras)``: ``models`` () = any GPU model.

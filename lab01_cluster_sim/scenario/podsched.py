@@ -87,7 +87,8 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
     found at ``pod_path`` of ``doc`` (module docstring).
 
     With ``node_pools`` (the scenario has Karpenter NodePools, run by the autoscaler's loop),
-    ``matchFields`` and preferred node affinity are listed as not modelled.
+    ``matchFields``, preferred node affinity, and selector or required-affinity keys Karpenter
+    knows but the simulator gives no values to (zone, arch, ...) are listed as not modelled.
 
     Returns:
         ``(models, extras)``: ``models`` () = any GPU model.
@@ -143,7 +144,27 @@ def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: 
                                f"{selector[GPU_PRODUCT]} and this affinity (the pod could never be placed)")
             else:
                 models = placed
+    if node_pools:
+        _refuse_unmodelled_well_known(doc, pod_path, selector, extras.get(REQUIRED_AFFINITY, ()), unsupported)
     return models, extras
+
+
+def _refuse_unmodelled_well_known(doc: Document, pod_path: tuple, selector: dict, terms: tuple,
+                                  unsupported: list[str]) -> None:
+    """With NodePools: a nodeSelector key or required-affinity key that Karpenter knows before
+    launch but the simulator gives no values to (zone, arch, the AWS instance family...) is
+    listed as not modelled, rather than answered with Karpenter's "does not have known values",
+    which Karpenter would not say (:func:`~lab01_cluster_sim.autoscaler.requirements.unmodelled_well_known`)."""
+    from lab01_cluster_sim.autoscaler.requirements import WELL_KNOWN, unmodelled_well_known
+
+    sel = sorted(k for k in selector if unmodelled_well_known(k))
+    aff = sorted({e.key for t in terms for e in t.expressions if unmodelled_well_known(e.key)})
+    for path, what, names in ((("nodeSelector",), "nodeSelector", sel),
+                              (("affinity", "nodeAffinity", REQUIRED), "required node affinity", aff)):
+        if names:
+            unsupported.append(_note(doc, pod_path + path, f"{what} on {', '.join(names)} is not modelled: Karpenter "
+                                     "knows its values before launch, the simulator gives it none (modelled: "
+                                     f"{', '.join(WELL_KNOWN)})"))
 
 
 def _term(doc: Document, base: tuple, term: dict, unsupported: list[str], node_pools: bool) -> NodeSelectorTerm:

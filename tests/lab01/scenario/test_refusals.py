@@ -312,11 +312,11 @@ spec:
 
 @pytest.mark.parametrize("old,new,expected", [
     ("      requirements:", "      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]\n      requirements:",
-     "FILE:8:7: NodePool/gpu: spec.template.spec.taints: a field of Karpenter's karpenter.sh/v1 NodePool that the "
-     "simulator does not model; remove it to run the scenario (modelled: expireAfter, nodeClassRef, requirements)"),
+     "FILE:8:7: NodePool/gpu: spec.template.spec.taints is not modelled (a field of karpenter.sh/v1 NodePool; "
+     "remove it to run the scenario; modelled here: expireAfter, nodeClassRef, requirements)"),
     ("values: [on-demand]}", "values: [on-demand], minValues: 1}",
-     "FILE:9:78: NodePool/gpu: spec.template.spec.requirements[0].minValues: a field of Karpenter's karpenter.sh/v1 "
-     "NodePool that the simulator does not model"),
+     "FILE:9:78: NodePool/gpu: spec.template.spec.requirements[0].minValues is not modelled (a field of "
+     "karpenter.sh/v1 NodePool"),
     ("      requirements:", "      requirement:",
      "FILE:8:7: NodePool/gpu: spec.template.spec.requirement: unknown field (did you mean 'requirements'?"),
 ])

@@ -59,19 +59,56 @@ def default_trace_dir() -> Path:
     return base / "alibaba-gpu-2023" / "csv"
 
 
+REPLAY_COLUMNS = ("policy", "workload", "seed", "alloc_100", "alloc_end", "frag_end", "failed")
+"""The columns of a ``sweep --runner replay`` CSV that the table reads."""
+
+
 def _rows_from_csv(path: str) -> list[tuple]:
     """The replay rows of a ``sweep --runner replay`` CSV as (list, policy, seed, alloc@100,
-    alloc@130, frag %@130, failed pods)."""
+    alloc@130, frag %@130, failed pods).
+
+    Raises:
+        SystemExit: with one line naming the file (and line and column where one is at fault)
+            when it cannot be read, is not a replay sweep's CSV, holds a value that is not a
+            number, or reports a failed run.
+    """
     import csv
 
     rows = []
-    with open(path, newline="", encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            if r.get("status", "ok") != "ok":
-                raise SystemExit(f"{path}: run {r['policy']} {r['workload']} seed {r['seed']} failed: {r.get('error')}")
-            rows.append((r["workload"].rsplit(":", 1)[-1], r["policy"], int(r["seed"]), float(r["alloc_100"]),
-                         float(r["alloc_end"]), float(r["frag_end"]), int(r["failed"])))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            lacking = [c for c in REPLAY_COLUMNS if c not in (reader.fieldnames or ())]
+            if lacking:
+                raise SystemExit(f"{path}: not a 'sweep --runner replay' CSV: no column {', '.join(lacking)}")
+            for r in reader:
+                where = f"{path}:{reader.line_num}"
+                if r.get("status", "ok") != "ok":
+                    raise SystemExit(f"{where}: run {r['policy']} {r['workload']} seed {r['seed']} failed: "
+                                     f"{r.get('error')}")
+                try:
+                    rows.append(((r["workload"] or "").rsplit(":", 1)[-1], r["policy"], int(r["seed"]),
+                                 float(r["alloc_100"]), float(r["alloc_end"]), float(r["frag_end"]),
+                                 int(r["failed"])))
+                except (TypeError, ValueError):
+                    bad = next(c for c in ("seed", "alloc_100", "alloc_end", "frag_end", "failed")
+                               if not _is_number(r[c], integer=c in ("seed", "failed")))
+                    raise SystemExit(f"{where}: column {bad}: expected "
+                                     f"{'an integer' if bad in ('seed', 'failed') else 'a number'}, got {r[bad]!r}"
+                                     ) from None
+    except OSError as exc:
+        raise SystemExit(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise SystemExit(f"{path}: not a CSV file: {exc}") from None
     return rows
+
+
+def _is_number(text: str | None, integer: bool) -> bool:
+    try:
+        (int if integer else float)(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _rows_from_runs(trace: Path, lists: list[str], workers: int, dask: str | None) -> list[tuple]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Mapping
 
+from lab01_cluster_sim.corev1 import Taint
 from lab01_cluster_sim.errors import InputError
 
 MILLI_PER_GPU = 1000
@@ -37,6 +38,8 @@ class Node:
         nvlink_island: id of the NVLink domain the node's GPUs belong to. By default each
             node is its own island (``-1`` means "the node's own island"); multi-node NVLink
             domains (e.g. a 72-GPU rack) give several nodes the same id.
+        taints: the node's ``spec.taints`` (:class:`~lab01_cluster_sim.corev1.Taint`), in the
+            node's order; static for the whole run.
 
     Raises:
         InputError: a negative quantity, one above :data:`MAX_COUNT` GPUs or
@@ -50,6 +53,7 @@ class Node:
     memory_mib: int
     labels: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     nvlink_island: int = -1
+    taints: tuple[Taint, ...] = field(default=(), hash=False, compare=False)
 
     def __post_init__(self) -> None:
         for attr in ("gpu_count", "cpu_milli", "memory_mib"):

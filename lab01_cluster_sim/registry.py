@@ -32,6 +32,9 @@ from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.fragmentation import TargetWorkload
 from lab01_cluster_sim.lifecycle import node_events_plugin
 from lab01_cluster_sim.framework.queue import Fifo, FifoSkip, QueueDiscipline
+from lab01_cluster_sim.kubescheduler.constraints import NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY
+from lab01_cluster_sim.kubescheduler.nodeaffinity import NodeAffinity
+from lab01_cluster_sim.kubescheduler.tainttoleration import TaintToleration
 from lab01_cluster_sim.sharing_modes import time_slicing_plugin
 from lab01_cluster_sim.tenancy import constraints_plugin, tenancy_plugin
 from lab01_cluster_sim.topology import topology_plugin
@@ -59,6 +62,26 @@ PLUGINS: dict[str, Callable[..., Any]] = {
     "node-events": node_events_plugin,
 }
 """Plugin name -> factory ``factory(nodes, jobs, **options) -> plugin`` for ``--plugin``."""
+
+
+KUBE_SCHEDULER_PLUGINS: dict[str, type] = {"TaintToleration": TaintToleration, "NodeAffinity": NodeAffinity}
+"""kube-scheduler's node-selection plugins Lab 01 models (besides NodeResourcesFit's score, a
+placement policy), by their kube-scheduler name, in the default profile's order."""
+
+
+def kube_scheduler_plugins(nodes, jobs, weights: dict[str, int] | None = None) -> list[Any]:
+    """The :data:`KUBE_SCHEDULER_PLUGINS` a run of ``jobs`` on ``nodes`` needs, with their Score
+    ``weights`` (default: kube-scheduler's default profile, 3 and 2). A plugin that cannot
+    change any decision is left out (no node has a taint, for TaintToleration; no job has a
+    nodeSelector or node affinity, for NodeAffinity): kube-scheduler would run it and pass every
+    node with an equal score."""
+    weights = weights or {}
+    out: list[Any] = []
+    if any(n.taints for n in nodes):
+        out.append(TaintToleration(weights.get("TaintToleration", 3)))
+    if any(NODE_SELECTOR in j.extras or REQUIRED_AFFINITY in j.extras or PREFERRED_AFFINITY in j.extras for j in jobs):
+        out.append(NodeAffinity(weights.get("NodeAffinity", 2)))
+    return out
 
 
 def get_discipline(name: str, **kwargs) -> QueueDiscipline:
@@ -209,5 +232,6 @@ def make_plugin(text: str, nodes, jobs) -> Any:
         raise InputError(f"--plugin {text!r}: {exc}") from None
 
 
-__all__ = ["DISCIPLINES", "PLUGINS", "POLICIES", "get_discipline", "get_policy", "make_plugin", "make_policy",
-           "parse_plugin_spec", "check_policy_name", "policy_for_jobs", "policy_names", "uses_target"]
+__all__ = ["DISCIPLINES", "KUBE_SCHEDULER_PLUGINS", "PLUGINS", "POLICIES", "check_policy_name", "get_discipline",
+           "get_policy", "kube_scheduler_plugins", "make_plugin", "make_policy", "parse_plugin_spec", "policy_for_jobs",
+           "policy_names", "uses_target"]

@@ -78,7 +78,16 @@ above is untouched):
 - :attr:`Scheduler.extra_filters`: callables ``(request, record) -> bool mask (N,)`` ANDed into
   the filter (taints/tolerations, topology); empty by default, so free when unused. When
   present, jobs of the same shape are no longer treated as interchangeable (the blocked memo
-  becomes per job and FIFO-skip tries every job), since the filter may read the job.
+  becomes per job and FIFO-skip tries every job), since the filter may read the job. A
+  filter whose plugin has a ``filter_reason`` (kube-scheduler's TaintToleration, NodeAffinity)
+  is counted under that reason in :meth:`Scheduler.unschedulable_message`, and the nodes it
+  refuses are not counted again under later reasons (kube-scheduler stops at a node's first
+  failing Filter plugin, ``RunFilterPlugins``).
+- :attr:`Scheduler.scorers`: ``(weight, score)`` pairs, ``score(request, record, candidates)
+  -> int64 (k,)`` in 0..100, already normalized; the node's score is the policy's
+  (NodeResourcesFit, times the policy's ``score_weight``, default 1) plus ``weight * score`` of
+  each (``prioritizeNodes`` in kube-scheduler's ``schedule_one.go`` sums every Score plugin's
+  normalized score times its weight).
 """
 
 from __future__ import annotations
@@ -178,6 +187,7 @@ class Scheduler(BlockedShapes, PluginRuntime):
         self.on_evict_request: Callable[[JobRecord, str], None] | None = None
         self.on_retry_at: Callable[[float], None] = lambda t: None
         self.extra_filters: list[Callable[[Request, JobRecord], np.ndarray]] = []
+        self.scorers: list[tuple[int, Callable[[Request, JobRecord | None, np.ndarray], np.ndarray]]] = []
         # Scheduling-framework plugin points (see lab01_cluster_sim.framework.interface); each entry is a
         # callable bound to its plugin. Empty by default: the fast path below is untouched.
         self.pre_filters: list[Callable[[JobRecord, Request], "PreFilterResult | None"]] = []
@@ -364,10 +374,21 @@ class Scheduler(BlockedShapes, PluginRuntime):
         if candidates.size == 1:
             node = int(candidates[0])
         else:
-            scores = self.policy.score(self.state, request, candidates, self.rng)
+            scores = self.scores(self.state, request, record, candidates)
             best = candidates[scores == scores.max()]
             node = int(best[0]) if best.size == 1 else int(best[np.argmin(self.state.tie_rank[best])])
         return node, tuple(self.policy.pick_gpus(self.state, request, node, self.rng))
+
+    def scores(self, state: ClusterState, request: Request, record: JobRecord | None,
+               candidates: np.ndarray) -> np.ndarray:
+        """int64 (k,): the Score stage for ``candidates``: the policy's score plus each of
+        :attr:`scorers` times its weight (module docstring)."""
+        scores = self.policy.score(state, request, candidates, self.rng)
+        if self.scorers:
+            scores = scores * getattr(self.policy, "score_weight", 1)
+        for weight, score in self.scorers:
+            scores = scores + weight * score(request, record, candidates)
+        return scores
 
     # -- bind / release ----------------------------------------------------------------
     def _refresh(self, node: int) -> None:
@@ -414,20 +435,30 @@ class Scheduler(BlockedShapes, PluginRuntime):
         counts: list[tuple[str, int]] = []
         feasible = int(self.feasible_mask(request, record).sum())
         counts.append(("node(s) cordoned", int((~self.online).sum())))
+        left = np.ones(n, dtype=bool)   # nodes not refused yet by a named Filter plugin
+        others = []
+        for extra in self.extra_filters:
+            reason = getattr(getattr(extra, "__self__", None), "filter_reason", None)
+            if reason is None:
+                others.append(extra)
+                continue
+            refused = left & ~extra(request, record)
+            counts.append((reason, int(refused.sum())))
+            left &= ~refused
         if request.num_gpus > 0 and request.gpu_models:
             counts.append((f"node(s) with a GPU model not in {list(request.gpu_models)}",
-                           int((~self._model_ok(request.gpu_models)).sum())))
-        counts.append(("Insufficient cpu", int((st.cpu_free < request.cpu_milli).sum())))
-        counts.append(("Insufficient memory", int((st.mem_free < request.memory_mib).sum())))
+                           int((left & ~self._model_ok(request.gpu_models)).sum())))
+        counts.append(("Insufficient cpu", int((left & (st.cpu_free < request.cpu_milli)).sum())))
+        counts.append(("Insufficient memory", int((left & (st.mem_free < request.memory_mib)).sum())))
         if request.num_gpus == 1 and request.gpu_milli < MILLI_PER_GPU:
-            counts.append(("Insufficient gpu-share", int((self.max_free < request.gpu_milli).sum())))
+            counts.append(("Insufficient gpu-share", int((left & (self.max_free < request.gpu_milli)).sum())))
         elif request.num_gpus > 0:
-            counts.append(("Insufficient nvidia.com/gpu", int((self.full_free < request.num_gpus).sum())))
-        if self.extra_filters:
+            counts.append(("Insufficient nvidia.com/gpu", int((left & (self.full_free < request.num_gpus)).sum())))
+        if others:
             allowed = np.ones(n, dtype=bool)
-            for extra in self.extra_filters:
+            for extra in others:
                 allowed &= extra(request, record)
-            counts.append(("node(s) refused by extra filters (taints, topology)", int((~allowed).sum())))
+            counts.append(("node(s) refused by extra filters (taints, topology)", int((left & ~allowed).sum())))
         parts = [f"{c} {what}" for what, c in counts if c]
         return f"{feasible}/{n} nodes are available" + (": " + ", ".join(parts) if parts else "") + "."
 
@@ -646,17 +677,17 @@ class Scheduler(BlockedShapes, PluginRuntime):
             return None
         if self.nodes_to_score is not None and candidates.size > self.nodes_to_score:
             candidates = candidates[: self.nodes_to_score]
-        return self._score_and_pick(state, request, candidates)
+        return self._score_and_pick(state, request, candidates, record)
 
     def _score_and_pick(self, state: ClusterState, request: Request,
-                        candidates: np.ndarray) -> tuple[int, tuple[int, ...]]:
+                        candidates: np.ndarray, record: JobRecord | None = None) -> tuple[int, tuple[int, ...]]:
         """Score -> select -> pick GPUs among non-empty ``candidates`` on ``state`` (as
         :func:`lab01_cluster_sim.policies.base.place`: one candidate is taken unscored; ties
         go to the lowest ``tie_rank``)."""
         if candidates.size == 1:
             node = int(candidates[0])
         else:
-            scores = self.policy.score(state, request, candidates, self.rng)
+            scores = self.scores(state, request, record, candidates)
             best = candidates[scores == scores.max()]
             node = int(best[np.argmin(state.tie_rank[best])])
         return node, tuple(int(g) for g in self.policy.pick_gpus(state, request, node, self.rng))

@@ -236,6 +236,9 @@ class Simulation:
             sched.extra_filters.append(plugin.filter)
             if getattr(plugin, "static", False):
                 self._static_filters.append(plugin.filter)
+        if defines(plugin, "score"):
+            sched.scorers.append((int(getattr(plugin, "score_weight", 1)),
+                                  lambda req, rec, cand, f=plugin.score: f(self, rec, req, cand)))
         if defines(plugin, "filter_devices"):
             sched.device_filters.append(lambda rec, req, f=plugin.filter_devices: f(self, rec, req))
         if defines(plugin, "permit"):

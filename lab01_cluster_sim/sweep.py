@@ -312,10 +312,20 @@ def _check_workload(runner: str, workload: str) -> None:
         if not (workload.isdigit() and 1 <= int(workload) <= WORKLOAD_MAX[runner]):
             raise InputError(f"--workloads {workload!r}: the {runner} runner expects {RUNNER_WORKLOADS[runner]}")
     elif workload != "synthetic":
-        folder = workload.partition(":")[0]
+        from lab01_cluster_sim.workloads.openb import DEFAULT_NODE_LIST, resolve_pod_list
+
+        folder, _, pod_list = workload.partition(":")
         if not os.path.isdir(folder):
             raise InputError(f"--workloads {workload!r}: the replay runner expects {RUNNER_WORKLOADS[runner]}; "
                              f"{folder!r} is not a folder")
+        # the files too, before anything runs: a folder without them failed every run of the grid
+        if not os.path.isfile(os.path.join(folder, DEFAULT_NODE_LIST)):
+            raise InputError(f"--workloads {workload!r}: no {DEFAULT_NODE_LIST} in {folder} (python -m "
+                             f"lab01_cluster_sim fetch-trace {folder} gets the trace)")
+        try:
+            resolve_pod_list(folder, pod_list or None)
+        except InputError as exc:
+            raise InputError(f"--workloads {workload!r}: {exc}") from None
 
 
 def _run_disciplines(spec: RunSpec) -> dict:
@@ -517,7 +527,8 @@ def _run_processes(specs, rows, n, bar, fn) -> None:
 def _stop_processes(pool: ProcessPoolExecutor, n: int) -> None:
     """Ctrl-C: drop the runs not started, end the running ones now (a run is not
     interruptible midway, and waiting for it is what made Ctrl-C take seconds)."""
-    print(f"stopping: ending {n} worker process{'' if n == 1 else 'es'}; runs not finished are dropped",
+    print(f"stopping: ending {n} worker process{'' if n == 1 else 'es'}; nothing is written, not even the runs "
+          "already finished",
           file=sys.stderr, flush=True)
     # Python 3.14 has ProcessPoolExecutor.terminate_workers(); before it, the processes are
     # reached through the executor's own table of them.
@@ -568,7 +579,8 @@ def _run_dask(specs, rows, address, workers, bar, fn) -> None:
     except KeyboardInterrupt:
         bar.close()
         where = "the local Dask cluster" if cluster is not None else f"the scheduler at {address}"
-        print(f"stopping: cancelling the runs on {where}; runs not finished are dropped", file=sys.stderr, flush=True)
+        print(f"stopping: cancelling the runs on {where}; nothing is written, not even the runs already finished",
+              file=sys.stderr, flush=True)
         client.cancel(futures, force=True)
         raise
     finally:

@@ -1,7 +1,8 @@
 """Node labels and nodeSelector, taints and tolerations, and tenancy tiers.
 
 Kubernetes rules modelled (Kubernetes docs, "Assigning Pods to Nodes" and "Taints and
-Tolerations"):
+Tolerations"; the types and the matching are :mod:`lab01_cluster_sim.corev1`'s, as for
+kube-scheduler's plugins in :mod:`lab01_cluster_sim.kubescheduler`, which scenario runs use):
 
 - ``nodeSelector``: every key/value must be among the node's labels. GPU Feature
   Discovery labels nodes with e.g. ``nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`` and
@@ -35,69 +36,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab01_cluster_sim.corev1 import RequiredNodeAffinity, Taint, Toleration, find_untolerated_taint
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobRecord, Node
-
-EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    """A node taint ``key=value:effect``."""
-
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
-
-    def __post_init__(self) -> None:
-        if not self.key or self.effect not in EFFECTS:
-            raise InputError(f"taint {self.key}={self.value}:{self.effect}: key must be non-empty and effect one of {', '.join(EFFECTS)}")
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    """A pod toleration (operator ``Equal`` or ``Exists``; empty effect = all effects)."""
-
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def __post_init__(self) -> None:
-        if self.operator not in ("Equal", "Exists"):
-            raise InputError(f"toleration {self.key!r}: operator must be Equal or Exists, got {self.operator!r}")
-        if self.effect and self.effect not in EFFECTS:
-            raise InputError(f"toleration {self.key!r}: effect must be empty or one of {', '.join(EFFECTS)}")
-        if not self.key and self.operator != "Exists":
-            raise InputError("a toleration with an empty key must use operator Exists")
-
-    def matches(self, taint: Taint) -> bool:
-        """True if this toleration tolerates ``taint`` (rules in the module docstring)."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if not self.key:
-            return True
-        if self.key != taint.key:
-            return False
-        return self.operator == "Exists" or self.value == taint.value
-
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 """The usual taint on GPU nodes."""
 
 GPU_TOLERATION = Toleration("nvidia.com/gpu", "Exists", effect="NoSchedule")
 """What ExtendedResourceToleration adds to a pod requesting ``nvidia.com/gpu``."""
-
-
-def tolerates_all(tolerations: Sequence[Toleration], taints: Sequence[Taint]) -> bool:
-    """True if every NoSchedule/NoExecute taint is tolerated by some toleration."""
-    return all(any(t.matches(taint) for t in tolerations)
-               for taint in taints if taint.effect != "PreferNoSchedule")
-
-
-def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    """True if every ``key: value`` of ``selector`` is among ``labels``."""
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 class Tier(enum.Enum):
@@ -199,7 +146,9 @@ class ConstraintFilter:
         key = (tuple(sorted(c.node_selector.items())), tol)
         m = self._cache.get(key)
         if m is None:
-            m = np.array([selector_matches(c.node_selector, n.labels) and tolerates_all(tol, self.taints[n.name])
+            required = RequiredNodeAffinity(key[0])
+            m = np.array([required.matches(n.labels, n.name)
+                          and find_untolerated_taint(self.taints[n.name], tol) is None
                           for n in nodes], dtype=bool)
             self._cache[key] = m
         self._by_job[job.job_id] = (job, m)

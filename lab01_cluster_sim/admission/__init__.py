@@ -39,8 +39,6 @@ from lab01_cluster_sim.admission.api import (
     ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
-    Taint,
-    Toleration,
     Workload,
 )
 from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State, WorkloadStatus
@@ -57,5 +55,5 @@ __all__ = [
     "KUEUE_API_VERSION", "KUEUE_VERSION", "AdmissionController", "ClusterQueue", "Cohort", "Decision",
     "FairSharingStrategy", "FlavorFungibility", "FlavorQuotas", "FungibilityPolicy", "LocalQueue", "Outcome",
     "PodSet", "Preemption", "PreemptionPolicy", "QueueingStrategy", "QuotaTree", "ResourceFlavor", "ResourceGroup",
-    "ResourceQuota", "State", "Taint", "Toleration", "Workload", "WorkloadStatus",
+    "ResourceQuota", "State", "Workload", "WorkloadStatus",
 ]

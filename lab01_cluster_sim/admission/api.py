@@ -27,6 +27,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from lab01_cluster_sim.corev1 import NodeSelectorTerm, Taint, Toleration
 from lab01_cluster_sim.errors import InputError
 
 FlavorResource = tuple[str, str]
@@ -202,107 +203,6 @@ class Cohort:
 
 
 @dataclass(frozen=True, slots=True)
-class Taint:
-    """A node taint (key, value, effect)."""
-
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    """A toleration: ``operator`` Equal (key and value match) or Exists (key matches; an
-    empty key with Exists tolerates everything); empty ``effect`` matches every effect."""
-
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes' ``Toleration.ToleratesTaint``."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
-
-
-NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-"""Operators of a ``NodeSelectorRequirement`` (Kubernetes API, ``core/v1`` types)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MatchExpression:
-    """One ``NodeSelectorRequirement`` of a required node affinity term: ``key``,
-    ``operator`` (:data:`NODE_SELECTOR_OPERATORS`) and ``values``.
-
-    Raises:
-        InputError: an unknown operator; In/NotIn without values; Exists/DoesNotExist with
-            values; Gt/Lt without exactly one integer value (Kubernetes' API validation,
-            ``ValidateNodeSelectorRequirement``).
-    """
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        op, n = self.operator, len(self.values)
-        if op not in NODE_SELECTOR_OPERATORS:
-            raise InputError(f"node affinity {self.key}: operator must be one of {', '.join(NODE_SELECTOR_OPERATORS)}, "
-                             f"got {op!r}")
-        if op in ("In", "NotIn") and n == 0:
-            raise InputError(f"node affinity {self.key}: operator {op} needs values")
-        if op in ("Exists", "DoesNotExist") and n:
-            raise InputError(f"node affinity {self.key}: operator {op} takes no values")
-        if op in ("Gt", "Lt") and (n != 1 or not _is_int(self.values[0])):
-            raise InputError(f"node affinity {self.key}: operator {op} needs exactly one integer value")
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Kubernetes' ``labels.Requirement.Matches`` for a node's labels: NotIn and
-        DoesNotExist match a node without the key; Gt/Lt compare the label as an integer
-        (a node whose label is absent or not an integer does not match)."""
-        op = self.operator
-        if op == "Exists":
-            return self.key in labels
-        if op == "DoesNotExist":
-            return self.key not in labels
-        if op == "In":
-            return self.key in labels and labels[self.key] in self.values
-        if op == "NotIn":
-            return labels.get(self.key) not in self.values
-        value = labels.get(self.key)
-        if value is None or not _is_int(value):
-            return False
-        return int(value) > int(self.values[0]) if op == "Gt" else int(value) < int(self.values[0])
-
-
-NodeSelectorTerm = tuple[MatchExpression, ...]
-"""A ``nodeSelectorTerm``: its ``matchExpressions``, ANDed."""
-
-
-def required_affinity_matches(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str]) -> bool:
-    """Whether node ``labels`` satisfy ``requiredDuringSchedulingIgnoredDuringExecution``:
-    the terms are ORed, the expressions of a term ANDed; a term without expressions matches
-    nothing; no terms at all = no constraint (``nodeaffinity.GetRequiredNodeAffinity``,
-    kubernetes ``pkg/scheduler/framework/plugins/nodeaffinity``, and
-    ``component-helpers/scheduling/corev1/nodeaffinity``)."""
-    if not terms:
-        return True
-    return any(term and all(e.matches(labels) for e in term) for term in terms)
-
-
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
-
-
-@dataclass(frozen=True, slots=True)
 class ResourceFlavor:
     """A ResourceFlavor: the node labels and taints of the nodes it stands for, and the
     tolerations Kueue adds to admitted pods. The admission layer only matches them
@@ -335,8 +235,10 @@ class PodSet:
         node_selector: the pods' nodeSelector (matched against flavors' nodeLabels).
         tolerations: the pods' tolerations (matched against flavors' nodeTaints).
         affinity: the pods' required node affinity terms (``nodeAffinity.
-            requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``, ORed),
-            matched against flavors' nodeLabels; () = none.
+            requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``, ORed,
+            :class:`~lab01_cluster_sim.corev1.NodeSelectorTerm`), matched against flavors'
+            nodeLabels; () = none. Taints, tolerations and terms are the types of
+            :mod:`lab01_cluster_sim.corev1`, shared with kube-scheduler's plugins.
     """
 
     name: str
@@ -456,8 +358,7 @@ def validate_resource_groups(owner: str, groups: tuple[ResourceGroup, ...], has_
 
 
 __all__ = [
-    "NODE_SELECTOR_OPERATORS", "ClusterQueue", "Cohort", "FlavorFungibility", "FlavorQuotas", "FlavorResource",
-    "FungibilityPolicy", "FungibilityPreference", "LocalQueue", "MatchExpression", "NodeSelectorTerm", "PodSet",
-    "Preemption", "PreemptionPolicy", "QueueingStrategy", "ResourceFlavor", "ResourceGroup", "ResourceQuota", "Taint",
-    "Toleration", "Workload", "required_affinity_matches", "validate_resource_groups",
+    "ClusterQueue", "Cohort", "FlavorFungibility", "FlavorQuotas", "FlavorResource", "FungibilityPolicy",
+    "FungibilityPreference", "LocalQueue", "PodSet", "Preemption", "PreemptionPolicy", "QueueingStrategy",
+    "ResourceFlavor", "ResourceGroup", "ResourceQuota", "Workload", "validate_resource_groups",
 ]

@@ -52,8 +52,8 @@ from lab01_cluster_sim.admission.api import (
     ResourceFlavor,
     ResourceGroup,
     Workload,
-    required_affinity_matches,
 )
+from lab01_cluster_sim.corev1 import DO_NOT_SCHEDULE, NodeSelectorTerm, find_untolerated_taint, terms_match
 from lab01_cluster_sim.admission.quantity import PODS, format_amount
 from lab01_cluster_sim.admission.quota import QuotaTree, Usage
 
@@ -87,8 +87,6 @@ class Granular(enum.IntEnum):
 Oracle = Callable[[FlavorResource, int], tuple[Granular, int]]
 """``(flavor-resource, quantity) -> (preemption possibility, borrow height after it)``:
 the preemption simulation for one resource (``PreemptionOracle.SimulatePreemption``)."""
-
-UNTOLERATED_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 @dataclass
@@ -176,22 +174,21 @@ def flavor_mismatch(pod_set: PodSet, flavor: ResourceFlavor) -> str | None:
     whole required affinity (the terms are ORed, so it would match any flavor). What remains
     must match the flavor's ``nodeLabels``, else "flavor F doesn't match node affinity".
     """
-    tolerations = pod_set.tolerations + flavor.tolerations
-    for taint in flavor.node_taints:
-        if taint.effect in UNTOLERATED_EFFECTS and not any(t.tolerates(taint) for t in tolerations):
-            return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor.name}"
+    taint = find_untolerated_taint(flavor.node_taints, pod_set.tolerations + flavor.tolerations, DO_NOT_SCHEDULE)
+    if taint is not None:
+        return f"untolerated taint {{{taint.key} {taint.value} {taint.effect} <nil>}} in flavor {flavor.name}"
     keys = flavor.node_labels
     for key, value in pod_set.node_selector.items():
         if key in keys and keys[key] != value:
             return f"flavor {flavor.name} doesn't match node affinity"
     terms = []
-    for term in pod_set.affinity:
-        kept = tuple(e for e in term if e.key in keys)
+    for term in pod_set.affinity:   # Kueue keeps matchExpressions only (matchFields are dropped)
+        kept = tuple(e for e in term.expressions if e.key in keys)
         if not kept:
             terms = []
             break
-        terms.append(kept)
-    if terms and not required_affinity_matches(tuple(terms), flavor.node_labels):
+        terms.append(NodeSelectorTerm(kept))
+    if terms and not terms_match(terms, flavor.node_labels, ""):
         return f"flavor {flavor.name} doesn't match node affinity"
     return None
 

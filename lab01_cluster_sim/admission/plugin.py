@@ -15,7 +15,9 @@ and the observer hooks ``on_finish(record)`` / ``on_evict(record, lost_work)`` /
 ``on_reject(record)``, through which the plugin releases quota. It also defines ``filter``:
 an admitted pod may only go to nodes carrying its flavor's ``nodeLabels`` (Kueue injects
 them into the pods' nodeSelector at admission), the only place where a flavor meets nodes;
-the controller itself never looks at nodes.
+the controller itself never looks at nodes. The flavors' ``tolerations`` are added to the
+admitted job's tolerations (Kueue injects them into the pod template too), which
+kube-scheduler's TaintToleration then reads.
 
 A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
 ``job.workers`` pods (requests per pod: ``cpu`` milli-cores, ``memory`` bytes from MiB,
@@ -191,6 +193,11 @@ class KueueAdmissionPlugin:
                     # partial admission: the Job runs with the admitted count (Kueue sets its
                     # parallelism); the full count is kept for a later readmission
                     job = replace(job, workers=d.counts["main"])
+                injected = tuple(t for name in sorted({f for fl in d.flavors.values() for f in fl.values()})
+                                 for t in self.controller.flavors[name].tolerations)
+                if injected:   # Kueue adds the flavors' tolerations to the pods it admits
+                    job = replace(job, extras={**job.extras, "tolerations": tuple(job.extras.get("tolerations", ()))
+                                               + injected})
                 record.job = job
                 ctx.admit(record)
                 if self.wait_for_pods_ready is not None:

@@ -47,12 +47,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab01_cluster_sim import engine as eng
-from lab01_cluster_sim.admission.api import required_affinity_matches
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
-from lab01_cluster_sim.autoscaler.requirements import (incompatibility, instance_labels, matches, pod_terms,
+from lab01_cluster_sim.autoscaler.requirements import (incompatibility, instance_labels, matches,
                                                        unadvertised)
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.kubescheduler.constraints import required_affinity
 from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, termination_grace
 from lab01_cluster_sim.sharing_modes import timesliced_node
 
@@ -383,7 +383,7 @@ class Autoscaler:
     # -- Filter: a pod binds only to nodes whose labels meet its requirements --------------------
     def filter(self, request, record: JobRecord | None) -> np.ndarray:
         """bool (N,): the nodes whose labels satisfy ``record``'s nodeSelector and required node
-        affinity (kube-scheduler's NodeAffinity rule, ``required_affinity_matches``), so a pod
+        affinity (kube-scheduler's NodeAffinity rule, :mod:`lab01_cluster_sim.corev1`), so a pod
         that asked for an instance type, capacity type or GPU name binds only to such a node;
         none for a pod requesting an extended resource other than ``nvidia.com/gpu`` (no node
         of an autoscaled scenario advertises one).
@@ -394,8 +394,8 @@ class Autoscaler:
             return np.zeros(len(nodes), dtype=bool)     # no node advertises it (unadvertised())
         if record is None or not (record.job.extras.get("node_selector") or record.job.extras.get("affinity")):
             return np.ones(len(nodes), dtype=bool)
-        terms = pod_terms(record.job)
-        return np.array([required_affinity_matches(terms, n.labels) for n in nodes], dtype=bool)
+        required = required_affinity(record.job)
+        return np.array([required.matches(n.labels, n.name) for n in nodes], dtype=bool)
 
     def _launch(self, sim, pool: NodePool, it: InstanceType) -> SimNode:
         if self._counter >= self.max_nodes:

@@ -56,7 +56,7 @@ class Pod:
         termination_grace_s: its ``terminationGracePeriodSeconds``: when consolidation or a
             spot notice evicts it, its GPUs stay held that long (at most the 2 min notice).
         node_selector: its nodeSelector, ``(key, value)`` pairs. affinity: its required node
-            affinity terms (:class:`~lab01_cluster_sim.admission.api.MatchExpression` tuples).
+            affinity terms (:class:`~lab01_cluster_sim.corev1.NodeSelectorTerm`).
             Both decide which NodePools can launch for it and which nodes it binds to
             (:mod:`.requirements`). extended: requests of extended resources other than
             ``nvidia.com/gpu`` (e.g. a MIG profile), ``(resource, count)`` pairs: no instance
@@ -177,7 +177,9 @@ class AutoscalerResult:
         return dict(sorted(out.items()))
 
     def summary(self) -> dict[str, float | int]:
-        """Cost ($), mean/max pending time (s); disruptions, nodes launched, pods finished (ints)."""
+        """Cost ($), mean/max pending time (s); disruptions, nodes launched, pods finished, pods never
+        bound (ints). A pod never bound counts as pending until ``end_s`` (:meth:`pending_times`), so
+        ``pods_never_bound`` says how much of the mean is cut off by the end of the run."""
         pend = np.array(list(self.pending_times().values()) or [0.0])
         return {
             "cost_dollars": self.cost_dollars(),
@@ -186,6 +188,7 @@ class AutoscalerResult:
             "disruptions": sum(self.disruptions_by_workload().values()),
             "nodes_launched": sum(1 for n in self.nodes if n.pool is not None),
             "pods_finished": sum(1 for r in self.pods.values() if r.finished_s is not None),
+            "pods_never_bound": sum(1 for r in self.pods.values() if r.first_bound_s is None),
             "end_s": self.end_s,
         }
 

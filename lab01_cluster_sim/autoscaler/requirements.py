@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lab01_cluster_sim.admission.api import MatchExpression, NodeSelectorTerm, required_affinity_matches
+from lab01_cluster_sim.corev1 import MatchExpression
 from lab01_cluster_sim.autoscaler.catalogue import InstanceType
 from lab01_cluster_sim.model import Job
 
@@ -43,7 +43,26 @@ GPU_MANUFACTURER = "karpenter.k8s.aws/instance-gpu-manufacturer"
 WELL_KNOWN = (INSTANCE_TYPE, CAPACITY_TYPE, NODEPOOL, GPU_NAME, GPU_COUNT, GPU_MEMORY, GPU_MANUFACTURER)
 """Well-known labels the simulator gives values to. Karpenter knows more (zone, region, arch,
 os, the AWS instance family, size, CPU...); a pod or NodePool naming one of those is refused
-by the scenario reader as not modelled."""
+by the scenario reader as not modelled (:func:`unmodelled_well_known`)."""
+
+KNOWN_NOT_MODELLED = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region", "kubernetes.io/arch",
+                      "kubernetes.io/os", "node.kubernetes.io/windows-build",
+                      # the beta names Karpenter normalises to the stable ones (v1.NormalizedLabels)
+                      "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+                      "beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type")
+"""Karpenter's well-known labels (``v1.WellKnownLabels`` and ``NormalizedLabels``,
+kubernetes-sigs/karpenter ``pkg/apis/v1/labels.go``) the simulator gives no values to. Karpenter
+knows their values before launch, so a pod requiring one gets a node; the simulator would
+answer "does not have known values" instead, so the reader refuses them. The AWS provider's
+``karpenter.k8s.aws/`` labels other than the GPU ones are refused likewise."""
+
+AWS_PREFIX = "karpenter.k8s.aws/"
+
+
+def unmodelled_well_known(key: str) -> bool:
+    """Whether ``key`` is a label Karpenter knows before launch but the simulator does not model
+    (:data:`KNOWN_NOT_MODELLED`, or an AWS provider label outside :data:`WELL_KNOWN`)."""
+    return key in KNOWN_NOT_MODELLED or (key.startswith(AWS_PREFIX) and key not in WELL_KNOWN)
 
 
 def instance_labels(it: InstanceType, capacity_type: str, pool: str) -> dict[str, str]:
@@ -53,13 +72,14 @@ def instance_labels(it: InstanceType, capacity_type: str, pool: str) -> dict[str
     return {INSTANCE_TYPE: it.name, CAPACITY_TYPE: capacity_type, NODEPOOL: pool, **dict(it.labels)}
 
 
-def pod_terms(job: Job) -> tuple[NodeSelectorTerm, ...]:
+def pod_terms(job: Job) -> tuple[tuple[MatchExpression, ...], ...]:
     """The pod's requirement alternatives: its nodeSelector (as ``In`` expressions) ANDed
-    with each required node-affinity term in turn (ORed), as Karpenter tries them; one
-    alternative when the pod has no affinity."""
+    with the ``matchExpressions`` of each required node-affinity term in turn (ORed), as
+    Karpenter tries them (``matchFields`` name a node, unknown before launch: Karpenter leaves
+    them out); one alternative when the pod has no affinity."""
     selector = tuple(MatchExpression(k, "In", (v,)) for k, v in job.extras.get("node_selector", ()))
     terms = tuple(job.extras.get("affinity", ()))
-    return tuple(selector + tuple(t) for t in terms) if terms else (selector,)
+    return tuple(selector + t.expressions for t in terms) if terms else (selector,)
 
 
 def unknown_label(term: Sequence[MatchExpression]) -> str | None:
@@ -104,10 +124,11 @@ def matches(job: Job, labels: Mapping[str, str]) -> bool:
     :func:`incompatibility`)."""
     for term in pod_terms(job):
         known = tuple(e for e in term if e.key in WELL_KNOWN)
-        if not known or required_affinity_matches((known,), labels):
+        if all(e.matches(labels) for e in known):
             return True
     return False
 
 
-__all__ = ["CAPACITY_TYPE", "GPU_COUNT", "GPU_MANUFACTURER", "GPU_MEMORY", "GPU_NAME", "INSTANCE_TYPE", "NODEPOOL",
-           "WELL_KNOWN", "incompatibility", "instance_labels", "matches", "pod_terms", "unadvertised", "unknown_label"]
+__all__ = ["CAPACITY_TYPE", "GPU_COUNT", "GPU_MANUFACTURER", "GPU_MEMORY", "GPU_NAME", "INSTANCE_TYPE",
+           "KNOWN_NOT_MODELLED", "NODEPOOL", "WELL_KNOWN", "incompatibility", "instance_labels", "matches", "pod_terms",
+           "unadvertised", "unknown_label", "unmodelled_well_known"]

@@ -156,8 +156,17 @@ def _print_row(kind: str, row: dict) -> None:
               f"{row['alloc_end']:.2f} %; fragmentation {row['frag_pct']:.2f} %")
     else:
         print(f"  cost ${row['cost_dollars']:.2f}, {row['nodes_launched']} nodes launched, "
-              f"{row['pods_finished']} pods finished, mean pending {_s(row['mean_pending_s'])}, "
+              f"{row['pods_finished']} pods finished, mean pending {_s(row['mean_pending_s'])}{_never(row)}, "
               f"{row['disruptions']} disruptions")
+
+
+def _never(row: dict) -> str:
+    """' (N pods never bound, pending until the end at t=T s)' when some pod never got a node: their
+    pending time is cut off by the end of the run, so the mean alone would understate it."""
+    n = row.get("pods_never_bound", 0)
+    if not n:
+        return ""
+    return f" ({n} pod{'s' if n != 1 else ''} never bound, counted until the end at t={row['end_s']:,.0f} s)"
 
 
 def _s(x) -> str:

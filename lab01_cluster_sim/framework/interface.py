@@ -39,7 +39,7 @@ Simulation = Any
 """What every hook receives as ``sim``: the running :class:`lab01_cluster_sim.simulate.Simulation`
 (the engine is one layer above this contract, so it is named here, not imported)."""
 
-HOOKS = ("attach", "could_host", "admission_cycle", "pre_filter", "filter", "filter_devices", "permit",
+HOOKS = ("attach", "could_host", "admission_cycle", "pre_filter", "filter", "filter_devices", "score", "permit",
          "post_filter", "after_cycle", "start_delay", "slowdown", "affected_by", "keep_progress", "sample")
 """Every extension point a plugin may define (besides the observer hooks)."""
 
@@ -86,7 +86,16 @@ class Plugin:
 
     def filter(self, request: Request, record: JobRecord | None) -> np.ndarray:
         """bool (N,): nodes this job's pods may use (taints, nodeSelector); ``record`` is None
-        when the caller asks about a shape, not a job (answer for the most permissive job)."""
+        when the caller asks about a shape, not a job (answer for the most permissive job). A
+        plugin with a ``filter_reason`` attribute has the nodes it refuses counted under that
+        text in a pending job's FailedScheduling summary."""
+        raise NotImplementedError
+
+    def score(self, sim: Simulation, record: JobRecord | None, request: Request, candidates: np.ndarray) -> np.ndarray:
+        """int64 (k,): the node score of each of ``candidates`` (node indices), normalized to
+        0..:data:`MAX_NODE_SCORE` over them (kube-scheduler's Score then NormalizeScore). The
+        engine adds ``score_weight`` (the plugin's attribute, default 1) times it to the
+        placement policy's score; ``record`` is None when the caller scores a shape."""
         raise NotImplementedError
 
     def filter_devices(self, sim: Simulation, record: JobRecord, request: Request) -> np.ndarray | None:
@@ -212,6 +221,19 @@ MAX_NODE_SCORE = 100
 """The highest node score (kube-scheduler's ``framework.MaxNodeScore``)."""
 
 
+def default_normalize_score(scores: np.ndarray, reverse: bool, max_priority: int = MAX_NODE_SCORE) -> np.ndarray:
+    """kube-scheduler's ``helper.DefaultNormalizeScore`` (``pkg/scheduler/framework/plugins/
+    helper/normalize_score.go``, v1.35): int64 ``scores`` (k,) scaled to 0..``max_priority``
+    by ``max_priority * score // max(scores)``, then reversed (``max_priority - score``) when
+    ``reverse``. All zeros stay 0, or become ``max_priority`` each when ``reverse``."""
+    scores = np.asarray(scores, dtype=np.int64)
+    top = int(scores.max()) if scores.size else 0
+    if top <= 0:
+        return np.full(scores.shape, max_priority if reverse else 0, dtype=np.int64)
+    out = max_priority * scores // top
+    return max_priority - out if reverse else out
+
+
 class PlacementPolicy(Protocol):
     """What every placement policy provides (the Score extension point and the GPU pick).
 
@@ -230,4 +252,5 @@ class PlacementPolicy(Protocol):
 
 
 __all__ = ["HOOKS", "MAX_NODE_SCORE", "OBSERVER_HOOKS", "AdmissionContext", "PlacementPolicy", "Plugin",
+           "default_normalize_score",
            "PreFilterResult", "SchedulerObserver", "defines", "JobState"]

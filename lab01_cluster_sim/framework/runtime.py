@@ -174,7 +174,7 @@ class PluginRuntime:
                 for node, gpus in reversed(placed):
                     state.release(node, gpus, request)
                 return None
-            node, gpus = self._score_and_pick(state, request, candidates)
+            node, gpus = self._score_and_pick(state, request, candidates, record)
             state.bind(node, gpus, request)
             placed.append((node, gpus))
         return placed

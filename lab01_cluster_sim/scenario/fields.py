@@ -14,6 +14,7 @@ from typing import Any
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, parse_quantity
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.model import MAX_COUNT
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
@@ -103,6 +104,8 @@ def check_device_count(doc: Document, path: tuple, value: Any) -> None:
     if exact.denominator != 1:
         raise error_at(doc, path, f"must be an integer, got {value!r} (an extended resource such as {GPU} counts whole "
                    "devices; a share of a GPU is the annotation lab01.course/gpu-milli)")
+    if exact > MAX_COUNT:   # the model's bound, named at the field (the model's own error names gpu_count)
+        raise error_at(doc, path, f"expected at most {MAX_COUNT:,} devices, got {value!r}")
 
 
 def check_extended(doc: Document, path: tuple, res: dict) -> None:

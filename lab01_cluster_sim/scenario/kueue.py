@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from lab01_cluster_sim.admission import api as kq
+from lab01_cluster_sim.scenario.podsched import read_taint, read_toleration
 from lab01_cluster_sim.admission.preemption import FairSharingStrategy
 from lab01_cluster_sim.admission.quantity import parse_quantity, resource_value
 from lab01_cluster_sim.errors import InputError
@@ -41,9 +42,6 @@ class KueueKinds:
             self.priority[d["metadata"]["name"]] = int(d["value"])
             if d.get("globalDefault"):
                 self.default_priority = int(d["value"])
-            if d.get("preemptionPolicy") == "Never":
-                self.sc.unsupported.append(f"{source_of(doc)}: preemptionPolicy Never (non-preempting priority) is not "
-                                           "modelled")
         for doc in self.by_kind("WorkloadPriorityClass"):
             self.sc.kueue.priority_classes[doc.data["metadata"]["name"]] = int(doc.data["value"])
 
@@ -54,9 +52,9 @@ class KueueKinds:
             spec = doc.data.get("spec", {})
             k.flavors.append(kq.ResourceFlavor(
                 doc.data["metadata"]["name"], dict(spec.get("nodeLabels", {})),
-                tuple(kq.Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("nodeTaints", [])),
-                tuple(kq.Toleration(t.get("key", ""), t.get("operator", "Equal"), t.get("value", ""), t.get("effect", ""))
-                      for t in spec.get("tolerations", []))))
+                tuple(read_taint(doc, ("spec", "nodeTaints", i), t) for i, t in enumerate(spec.get("nodeTaints", []))),
+                tuple(read_toleration(doc, ("spec", "tolerations", i), t)
+                      for i, t in enumerate(spec.get("tolerations", [])))))
         for doc in self.by_kind("ClusterQueue"):
             spec = doc.data["spec"]
             name = doc.data["metadata"]["name"]
@@ -73,7 +71,9 @@ class KueueKinds:
                                      kq.FungibilityPolicy(ff.get("whenCanPreempt", "TryNextFlavor")),
                                      kq.FungibilityPreference(ff["preference"]) if "preference" in ff else None),
                 self._weight(doc, spec))
-            if "preference" in ff and (ff.get("whenCanBorrow"), ff.get("whenCanPreempt")) != ("TryNextFlavor",) * 2:
+            # the CRD's rule runs on the defaulted object: an unset whenCanPreempt is TryNextFlavor already
+            if "preference" in ff and (cq.flavor_fungibility.when_can_borrow.value,
+                                       cq.flavor_fungibility.when_can_preempt.value) != ("TryNextFlavor",) * 2:
                 raise error_at(doc, ("spec", "flavorFungibility", "preference"), "preference can only be set when both "
                            "whenCanBorrow and whenCanPreempt are TryNextFlavor (the CRD's validation rule)")
             if p.get("reclaimWithinCohort", "Never") == "Never" and bwc.get("policy", "Never") != "Never":

@@ -57,8 +57,9 @@ from lab01_cluster_sim.model import Job, Node
 from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RESOURCES, MAX_FILES, MAX_OBJECTS,
                                                MAX_SECONDS, MIB, SHARED_DATA_VAR, Source, check_device_count,
                                                error_at, parse_duration, source_of, walk)
+from lab01_cluster_sim.scenario.coverage import refusals
 from lab01_cluster_sim.scenario.kueue import KueueKinds
-from lab01_cluster_sim.scenario.podsched import node_pool_types
+from lab01_cluster_sim.scenario.podsched import node_pool_types, read_taint
 from lab01_cluster_sim.scenario.pods import PodKinds
 from lab01_cluster_sim.scenario.validate import object_name, validate_document
 from lab01_cluster_sim.scenario.yamlio import (MAX_SCENARIO_BYTES, Document, ScenarioError, format_path, iter_files,
@@ -99,6 +100,8 @@ class Scenario:
         spec: the Scenario object's ``spec`` (defaults applied), or {}.
         kueue: the Kueue objects. node_pools: Karpenter NodePools (autoscaler records).
         scoring: the NodeResourcesFit scorer from a KubeSchedulerConfiguration, or None.
+        scheduler_weights: kube-scheduler's Score weight per modelled plugin (the default
+            profile's, or the KubeSchedulerConfiguration's).
         percentage_of_nodes_to_score: from the KubeSchedulerConfiguration, or None.
         pod_records: for the autoscaler: (name, job, image, image GiB, workload) per pod.
         objects: ``Kind`` -> count.
@@ -118,6 +121,8 @@ class Scenario:
     kueue: KueueObjects = field(default_factory=KueueObjects)
     node_pools: list = field(default_factory=list)
     scoring: Any = None
+    scheduler_weights: dict[str, int] = field(default_factory=lambda: {"TaintToleration": 3, "NodeAffinity": 2,
+                                                                       "NodeResourcesFit": 1})
     percentage_of_nodes_to_score: int | None = None
     pod_images: dict[str, tuple[str, float, str]] = field(default_factory=dict)
     objects: dict[str, int] = field(default_factory=dict)
@@ -162,6 +167,8 @@ def load_scenario(path: str | Path) -> Scenario:
         validate_document(doc)
     sc = _Builder(path, docs).build()
     sc.empty_files = empty
+    for doc in docs:   # every field of a core kind the simulator does not model (scenario.coverage)
+        sc.unsupported.extend(refusals(doc))
     return sc
 
 
@@ -306,9 +313,11 @@ class _Builder(KueueKinds, PodKinds):
             island = -1
             if GPU_CLIQUE in labels:   # GPU Feature Discovery's NVLink domain (clique) label
                 island = cliques.setdefault(labels[GPU_CLIQUE], len(cliques))
+            taints = [read_taint(doc, ("spec", "taints", i), t)
+                      for i, t in enumerate((d.get("spec") or {}).get("taints") or [])]
             try:
                 sc.nodes.append(Node(name, model if gpus else "", gpus, q(CPU), q(MEMORY) // MIB, labels=labels,
-                                     nvlink_island=island))
+                                     nvlink_island=island, taints=tuple(taints)))
             except InputError as exc:
                 raise error_at(doc, base, str(exc)) from None
             sc.sources[f"Node/{name}"] = source_of(doc)
@@ -347,26 +356,33 @@ class _Builder(KueueKinds, PodKinds):
             raise error_at(docs[1], (), "a scenario holds at most one KubeSchedulerConfiguration")
         if not docs:
             return
-        from lab01_cluster_sim.scenario.scoring import NodeResourcesFit
+        from lab01_cluster_sim.kubescheduler.noderesources import NodeResourcesFit
 
         d = docs[0].data
         self.sc.percentage_of_nodes_to_score = d.get("percentageOfNodesToScore")
-        args = {}
-        for pc in d["profiles"][0].get("pluginConfig", []):
-            args = pc.get("args", {})
+        profile = d["profiles"][0]
+        weights = dict(self.sc.scheduler_weights)
+        for point in ("multiPoint", "score"):   # a score weight overrides a multiPoint one (kube-scheduler's merge)
+            for p in profile.get("plugins", {}).get(point, {}).get("enabled", []):
+                if "weight" in p:
+                    weights[p["name"]] = p["weight"]
+        self.sc.scheduler_weights = weights
+        args, ci = {}, 0
+        for i, pc in enumerate(profile.get("pluginConfig", [])):
+            if pc["name"] == "NodeResourcesFit":
+                args, ci = pc.get("args", {}), i
         strategy = args.get("scoringStrategy", {})
+        base = ("profiles", 0, "pluginConfig", ci, "args", "scoringStrategy")
         resources = tuple((r["name"], r["weight"]) for r in strategy.get("resources", [{"name": CPU, "weight": 1},
                                                                                    {"name": MEMORY, "weight": 1}]))
-        for i, (rname, _) in enumerate(resources):
-            if rname not in (CPU, MEMORY, GPU):
-                raise error_at(docs[0], ("profiles", 0, "pluginConfig", 0, "args", "scoringStrategy", "resources", i, "name"),
-                           f"resource {rname!r} is not modelled; expected cpu, memory or nvidia.com/gpu")
         shape = tuple((p["utilization"], p["score"]) for p in strategy.get("requestedToCapacityRatio", {}).get("shape", []))
         kind = strategy.get("type", "LeastAllocated")
         if kind == "RequestedToCapacityRatio" and not shape:
-            raise error_at(docs[0], ("profiles", 0, "pluginConfig", 0, "args", "scoringStrategy"),
-                       "RequestedToCapacityRatio needs requestedToCapacityRatio.shape")
-        self.sc.scoring = NodeResourcesFit(kind, resources, shape)
+            raise error_at(docs[0], base, "RequestedToCapacityRatio needs requestedToCapacityRatio.shape")
+        try:
+            self.sc.scoring = NodeResourcesFit(kind, resources, shape, weight=weights["NodeResourcesFit"])
+        except InputError as exc:
+            raise error_at(docs[0], base, str(exc)) from None
 
     # -- NodePools ---------------------------------------------------------------------------------------
     def _node_pools(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job
+from lab01_cluster_sim.model import MAX_COUNT, MILLI_PER_GPU, Job
 from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
                                                IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
                                                POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
@@ -104,6 +104,8 @@ class PodKinds:
                                            f"parallelism ({workers}): a Job running in waves is not modelled")
             if workers < 1:
                 raise error_at(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
+            if workers > MAX_COUNT:   # the model's bound, named at the field rather than at the pod template
+                raise error_at(doc, ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {workers:,}")
             tmeta_path = ("metadata",)
         pod = get_field(d, pod_path)
         do_not_disrupt = False
@@ -160,8 +162,9 @@ class PodKinds:
         if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
             from lab01_cluster_sim.model import TERMINATION_GRACE
 
-            if grace < 0:
-                raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",), f"expected >= 0 s, got {grace}")
+            if not 0 <= grace <= MAX_SECONDS:   # the schema allows any int64; bounded as the annotations are
+                raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",),
+                               f"expected 0 to {MAX_SECONDS:,.0f} s (about 31.7 years), got {grace}")
             extras[TERMINATION_GRACE] = float(grace)
         models, sched = read_pod_scheduling(doc, pod_path, pod, self.sc.unsupported, bool(self.sc.node_pools))
         extras.update(sched)
@@ -169,9 +172,6 @@ class PodKinds:
         if stamp is not None:
             extras["creation_timestamp"] = stamp
         extras["position"] = self.position[id(doc)]
-        for fld in ("topologySpreadConstraints", "nodeName", "schedulingGates"):
-            if fld in pod:
-                self.sc.unsupported.append(f"{source_of(doc, pod_path + (fld,))}: {fld} is not modelled")
         queue = labels.get(QUEUE_KEY)
         if queue is not None:
             extras[QUEUE_KEY] = queue

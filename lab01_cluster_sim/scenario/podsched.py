@@ -1,29 +1,30 @@
-"""A pod's scheduling constraints and creation time, read for Kueue's flavor assignment and
-the engine's placement.
+"""A pod's scheduling constraints and creation time, read for kube-scheduler's plugins, Kueue's
+flavor assignment and Karpenter's requirements.
 
-What each field does in the simulator (Kubernetes 1.35 ``PodSpec`` and ``ObjectMeta``):
+What each field does in the simulator (Kubernetes 1.35 ``PodSpec`` and ``ObjectMeta``; the
+types and matching rules are :mod:`lab01_cluster_sim.corev1`'s):
 
-- ``nodeSelector``: every entry reaches Kueue's flavor assignment (matched against each
-  ResourceFlavor's ``nodeLabels``, :func:`lab01_cluster_sim.admission.flavors.flavor_mismatch`).
-  The engine places by ``nvidia.com/gpu.product`` (the GPU model, GPU Feature Discovery's
-  label); a selector on any other key is listed as not placed by the engine.
-- ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``: the terms reach
-  flavor assignment (``flavorSelector``, Kueue ``pkg/scheduler/flavorassigner/flavorassigner.go``).
-  The engine places the one form it can express, a single term whose expressions are all
-  ``nvidia.com/gpu.product In [...]`` (the accepted GPU models); ``matchFields`` and any other
-  form are listed as not placed by the engine (kube-scheduler's NodeAffinity filter is not
-  modelled yet). ``preferredDuringScheduling...``, ``podAffinity`` and ``podAntiAffinity``
-  are not modelled.
-- ``tolerations`` (operators Equal and Exists): reach flavor assignment (against each
-  flavor's ``nodeTaints``). They only widen where a pod may go; the engine does not yet keep
-  untolerating pods off tainted nodes (kube-scheduler's TaintToleration filter is not modelled
-  yet). ``tolerationSeconds`` (NoExecute eviction) is listed as not modelled.
+- ``nodeSelector``: kube-scheduler's NodeAffinity Filter (every pair among the node's labels,
+  :mod:`lab01_cluster_sim.kubescheduler.nodeaffinity`); Kueue's flavor assignment (matched
+  against each ResourceFlavor's ``nodeLabels``, :func:`lab01_cluster_sim.admission.flavors.flavor_mismatch`);
+  Karpenter's requirements with NodePools (:mod:`lab01_cluster_sim.autoscaler.requirements`).
+  A ``nvidia.com/gpu.product`` entry also names the GPU models the engine may use.
+- ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``: the same three,
+  every operator and ``matchFields`` on ``metadata.name`` (Kueue and Karpenter read
+  ``matchExpressions`` only, as upstream does).
+- ``affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution``: NodeAffinity's
+  Score (weights 1..100); kube-scheduler only, so refused with NodePools (the autoscaler's loop
+  binds to the fullest node).
+- ``tolerations`` (operators Equal and Exists): kube-scheduler's TaintToleration (Filter on
+  NoSchedule/NoExecute, Score on PreferNoSchedule, eviction after ``tolerationSeconds`` on a
+  NoExecute taint) and Kueue's flavor assignment (against each flavor's ``nodeTaints``).
 - ``metadata.creationTimestamp`` (RFC 3339): orders workloads that arrive at the same
   simulated instant (Kueue orders by it, :func:`lab01_cluster_sim.admission.ordering.age`).
 
-Every function returns what it read and appends ``"file:line:column: Kind/name: why"`` lines
-for what is not modelled to the caller's list; a malformed value raises one
-:class:`~.yamlio.ScenarioError` naming the field.
+The keys of ``Job.extras`` are :mod:`lab01_cluster_sim.kubescheduler.constraints`'s. Every
+function returns what it read and appends ``"file:line:column: Kind/name: why"`` lines for
+what is not modelled to the caller's list; a value Kubernetes' API server would refuse raises
+one :class:`~.yamlio.ScenarioError` naming the field.
 """
 
 from __future__ import annotations
@@ -31,13 +32,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from lab01_cluster_sim.admission import api as kq
+from lab01_cluster_sim.corev1 import (FieldRequirement, MatchExpression, NodeSelectorTerm, PreferredTerm, Taint,
+                                      Toleration)
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.kubescheduler.constraints import (NODE_SELECTOR, PREFERRED_AFFINITY, REQUIRED_AFFINITY,
+                                                         TOLERATIONS)
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
 GPU_PRODUCT = "nvidia.com/gpu.product"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def _err(doc: Document, path: tuple, message: str) -> ScenarioError:
@@ -48,104 +53,142 @@ def _note(doc: Document, path: tuple, message: str) -> str:
     return f"{where(doc.file, doc.pos(path))}: {object_name(doc.data)}: {message}"
 
 
+def read_taint(doc: Document, path: tuple, t: dict) -> Taint:
+    """A ``v1.Taint`` at ``path`` of ``doc`` (a Node's ``spec.taints[i]``, a flavor's
+    ``nodeTaints[i]``).
+
+    Raises:
+        ScenarioError: an empty key or an unknown effect.
+    """
+    try:
+        return Taint(t.get("key", ""), t.get("value", ""), t.get("effect", ""))
+    except InputError as exc:
+        raise _err(doc, path, str(exc)) from None
+
+
+def read_toleration(doc: Document, path: tuple, t: dict) -> Toleration:
+    """A ``v1.Toleration`` at ``path`` of ``doc`` (the empty operator is Equal).
+
+    Raises:
+        ScenarioError: what the API server refuses (:class:`~lab01_cluster_sim.corev1.Toleration`).
+    """
+    seconds = t.get("tolerationSeconds")
+    try:
+        return Toleration(t.get("key", ""), t.get("operator") or "Equal", t.get("value", ""), t.get("effect", ""),
+                          None if seconds is None else float(seconds))
+    except InputError as exc:
+        raise _err(doc, path, str(exc)) from None
+
+
 def read_pod_scheduling(doc: Document, pod_path: tuple, pod: dict, unsupported: list[str],
                         node_pools: bool = False) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """The GPU models the engine may place the pod on, and the ``Job.extras`` entries for
-    Kueue (``node_selector``: sorted ``(key, value)`` pairs; ``tolerations``: tuple of
-    :class:`~lab01_cluster_sim.admission.api.Toleration`; ``affinity``: tuple of terms of
-    :class:`~lab01_cluster_sim.admission.api.MatchExpression`), from ``pod`` found at
-    ``pod_path`` of ``doc`` (module docstring).
+    """The GPU models the engine may place the pod on, and the ``Job.extras`` entries of its
+    scheduling constraints (:mod:`lab01_cluster_sim.kubescheduler.constraints`), from ``pod``
+    found at ``pod_path`` of ``doc`` (module docstring).
 
-    With ``node_pools`` (the scenario has Karpenter NodePools, run by the autoscaler), every
-    nodeSelector key and the whole required node affinity are placed: they decide which
-    NodePools can launch for the pod and which nodes it binds to
-    (:mod:`lab01_cluster_sim.autoscaler.requirements`).
+    With ``node_pools`` (the scenario has Karpenter NodePools, run by the autoscaler's loop),
+    ``matchFields``, preferred node affinity, and selector or required-affinity keys Karpenter
+    knows but the simulator gives no values to (zone, arch, ...) are listed as not modelled.
 
     Returns:
         ``(models, extras)``: ``models`` () = any GPU model.
 
     Raises:
-        ScenarioError: an affinity expression Kubernetes' API would refuse (e.g. ``Gt`` with
-            a value that is not an integer).
+        ScenarioError: a value Kubernetes' API would refuse (e.g. ``Gt`` with a value that is
+            not an integer, a preference weight outside 1..100).
     """
     extras: dict[str, Any] = {}
     selector = dict(pod.get("nodeSelector") or {})
     models: tuple[str, ...] = (selector[GPU_PRODUCT],) if GPU_PRODUCT in selector else ()
     if selector:
-        extras["node_selector"] = tuple(sorted(selector.items()))
-    other = sorted(k for k in selector if k != GPU_PRODUCT)
-    if other and not node_pools:
-        unsupported.append(_note(doc, pod_path + ("nodeSelector",), f"nodeSelector on {', '.join(other)} is not "
-                                 f"placed by the engine (only {GPU_PRODUCT} is; Kueue's flavor assignment reads "
-                                 "every key)"))
+        extras[NODE_SELECTOR] = tuple(sorted(selector.items()))
     tolerations = pod.get("tolerations") or []
-    for i, t in enumerate(tolerations):
-        if t.get("operator", "Equal") not in ("Equal", "Exists"):
-            raise _err(doc, pod_path + ("tolerations", i, "operator"), f"expected Equal or Exists, got "
-                       f"{t.get('operator')!r} (the comparison operators of Kubernetes 1.35 are alpha and not modelled)")
-        if t.get("operator") == "Exists" and t.get("value"):
-            raise _err(doc, pod_path + ("tolerations", i, "value"), "must be empty when operator is Exists")
-        if "tolerationSeconds" in t:
-            unsupported.append(_note(doc, pod_path + ("tolerations", i, "tolerationSeconds"), "tolerationSeconds "
-                                     "(eviction by a NoExecute taint after that time) is not modelled"))
     if tolerations:
-        extras["tolerations"] = tuple(kq.Toleration(t.get("key", ""), t.get("operator", "Equal"), t.get("value", ""),
-                                                    t.get("effect", "")) for t in tolerations)
-    affinity = pod.get("affinity") or {}
-    for fld in ("podAffinity", "podAntiAffinity"):
-        if fld in affinity:
-            unsupported.append(_note(doc, pod_path + ("affinity", fld), f"affinity.{fld} is not modelled"))
-    node_aff = affinity.get("nodeAffinity") or {}
-    if "preferredDuringSchedulingIgnoredDuringExecution" in node_aff:
-        unsupported.append(_note(doc, pod_path + ("affinity", "nodeAffinity",
-                                                  "preferredDuringSchedulingIgnoredDuringExecution"),
-                                 "preferred node affinity (kube-scheduler's NodeAffinity scoring) is not modelled"))
+        extras[TOLERATIONS] = tuple(read_toleration(doc, pod_path + ("tolerations", i), t)
+                                    for i, t in enumerate(tolerations))
+        for i, t in enumerate(extras[TOLERATIONS]):
+            if t.seconds is not None and t.seconds <= 0:
+                unsupported.append(_note(doc, pod_path + ("tolerations", i, "tolerationSeconds"), "tolerationSeconds "
+                                         "<= 0 is not modelled (the pod would be evicted the instant it binds to a "
+                                         "node with that NoExecute taint, and rescheduled there, without end)"))
+    node_aff = (pod.get("affinity") or {}).get("nodeAffinity") or {}
+    if node_aff.get(PREFERRED):
+        base = pod_path + ("affinity", "nodeAffinity", PREFERRED)
+        preferred = []
+        for i, p in enumerate(node_aff[PREFERRED]):
+            term = _term(doc, base + (i, "preference"), p.get("preference") or {}, unsupported, node_pools)
+            try:
+                preferred.append(PreferredTerm(int(p.get("weight", 0)), term))
+            except InputError as exc:
+                raise _err(doc, base + (i, "weight"), str(exc)) from None
+        extras[PREFERRED_AFFINITY] = tuple(preferred)
+        if node_pools:
+            unsupported.append(_note(doc, base, "preferred node affinity with NodePools is not modelled (the "
+                                     "autoscaler's loop binds to the fullest node)"))
     if REQUIRED in node_aff:
         base = pod_path + ("affinity", "nodeAffinity", REQUIRED, "nodeSelectorTerms")
-        terms = _terms(doc, base, node_aff[REQUIRED].get("nodeSelectorTerms") or [], unsupported)
-        extras["affinity"] = terms
+        raw = node_aff[REQUIRED].get("nodeSelectorTerms") or []
+        if not raw:
+            raise _err(doc, base, "must have at least one node selector term")
+        terms = tuple(_term(doc, base + (ti,), t, unsupported, node_pools) for ti, t in enumerate(raw))
+        extras[REQUIRED_AFFINITY] = terms
         placed = _affinity_models(terms)
         if placed == ():
             raise _err(doc, base, f"the {GPU_PRODUCT} In lists of this term have no model in common (the pod could "
                        "never be placed)")
-        if placed is None and node_pools:
-            pass     # the autoscaler's Filter matches the terms against node labels
-        elif placed is None:
-            unsupported.append(_note(doc, base, "required node affinity is not placed by the engine except as one term "
-                                     f"of {GPU_PRODUCT} In [...] (Kueue's flavor assignment reads it)"))
-        elif models:
-            models = tuple(m for m in models if m in placed)
-            if not models:
-                raise _err(doc, base, f"no GPU model satisfies both nodeSelector {GPU_PRODUCT}: "
-                           f"{selector[GPU_PRODUCT]} and this affinity (the pod could never be placed)")
-        else:
-            models = placed
+        if placed is not None:
+            if models:
+                models = tuple(m for m in models if m in placed)
+                if not models:
+                    raise _err(doc, base, f"no GPU model satisfies both nodeSelector {GPU_PRODUCT}: "
+                               f"{selector[GPU_PRODUCT]} and this affinity (the pod could never be placed)")
+            else:
+                models = placed
+    if node_pools:
+        _refuse_unmodelled_well_known(doc, pod_path, selector, extras.get(REQUIRED_AFFINITY, ()), unsupported)
     return models, extras
 
 
-def _terms(doc: Document, base: tuple, raw: list, unsupported: list[str]) -> tuple[kq.NodeSelectorTerm, ...]:
-    terms = []
-    for ti, term in enumerate(raw):
-        if term.get("matchFields"):
-            unsupported.append(_note(doc, base + (ti, "matchFields"), "node affinity matchFields (metadata.name) "
-                                     "is not modelled"))
-        exprs = []
-        for ei, e in enumerate(term.get("matchExpressions") or []):
+def _refuse_unmodelled_well_known(doc: Document, pod_path: tuple, selector: dict, terms: tuple,
+                                  unsupported: list[str]) -> None:
+    """With NodePools: a nodeSelector key or required-affinity key that Karpenter knows before
+    launch but the simulator gives no values to (zone, arch, the AWS instance family...) is
+    listed as not modelled, rather than answered with Karpenter's "does not have known values",
+    which Karpenter would not say (:func:`~lab01_cluster_sim.autoscaler.requirements.unmodelled_well_known`)."""
+    from lab01_cluster_sim.autoscaler.requirements import WELL_KNOWN, unmodelled_well_known
+
+    sel = sorted(k for k in selector if unmodelled_well_known(k))
+    aff = sorted({e.key for t in terms for e in t.expressions if unmodelled_well_known(e.key)})
+    for path, what, names in ((("nodeSelector",), "nodeSelector", sel),
+                              (("affinity", "nodeAffinity", REQUIRED), "required node affinity", aff)):
+        if names:
+            unsupported.append(_note(doc, pod_path + path, f"{what} on {', '.join(names)} is not modelled: Karpenter "
+                                     "knows its values before launch, the simulator gives it none (modelled: "
+                                     f"{', '.join(WELL_KNOWN)})"))
+
+
+def _term(doc: Document, base: tuple, term: dict, unsupported: list[str], node_pools: bool) -> NodeSelectorTerm:
+    exprs, fields = [], []
+    for key, out, kind in (("matchExpressions", exprs, MatchExpression), ("matchFields", fields, FieldRequirement)):
+        for ei, e in enumerate(term.get(key) or []):
             try:
-                exprs.append(kq.MatchExpression(e["key"], e["operator"], tuple(e.get("values") or ())))
+                out.append(kind(e.get("key", ""), e.get("operator", ""), tuple(e.get("values") or ())))
             except InputError as exc:
-                raise _err(doc, base + (ti, "matchExpressions", ei), str(exc)) from None
-        terms.append(tuple(exprs))
-    return tuple(terms)
+                raise _err(doc, base + (key, ei), str(exc)) from None
+    if fields and node_pools:
+        unsupported.append(_note(doc, base + ("matchFields",), "node affinity matchFields with NodePools is not "
+                                 "modelled (Karpenter cannot know a node's name before launch)"))
+    return NodeSelectorTerm(tuple(exprs), tuple(fields))
 
 
-def _affinity_models(terms: tuple[kq.NodeSelectorTerm, ...]) -> tuple[str, ...] | None:
-    """The GPU models of a required affinity the engine can place (one term, every
-    expression ``nvidia.com/gpu.product In``; their values intersected), else None."""
-    if len(terms) != 1 or not terms[0]:
+def _affinity_models(terms: tuple[NodeSelectorTerm, ...]) -> tuple[str, ...] | None:
+    """The GPU models a required affinity allows when it is one term of ``nvidia.com/gpu.product
+    In`` expressions only (their values intersected), else None (NodeAffinity's Filter alone
+    decides)."""
+    if len(terms) != 1 or not terms[0].expressions or terms[0].fields:
         return None
     allowed: set[str] | None = None
-    for e in terms[0]:
+    for e in terms[0].expressions:
         if e.key != GPU_PRODUCT or e.operator != "In":
             return None
         allowed = set(e.values) if allowed is None else allowed & set(e.values)
@@ -170,7 +213,7 @@ def node_pool_types(doc: Document, requirements: list[dict], catalogue: tuple) -
             continue
         path = ("spec", "template", "spec", "requirements", i)
         try:
-            expr = kq.MatchExpression(req["key"], req["operator"], tuple(req.get("values") or ()))
+            expr = MatchExpression(req["key"], req["operator"], tuple(req.get("values") or ()))
         except InputError as exc:
             raise _err(doc, path, str(exc)) from None
         types = tuple(t for t in types if expr.matches(instance_labels(t, "", "")))
@@ -202,4 +245,4 @@ def creation_timestamp(doc: Document, meta_path: tuple = ("metadata",)) -> float
     return stamp.timestamp()
 
 
-__all__ = ["creation_timestamp", "node_pool_types", "read_pod_scheduling"]
+__all__ = ["creation_timestamp", "node_pool_types", "read_pod_scheduling", "read_taint", "read_toleration"]

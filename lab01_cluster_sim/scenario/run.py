@@ -131,6 +131,15 @@ def blockers(sc: Scenario) -> list[str]:
     if "gpuSchedulerPolicy" in sc.spec.get("simulation", {}) and kind != "timed":
         out.append(f"{sc.path}: spec.simulation.gpuSchedulerPolicy with the {kind} mode: the GPU pick option "
                    "applies to timed runs only")
+    tainted = [n.name for n in sc.nodes if n.taints]
+    if tainted and kind != "timed":
+        out.append(f"{sc.sources.get(f'Node/{tainted[0]}', sc.path)}: node taints with the {kind} mode: "
+                   "kube-scheduler's TaintToleration runs in timed runs only")
+    if kind in ("topology", "replay"):
+        placed = [j.job_id for j in sc.jobs if {"node_selector", "affinity", "preferred_affinity"} & set(j.extras)]
+        if placed:
+            out.append(f"{sc.sources[placed[0]]}: nodeSelector or node affinity with the {kind} mode: "
+                       "kube-scheduler's NodeAffinity runs in timed and autoscaler runs only")
     if kind == "autoscaler":
         if sc.scoring is not None:
             out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "
@@ -332,16 +341,19 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
     nodes, jobs = _nodes_jobs(sc)
     sim = sc.spec.get("simulation", {})
     rows, timelines, job_rows, decision_rows, quotas = [], {}, [], [], {}
+    from lab01_cluster_sim.registry import kube_scheduler_plugins
+
     for policy in _policies(sc):
         label = policy if isinstance(policy, str) else policy.describe()
         queued = QueuedTime()
-        extra: dict[str, Any] = {"plugins": [queued]}
+        kube = kube_scheduler_plugins(nodes, jobs, sc.scheduler_weights)   # TaintToleration, NodeAffinity
+        extra: dict[str, Any] = {"plugins": [*kube, queued]}
         plugin = None
         if sc.kueue:
             from lab01_cluster_sim.admission.plugin import KueueAdmissionPlugin
 
             plugin = KueueAdmissionPlugin(sc.kueue.controller(), wait_for_pods_ready=sc.kueue.wait_for_pods_ready)
-            extra["plugins"] = [plugin, queued]
+            extra["plugins"] = [plugin, *kube, queued]
         if "gpuSchedulerPolicy" in sim:     # the GPU choice inside a node (policies/gpu_pick.py)
             from lab01_cluster_sim.policies.gpu_pick import GpuPick
             from lab01_cluster_sim.registry import policy_for_jobs

@@ -126,7 +126,8 @@ _fair_sharing = obj({"weight": {**quantity(), "default": 1}})
 _taint = obj({"key": string(), "value": string(), "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute"))},
              ("key", "effect"))
 _toleration = obj({"key": string(), "operator": string(enum=("Equal", "Exists")), "value": string(),
-                   "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute"))})
+                   "effect": string(enum=("NoSchedule", "PreferNoSchedule", "NoExecute")),
+                   "tolerationSeconds": integer()})
 
 RESOURCE_FLAVOR = top(KUEUE, "ResourceFlavor", {"spec": obj({
     "nodeLabels": map_of(string()),
@@ -207,10 +208,23 @@ NODE_POOL = top("karpenter.sh/v1", "NodePool", {"spec": obj({
 
 # -- kube-scheduler -------------------------------------------------------------------------
 SCORING_TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+SCHEDULER_PLUGINS = ("TaintToleration", "NodeAffinity", "NodeResourcesFit")
+"""kube-scheduler plugins whose configuration the simulator models (their Score weights; the
+NodeResourcesFit scoring strategy). Naming any other plugin is refused naming it."""
+_INERT_OBJECT = {"type": "object"}   # accepted, no decision reads it (client, leader election)
+_weighted = obj({"enabled": array(obj({"name": string(enum=SCHEDULER_PLUGINS),
+                                       "weight": integer(minimum=1, maximum=100)}, ("name",)))})
 KUBE_SCHEDULER_CONFIGURATION = top("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration", {
     "percentageOfNodesToScore": integer(minimum=0, maximum=100),
+    "parallelism": integer(minimum=1),
+    "leaderElection": _INERT_OBJECT,
+    "clientConnection": _INERT_OBJECT,
+    "enableProfiling": boolean(),
+    "enableContentionProfiling": boolean(),
+    "delayCacheUntilActive": boolean(),
     "profiles": array(obj({
-        "schedulerName": string(default="default-scheduler"),
+        "schedulerName": string(enum=("default-scheduler",), default="default-scheduler"),
+        "plugins": obj({"score": _weighted, "multiPoint": _weighted}),
         "pluginConfig": array(obj({
             "name": string(enum=("NodeResourcesFit",)),
             "args": obj({
@@ -229,6 +243,13 @@ KUBE_SCHEDULER_CONFIGURATION = top("kubescheduler.config.k8s.io/v1", "KubeSchedu
         }, ("name",))),
     }), minItems=1, maxItems=1),
 }, with_metadata=False)
+"""The modelled part of ``KubeSchedulerConfiguration`` (Go types ``KubeSchedulerConfiguration``,
+``KubeSchedulerProfile``, ``Plugins``, ``PluginSet``, ``NodeResourcesFitArgs`` in
+``k8s.io/kube-scheduler/config/v1/types.go`` and ``types_pluginargs.go``, v0.35.4). One profile,
+the default scheduler; Score weights of TaintToleration, NodeAffinity and NodeResourcesFit in
+``plugins.score.enabled`` or ``plugins.multiPoint.enabled``; NodeResourcesFit's scoring
+strategy. ``parallelism``, ``leaderElection``, ``clientConnection``, the profiling switches and
+``delayCacheUntilActive`` change how the scheduler runs, not what it decides: accepted, inert."""
 
 # -- coscheduling PodGroup ----------------------------------------------------------------------
 POD_GROUP = top("scheduling.x-k8s.io/v1alpha1", "PodGroup", {"spec": obj({
@@ -299,15 +320,53 @@ CRD_KINDS: dict[tuple[str, str], tuple[str, str, str]] = {
 """Kinds that have a real CRD in ``../shared/data``: ``(folder, file, version)``."""
 
 CRD_ONLY_FIELDS: dict[tuple[str, str], dict[tuple[str, ...], frozenset[str]]] = {
-    (KUEUE, "ClusterQueue"): {("spec",): frozenset({"admissionChecksStrategy", "admissionScope",
-                                                    "concurrentAdmissionPolicy", "stopPolicy"})},
+    ("karpenter.sh/v1", "NodePool"): {
+        ("spec",): frozenset({"replicas", "weight"}),
+        ("spec", "disruption"): frozenset({"budgets"}),
+        ("spec", "template"): frozenset({"metadata"}),
+        ("spec", "template", "spec"): frozenset({"startupTaints", "taints", "terminationGracePeriod"}),
+        ("spec", "template", "spec", "requirements", "[]"): frozenset({"minValues"}),
+    },
+    (KUEUE, "ClusterQueue"): {
+        ("spec",): frozenset({"admissionChecksStrategy", "admissionScope", "concurrentAdmissionPolicy", "stopPolicy"}),
+        ("spec", "namespaceSelector"): frozenset({"matchExpressions", "matchLabels"}),
+    },
     (KUEUE, "LocalQueue"): {("spec",): frozenset({"fairSharing", "stopPolicy"})},
-    (KUEUE, "ResourceFlavor"): {("spec",): frozenset({"topologyName"})},
+    (KUEUE, "ResourceFlavor"): {
+        ("spec",): frozenset({"topologyName"}),
+        ("spec", "nodeTaints", "[]"): frozenset({"timeAdded"}),
+    },
 }
-"""Fields of the real v1beta2 CRD (``spec.versions[v1beta2]...spec.properties`` of the files in
-:data:`CRD_KINDS`) that :data:`SCHEMAS` leaves out: ``run`` refuses them as "a Kueue field the
-simulator does not model", not as an unknown (misspelt) field. Keyed by object path; only the
-``spec`` level is listed (tests/lab01/scenario/test_crd_fields.py checks the list against the
-CRDs)."""
+"""Fields of the real CRDs (``spec.versions[...].schema`` of the files in :data:`CRD_KINDS`)
+that :data:`SCHEMAS` leaves out, at every level: ``run`` refuses them as "<path> is not
+modelled", not as an unknown (misspelt) field. Keyed by the parent's path, ``"[]"`` for a list
+item (tests/lab01/scenario/test_coverage.py walks the CRDs and checks that every field is in
+:data:`SCHEMAS` or refused so)."""
+
+KSC = ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
+_OTHER_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "reserve", "permit",
+                 "preBind", "bind", "postBind")
+CRD_ONLY_FIELDS[KSC] = {
+    (): frozenset({"podInitialBackoffSeconds", "podMaxBackoffSeconds", "extenders"}),
+    ("profiles", "[]"): frozenset({"percentageOfNodesToScore"}),
+    ("profiles", "[]", "plugins"): frozenset(_OTHER_POINTS),
+    ("profiles", "[]", "plugins", "score"): frozenset({"disabled"}),
+    ("profiles", "[]", "plugins", "multiPoint"): frozenset({"disabled"}),
+    ("profiles", "[]", "pluginConfig", "[]", "args"): frozenset({"ignoredResources", "ignoredResourceGroups"}),
+}
+CRD_ONLY_FIELDS[("config.kueue.x-k8s.io/v1beta2", "Configuration")] = {
+    (): frozenset({"namespace", "webhook", "leaderElection", "metrics", "health", "pprofBindAddress", "controller",
+                   "tls", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "internalCertManagement",
+                   "clientConnection", "integrations", "multiKueue", "admissionFairSharing", "resources",
+                   "featureGates", "objectRetentionPolicies", "visibilityServer"}),
+}
+"""The other fields of Kueue's ``Configuration`` (``Configuration`` and the inlined
+``ControllerManager`` in ``apis/config/v1beta2/configuration_types.go``, Kueue v0.17.0):
+refused as not modelled."""
+
+"""The real fields of ``KubeSchedulerConfiguration`` (``k8s.io/kube-scheduler/config/v1``)
+that the simulator does not model: the scheduler's own backoff, extenders, a profile's own
+percentage, plugin sets other than score and multiPoint weights, disabling plugins,
+NodeResourcesFit's ignored resources."""
 
 __all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "SCHEMAS"]

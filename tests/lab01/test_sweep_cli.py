@@ -134,6 +134,7 @@ def test_replay_rows_match_compare_seeded_the_same_way(workload_seed, capsys):
 
 def test_workload_seed_needs_the_synthetic_workload(tmp_path):
     (tmp_path / "openb_pod_list_default.csv").write_text("")
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("")   # the workload check looks for both
     with pytest.raises(InputError, match="--param workload_seed: only the synthetic workload has a workload seed"):
         grid("replay", ["fgd"], [f"{tmp_path}:default"], [42], {"workload_seed": [1]})
 
@@ -248,3 +249,20 @@ def test_workloads_paper_is_the_papers_17_pod_lists(tmp_path, capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["workload"].rsplit(":", 1)[1] for r in rows] == list(PAPER_POD_LISTS)
     assert {r["status"] for r in rows} == {"error"}
+
+
+def test_a_trace_folder_without_the_files_is_refused_before_any_run(tmp_path, capsys):
+    # fresh tester (Dec 2): --trace /tmp --workloads paper ran 306 replays that all failed to load
+    # ("306 of 306 runs failed"); the files are now looked for before anything runs
+    argv = ["sweep", "--quiet", "--runner", "replay", "--workers", "1", "--trace", str(tmp_path), "--workloads"]
+    assert _status([*argv, "paper"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: --workloads '{tmp_path}:default': no openb_node_list_gpu_node.csv in {tmp_path} "
+                   f"(python -m lab01_cluster_sim fetch-trace {tmp_path} gets the trace)\n")
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("")
+    (tmp_path / "openb_pod_list_default.csv").write_text("")
+    assert _status([*argv, "default,gpushare40"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (f"error: --workloads '{tmp_path}:gpushare40': pod list 'gpushare40' not found in "
+                            f"{tmp_path}; expected a CSV file or one of: default\n")
+    assert captured.out == ""

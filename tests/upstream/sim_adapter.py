@@ -6,11 +6,10 @@ scenario loader (:func:`lab01_cluster_sim.scenario.load_scenario`, as ``run`` do
 answers in the oracle's shape, so a test compares two dicts. When Lab 01's modules move,
 this file is the one to follow them.
 
-A case the simulator cannot state raises :class:`NotModelled`: the plugins it does not model
-yet (TaintToleration; NodeAffinity's Score and anything beyond a nodeSelector on
-``nvidia.com/gpu.product``; issue 17), for which the tests skip with that reason, and objects
-the loader lists as unsupported, which the generators never produce (such a case fails its
-test: the generator has left the simulator's domain).
+A case the simulator cannot state raises :class:`NotModelled`: objects the loader lists as
+unsupported, which the generators never produce (such a case fails its test: the generator has
+left the simulator's domain). kube-scheduler's TaintToleration and NodeAffinity are answered by
+the simulator's plugins (:mod:`lab01_cluster_sim.kubescheduler`, issue 17).
 """
 
 from __future__ import annotations
@@ -31,11 +30,12 @@ from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.plugin import Autoscaler
 from lab01_cluster_sim.autoscaler.requirements import incompatibility, unadvertised
 from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.kubescheduler import nodeaffinity, tainttoleration
+from lab01_cluster_sim.kubescheduler.constraints import preferred_affinity, tolerations
 from lab01_cluster_sim.policies.base import pick_best_gpus
 from lab01_cluster_sim.scenario import load_scenario
 from lab01_cluster_sim.framework.noderesources import filter_node
 
-GPU_PRODUCT = "nvidia.com/gpu.product"
 MODE_NAMES = {Mode.FIT: "Fit", Mode.PREEMPT: "Preempt", Mode.NO_FIT: "NoFit"}
 
 
@@ -88,42 +88,50 @@ def _state(case: dict):
 def sim_fit(case: dict) -> list[dict]:
     """NodeResourcesFit as the simulator decides it: per node, ``filter`` (the resource
     checks of :func:`~lab01_cluster_sim.framework.noderesources.filter_node`) and ``score``
-    (:class:`~lab01_cluster_sim.scenario.scoring.NodeResourcesFit`)."""
+    (:class:`~lab01_cluster_sim.kubescheduler.noderesources.NodeResourcesFit`)."""
     sc, state, req = _state(case)
     plain = Request(req.cpu_milli, req.memory_mib, req.num_gpus, req.gpu_milli)   # resources only
     scores = sc.scoring.score(state, plain, np.arange(state.num_nodes), np.random.default_rng(0))
     return [{"filter": not filter_node(state, plain, i), "score": int(scores[i])} for i in range(state.num_nodes)]
 
 
+def _incoming(case: dict):
+    """(scenario, the incoming pod's job) of a scheduler case."""
+    sc, _state_, _req = _state(case)
+    name = case["pod"]["metadata"]["name"]
+    return sc, next(j for j in sc.jobs if j.job_id == name)
+
+
 def sim_node_affinity_filter(case: dict) -> list[bool]:
-    """NodeAffinity's Filter as the simulator decides it. The simulator models one node
-    selector, ``nvidia.com/gpu.product`` (the pod's allowed GPU models, checked by
-    :func:`~lab01_cluster_sim.framework.noderesources.filter_node`); any other selector or affinity is
-    :class:`NotModelled`."""
-    pod_spec = case["pod"]["spec"]
-    if "affinity" in pod_spec or set(pod_spec.get("nodeSelector", {})) - {GPU_PRODUCT}:
-        raise NotModelled("node affinity other than a nodeSelector on nvidia.com/gpu.product (issue 17)")
-    _sc, state, req = _state(case)
-    out = []
-    for i in range(state.num_nodes):
-        reasons = filter_node(state, req, i)
-        out.append(not any(r.startswith("GPU model") for r in reasons))
-    return out
+    """NodeAffinity's Filter as the simulator decides it, per node
+    (:func:`lab01_cluster_sim.kubescheduler.nodeaffinity.node_filter`: the pod's nodeSelector
+    and required node affinity)."""
+    sc, job = _incoming(case)
+    return nodeaffinity.node_filter(sc.nodes, job).tolist()
 
 
-def sim_node_affinity_score(case: dict) -> list[int]:
-    """NodeAffinity's Score (preferred terms): not modelled yet (issue 17)."""
-    raise NotModelled("NodeAffinity scoring (preferredDuringScheduling) is not modelled yet (issue 17)")
+def sim_node_affinity_score(case: dict) -> list[int | None]:
+    """NodeAffinity's normalized Score per node
+    (:func:`lab01_cluster_sim.kubescheduler.nodeaffinity.node_scores` over every node of the
+    case, as the oracle scores them); None for every node when the pod has no preferred term
+    (kube-scheduler's PreScore skips the plugin then)."""
+    sc, job = _incoming(case)
+    if not preferred_affinity(job):
+        return [None] * len(sc.nodes)
+    return [int(s) for s in nodeaffinity.node_scores(sc.nodes, job)]
 
 
 def sim_taint_filter(case: dict) -> list[bool]:
-    """TaintToleration's Filter: not modelled yet (issue 17)."""
-    raise NotModelled("TaintToleration (node taints, pod tolerations) is not modelled yet (issue 17)")
+    """TaintToleration's Filter per node (:func:`lab01_cluster_sim.kubescheduler.tainttoleration.node_filter`)."""
+    sc, job = _incoming(case)
+    return tainttoleration.node_filter(sc.nodes, tolerations(job)).tolist()
 
 
 def sim_taint_score(case: dict) -> list[int]:
-    """TaintToleration's Score (PreferNoSchedule): not modelled yet (issue 17)."""
-    raise NotModelled("TaintToleration scoring (PreferNoSchedule) is not modelled yet (issue 17)")
+    """TaintToleration's normalized Score per node, over every node of the case
+    (:func:`lab01_cluster_sim.kubescheduler.tainttoleration.node_scores`)."""
+    sc, job = _incoming(case)
+    return [int(s) for s in tainttoleration.node_scores(sc.nodes, tolerations(job))]
 
 
 # -- Kueue ----------------------------------------------------------------------------------------

@@ -107,6 +107,10 @@ def scheduler_case(draw, *, with_selector: bool = False, with_taints: bool = Fal
         labels = {}
         if with_selector and gpus and draw(st.booleans()):
             labels[GPU_PRODUCT] = draw(st.sampled_from(MODELS))
+        if with_selector and gpus:
+            labels[GPU_COUNT] = str(gpus)
+        if with_selector and draw(st.booleans()):
+            labels[ZONE] = draw(st.sampled_from(ZONES))
         taints = draw(st.lists(taint(), max_size=2, unique_by=lambda t: (t["key"], t["effect"]))) if with_taints else []
         pods = []
         left = [cpu, mem, gpus]
@@ -126,9 +130,54 @@ def scheduler_case(draw, *, with_selector: bool = False, with_taints: bool = Fal
     if with_selector and draw(st.booleans()):
         selector[GPU_PRODUCT] = draw(st.sampled_from(MODELS + ("GPU",)))
     tolerations = draw(st.lists(toleration(), max_size=2)) if with_taints else []
+    aff = draw(st.none() | node_affinity(n)) if with_selector else None
     incoming = pod("incoming", draw(st.integers(1, 140_000)), draw(st.integers(1, 2_100_000)), gpus,
-                   node_selector=selector, tolerations=tolerations)
+                   node_selector=selector, tolerations=tolerations, affinity=aff)
     return {"kind": "scheduler", "scoringStrategy": draw(scoring_strategy()), "pod": incoming, "nodes": nodes}
+
+
+GPU_COUNT = "nvidia.com/gpu.count"
+ZONE = "topology.kubernetes.io/zone"
+ZONES = ("z0", "z1")
+
+
+@st.composite
+def node_selector_term(draw, n: int) -> dict:
+    """A ``nodeSelectorTerm``: 1 or 2 label requirements (every operator, on the GPU model, the
+    zone or the GPU count) and sometimes a ``matchFields`` requirement on one of the ``n``
+    nodes' names."""
+    exprs = []
+    for _ in range(draw(st.integers(1, 2))):
+        op = draw(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]))
+        if op in ("Gt", "Lt"):
+            exprs.append({"key": GPU_COUNT, "operator": op, "values": [str(draw(st.sampled_from([0, 1, 2, 4, 8])))]})
+            continue
+        key = draw(st.sampled_from([GPU_PRODUCT, ZONE]))
+        e: dict = {"key": key, "operator": op}
+        if op in ("In", "NotIn"):
+            pool = MODELS if key == GPU_PRODUCT else ZONES
+            e["values"] = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2, unique=True))
+        exprs.append(e)
+    term: dict = {"matchExpressions": exprs}
+    if draw(st.integers(0, 3)) == 0:
+        term["matchFields"] = [{"key": "metadata.name", "operator": draw(st.sampled_from(["In", "NotIn"])),
+                                "values": [f"node-{draw(st.integers(0, n - 1))}"]}]
+    return term
+
+
+@st.composite
+def node_affinity(draw, n: int) -> dict:
+    """``affinity.nodeAffinity`` with required terms (1 or 2, ORed) and/or preferred terms
+    (weights 1..100)."""
+    out: dict = {}
+    if draw(st.booleans()):
+        out["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": draw(st.lists(node_selector_term(n), min_size=1, max_size=2))}
+    if draw(st.booleans()) or not out:
+        out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": draw(st.integers(1, 100)), "preference": draw(node_selector_term(n))}
+            for _ in range(draw(st.integers(1, 3)))]
+    return {"nodeAffinity": out}
 
 
 TAINT_KEYS = (GPU, "dedicated", "example.com/spot")

@@ -3,6 +3,7 @@ and taints, and Kueue's messages (Cluster Queue page; flavorassigner.go)."""
 
 from __future__ import annotations
 
+from lab01_cluster_sim.corev1 import Taint, Toleration
 from lab01_cluster_sim.admission import (
     AdmissionController,
     ClusterQueue,
@@ -16,8 +17,6 @@ from lab01_cluster_sim.admission import (
     ResourceGroup,
     ResourceQuota,
     State,
-    Taint,
-    Toleration,
     Workload,
 )
 

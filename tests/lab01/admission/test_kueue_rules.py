@@ -22,11 +22,10 @@ from lab01_cluster_sim.admission import (
     ResourceGroup,
     ResourceQuota,
     State,
-    Taint,
-    Toleration,
     Workload,
 )
-from lab01_cluster_sim.admission.api import FungibilityPreference, MatchExpression, required_affinity_matches
+from lab01_cluster_sim.admission.api import FungibilityPreference
+from lab01_cluster_sim.corev1 import MatchExpression, NodeSelectorTerm as T, Taint, Toleration
 from lab01_cluster_sim.admission.flavors import flavor_mismatch
 from lab01_cluster_sim.admission.ordering import queue_order
 
@@ -68,10 +67,10 @@ def test_required_node_affinity_picks_the_flavor():
     # nodeAffinity.required: gpu.product In [B] (ORed terms, ANDed expressions), the same
     # matching as nodeSelector but through flavorSelector's affinity branch.
     ctl = _two_gpu_flavors()
-    term = (MatchExpression(PRODUCT, "In", ("B",)),)
+    term = T((MatchExpression(PRODUCT, "In", ("B",)),))
     ctl.submit(wl("aff-b", "q", 1, affinity=(term,)), 0)
     # NotIn [A] also rules a out
-    ctl.submit(wl("not-a", "q", 1, t=1, affinity=((MatchExpression(PRODUCT, "NotIn", ("A",)),),)), 0)
+    ctl.submit(wl("not-a", "q", 1, t=1, affinity=(T((MatchExpression(PRODUCT, "NotIn", ("A",)),)),)), 0)
     ds = ctl.settle(0)
     assert {d.workload: d.flavors["main"][GPU] for d in ds} == {"aff-b": "b", "not-a": "b"}
 
@@ -94,7 +93,7 @@ def test_only_the_flavors_own_label_keys_count():
     # affinity term whose every expression is on another key drops the whole affinity.
     plain = ResourceFlavor("plain")
     ps = PodSet("main", 1, {GPU: 1}, node_selector={PRODUCT: "A", "zone": "z1"},
-                affinity=((MatchExpression("zone", "In", ("z2",)),),))
+                affinity=(T((MatchExpression("zone", "In", ("z2",)),)),))
     assert flavor_mismatch(ps, plain) is None
     zoned = ResourceFlavor("zoned", {"zone": "z1"})
     # nodeSelector zone=z1 matches, but the affinity term zone In [z2] is kept and fails
@@ -119,27 +118,7 @@ def test_untolerated_taint_message_and_toleration_from_the_flavor():
     assert flavor_mismatch(ps, self_tolerating) is None
 
 
-@pytest.mark.parametrize("expr,labels,expected", [
-    (MatchExpression("k", "In", ("a", "b")), {"k": "b"}, True),
-    (MatchExpression("k", "In", ("a",)), {}, False),
-    (MatchExpression("k", "NotIn", ("a",)), {}, True),          # absent key: NotIn matches
-    (MatchExpression("k", "Exists"), {"k": ""}, True),
-    (MatchExpression("k", "DoesNotExist"), {"k": "x"}, False),
-    (MatchExpression("k", "Gt", ("40",)), {"k": "80"}, True),    # integer comparison
-    (MatchExpression("k", "Lt", ("40",)), {"k": "80"}, False),
-    (MatchExpression("k", "Gt", ("40",)), {"k": "80GB"}, False),  # not an integer: no match
-])
-def test_match_expression_operators(expr, labels, expected):
-    # labels.Requirement.Matches (k8s.io/apimachinery/pkg/labels/selector.go)
-    assert expr.matches(labels) is expected
-
-
-def test_required_affinity_terms_are_ored():
-    t1 = (MatchExpression("a", "In", ("1",)),)
-    t2 = (MatchExpression("b", "In", ("2",)),)
-    assert required_affinity_matches((t1, t2), {"b": "2"})
-    assert not required_affinity_matches((t1, t2), {"a": "2"})
-    assert required_affinity_matches((), {})
+# (the matching of expressions and terms is lab01_cluster_sim.corev1's: tests/lab01/test_kubescheduler.py)
 
 
 # -- reserveCapacityForUnreclaimablePreempt --------------------------------------------------------
@@ -296,8 +275,8 @@ def test_a_workload_that_fails_does_not_set_aside_one_with_another_affinity():
     ctl = _two_gpu_flavors()
     ctl.submit(wl("fill-a", "q", 4, node_selector={PRODUCT: "A"}), 0)
     ctl.settle(0)
-    to_a = ((MatchExpression(PRODUCT, "In", ("A",)),),)
-    to_b = ((MatchExpression(PRODUCT, "In", ("B",)),),)
+    to_a = (T((MatchExpression(PRODUCT, "In", ("A",)),)),)
+    to_b = (T((MatchExpression(PRODUCT, "In", ("B",)),)),)
     ctl.submit(wl("wants-a", "q", 1, t=1, affinity=to_a), 1)
     ctl.submit(wl("wants-b", "q", 1, t=2, affinity=to_b), 1)
     admitted = [d.workload for d in ctl.settle(1) if d.outcome is Outcome.ADMITTED]

@@ -11,7 +11,7 @@ import csv
 
 import pytest
 
-from lab01_cluster_sim.admission.api import MatchExpression
+from lab01_cluster_sim.corev1 import MatchExpression, NodeSelectorTerm
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.autoscaler.requirements import GPU_MEMORY, GPU_NAME, INSTANCE_TYPE
@@ -39,7 +39,7 @@ def test_gpu_feature_discovery_labels_get_no_node(key):
 
 def test_not_in_on_an_unknown_label_is_allowed():
     # Compatible(): NotIn and DoesNotExist on an undefined key are allowed
-    term = (MatchExpression("nvidia.com/gpu.product", "NotIn", ("Tesla-T4",)),)
+    term = NodeSelectorTerm((MatchExpression("nvidia.com/gpu.product", "NotIn", ("Tesla-T4",)),))
     r = _run(Pod("p", 1, 100, affinity=(term,)))
     assert [n.instance_type for n in r.nodes] == ["g4dn.xlarge"] and r.unlaunchable == {}
 
@@ -50,9 +50,10 @@ def test_not_in_on_an_unknown_label_is_allowed():
     # instance-gpu-name a10g: g5.xlarge ($1.006/h) is the cheapest A10G type
     (((GPU_NAME, "a10g"),), (), "g5.xlarge"),
     # instance-gpu-memory Gt 40000 MiB: p4d (40960, $21.96/h) and p5 (81920, $55.04/h) -> p4d
-    ((), ((MatchExpression(GPU_MEMORY, "Gt", ("40000",)),),), "p4d.24xlarge"),
+    ((), (NodeSelectorTerm((MatchExpression(GPU_MEMORY, "Gt", ("40000",)),)),), "p4d.24xlarge"),
     # two ORed terms, the first impossible (gpu-name v100): Karpenter relaxes to the second (l4)
-    ((), ((MatchExpression(GPU_NAME, "In", ("v100",)),), (MatchExpression(GPU_NAME, "In", ("l4",)),)),
+    ((), (NodeSelectorTerm((MatchExpression(GPU_NAME, "In", ("v100",)),)),
+          NodeSelectorTerm((MatchExpression(GPU_NAME, "In", ("l4",)),))),
      "g6.xlarge"),
 ])
 def test_well_known_labels_select_the_instance_type(selector, affinity, expected):

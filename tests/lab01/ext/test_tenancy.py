@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lab01_cluster_sim.corev1 import Taint, Toleration
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, JobState, Node
 from lab01_cluster_sim.tenancy import (
@@ -11,38 +12,12 @@ from lab01_cluster_sim.tenancy import (
     TIER_MECHANISM,
     ConstraintFilter,
     PodConstraints,
-    Taint,
     TenancyPlacer,
     Tier,
-    Toleration,
-    selector_matches,
     tenancy_violations,
-    tolerates_all,
 )
 
 from .helpers import placed, run_jobs, run_until
-
-
-def test_toleration_matching_rules():
-    t = Taint("nvidia.com/gpu", "present", "NoSchedule")
-    assert Toleration("nvidia.com/gpu", "Exists").matches(t)
-    assert Toleration("nvidia.com/gpu", "Equal", "present").matches(t)
-    assert not Toleration("nvidia.com/gpu", "Equal", "absent").matches(t)
-    assert not Toleration("nvidia.com/gpu", "Exists", effect="NoExecute").matches(t)
-    assert Toleration("", "Exists").matches(t)                      # tolerates everything
-    assert tolerates_all([], [Taint("x", "y", "PreferNoSchedule")])  # soft taint does not filter
-    assert not tolerates_all([], [t])
-    with pytest.raises(InputError, match="operator"):
-        Toleration("k", "In")
-    with pytest.raises(InputError, match="effect"):
-        Taint("k", "v", "Sometimes")
-
-
-def test_selector():
-    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}
-    assert selector_matches({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, labels)
-    assert not selector_matches({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, labels)
-    assert selector_matches({}, labels)
 
 
 def _nodes():

@@ -10,7 +10,7 @@ import csv
 import pytest
 
 from conftest import REPO_ROOT
-from lab01_cluster_sim.admission.api import MatchExpression, Toleration
+from lab01_cluster_sim.corev1 import MatchExpression, NodeSelectorTerm, Toleration
 from lab01_cluster_sim.admission.plugin import workload_of
 from lab01_cluster_sim.cli import main
 from lab01_cluster_sim.scenario import ScenarioError, load_scenario
@@ -141,19 +141,18 @@ def test_required_affinity_on_the_gpu_model_reaches_kueue_and_the_engine(tmp_pat
     (job,) = sc.jobs
     assert job.gpu_models == ("A100", "H100")
     (ps,) = workload_of(job).pod_sets
-    assert ps.affinity == ((MatchExpression("nvidia.com/gpu.product", "In", ("A100", "H100")),),)
+    assert ps.affinity == (NodeSelectorTerm((MatchExpression("nvidia.com/gpu.product", "In", ("A100", "H100")),)),)
     assert sc.unsupported == []
 
 
-def test_other_required_affinity_is_read_by_kueue_but_listed_as_not_placed(tmp_path):
+def test_other_required_affinity_is_read_by_kueue_and_placed_by_node_affinity(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(QUEUE + _pod("p", spec=AFFINITY.replace("nvidia.com/gpu.product", "topology.kubernetes.io/zone")))
     sc = load_scenario(path)
     (ps,) = workload_of(sc.jobs[0]).pod_sets
-    assert ps.affinity[0][0].key == "topology.kubernetes.io/zone"
-    (line,) = sc.unsupported
-    assert line.endswith("Pod/p: required node affinity is not placed by the engine except as one term of "
-                         "nvidia.com/gpu.product In [...] (Kueue's flavor assignment reads it)")
+    assert ps.affinity[0].expressions[0].key == "topology.kubernetes.io/zone"
+    assert sc.jobs[0].gpu_models == ()      # any model: kube-scheduler's NodeAffinity filters by the zone
+    assert sc.unsupported == []
 
 
 def _preference_queue(borrow: str) -> str:
@@ -179,12 +178,27 @@ def test_preference_needs_both_policies_try_next_flavor(tmp_path):
                                    "validation rule)")
 
 
-def test_toleration_seconds_is_named_as_not_modelled_and_a_bad_operator_refused(tmp_path):
+def test_preference_accepted_when_when_can_preempt_is_left_to_its_default(tmp_path):
+    # the apiserver defaults whenCanPreempt to TryNextFlavor before the CRD's CEL rule runs,
+    # so {whenCanBorrow: TryNextFlavor, preference: ...} is a valid ClusterQueue
+    path = tmp_path / "s.yaml"
+    path.write_text(QUEUE.replace("  queueingStrategy: StrictFIFO\n", "  flavorFungibility: {whenCanBorrow: "
+                                  "TryNextFlavor, preference: BorrowingOverPreemption}\n"))
+    (cq,) = load_scenario(path).kueue.cluster_queues
+    assert cq.flavor_fungibility.when_can_preempt.value == "TryNextFlavor"
+    assert cq.flavor_fungibility.preference.value == "BorrowingOverPreemption"
+
+
+def test_toleration_seconds_is_read_and_a_bad_operator_refused(tmp_path):
     path = tmp_path / "s.yaml"
     tol = "  tolerations: [{key: k, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]\n"
     path.write_text(QUEUE + _pod("p", spec=tol))
-    (line,) = load_scenario(path).unsupported
-    assert line.endswith("Pod/p: tolerationSeconds (eviction by a NoExecute taint after that time) is not modelled")
+    sc = load_scenario(path)
+    assert sc.unsupported == []
+    assert sc.jobs[0].extras["tolerations"] == (Toleration("k", "Exists", "", "NoExecute", 30.0),)
     path.write_text(QUEUE + _pod("p", spec="  tolerations: [{key: k, operator: Gt, value: \"3\"}]\n"))
-    with pytest.raises(ScenarioError, match=r"spec\.tolerations\[0\]\.operator: expected Equal or Exists"):
+    with pytest.raises(ScenarioError, match=r"spec\.tolerations\[0\]: toleration 'k': operator must be Equal or "
+                                            r"Exists, got 'Gt' \(Lt and Gt are alpha"):
         load_scenario(path)
+
+

@@ -10,10 +10,11 @@ import pytest
 from conftest import REPO_ROOT
 from lab01_cluster_sim.admission import PreemptionPolicy, QueueingStrategy
 from lab01_cluster_sim.cluster import ClusterState, Request
+from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Node
 from lab01_cluster_sim.scenario import ScenarioError, blockers, load_scenario
 from lab01_cluster_sim.scenario.fields import parse_duration
-from lab01_cluster_sim.scenario.scoring import NodeResourcesFit, broken_linear
+from lab01_cluster_sim.kubescheduler.noderesources import NodeResourcesFit, broken_linear
 
 NODE = """apiVersion: v1
 kind: Node
@@ -216,6 +217,20 @@ def test_node_without_gpus_ignores_the_gpu_weight():
     p = NodeResourcesFit("MostAllocated", (("nvidia.com/gpu", 5), ("cpu", 1)))
     # only CPU counts: 16000/64000 -> 25
     assert p.score(st, Request(16000, 100, 0, 0), np.array([0]), None).tolist() == [25]
+
+
+def test_an_extended_resource_the_pod_does_not_request_is_left_out_of_the_score():
+    # resource_allocation.go calculateResourceAllocatableRequest returns (0, 0) for a scalar
+    # resource with a zero pod request. Node b: empty, 8 GPUs; a CPU-only pod of 4 of 64 CPUs.
+    # MostAllocated, GPU 5, CPU 1: the GPU is left out, score = CPU only = 4000*100//64000 = 6
+    # (counting the GPU, 0 of 8 requested, it would be (0*5 + 6)//6 = 1).
+    p = NodeResourcesFit("MostAllocated", (("nvidia.com/gpu", 5), ("cpu", 1)))
+    assert p.score(_state(), Request(4000, 1000, 0, 0), np.array([1]), None).tolist() == [6]
+    # a weight on an extended resource no node has (a MIG profile) scores nothing, as upstream
+    q = NodeResourcesFit("MostAllocated", (("nvidia.com/mig-1g.10gb", 3), ("cpu", 1)))
+    assert q.score(_state(), Request(4000, 1000, 2, 1000), np.array([1]), None).tolist() == [6]
+    with pytest.raises(InputError, match="ephemeral-storage is not modelled"):
+        NodeResourcesFit("MostAllocated", (("ephemeral-storage", 1),))
 
 
 def test_cpu_only_pod_is_not_scored_on_the_gpus_of_a_gpu_node():

@@ -110,17 +110,17 @@ def test_missing_path_and_empty_file(tmp_path):
      "Kubernetes quantity such as 8, \"500m\" or \"36Gi\", got '4x'"),
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: b}\nspec:\n  stopPolicy: Hold\n",
      # fresh tester 2 F4: stopPolicy is a real v1beta2 field (in the CRD), only not modelled
-     "FILE:5:3: ClusterQueue/b: spec.stopPolicy: a field of Kueue's kueue.x-k8s.io/v1beta2 ClusterQueue that the "
-     "simulator does not model; remove it to run the scenario (modelled: cohortName, fairSharing, "
-     "flavorFungibility, namespaceSelector, preemption, queueingStrategy, resourceGroups)"),
+     "FILE:5:3: ClusterQueue/b: spec.stopPolicy is not modelled (a field of kueue.x-k8s.io/v1beta2 ClusterQueue; "
+     "remove it to run the scenario; modelled here: cohortName, fairSharing, flavorFungibility, namespaceSelector, "
+     "preemption, queueingStrategy, resourceGroups)"),
     # ... while a misspelling of it stays an unknown field
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: b}\nspec:\n  cohortNam: x\n",
      "FILE:5:3: ClusterQueue/b: spec.cohortNam: unknown field (did you mean 'cohortName'? expected one of: "
      "cohortName, fairSharing, flavorFungibility, namespaceSelector, preemption, queueingStrategy, resourceGroups)"),
     ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: n}\nspec:\n"
      "  clusterQueue: c\n  stopPolicy: Hold\n",
-     "FILE:6:3: LocalQueue/n/q: spec.stopPolicy: a field of Kueue's kueue.x-k8s.io/v1beta2 LocalQueue that the "
-     "simulator does not model; remove it to run the scenario (modelled: clusterQueue)"),
+     "FILE:6:3: LocalQueue/n/q: spec.stopPolicy is not modelled (a field of kueue.x-k8s.io/v1beta2 LocalQueue; "
+     "remove it to run the scenario; modelled here: clusterQueue)"),
     ("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n  template:\n    spec:\n"
      "      requirements: []\n      nodeClassRef: {group: g, kind: k, name: n}\n  disruption:\n"
      "    consolidationPolicy: Balanced\n",

@@ -285,3 +285,86 @@ def test_generated_arrivals_past_the_time_cap_name_the_scenario_fields(tmp_path,
     assert err.startswith(f"error: {p}:1:1: Scenario/s: spec.workload.generator.load 0.001 with "
                           "spec.workload.generator.jobs 20,000: the last synthetic job would arrive at ")
     assert "past the simulator's 1,000,000,000 s" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("grace", ["9000000000000000000", "-1"])
+def test_grace_period_is_bounded_like_the_annotations(tmp_path, grace):
+    # fresh tester (Dec 2): an int64 grace period was accepted and held a victim's GPUs for 9e18 s,
+    # so every wait of the run printed as a 19-digit number. "  terminationGracePeriodSeconds: " is
+    # 33 characters, so the value starts at column 34 of line 12.
+    text = NODE + _pod('{limits: {nvidia.com/gpu: "1"}}').replace(
+        "  containers:", f"  terminationGracePeriodSeconds: {grace}\n  containers:")
+    assert _error(tmp_path, text) == (f"FILE:12:34: Pod/p0: spec.terminationGracePeriodSeconds: expected 0 to "
+                                      f"1,000,000,000 s (about 31.7 years), got {grace}")
+
+
+POOL = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: gpu}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ("      requirements:", "      taints: [{key: nvidia.com/gpu, effect: NoSchedule}]\n      requirements:",
+     "FILE:8:7: NodePool/gpu: spec.template.spec.taints is not modelled (a field of karpenter.sh/v1 NodePool; "
+     "remove it to run the scenario; modelled here: expireAfter, nodeClassRef, requirements)"),
+    ("values: [on-demand]}", "values: [on-demand], minValues: 1}",
+     "FILE:9:78: NodePool/gpu: spec.template.spec.requirements[0].minValues is not modelled (a field of "
+     "karpenter.sh/v1 NodePool"),
+    ("      requirements:", "      requirement:",
+     "FILE:8:7: NodePool/gpu: spec.template.spec.requirement: unknown field (did you mean 'requirements'?"),
+])
+def test_real_karpenter_fields_are_not_modelled_not_unknown(tmp_path, old, new, expected):
+    # fresh tester (Dec 2): a NodePool's taints or template labels, real Karpenter v1 fields, were
+    # refused as "unknown field", which reads as a typo; a real typo still is one
+    assert _error(tmp_path, POOL.replace(old, new)).startswith(expected)
+
+
+@pytest.mark.parametrize("scheduling,expected", [
+    ("  nodeSelector: {topology.kubernetes.io/zone: us-east-1a}\n",
+     "nodeSelector on topology.kubernetes.io/zone is not modelled: Karpenter knows its values before launch"),
+    ("  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+     "[{matchExpressions: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [p5]}]}]}}}\n",
+     "required node affinity on karpenter.k8s.aws/instance-family is not modelled: Karpenter knows its values"),
+])
+def test_karpenter_labels_the_simulator_has_no_values_for_are_not_modelled(tmp_path, scheduling, expected):
+    # fresh tester (Dec 2): a pod selecting a zone got Karpenter's "label ... does not have known
+    # values" and stayed Pending, which Karpenter would not say of a well-known label (it launches
+    # in that zone); the reader now names it as not modelled, as autoscaler/requirements.py says
+    pod = _pod('{limits: {nvidia.com/gpu: "1"}}').replace("  containers:", scheduling + "  containers:")
+    p = tmp_path / "s.yaml"
+    p.write_text(POOL + "---\n" + pod)
+    (line,) = load_scenario(p).unsupported
+    assert line.startswith(f"{p}:") and f"Pod/p0: {expected}" in line
+    # a GFD label keeps Karpenter's answer (Pending), and a well-known GPU label is modelled
+    for key in ("nvidia.com/gpu.product", "karpenter.k8s.aws/instance-gpu-name"):
+        p.write_text(POOL + "---\n" + pod.replace("topology.kubernetes.io/zone", key)
+                     .replace("karpenter.k8s.aws/instance-family", key))
+        assert load_scenario(p).unsupported == []
+
+
+def test_too_many_job_workers_names_parallelism(tmp_path):
+    # fresh tester (Dec 2): the error pointed at spec.template.spec ("workers must be <= ...")
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations: {lab01.course/duration: \"100\"}\n"
+           "spec:\n  parallelism: 100000000\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n"
+           "      - {name: c, image: x, resources: {limits: {nvidia.com/gpu: \"1\"}}}\n")
+    # NODE is 5 lines, so parallelism is line 12; its value starts at column 16
+    assert _error(tmp_path, NODE + job) == ("FILE:12:16: Job/j: spec.parallelism: expected at most 1,000,000 workers, "
+                                            "got 100,000,000")
+
+
+def test_too_many_devices_names_the_resource_field(tmp_path):
+    # fresh tester (Dec 2): said "status.allocatable: node 'n0': gpu_count must be <= 1,000,000"
+    text = (NODE.replace('nvidia.com/gpu: "2"', 'nvidia.com/gpu: "100000000000"')
+            + _pod('{limits: {nvidia.com/gpu: "1"}}'))
+    assert _error(tmp_path, text) == ("FILE:4:64: Node/n0: status.allocatable.nvidia.com/gpu: expected at most "
+                                      "1,000,000 devices, got '100000000000'")
+    assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "2000000"}}')) == (
+        "FILE:15:42: Pod/p0: spec.containers[0].resources.limits.nvidia.com/gpu: expected at most 1,000,000 devices, "
+        "got '2000000'")

@@ -386,3 +386,18 @@ def test_timeline_draws_at_most_eight_cluster_queue_panels():
     assert MAX_QUEUE_PANELS == 8 and len(fig.get_axes()) == 10
     assert fig.get_suptitle() == "t (not drawn: ClusterQueues q8, q9, q10)"
     assert [ax.get_title(loc="left").split()[1] for ax in fig.get_axes()[2:]] == [f"q{i}" for i in range(8)]
+
+
+def test_pods_never_bound_are_named_beside_the_mean_pending(tmp_path, capsys):
+    # fresh tester (Dec 2): capstone-paid-mig printed "mean pending 0.0 s" although none of its four
+    # pods ever got a node: a pod never bound counts as pending only until the run ends, here at
+    # t=0 s (nothing to wait for), so the line now says how many never bound and until when.
+    status, out, err = _run(capsys, str(SCENARIOS / "capstone-paid-mig.yaml"), "--output", str(tmp_path))
+    assert status == 0, err
+    (row,) = json.loads((tmp_path / "summary.json").read_text())
+    assert (row["pods_never_bound"], row["mean_pending_s"], row["end_s"]) == (4, 0.0, 0.0)
+    assert "mean pending 0.0 s (4 pods never bound, counted until the end at t=0 s)" in out
+    # a run where every pod got a node keeps the plain line
+    status, out, _ = _run(capsys, str(SCENARIOS / "capstone-training.yaml"), "--output", str(tmp_path / "t"))
+    assert status == 0
+    assert "mean pending 75.0 s, 0 disruptions" in out

@@ -2,29 +2,40 @@
 
 A ``KubeSchedulerConfiguration`` chooses how NodeResourcesFit scores nodes
 (https://kubernetes.io/docs/concepts/scheduling-eviction/resource-bin-packing/; code in
-``pkg/scheduler/framework/plugins/noderesources/``): ``scoringStrategy.type`` and, per
-resource, a ``weight``. With ``requested`` = what the node's pods already request plus the
-incoming pod, and ``capacity`` = the node's allocatable, each resource scores (0..100,
-integer arithmetic as in Go):
+``pkg/scheduler/framework/plugins/noderesources/`` of Kubernetes v1.35.4:
+``resource_allocation.go``, ``least_allocated.go``, ``most_allocated.go``,
+``requested_to_capacity_ratio.go``): ``scoringStrategy.type`` and, per resource, a ``weight``.
+With ``requested`` = what the node's pods already request plus the incoming pod, and
+``capacity`` = the node's allocatable, each resource scores (0..100, integer arithmetic as in
+Go):
 
-- ``LeastAllocated`` (spread): ``(capacity - requested) * 100 / capacity`` (0 if over);
-- ``MostAllocated`` (pack): ``min(requested, capacity) * 100 / capacity``;
-- ``RequestedToCapacityRatio``: a broken-line function of the utilization
-  ``requested * 100 / capacity`` through the ``shape`` points (scores 0..10 scaled by 10).
+- ``LeastAllocated`` (spread, ``leastRequestedScore``): ``(capacity - requested) * 100 /
+  capacity`` (0 if over);
+- ``MostAllocated`` (pack, ``mostRequestedScore``): ``min(requested, capacity) * 100 / capacity``;
+- ``RequestedToCapacityRatio``: a broken-line function of the utilization ``requested * 100 /
+  capacity`` through the ``shape`` points (scores 0..10 scaled by 10;
+  ``buildRequestedToCapacityRatioScorerFunction``).
 
 The node's score is the weighted mean over the resources the node has (``capacity > 0``):
 ``sum(score * weight) / sum(weight)``, integer division (RequestedToCapacityRatio: rounded,
-and only resources with a score above 0 count). An extended resource (``nvidia.com/gpu``)
+and only resources with a score above 0 count). An extended resource (any name other than
+``cpu``, ``memory`` and ``ephemeral-storage``: ``nvidia.com/gpu``, a MIG profile, hugepages)
 that the pod does not request is left out, as if the node had none
-(``resourceAllocationScorer.calculateResourceAllocatableRequest`` returns (0, 0) for a
-scalar resource with a zero pod request, resource_allocation.go, kube-scheduler v1.35): a
-CPU-only pod is scored on CPU and memory alone, on GPU nodes too. So ``MostAllocated`` with
+(``resourceAllocationScorer.calculateResourceAllocatableRequest`` returns (0, 0) for a scalar
+resource with a zero pod request), so a CPU-only pod is scored on CPU and memory alone, on GPU
+nodes too. The simulator's nodes have no extended resource but ``nvidia.com/gpu`` (the scenario
+reader refuses the others), so a weight on another extended resource is accepted and scores
+nothing, as kube-scheduler scores a resource no node advertises. So ``MostAllocated`` with
 ``nvidia.com/gpu: 5, cpu: 1`` packs GPUs while hardly caring for CPU, and a profile can pack
-GPUs and spread CPU only by choosing weights; the GPU picked inside a node is the tightest
-fit (:func:`~lab01_cluster_sim.policies.base.pick_best_gpus`).
+GPUs and spread CPU only by choosing weights; the GPU picked inside a node is the tightest fit
+(:func:`~lab01_cluster_sim.policies.base.pick_best_gpus`).
 
 Units: CPU milli-cores, memory MiB, GPUs in milli-GPU (``capacity = GPUs x 1000``), so a
 shared GPU counts by its share, as the simulator's state keeps it.
+
+Not modelled: ``ephemeral-storage`` (refused: the simulator keeps no disk), and
+kube-scheduler's non-zero defaults for a container without requests (100m CPU, 200 MiB,
+``GetNonZeroRequested``): the simulator scores the requests as written.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from lab01_cluster_sim.model import MILLI_PER_GPU
 from lab01_cluster_sim.framework.interface import MAX_NODE_SCORE
 from lab01_cluster_sim.policies.base import pick_best_gpus
 
+GPU = "nvidia.com/gpu"
 TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
 MAX_CUSTOM_SCORE = 10
 """Largest ``score`` of a RequestedToCapacityRatio shape point (scaled to 100)."""
@@ -71,9 +83,11 @@ class NodeResourcesFit:
 
     Args:
         kind: ``LeastAllocated``, ``MostAllocated`` or ``RequestedToCapacityRatio``.
-        resources: ``(resource name, weight)`` pairs; names among ``cpu``, ``memory``,
-            ``nvidia.com/gpu`` (default cpu 1, memory 1, as kube-scheduler).
+        resources: ``(resource name, weight)`` pairs: ``cpu``, ``memory`` or an extended
+            resource name (default cpu 1, memory 1, as kube-scheduler).
         shape: RequestedToCapacityRatio points ``(utilization 0..100, score 0..10)``.
+        weight: the plugin's Score weight in the profile (default 1): the engine adds the
+            other Score plugins' weighted scores to ``weight`` times this policy's score.
 
     Raises:
         InputError: unknown type or resource, weight outside 1..100, bad shape.
@@ -82,14 +96,15 @@ class NodeResourcesFit:
     name: ClassVar[str] = "node-resources-fit"
 
     def __init__(self, kind: str = "LeastAllocated", resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1)),
-                 shape: tuple[tuple[int, int], ...] = ()) -> None:
+                 shape: tuple[tuple[int, int], ...] = (), weight: int = 1) -> None:
         if kind not in TYPES:
             raise InputError(f"scoringStrategy.type: expected one of {', '.join(TYPES)}, got {kind!r}")
-        for res, weight in resources:
-            if res not in ("cpu", "memory", "nvidia.com/gpu"):
-                raise InputError(f"scoringStrategy.resources: {res!r} is not modelled; expected cpu, memory or nvidia.com/gpu")
-            if not 1 <= weight <= 100:
-                raise InputError(f"scoringStrategy.resources: weight of {res} must be in 1..100, got {weight}")
+        for res, res_weight in resources:
+            if res == "ephemeral-storage":
+                raise InputError("scoringStrategy.resources: ephemeral-storage is not modelled (the simulator keeps no "
+                                 "disk); expected cpu, memory or an extended resource such as nvidia.com/gpu")
+            if not 1 <= res_weight <= 100:
+                raise InputError(f"scoringStrategy.resources: weight of {res} must be in 1..100, got {res_weight}")
         if kind == "RequestedToCapacityRatio":
             if not shape:
                 raise InputError("requestedToCapacityRatio.shape: needs at least one point")
@@ -97,7 +112,10 @@ class NodeResourcesFit:
             if utils != sorted(set(utils)) or not all(0 <= u <= 100 and 0 <= s <= MAX_CUSTOM_SCORE for u, s in shape):
                 raise InputError("requestedToCapacityRatio.shape: utilizations must increase within 0..100 and scores "
                                  "lie in 0..10")
+        if not 1 <= weight <= 100:
+            raise InputError(f"NodeResourcesFit: weight must be in 1..100, got {weight}")
         self.kind = kind
+        self.score_weight = weight
         self.resources = tuple(resources)
         self.shape = tuple((u, s * (MAX_NODE_SCORE // MAX_CUSTOM_SCORE)) for u, s in shape)
 
@@ -106,12 +124,17 @@ class NodeResourcesFit:
         return f"NodeResourcesFit {self.kind} ({weights})"
 
     def _requested_capacity(self, state: ClusterState, request: Request, candidates: np.ndarray, res: str):
+        """(requested, capacity) int64 (k,) of ``res`` on ``candidates``; (0, 0) for an
+        extended resource the pod does not request or the nodes do not have."""
         if res == "cpu":
             cap = state.cpu_capacity[candidates]
             return cap - state.cpu_free[candidates] + request.cpu_milli, cap
         if res == "memory":
             cap = state.mem_capacity[candidates]
             return cap - state.mem_free[candidates] + request.memory_mib, cap
+        if res != GPU or request.num_gpus == 0:
+            zero = np.zeros(len(candidates), dtype=np.int64)
+            return zero, zero
         cap = state.gpu_count[candidates] * MILLI_PER_GPU
         return cap - state.gpu_idle[candidates] + request.num_gpus * request.gpu_milli, cap
 
@@ -121,8 +144,6 @@ class NodeResourcesFit:
         total = np.zeros(len(candidates), dtype=np.int64)
         weights = np.zeros(len(candidates), dtype=np.int64)
         for res, w in self.resources:
-            if res == "nvidia.com/gpu" and request.num_gpus == 0:
-                continue   # an extended resource the pod does not request is not scored
             requested, cap = self._requested_capacity(state, request, candidates, res)
             has = cap > 0
             safe = np.where(has, cap, 1)

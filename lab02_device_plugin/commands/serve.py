@@ -183,10 +183,15 @@ def handle_fifo_line(line: str, inventory: Inventory, source: SimulatedHealthSou
                      "'recover <gpu index|uuid|all>'")
 
 
-def _fifo_reader(path: Path, get_inventory, source: SimulatedHealthSource,
+def _open_fifo(path: Path) -> int:
+    """Open the Xid FIFO for reading before anyone is told it is read: a writer that opens it
+    non-blocking then always finds a reader (ENXIO otherwise). O_RDWR keeps a writer open
+    ourselves, so the FIFO never reports EOF between writers."""
+    return os.open(path, os.O_RDWR | os.O_NONBLOCK)
+
+
+def _fifo_reader(fd: int, get_inventory, source: SimulatedHealthSource,
                  stop: threading.Event, say, policy: HealthPolicy | None = None) -> None:
-    # O_RDWR keeps a writer open ourselves, so the FIFO never reports EOF between writers.
-    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
     buf = b""
     try:
         while not stop.is_set():
@@ -342,9 +347,9 @@ def run(args: argparse.Namespace) -> int:
                                  "health events come from the GPUs)")
         manager.start()
         if args.xid_fifo is not None:
+            fifo_fd = _open_fifo(args.xid_fifo)
             fifo_thread = threading.Thread(
-                target=_fifo_reader, args=(args.xid_fifo, lambda: manager.inventory, source, stop, say,
-                                           policy),
+                target=_fifo_reader, args=(fifo_fd, lambda: manager.inventory, source, stop, say, policy),
                 name="xid-fifo", daemon=True)
             fifo_thread.start()
             say(f"reading simulated health events from {args.xid_fifo}")

@@ -48,7 +48,8 @@ Kueue admission (Kueue v1beta2 API, semantics of Kueue main after v0.19.2) runs 
 of the one engine before placement. Preemptions are counted per job and per run, with the
 GPU-hours of progress they threw away. Objects the simulator cannot execute (elastic or
 multi-role gangs, fields it does not model, ...) are named in one line and nothing is run;
---check validates only and says what would run.
+--check validates only and says what would run; it exits 1 when the objects are valid
+but name something the simulator cannot run yet (listed), as run itself would.
 
 examples:
   python -m lab01_cluster_sim run scenarios/gang-textbook.yaml
@@ -103,10 +104,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {name} holds no objects (an empty file, or comments only)", file=sys.stderr)
     if args.check:
         items = blockers(sc)
-        if items:
+        if items:  # the objects are valid, but run would refuse them: a failed check (exit 1)
             print(f"would not run yet ({len(items)}):")
             for item in items:
                 print(f"  {item}")
+            return 1
         else:
             from lab01_cluster_sim.scenario.run import describe
 

@@ -229,3 +229,19 @@ def test_the_default_output_folder_is_ignored_by_git(tmp_path, capsys, monkeypat
     proc = subprocess.run([git, "-C", str(REPO_ROOT), "check-ignore", "--no-index", *files],
                           capture_output=True, text=True, timeout=60)
     assert sorted(proc.stdout.split()) == sorted(files)
+
+
+def test_check_fails_when_the_scenario_would_not_run(tmp_path, capsys):
+    # fresh tester (Dec 2) #15: --check listed what run would refuse but exited 0, so a CI job
+    # using --check passed a scenario that cannot run. A Job queued for Kueue without any Kueue
+    # object is valid Kubernetes but cannot run here.
+    path = tmp_path / "s.yaml"
+    shutil.copy(REPO_ROOT / "scenarios" / "gpu-node-taints.yaml", path)
+    text = path.read_text().replace("metadata: {name: etl, ", "metadata: {name: etl, labels: "
+                                    "{kueue.x-k8s.io/queue-name: q}, ", 1)
+    assert text != path.read_text()
+    path.write_text(text)
+    status = main(["run", str(path), "--check", "--quiet"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "would not run yet (1):" in out and "kueue.x-k8s.io labels/annotations without Kueue objects" in out

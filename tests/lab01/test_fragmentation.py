@@ -156,6 +156,19 @@ def test_kernel_matches_the_plain_rules(shapes, nodes, weights):
 
 
 # -- the memo and the distinct-state shortcut give exactly the plain kernel's values -------
+def _states(shapes, nodes, weights, repeat=1):
+    """A tracker on a 2-node cluster (models A, B) for generated shapes, and the generated node
+    states (each ``repeat`` times) as arrays, with the vectorised kernel's values for them."""
+    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
+    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
+    state = ClusterState([Node("n", "A", 4, 9000, 1024), Node("m", "B", 4, 9000, 1024)])
+    free = np.array([f + [0] * (4 - len(f)) for f, _, _ in nodes] * repeat)
+    cpu = np.array([c for _, c, _ in nodes] * repeat)
+    models = np.array([["A", "B"].index(m) for _, _, m in nodes] * repeat)
+    want = weighted_fragmentation(free, cpu, models, target.access(state.model_names), target)
+    return FragmentationTracker(state, target), free, cpu, models, want
+
+
 @settings(max_examples=60, deadline=None)
 @given(shapes=st.lists(_shape, min_size=1, max_size=5), nodes=st.lists(_node, min_size=1, max_size=40),
        weights=st.lists(st.integers(1, 9), min_size=5, max_size=5))
@@ -163,14 +176,7 @@ def test_memoised_values_equal_the_kernel(shapes, nodes, weights):
     # Two passes through one tracker (the second all memo hits) and a batch with repeated
     # states both give the kernel's exact integers, whatever the CPU: states whose free CPU
     # reaches the same target requests share a memo entry, and only those.
-    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
-    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
-    state = ClusterState([Node("n", "A", 4, 9000, 1024), Node("m", "B", 4, 9000, 1024)])
-    tracker = FragmentationTracker(state, target)
-    free = np.array([f + [0] * (4 - len(f)) for f, _, _ in nodes] * 2)
-    cpu = np.array([c for _, c, _ in nodes] * 2)
-    models = np.array([["A", "B"].index(m) for _, _, m in nodes] * 2)
-    want = weighted_fragmentation(free, cpu, models, target.access(state.model_names), target)
+    tracker, free, cpu, models, want = _states(shapes, nodes, weights, repeat=2)
     assert tracker.weighted_of(free, cpu, models).tolist() == want.tolist()
     assert tracker.weighted_of(free, cpu, models).tolist() == want.tolist()
 
@@ -212,13 +218,6 @@ def test_fgd_scores_alike_nodes_once_with_the_same_answer():
        weights=st.lists(st.integers(1, 9), min_size=6, max_size=6))
 def test_plain_single_state_path_equals_the_kernel(shapes, nodes, weights):
     # the plain-Python evaluation used for a few states gives the vectorised kernel's integers
-    shapes = [(c, u, k if u == 1000 else (1 if u else 0), s if u else "") for c, u, k, s in shapes]
-    target = TargetWorkload.from_shapes(shapes, weights[: len(shapes)])
-    state = ClusterState([Node("n", "A", 4, 9000, 1024), Node("m", "B", 4, 9000, 1024)])
-    tracker = FragmentationTracker(state, target)
-    free = np.array([f + [0] * (4 - len(f)) for f, _, _ in nodes])
-    cpu = np.array([c for _, c, _ in nodes])
-    models = np.array([["A", "B"].index(m) for _, _, m in nodes])
-    want = weighted_fragmentation(free, cpu, models, target.access(state.model_names), target)
+    tracker, free, cpu, models, want = _states(shapes, nodes, weights)
     got = [tracker._plain_weighted(free[i].tolist(), int(cpu[i]), int(models[i])) for i in range(len(nodes))]
     assert got == want.tolist()

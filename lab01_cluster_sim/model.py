@@ -87,6 +87,55 @@ def format_seconds(x: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class GangRole:
+    """A job's place in a multi-role gang: a workload whose pods come in several shapes (a
+    launcher and workers, a driver and executors), such as a JobSet's replicated jobs, an
+    MPIJob's launcher and workers, or Kueue's pod sets of one workload.
+
+    Each role is one :class:`Job` (the pods of one shape, ``workers`` of them); the roles of a
+    gang share one ``submit_time``. In the engine's gang mode every worker of every role is
+    placed in one scheduling attempt or none is (the coscheduling plugin's Permit over all
+    the gang's pods, kubernetes-sigs/scheduler-plugins ``pkg/coscheduling``), the roles
+    start together, and evicting one role evicts the others (Kueue evicts a Workload as a
+    whole, ``pkg/controller/jobframework/reconciler.go``; a JobSet restarts all its child
+    Jobs when one fails, ``failurePolicy``); each role then completes after its own
+    ``duration``. Kueue admits the gang as one Workload with one pod set per role
+    (:func:`lab01_cluster_sim.admission.plugin.workload_of`), a flavor per pod set. In
+    naive mode (no coscheduling) the roles are placed as independent jobs, worker by worker.
+
+    Attributes:
+        gang: the gang's name (unique among the run's gangs; e.g. the JobSet's).
+        name: the role's name (the replicated job's, also the Kueue pod set's), a DNS label.
+        index: 0-based position of the role in the gang; roles are placed in this order.
+        roles: number of roles in the gang, 2 to 8 (Kueue allows at most 8 pod sets).
+
+    Raises:
+        InputError: an empty name, fewer than 2 or more than 8 roles, an index outside
+            ``0..roles-1``.
+    """
+
+    gang: str
+    name: str
+    index: int
+    roles: int
+
+    def __post_init__(self) -> None:
+        where = f"gang {self.gang!r} role {self.name!r}"
+        if not self.gang or not self.name:
+            raise InputError(f"{where}: a gang and its roles need non-empty names")
+        if not 2 <= self.roles <= MAX_ROLES:
+            raise InputError(f"{where}: roles must be 2..{MAX_ROLES} (Kueue's limit of pod sets per workload), "
+                             f"got {self.roles}")
+        if not 0 <= self.index < self.roles:
+            raise InputError(f"{where}: index must be 0..{self.roles - 1}, got {self.index}")
+
+
+MAX_ROLES = 8
+"""Most roles in a multi-role gang: Kueue's limit of pod sets per Workload
+(``spec.podSets`` maxItems 8 in the Workload CRD)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """A job: a gang of identical workers (pods).
 
@@ -112,6 +161,8 @@ class Job:
             peek at ``duration`` then), and a run that reaches it is killed at the limit
             (:attr:`JobState.TIMEOUT`, Slurm's rule with ``OverTimeLimit=0``). Without it
             the simulator knows the true run time (a perfect estimate).
+        role: this job's role in a multi-role gang (:class:`GangRole`), or None for a job
+            whose workers are its whole gang. A role takes no ``time_limit``.
 
     A ``duration`` of ``math.inf`` is a service that never completes on its own (an
     inference server): it holds its GPUs until the run ends or it is evicted.
@@ -119,7 +170,8 @@ class Job:
     Raises:
         InputError: an impossible shape (negative values, a share above 1000, a fractional
             share on a multi-GPU worker, no workers, more than :data:`MAX_COUNT` GPUs per
-            worker or workers, more than :data:`MAX_QUANTITY` CPU or memory).
+            worker or workers, more than :data:`MAX_QUANTITY` CPU or memory), a ``time_limit``
+            on a role.
     """
 
     job_id: str
@@ -135,9 +187,12 @@ class Job:
     tenant: str = "default"
     extras: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     time_limit: float | None = None
+    role: GangRole | None = None
 
     def __post_init__(self) -> None:
         where = f"job {self.job_id!r}"
+        if self.role is not None and self.time_limit is not None:
+            raise InputError(f"{where}: a time_limit on a role of a multi-role gang is not modelled")
         if self.time_limit is not None and not 0 < self.time_limit <= math.inf:   # NaN fails too
             raise InputError(f"{where}: time_limit must be a number of seconds > 0 (or None), got {self.time_limit}")
         for attr in ("submit_time", "duration"):

@@ -249,9 +249,6 @@ class PodKinds:
             self.sc.unsupported.append(f"{source_of(doc, ('spec', 'minMember'))}: minMember {min_member} < {len(jobs)} pods "
                                        "(an elastic gang) is not yet placed by the engine; the current simulator "
                                        "places gangs all-or-nothing")
-        for fld in ("minResources", "scheduleTimeoutSeconds"):
-            if fld in doc.data["spec"]:
-                self.sc.unsupported.append(f"{source_of(doc, ('spec', fld))}: {fld} is not modelled")
         job_id = name if ns == "default" else f"{ns}/{name}"
         extras = dict(first.extras)
         extras["pods"] = tuple(j.job_id for j in jobs)

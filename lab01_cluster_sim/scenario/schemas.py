@@ -252,10 +252,9 @@ strategy. ``parallelism``, ``leaderElection``, ``clientConnection``, the profili
 ``delayCacheUntilActive`` change how the scheduler runs, not what it decides: accepted, inert."""
 
 # -- coscheduling PodGroup ----------------------------------------------------------------------
-POD_GROUP = top("scheduling.x-k8s.io/v1alpha1", "PodGroup", {"spec": obj({
+POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
+POD_GROUP = top(POD_GROUP_API, "PodGroup", {"spec": obj({
     "minMember": integer(minimum=1),
-    "minResources": map_of(quantity()),
-    "scheduleTimeoutSeconds": integer(minimum=1),
 }, ("minMember",))}, ("spec",), namespaced=True)
 
 # -- this course's Scenario kind -----------------------------------------------------------------
@@ -304,7 +303,7 @@ SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("config.kueue.x-k8s.io/v1beta2", "Configuration"): KUEUE_CONFIGURATION,
     ("karpenter.sh/v1", "NodePool"): NODE_POOL,
     ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"): KUBE_SCHEDULER_CONFIGURATION,
-    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): POD_GROUP,
+    (POD_GROUP_API, "PodGroup"): POD_GROUP,
     (SCENARIO_API, "Scenario"): SCENARIO,
 }
 """``(apiVersion, kind)`` -> JSON Schema of the fields the simulator models."""
@@ -341,7 +340,9 @@ CRD_ONLY_FIELDS: dict[tuple[str, str], dict[tuple[str, ...], frozenset[str]]] = 
 that :data:`SCHEMAS` leaves out, at every level: ``run`` refuses them as "<path> is not
 modelled", not as an unknown (misspelt) field. Keyed by the parent's path, ``"[]"`` for a list
 item (tests/lab01/scenario/test_coverage.py walks the CRDs and checks that every field is in
-:data:`SCHEMAS` or refused so)."""
+:data:`SCHEMAS` or refused so). Below: Kueue's Configuration, KubeSchedulerConfiguration, the
+PodGroup, and for every kind but ``Scenario`` the real ``metadata`` fields
+(:data:`OBJECT_META_FIELDS`) and ``status`` it leaves out."""
 
 KSC = ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
 _OTHER_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "reserve", "permit",
@@ -369,4 +370,37 @@ that the simulator does not model: the scheduler's own backoff, extenders, a pro
 percentage, plugin sets other than score and multiPoint weights, disabling plugins,
 NodeResourcesFit's ignored resources."""
 
-__all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "SCHEMAS"]
+CRD_ONLY_FIELDS[(POD_GROUP_API, "PodGroup")] = {
+    (): frozenset({"status"}),
+    ("spec",): frozenset({"minResources", "scheduleTimeoutSeconds"}),
+}
+"""The other fields of the coscheduling ``PodGroup`` (``PodGroupSpec``, ``PodGroupStatus`` in
+kubernetes-sigs/scheduler-plugins ``apis/scheduling/v1alpha1/types.go``, v0.34.7; the CRD
+``config/crd/bases/scheduling.x-k8s.io_podgroups.yaml``): ``minResources`` (the Coscheduling
+plugin's PreFilter check that the cluster could hold that much), ``scheduleTimeoutSeconds`` (how
+long Permit waits for the gang) and the status are refused as not modelled."""
+
+OBJECT_META_FIELDS = frozenset({
+    "annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp", "finalizers",
+    "generateName", "generation", "labels", "managedFields", "name", "namespace", "ownerReferences",
+    "resourceVersion", "selfLink", "uid"})
+"""The fields of Kubernetes' ``ObjectMeta`` (``k8s.io/apimachinery/pkg/apis/meta/v1/types.go``,
+v0.35.4), which the API server gives the ``metadata`` of every custom resource (a CRD's schema
+says only ``metadata: {type: object}``)."""
+
+CRD_STATUS_KINDS = frozenset({(KUEUE, "ClusterQueue"), (KUEUE, "Cohort"), (KUEUE, "LocalQueue"),
+                              ("karpenter.sh/v1", "NodePool"), (POD_GROUP_API, "PodGroup")})
+"""The kinds above whose real CRD has a ``status`` (ResourceFlavor and WorkloadPriorityClass
+have none)."""
+
+for _key, _schema in SCHEMAS.items():
+    if _key == (SCENARIO_API, "Scenario"):
+        continue   # this course's own kind: a field it does not have is an unknown field
+    _meta = _schema["properties"].get("metadata")
+    if _meta is not None:   # the real ObjectMeta fields the reader leaves out are not modelled
+        CRD_ONLY_FIELDS.setdefault(_key, {})[("metadata",)] = OBJECT_META_FIELDS - set(_meta["properties"])
+    if _key in CRD_STATUS_KINDS:   # the simulator starts every object anew
+        _top = CRD_ONLY_FIELDS.setdefault(_key, {})
+        _top[()] = _top.get((), frozenset()) | {"status"}
+
+__all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "CRD_STATUS_KINDS", "OBJECT_META_FIELDS", "SCHEMAS"]

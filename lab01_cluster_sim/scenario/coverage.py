@@ -19,9 +19,11 @@ A path is written with ``.`` between fields and ``[]`` for every list item
 (``spec.containers[].resources``); a listed path covers everything under it. A Job's pod
 template (``spec.template``) follows the Pod's rules.
 
-The Kueue and Karpenter kinds are read through the reader's own closed schemas
-(:mod:`.schemas`): a field of the real CRD that they leave out is refused at validation as not
-modelled (:data:`~.schemas.CRD_ONLY_FIELDS`).
+The Kueue and Karpenter kinds, the coscheduling PodGroup and the configuration files are read
+through the reader's own closed schemas (:mod:`.schemas`): a field of the real kind that they
+leave out (of its spec, its ``metadata`` or its ``status``) is refused at validation as not
+modelled (:data:`~.schemas.CRD_ONLY_FIELDS`). The course's own ``Scenario`` kind calls a field
+it does not have an unknown field.
 """
 
 from __future__ import annotations
@@ -82,15 +84,24 @@ _META_INERT = Inert("object bookkeeping; no scheduling, admission or provisionin
 
 METADATA: dict[str, Any] = {
     "name": MODELLED, "namespace": MODELLED, "labels": MODELLED, "annotations": MODELLED,
-    "creationTimestamp": MODELLED,
+    "creationTimestamp": MODELLED,   # Kueue's queue order; kube-scheduler's ignores it (see below)
     "uid": _META_INERT, "resourceVersion": _META_INERT, "generation": _META_INERT, "selfLink": _META_INERT,
     "managedFields": _META_INERT, "finalizers": _META_INERT,
 }
 """``metadata`` of every kind: names, labels, annotations (each annotation key the reader knows
-is read, an unknown ``lab01.course/`` key is an error) and the creation time (Kueue's queue
-order); the rest is bookkeeping. Refused: ``ownerReferences`` (Kueue would manage a Pod through
-its owner), ``generateName``, ``deletionTimestamp`` / ``deletionGracePeriodSeconds`` (an object
-being deleted)."""
+is read, an unknown ``lab01.course/`` key is an error) and the creation time; the rest is
+bookkeeping. Refused: ``ownerReferences`` (Kueue would manage a Pod through its owner),
+``generateName``, ``deletionTimestamp`` / ``deletionGracePeriodSeconds`` (an object being
+deleted).
+
+``creationTimestamp`` of a Pod or Job orders Kueue's queues: with Kueue, a ClusterQueue takes
+workloads by priority, then creation time (:func:`lab01_cluster_sim.admission.ordering.age`).
+Without Kueue it decides nothing, as in Kubernetes: kube-scheduler's PrioritySort orders its
+activeQ by priority, then by the time the pod entered the scheduling queue, not by its
+creationTimestamp (Kubernetes v1.35.4, ``pkg/scheduler/framework/plugins/queuesort/
+priority_sort.go``, ``Less``; the timestamp is set in ``newQueuedPodInfo``,
+``pkg/scheduler/backend/queue/scheduling_queue.go``); pods with equal submit times enter the
+queue in the order of the file."""
 
 _CONTAINER: dict[str, Any] = {
     "name": MODELLED, "resources.requests": MODELLED, "resources.limits": MODELLED, "image": MODELLED,

@@ -44,10 +44,11 @@ command) is the standard way to load it.
 
 --plugin NAME[:key=value,...] (repeatable) adds an extension of the one engine, in the
 order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-slicing
-(slice_ms, switch_us), constraints (GPU-node taint), tenancy (free=t1;t2, premium=t3),
-shape-aware (reserved), defrag (max_moves; with checkpoints), checkpoints (interval_s,
-checkpoint_s, restore_s), autoscaler (instance_types=a;b, limit_gpus, consolidation,
-consolidate_after_s, capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
+(slice_ms, switch_us), constraints (GPU-node taint; cpu_pods_tolerate=0 keeps CPU-only
+pods off GPU nodes), tenancy (free=t1;t2, premium=t3), shape-aware (reserved), defrag
+(max_moves; with checkpoints), checkpoints (interval_s, checkpoint_s, restore_s),
+autoscaler (instance_types=a;b, limit_gpus, consolidation, consolidate_after_s,
+capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
 Any of them combine with each other, every discipline and the trace.
 
 examples:

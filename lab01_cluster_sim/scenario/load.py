@@ -58,6 +58,7 @@ from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RE
                                                MAX_SECONDS, MIB, SHARED_DATA_VAR, Source, check_device_count,
                                                error_at, parse_duration, source_of, walk)
 from lab01_cluster_sim.scenario.coverage import refusals
+from lab01_cluster_sim.scenario.jobset import JobSetKinds
 from lab01_cluster_sim.scenario.kueue import KueueKinds
 from lab01_cluster_sim.scenario.podsched import node_pool_types, read_taint
 from lab01_cluster_sim.scenario.pods import PodKinds
@@ -172,7 +173,7 @@ def load_scenario(path: str | Path) -> Scenario:
     return sc
 
 
-class _Builder(KueueKinds, PodKinds):
+class _Builder(KueueKinds, PodKinds, JobSetKinds):
     def __init__(self, path: Path, docs: list[Document]) -> None:
         self.path = path
         self.docs = docs

@@ -1,5 +1,6 @@
 """Reading the workload kinds of a scenario: Pods, batch Jobs and PodGroups (gangs), into
-:class:`~lab01_cluster_sim.model.Job` records (:class:`PodKinds`, part of the loader's builder).
+:class:`~lab01_cluster_sim.model.Job` records (:class:`PodKinds`, part of the loader's builder);
+a JobSet's replicated jobs are read by the same Job reader (:mod:`.jobset`).
 
 A pod's request is the sum over its containers, or the largest init container if bigger
 (Kubernetes' effective request); a request defaults to its limit.
@@ -22,6 +23,15 @@ from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MIL
 from lab01_cluster_sim.scenario.podsched import creation_timestamp, read_pod_scheduling
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
+
+
+def _last_with(data: dict, metas: tuple[tuple, ...], key: str) -> tuple:
+    """The last of ``metas`` (metadata paths, later ones overriding) whose annotations hold
+    ``key``; the first when none does."""
+    for mpath in reversed(metas):
+        if key in (get_field(data, mpath + ("annotations",)) or {}):
+            return mpath
+    return metas[0]
 
 
 class PodKinds:
@@ -52,6 +62,8 @@ class PodKinds:
             jobs.append(job)
         for key, doc in groups.items():
             jobs.append(self._gang(doc, members[key]))
+        for doc in self.by_kind("JobSet"):
+            jobs.extend(self._jobset(doc))   # scenario.jobset.JobSetKinds
         ids = set()
         for job in jobs:
             if job.job_id in ids:
@@ -84,32 +96,49 @@ class PodKinds:
                        f"{service}, got {text!r}")
         return value
 
-    def _job(self, doc: Document) -> Job:
+    def _job(self, doc: Document, base: tuple = ()) -> Job:
+        """One :class:`Job` from a Pod, a batch Job, or (``base`` given) the Job template at
+        ``base`` of a JobSet (``spec.replicatedJobs[i].template``, a ``JobTemplateSpec``: the
+        same ``metadata`` and ``spec`` as a batch Job, read by the same rules). For a JobSet's
+        role the workload's name, namespace, queue and WorkloadPriorityClass labels and
+        creation time are the JobSet's (Kueue reads them from the JobSet object); the course
+        annotations of the template's ``metadata`` override the JobSet's, except the submit
+        time, which only the JobSet gives (its roles arrive together)."""
         d = doc.data
         kind = d["kind"]
         meta = d["metadata"]
         name = meta["name"]
         ns = meta.get("namespace", "default")
+        role = bool(base)
+        metas: tuple[tuple, ...] = (("metadata",),) + ((base + ("metadata",),) if role else ())
+        """metadata the workload's annotations come from, the later overriding the earlier"""
         if kind == "Pod":
             pod_path: tuple = ("spec",)
             workers = 1
-            tmeta_path: tuple = ("metadata",)
+            checked: tuple[tuple, ...] = metas
         else:
-            pod_path = ("spec", "template", "spec")
-            spec = d["spec"]
+            pod_path = base + ("spec", "template", "spec")
+            spec = get_field(d, base + ("spec",))
             workers = int(spec.get("parallelism", 1))
             completions = spec.get("completions")
             if completions is not None and completions != workers:
-                self.sc.unsupported.append(f"{source_of(doc, ('spec', 'completions'))}: completions ({completions}) != "
-                                           f"parallelism ({workers}): a Job running in waves is not modelled")
+                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: completions "
+                                           f"({completions}) != parallelism ({workers}): a Job running in waves is not "
+                                           "modelled")
             if workers < 1:
-                raise error_at(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
-            if workers > MAX_COUNT:   # the model's bound, named at the field rather than at the pod template
-                raise error_at(doc, ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {workers:,}")
-            tmeta_path = ("metadata",)
+                raise error_at(doc, base + ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
+            replicas = get_field(d, base[:-1] + ("replicas",)) if role else 1
+            replicas = 1 if replicas is None else replicas
+            if replicas < 1:   # Kueue counts replicas x parallelism pods (a role of none never runs)
+                raise error_at(doc, base[:-1] + ("replicas",), "expected >= 1 (a replicatedJob of 0 replicas never runs)")
+            if workers * replicas > MAX_COUNT:   # the model's bound, named at the field rather than at the template
+                what = f"replicas x parallelism ({replicas:,} x {workers:,})" if role else f"{workers:,}"
+                raise error_at(doc, base + ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {what}")
+            workers *= replicas   # Kueue's podsCount: replicas x parallelism (jobset_controller.go)
+            checked = metas + (base + ("spec", "template", "metadata"),)
         pod = get_field(d, pod_path)
         do_not_disrupt = False
-        for mpath in (("metadata",), ("spec", "template", "metadata")):
+        for mpath in checked:
             check_course_keys(doc, mpath, get_field(d, mpath) or {})
             annotations = (get_field(d, mpath) or {}).get("annotations") or {}
             pick = annotations.get(HAMI_GPU_POLICY)
@@ -129,13 +158,19 @@ class PodKinds:
         labels = {**meta.get("labels", {})}
         if kind == "Job":
             labels.update(get_field(d, ("spec", "template", "metadata", "labels")) or {})
-        duration = self._annotation_seconds(doc, tmeta_path, DURATION, None)
-        submit = self._annotation_seconds(doc, tmeta_path, SUBMIT_TIME, 0.0)
+        if role:
+            self._role_labels(doc, checked[1:])
+        duration = self._annotation_seconds(doc, _last_with(d, metas, DURATION), DURATION, None)
+        if role and SUBMIT_TIME in (get_field(d, base + ("metadata", "annotations")) or {}):
+            raise error_at(doc, base + ("metadata", "annotations", SUBMIT_TIME), "a JobSet's roles arrive together: "
+                           f"give {SUBMIT_TIME} on the JobSet's metadata.annotations")
+        submit = self._annotation_seconds(doc, ("metadata",), SUBMIT_TIME, 0.0)
         gpus = requests.get(GPU, 0)
-        milli_text = meta.get("annotations", {}).get(GPU_MILLI)
+        milli_meta = _last_with(d, metas, GPU_MILLI)
+        milli_text = (get_field(d, milli_meta + ("annotations",)) or {}).get(GPU_MILLI)
         gpu_milli = MILLI_PER_GPU if gpus else 0
         if milli_text is not None:
-            apath = ("metadata", "annotations", GPU_MILLI)
+            apath = milli_meta + ("annotations", GPU_MILLI)
             if gpus != 1:
                 raise error_at(doc, apath, "a shared GPU share needs nvidia.com/gpu: 1")
             try:
@@ -182,8 +217,15 @@ class PodKinds:
                 here = sorted(q for n, q in known if n == ns)
                 raise error_at(doc, lpath, f"LocalQueue {queue!r} is not defined in namespace {ns} (LocalQueues there: "
                            f"{', '.join(here) or 'none'})")
-        minp = meta.get("annotations", {}).get(MIN_PARALLELISM)
-        if minp is not None:
+        for mpath in metas:
+            minp = (get_field(d, mpath + ("annotations",)) or {}).get(MIN_PARALLELISM)
+            if minp is None:
+                continue
+            if role:   # Kueue's JobSet integration has no partial admission (jobset_controller.go PodSets)
+                self.sc.unsupported.append(f"{source_of(doc, mpath + ('annotations', MIN_PARALLELISM))}: "
+                                           f"{MIN_PARALLELISM} on a JobSet is not modelled (Kueue reads it on a batch "
+                                           "Job only; a JobSet is admitted whole)")
+                continue
             try:
                 extras["min_count"] = int(minp)
             except ValueError:
@@ -192,18 +234,21 @@ class PodKinds:
                 raise error_at(doc, ("metadata", "annotations", MIN_PARALLELISM),
                            f"expected 1 <= minimum < parallelism ({workers}), got {minp}")
         image = (pod.get("containers") or [{}])[0].get("image", "")
+        gib_meta = _last_with(d, metas, IMAGE_GIB)
         try:
-            gib = float(meta.get("annotations", {}).get(IMAGE_GIB, "1"))
+            gib = float((get_field(d, gib_meta + ("annotations",)) or {}).get(IMAGE_GIB, "1"))
         except ValueError:
-            raise error_at(doc, ("metadata", "annotations", IMAGE_GIB), "expected a size in GiB") from None
+            raise error_at(doc, gib_meta + ("annotations", IMAGE_GIB), "expected a size in GiB") from None
+        if role:
+            name = f"{name}-{get_field(d, base[:-1] + ('name',))}"   # the replicatedJob's pod set, as Kueue names it
         job_id = name if ns == "default" else f"{ns}/{name}"
         try:
             job = Job(job_id, submit, duration, gpus, gpu_milli, requests.get(CPU, 0), -(-requests.get(MEMORY, 0) // MIB),
                       models, priority, workers, ns, extras)
         except InputError as exc:
             raise error_at(doc, pod_path, str(exc)) from None
-        self.sc.sources[job_id] = source_of(doc)
-        self.sc.pod_images[job_id] = (image, gib, labels.get("app", name))
+        self.sc.sources[job_id] = source_of(doc, base[:-1])
+        self.sc.pod_images[job_id] = (image, gib, labels.get("app", meta["name"]))
         return job
 
     def _pod_requests(self, doc: Document, pod_path: tuple, pod: dict) -> dict[str, int]:

@@ -271,8 +271,8 @@ default (All, every replicated job); ``managedBy`` only JobSet's own controller;
 ``status``."""
 
 JOBSET_REFUSED: dict[str, str] = {
-    "spec.replicatedJobs[].dependsOn": "a replicatedJob started after another is Ready or Complete is not modelled "
-                                       "(the engine starts a JobSet's roles together)",
+    "spec.replicatedJobs[].dependsOn": "the engine starts a JobSet's roles together, not one after another is Ready "
+                                       "or Complete",
     "spec.volumeClaimPolicies": "persistent volume claims (kube-scheduler's VolumeBinding) are not modelled",
 }
 """Refusals with a reason of the JobSet's own fields; its templates' use :data:`REFUSED` as a

@@ -199,7 +199,7 @@ def _validate_jobset(doc: Document) -> None:
         for mpath in (base + ("metadata",), base + ("spec", "template", "metadata")):
             meta = doc.data
             for part in mpath:
-                meta = (meta or {}).get(part)
+                meta = meta[part] if isinstance(meta, list) else (meta or {}).get(part)
             for key in meta or {}:
                 if key not in EMBEDDED_METADATA:
                     raise ScenarioError(f"{where(doc.file, doc.key_pos(mpath + (key,)))}: {object_name(doc.data)}: "

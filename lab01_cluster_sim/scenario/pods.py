@@ -15,7 +15,7 @@ from typing import Any
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MAX_COUNT, MILLI_PER_GPU, Job
+from lab01_cluster_sim.model import MAX_COUNT, MAX_ROLES, MILLI_PER_GPU, GangRole, Job
 from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
                                                IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
                                                POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
@@ -61,7 +61,7 @@ class PodKinds:
                 continue
             jobs.append(job)
         for key, doc in groups.items():
-            jobs.append(self._gang(doc, members[key]))
+            jobs.extend(self._gang(doc, members[key]))
         for doc in self.by_kind("JobSet"):
             jobs.extend(self._jobset(doc))   # scenario.jobset.JobSetKinds
         ids = set()
@@ -277,19 +277,26 @@ class PodKinds:
         total.pop("ephemeral-storage", None)
         return total
 
-    def _gang(self, doc: Document, members: list[tuple[Document, Job]]) -> Job:
+    def _gang(self, doc: Document, members: list[tuple[Document, Job]]) -> list[Job]:
+        """The job(s) of a coscheduling PodGroup (kubernetes-sigs/scheduler-plugins
+        ``apis/scheduling/v1alpha1``): its Pods, placed all-or-nothing (the coscheduling
+        plugin's Permit), arriving when the last one exists.
+
+        Pods of one shape (requests, GPU share and models, and every scheduling constraint
+        the simulator reads: nodeSelector, affinity, tolerations, grace period) make one job of
+        as many workers, id the PodGroup's, priority its highest Pod's. Pods of several shapes make a
+        multi-role gang (:class:`~lab01_cluster_sim.model.GangRole`, gang: the PodGroup's id):
+        one role per shape, in the order of each shape's first Pod in the input; the role is
+        named after that first Pod, its job id ``<PodGroup>-<first Pod's name>``; a role's run
+        time is its longest Pod's. Roles of different priorities and more than
+        :data:`~lab01_cluster_sim.model.MAX_ROLES` shapes are refused as not modelled (as a
+        JobSet's, :mod:`.jobset`)."""
         name = doc.data["metadata"]["name"]
         ns = doc.data["metadata"].get("namespace", "default")
         min_member = doc.data["spec"]["minMember"]
         if not members:
             raise error_at(doc, ("metadata", "name"), f"no Pod carries the label {POD_GROUP_LABEL}: {name}")
         jobs = [j for _, j in members]
-        first = jobs[0]
-        shape = (first.gpus_per_worker, first.gpu_milli, first.cpu_milli, first.memory_mib, first.gpu_models)
-        if any((j.gpus_per_worker, j.gpu_milli, j.cpu_milli, j.memory_mib, j.gpu_models) != shape for j in jobs):
-            self.sc.unsupported.append(f"{source_of(doc)}: pods of different shapes in one gang (a multi-role gang, e.g. a "
-                                       "launcher and workers) are admitted by the admission layer but not yet placed "
-                                       "by the engine")
         if min_member != len(jobs):
             self.sc.unsupported.append(f"{source_of(doc, ('spec', 'minMember'))}: minMember {min_member} < {len(jobs)} pods "
                                        "(an elastic gang) is not yet placed by the engine; the current simulator "
@@ -298,11 +305,42 @@ class PodKinds:
             if fld in doc.data["spec"]:
                 self.sc.unsupported.append(f"{source_of(doc, ('spec', fld))}: {fld} is not modelled")
         job_id = name if ns == "default" else f"{ns}/{name}"
-        extras = dict(first.extras)
-        extras["pods"] = tuple(j.job_id for j in jobs)
-        extras["position"] = self.position[id(doc)]
-        gang = replace(first, job_id=job_id, workers=len(jobs), submit_time=max(j.submit_time for j in jobs),
-                       duration=max(j.duration for j in jobs), priority=max(j.priority for j in jobs), extras=extras)
-        self.sc.sources[job_id] = source_of(doc)
-        self.sc.pod_images[job_id] = self.sc.pod_images[first.job_id]
-        return gang
+        roles: dict[str, list[Job]] = {}
+        for j in jobs:
+            roles.setdefault(_shape(j), []).append(j)
+        groups = list(roles.values())
+        if len(groups) > MAX_ROLES:
+            self.sc.unsupported.append(f"{source_of(doc)}: Pods of {len(groups)} shapes in one gang are not modelled "
+                                       f"(at most {MAX_ROLES} roles, Kueue's limit of pod sets per Workload)")
+            groups = [jobs]
+        if len(groups) > 1 and len({g[0].priority for g in groups}) > 1:
+            found = ", ".join(f"{g[0].job_id} {g[0].priority}" for g in groups)
+            self.sc.unsupported.append(f"{source_of(doc)}: Pods of different priorities in one gang ({found}) are not "
+                                       "modelled; give every Pod of the group the same priorityClassName")
+        submit = max(j.submit_time for j in jobs)
+        out = []
+        for index, group in enumerate(groups):
+            first = group[0]
+            extras = dict(first.extras)
+            extras["pods"] = tuple(j.job_id for j in group)
+            extras["position"] = self.position[id(doc)]
+            role = None
+            rid = job_id
+            if len(groups) > 1:
+                role_name = first.job_id.rsplit("/", 1)[-1]
+                role = GangRole(job_id, role_name, index, len(groups))
+                rid = f"{job_id}-{role_name}"
+            out.append(replace(first, job_id=rid, workers=len(group), submit_time=submit,
+                               duration=max(j.duration for j in group), priority=max(j.priority for j in group),
+                               extras=extras, role=role))
+            self.sc.sources[rid] = source_of(doc)
+            self.sc.pod_images[rid] = self.sc.pod_images[first.job_id]
+        return out
+
+
+def _shape(job: Job) -> str:
+    """What makes two Pods of a gang the same role: every field of the job but its id,
+    arrival, run time and priority (a gang's is its highest Pod's; roles must agree), and the
+    extras that only name or order it."""
+    extras = sorted((k, repr(v)) for k, v in job.extras.items() if k not in ("position", "creation_timestamp"))
+    return repr((job.gpus_per_worker, job.gpu_milli, job.cpu_milli, job.memory_mib, job.gpu_models, job.tenant, extras))

@@ -16,7 +16,7 @@ from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import MAX_COUNT, MAX_ROLES, MILLI_PER_GPU, GangRole, Job
-from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
+from lab01_cluster_sim.scenario.fields import (COURSE_KEYS, DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
                                                IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
                                                POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
                                                check_extended, error_at, get_field, source_of)
@@ -153,6 +153,13 @@ class PodKinds:
                     self.sc.unsupported.append(f"{source_of(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
                                                f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
                                                "modelled (a duration ending the protection is not)")
+        if kind != "Pod":   # read on the Job's (JobSet's, template's) metadata only: never accepted and ignored
+            tpath = checked[-1] + ("annotations",)
+            for key in get_field(d, tpath) or {}:
+                if key in COURSE_KEYS:
+                    dest = metas[0] if key == SUBMIT_TIME else metas[-1]
+                    raise error_at(doc, tpath + (key,), f"{key} is read on the workload's metadata, not on its pod "
+                                   f"template; move it to {format_path(dest + ('annotations',))}")
         requests = self._pod_requests(doc, pod_path, pod)
         extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
         labels = {**meta.get("labels", {})}

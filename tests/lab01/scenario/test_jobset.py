@@ -156,6 +156,12 @@ def test_the_example_scenario_is_read_as_written_in_its_comments():
     (lambda t: _lines(t, 19, '      metadata: {annotations: {lab01.course/submit-time: "5"}}\n'),
      "FILE:20:58: JobSet/train: spec.replicatedJobs[1].template.metadata.annotations.lab01.course/submit-time: a "
      "JobSet's roles arrive together: give lab01.course/submit-time on the JobSet's metadata.annotations"),
+    # a course annotation on a pod template would be ignored: refused, naming where it is read.
+    # '          metadata: {annotations: {lab01.course/gpu-milli: ' is 10 + 10 + 1 + 13 + 1 + 24 = 59 characters
+    (lambda t: _lines(t, 22, '          metadata: {annotations: {lab01.course/gpu-milli: "500"}}\n'),
+     "FILE:23:60: JobSet/train: spec.replicatedJobs[1].template.spec.template.metadata.annotations.lab01.course/"
+     "gpu-milli: lab01.course/gpu-milli is read on the workload's metadata, not on its pod template; move it to "
+     "spec.replicatedJobs[1].template.metadata.annotations"),
     # JobSet's webhook: names unique ("  - name: " is 10 characters), child Job names DNS-1035 labels
     (lambda t: t.replace("  - name: workers", "  - name: launcher"),
      "FILE:17:11: JobSet/train: spec.replicatedJobs[1].name: Duplicate value 'launcher' (replicatedJobs are a map "
@@ -173,7 +179,7 @@ def test_the_example_scenario_is_read_as_written_in_its_comments():
      "runs)"),
     (lambda t: t.split("  replicatedJobs:")[0] + "  replicatedJobs: []\n",
      "FILE:7:3: JobSet/train: spec: a JobSet needs at least one replicatedJob (one with none runs no pod)"),
-], ids=["template-unknown-field", "own-unknown-field", "embedded-metadata", "template-submit-time", "duplicate-name",
+], ids=["template-unknown-field", "own-unknown-field", "embedded-metadata", "template-submit-time", "pod-template-course-key", "duplicate-name",
         "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-replicated-jobs"])
 def test_bad_jobsets_are_one_line_naming_the_full_path(tmp_path, edit, expected):
     msg = _error(tmp_path, edit(JOBSET))

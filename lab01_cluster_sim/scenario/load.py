@@ -17,7 +17,10 @@
   do not carry: ``lab01.course/duration`` (run time, s, or ``inf`` for a service) and
   ``lab01.course/submit-time`` (arrival, s, default 0), each at most :data:`MAX_SECONDS`.
 - **Gangs**: pods labelled ``scheduling.x-k8s.io/pod-group: NAME`` with a ``PodGroup``
-  (coscheduling) of that name form one job of as many workers.
+  (coscheduling) of that name form one job of as many workers, or a multi-role gang (one job
+  per shape, :class:`~lab01_cluster_sim.model.GangRole`) when their shapes differ.
+- **JobSets** (``jobset.x-k8s.io/v1alpha2``): one multi-role gang, one job per replicated job
+  (:mod:`.jobset`).
 - **Priority**: ``priorityClassName`` -> a ``PriorityClass``'s value (the ``globalDefault``
   class for pods naming none); the Kueue label ``kueue.x-k8s.io/priority-class`` -> a
   ``WorkloadPriorityClass`` (it wins for admission, as in Kueue).
@@ -37,7 +40,7 @@ cannot execute are listed in :attr:`Scenario.unsupported` (``run`` refuses them 
 
 One module per group of kinds: this one reads the Scenario object, Nodes, the scheduler's
 configuration and Karpenter's NodePools; :mod:`.pods` the workload (Pods, Jobs, PodGroups,
-with :mod:`.podsched` for a pod's scheduling constraints); :mod:`.kueue` Kueue's objects and
+with :mod:`.podsched` for a pod's scheduling constraints), :mod:`.jobset` JobSets; :mod:`.kueue` Kueue's objects and
 the priority classes; :mod:`.fields` holds the bounds, annotation keys and field readers they
 share. A new kind (or a new field rule) goes in the module of its kind.
 """

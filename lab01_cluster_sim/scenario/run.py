@@ -13,7 +13,7 @@ Which entry point:
   (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
 - **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
   run-slower-across-islands comparison (:func:`lab01_cluster_sim.studies.topology.compare_wait_vs_slowdown`,
-  still on the extensions' runner until the one engine) for each ``maxWaitSeconds``.
+  one engine run per bound) for each ``maxWaitSeconds``.
 - **autoscaler**: when the scenario has Karpenter NodePools:
   :class:`lab01_cluster_sim.autoscaler.plugin.Autoscaler` with :class:`lab01_cluster_sim.autoscaler.pods.PodTracker` (its pods, the NodePools,
   the Node objects as static nodes).
@@ -144,10 +144,11 @@ def blockers(sc: Scenario) -> list[str]:
         if sc.scoring is not None:
             out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "
                        "fullest node and does not take a scoring strategy yet")
-        gangs = [j.job_id for j in sc.jobs if j.workers > 1]
+        gangs = [j.job_id for j in sc.jobs if j.workers > 1 or j.role is not None]
         if gangs:
-            out.append(f"{sc.sources[gangs[0]]}: gangs ({len(gangs)}) with NodePools: the autoscaler's loop places "
-                       "single pods only (until the one engine)")
+            out.append(f"{sc.sources[gangs[0]]}: gangs ({len(gangs)}; a multi-worker Job or a role of a multi-role "
+                       "gang) with NodePools: the autoscaler's runner places single pods only, so a gang would be "
+                       "placed pod by pod")
         if _workload(sc) is not None:
             out.append(f"{sc.path}: spec.workload with NodePools: the autoscaler runs the scenario's Pods/Jobs only")
         if not sc.jobs:

@@ -258,3 +258,63 @@ def test_inert_jobset_fields_are_accepted_without_a_refusal(tmp_path):
         "  managedBy: jobset.sigs.k8s.io/jobset-controller\n")
     sc = _load(tmp_path, text)
     assert sc.unsupported == [] and [j.workers for j in sc.jobs] == [1, 6]
+
+
+# -- the example, end to end ------------------------------------------------------------------------
+def _csv(path, name) -> list[dict]:
+    import csv
+
+    with open(path / name) as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_jobset_training_runs_as_worked_out_in_its_comments(tmp_path, capsys):
+    """scenarios/jobset-training.yaml, every figure worked out by hand in its comments. Kueue
+    admits the JobSet as one Workload with a pod set per replicatedJob (kueue v0.17.0
+    ``pkg/controller/jobs/jobset/jobset_controller.go``, ``PodSets``), assigning each pod set a
+    flavor with the earlier pod sets' usage counted (``pkg/scheduler/flavorassigner``,
+    ``assignFlavors``); the engine starts all its pods at once or none (the coscheduling
+    plugin's ``Permit``, kubernetes-sigs/scheduler-plugins ``pkg/coscheduling/coscheduling.go``)."""
+    from lab01_cluster_sim.cli import main
+
+    assert main(["run", str(REPO_ROOT / "scenarios" / "jobset-training.yaml"), "--output", str(tmp_path),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    jobs = {r["job"]: r for r in _csv(tmp_path, "jobs.csv")}
+    assert {j: (r["state"], r["start"], r["end"], r["wait"]) for j, r in jobs.items()} == {
+        "ml/finetune": ("completed", "0.0", "1800.0", "0.0"),
+        "ml/train-launcher": ("completed", "1800.0", "5400.0", "1740.0"),   # waits with the workers
+        "ml/train-workers": ("completed", "1800.0", "5400.0", "1740.0"),
+        "ml/etl": ("completed", "120.0", "720.0", "0.0"),                   # not blocked by train
+    }
+    nodes = {j: sorted(p.split(":")[0] for p in r["placements"].split()) for j, r in jobs.items()}
+    # 16 GPUs on two 8-GPU nodes: two 4-GPU workers on each; the CPU pods on the CPU flavor's node
+    assert nodes["ml/train-workers"] == ["gpu-0", "gpu-0", "gpu-1", "gpu-1"]
+    assert nodes["ml/train-launcher"] == nodes["ml/etl"] == ["cpu-0"]
+    rows = [(r["time"], r["workload"], r["outcome"], r["flavors"]) for r in _csv(tmp_path, "admission.csv")]
+    assert rows == [
+        ("0.0", "ml/finetune", "Admitted", "main=gpu"),     # the cpu flavor has 0 GPUs
+        ("60.0", "ml/train", "Pending", ""),
+        ("120.0", "ml/etl", "Admitted", "main=cpu"),        # untolerated taint keeps it off gpu
+        ("720.0", "ml/train", "Pending", ""),               # etl's quota back: tried again
+        ("1800.0", "ml/train", "Admitted", "launcher=cpu workers=gpu"),   # one Workload, a flavor per pod set
+    ]
+    (pending, *_) = [r["reason"] for r in _csv(tmp_path, "admission.csv") if r["outcome"] == "Pending"]
+    # workers on cpu: 4 CPUs of the launcher (same attempt) + 4 x 8 > 32; on gpu: 4 x 4 = 16 GPUs, 16 - 8 = 8 free
+    assert pending == ("couldn't assign flavors to pod set workers: insufficient quota for cpu in flavor cpu, "
+                       "previously considered podsets requests (4) + current podset request (32) > maximum capacity "
+                       "(32), insufficient unused quota for nvidia.com/gpu in flavor gpu, 8 more needed")
+    assert [(r["time_s"], r["gpus"]) for r in _csv(tmp_path, "quota.csv")] == [("0.0", "8"), ("1800.0", "16"),
+                                                                             ("5400.0", "0")]
+    # 8 x 1,800 + 16 x 3,600 = 72,000 GPU-s of 16 x 5,400 = 86,400: 83.3 %
+    assert "makespan 5,400.0 s; allocation 83.3 %" in out
+
+
+def test_admission_csv_names_a_flavor_per_pod_set_or_per_resource():
+    from lab01_cluster_sim.scenario.run import flavors_text
+
+    assert flavors_text({"launcher": {"cpu": "cpu", "memory": "cpu"},
+                         "workers": {"cpu": "gpu", "memory": "gpu", "nvidia.com/gpu": "gpu"}}) == "launcher=cpu workers=gpu"
+    # two resource groups: the pod set's resources got different flavors
+    assert flavors_text({"main": {"cpu": "default", "nvidia.com/gpu": "h100"}}) == "main=cpu:default,nvidia.com/gpu:h100"
+    assert flavors_text({}) == ""

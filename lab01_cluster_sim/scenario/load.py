@@ -305,7 +305,7 @@ class _Builder(KueueKinds, PodKinds, JobSetKinds):
             if not res or CPU not in res or MEMORY not in res:
                 raise error_at(doc, ("status",), "status.allocatable (or status.capacity) must give cpu and memory")
             name = d["metadata"]["name"]
-            labels = dict(d["metadata"].get("labels", {}))
+            labels = dict(d["metadata"].get("labels") or {})
 
             def q(r, res=res, base=base, doc=doc):
                 return resource_value(r, res[r], f"{where(doc.file, doc.pos(base + (r,)))}: {object_name(doc.data)}: "

@@ -49,7 +49,7 @@ class PodKinds:
         for doc in self.by_kind("Pod", "Job"):
             job = self._job(doc)
             meta = doc.data["metadata"]
-            group = meta.get("labels", {}).get(POD_GROUP_LABEL)
+            group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
             if group is not None:
                 key = (meta.get("namespace", "default"), group)
                 if key not in groups:
@@ -73,7 +73,7 @@ class PodKinds:
 
     def _annotation_seconds(self, doc: Document, meta_path: tuple, key: str, default: float | None) -> float:
         meta = get_field(doc.data, meta_path) or {}
-        text = meta.get("annotations", {}).get(key)
+        text = (meta.get("annotations") or {}).get(key)
         path = meta_path + ("annotations", key)
         if text is None:
             if default is None:
@@ -118,8 +118,8 @@ class PodKinds:
             checked: tuple[tuple, ...] = metas
         else:
             pod_path = base + ("spec", "template", "spec")
-            spec = get_field(d, base + ("spec",))
-            workers = int(spec.get("parallelism", 1))
+            spec = get_field(d, base + ("spec",)) or {}
+            workers = 1 if spec.get("parallelism") is None else int(spec["parallelism"])   # the API's default
             completions = spec.get("completions")
             if completions is not None and completions != workers:
                 self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: completions "
@@ -137,6 +137,8 @@ class PodKinds:
             workers *= replicas   # Kueue's podsCount: replicas x parallelism (jobset_controller.go)
             checked = metas + (base + ("spec", "template", "metadata"),)
         pod = get_field(d, pod_path)
+        if not isinstance(pod, dict):   # the schemas allow null; the API server needs the pods' spec
+            raise error_at(doc, pod_path, "expected the pods' spec (an object with containers), got none")
         do_not_disrupt = False
         for mpath in checked:
             check_course_keys(doc, mpath, get_field(d, mpath) or {})
@@ -162,7 +164,7 @@ class PodKinds:
                                    f"template; move it to {format_path(dest + ('annotations',))}")
         requests = self._pod_requests(doc, pod_path, pod)
         extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
-        labels = {**meta.get("labels", {})}
+        labels = {**(meta.get("labels") or {})}
         if kind == "Job":
             labels.update(get_field(d, ("spec", "template", "metadata", "labels")) or {})
         if role:
@@ -219,7 +221,7 @@ class PodKinds:
             extras[QUEUE_KEY] = queue
             known = {(q.namespace, q.name) for q in self.sc.kueue.local_queues}
             if self.sc.kueue and (ns, queue) not in known:
-                lpath = (("metadata", "labels", QUEUE_KEY) if QUEUE_KEY in meta.get("labels", {})
+                lpath = (("metadata", "labels", QUEUE_KEY) if QUEUE_KEY in (meta.get("labels") or {})
                          else ("spec", "template", "metadata", "labels", QUEUE_KEY))
                 here = sorted(q for n, q in known if n == ns)
                 raise error_at(doc, lpath, f"LocalQueue {queue!r} is not defined in namespace {ns} (LocalQueues there: "

@@ -177,10 +177,15 @@ def test_the_example_scenario_is_read_as_written_in_its_comments():
     (lambda t: t.replace("    replicas: 2", "    replicas: 0"),
      "FILE:18:15: JobSet/train: spec.replicatedJobs[1].replicas: expected >= 1 (a replicatedJob of 0 replicas never "
      "runs)"),
+    # a template with no pod spec (the schemas allow it; the Job JobSet would create needs it): after
+    # "    template: " (14 characters), the nearest position of the missing path
+    (lambda t: t.replace(t[t.index("    template:\n"):t.index("  - name: workers")], "    template: {}\n"),
+     "FILE:9:15: JobSet/train: spec.replicatedJobs[0].template.spec.template.spec: expected the pods' spec (an object "
+     "with containers), got none"),
     (lambda t: t.split("  replicatedJobs:")[0] + "  replicatedJobs: []\n",
      "FILE:7:3: JobSet/train: spec: a JobSet needs at least one replicatedJob (one with none runs no pod)"),
 ], ids=["template-unknown-field", "own-unknown-field", "embedded-metadata", "template-submit-time", "pod-template-course-key", "duplicate-name",
-        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-replicated-jobs"])
+        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "no-replicated-jobs"])
 def test_bad_jobsets_are_one_line_naming_the_full_path(tmp_path, edit, expected):
     msg = _error(tmp_path, edit(JOBSET))
     assert msg.startswith(expected) if expected.endswith(": ") else msg == expected
@@ -245,6 +250,13 @@ def test_more_than_eight_replicated_jobs_is_refused_at_the_ninth(tmp_path):
         "pod-topology-spread", "queue-on-template", "min-parallelism", "exclusive-topology", "priorities-differ"])
 def test_fields_a_jobset_run_would_not_honour_are_refused_by_name(tmp_path, edit, expected):
     assert _refusals(tmp_path, edit(JOBSET)) == [expected]
+
+
+def test_null_labels_and_annotations_read_as_none(tmp_path):
+    # the Kubernetes schemas allow null maps; they used to crash the reader (a Pod's labels: null)
+    text = JOBSET.replace("  name: train\n", "  name: train\n  labels: null\n").replace(
+        "    replicas: 2\n    template:\n", "    replicas: 2\n    template:\n      metadata: {annotations: null}\n")
+    assert [j.workers for j in _load(tmp_path, text).jobs] == [1, 6]
 
 
 def test_inert_jobset_fields_are_accepted_without_a_refusal(tmp_path):

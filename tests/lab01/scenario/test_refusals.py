@@ -123,6 +123,14 @@ def test_a_course_annotation_on_a_jobs_pod_template_is_refused_not_ignored(tmp_p
                                       "template; move it to metadata.annotations")
 
 
+def test_a_job_without_a_pod_spec_is_one_line_not_a_crash(tmp_path):
+    # the schemas allow spec.template.spec: null; 'spec: {template: {spec: ' is 24 characters
+    text = NODE + ('apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, labels: null, annotations: '
+                   '{lab01.course/duration: "1"}}\nspec: {template: {spec: null}}\n')
+    assert _error(tmp_path, text) == ("FILE:9:25: Job/j: spec.template.spec: expected the pods' spec (an object with "
+                                      "containers), got none")
+
+
 def test_misspelt_queue_label_is_an_error(tmp_path):
     text = NODE + _pod("{}").replace("  annotations:", "  labels: {kueue.x-k8s.io/queue-nam: q}\n  annotations:")
     # the label is on line 10, its key after "  labels: {" (11 characters): column 12

@@ -223,6 +223,7 @@ PRIORITY_CLASS: dict[str, Any] = {
     "description": Inert("documentation only"),
 }
 
+
 def _success_policy(value: Any, obj: dict) -> str | None:
     names = {rj.get("name") for rj in (obj.get("spec") or {}).get("replicatedJobs") or [] if isinstance(rj, dict)}
     targets = set((value or {}).get("targetReplicatedJobs") or names)
@@ -232,11 +233,13 @@ def _success_policy(value: Any, obj: dict) -> str | None:
             "(the simulated JobSet succeeds when all its roles complete)")
 
 
-_JOBSET_TEMPLATE_META = {**{k: v for k, v in METADATA.items() if k in EMBEDDED_METADATA}, **{f: Inert("the JobSet controller names its child Jobs "
-                                                   "<JobSet>-<replicatedJob>-<index> in the JobSet's namespace")
-                                        for f in ("name", "namespace")}}
-_NEVER_FAILS = ("simulated pods never fail, so a JobSet's failure policy (restarts after a child Job fails) never acts; "
-                "an eviction by Kueue suspends and restarts the whole JobSet, as the engine restarts all its roles")
+_CHILD_NAMES = Inert("the JobSet controller names its child Jobs <JobSet>-<replicatedJob>-<index> in the JobSet's "
+                     "namespace")
+_JOBSET_TEMPLATE_META = {**{k: v for k, v in METADATA.items() if k in EMBEDDED_METADATA},
+                         "name": _CHILD_NAMES, "namespace": _CHILD_NAMES}
+_NEVER_FAILS = ("simulated pods never fail, so a JobSet's failure policy (restarts after a child Job fails) never "
+                "acts; an eviction by Kueue suspends and restarts the whole JobSet, as the engine restarts all its "
+                "roles")
 
 JOBSET: dict[str, Any] = {
     "replicatedJobs[].name": MODELLED,

@@ -122,7 +122,8 @@ class JobSetKinds:
                                        "replicatedJob's pods the same priorityClassName")
         if len(jobs) == 1:
             return jobs
-        gang = name if d["metadata"].get("namespace", "default") == "default" else f"{d['metadata']['namespace']}/{name}"
+        ns = d["metadata"].get("namespace", "default")
+        gang = name if ns == "default" else f"{ns}/{name}"
         self.sc.sources[gang] = source_of(doc)
         return [replace(j, role=GangRole(gang, rj["name"], i, len(jobs))) for i, (rj, j) in enumerate(zip(rjs, jobs))]
 

@@ -322,8 +322,8 @@ class PodKinds:
             self.sc.unsupported.append(f"{source_of(doc)}: Pods of {len(groups)} shapes in one gang are not modelled "
                                        f"(at most {MAX_ROLES} roles, Kueue's limit of pod sets per Workload)")
             groups = [jobs]
-        if len(groups) > 1 and len({g[0].priority for g in groups}) > 1:
-            found = ", ".join(f"{g[0].job_id} {g[0].priority}" for g in groups)
+        if len(groups) > 1 and len({max(j.priority for j in g) for g in groups}) > 1:
+            found = ", ".join(f"{g[0].job_id} {max(j.priority for j in g)}" for g in groups)
             self.sc.unsupported.append(f"{source_of(doc)}: Pods of different priorities in one gang ({found}) are not "
                                        "modelled; give every Pod of the group the same priorityClassName")
         submit = max(j.submit_time for j in jobs)

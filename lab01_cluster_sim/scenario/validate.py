@@ -26,7 +26,8 @@ import functools
 import re
 from typing import Any
 
-from lab01_cluster_sim.scenario.schemas import CRD_ONLY_FIELDS, EMBEDDED_METADATA, JOBSET_API, KSC, SCHEDULER_PLUGINS, SCHEMAS
+from lab01_cluster_sim.scenario.schemas import (CRD_ONLY_FIELDS, EMBEDDED_METADATA, JOBSET_API, KSC, SCHEDULER_PLUGINS,
+                                                SCHEMAS)
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
 KUBERNETES_VERSION = "1.35"

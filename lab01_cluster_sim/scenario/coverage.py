@@ -67,8 +67,8 @@ def _suspend(value: Any, obj: dict) -> str | None:
     labels = {**((obj.get("metadata") or {}).get("labels") or {}), **(template.get("labels") or {})}
     if not value or "kueue.x-k8s.io/queue-name" in labels:   # the label the reader takes the queue from
         return None
-    return ("suspend: true on a Job without kueue.x-k8s.io/queue-name is not modelled (nothing would resume it; "
-            "Kueue resumes the Jobs it admits)")
+    return (f"suspend: true on a {obj.get('kind', 'Job')} without kueue.x-k8s.io/queue-name is not modelled (nothing "
+            "would resume it; Kueue resumes the Jobs it admits)")
 
 
 def _ready_only(conditions: Any, obj: dict) -> str | None:

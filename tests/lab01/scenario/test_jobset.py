@@ -182,10 +182,18 @@ def test_the_example_scenario_is_read_as_written_in_its_comments():
     (lambda t: t.replace(t[t.index("    template:\n"):t.index("  - name: workers")], "    template: {}\n"),
      "FILE:9:15: JobSet/train: spec.replicatedJobs[0].template.spec.template.spec: expected the pods' spec (an object "
      "with containers), got none"),
+    # '  successPolicy: {operator: All, targetReplicatedJobs: [' is 17 + 1 + 15 + 22 + 1 = 56 characters
+    (lambda t: t + "  successPolicy: {operator: All, targetReplicatedJobs: [wrkrs]}\n",
+     "FILE:30:57: JobSet/train: spec.successPolicy.targetReplicatedJobs[0]: invalid replicatedJob name 'wrkrs': it "
+     "does not appear in spec.replicatedJobs"),
+    # the model's bound on workers, named at the field: 400,000 x 3 = 1,200,000 > 1,000,000
+    (lambda t: t.replace("    replicas: 2", "    replicas: 400000"),
+     "FILE:21:22: JobSet/train: spec.replicatedJobs[1].template.spec.parallelism: expected at most 1,000,000 workers, "
+     "got replicas x parallelism (400,000 x 3)"),
     (lambda t: t.split("  replicatedJobs:")[0] + "  replicatedJobs: []\n",
      "FILE:7:3: JobSet/train: spec: a JobSet needs at least one replicatedJob (one with none runs no pod)"),
 ], ids=["template-unknown-field", "own-unknown-field", "embedded-metadata", "template-submit-time", "pod-template-course-key", "duplicate-name",
-        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "no-replicated-jobs"])
+        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "unknown-success-target", "too-many-workers", "no-replicated-jobs"])
 def test_bad_jobsets_are_one_line_naming_the_full_path(tmp_path, edit, expected):
     msg = _error(tmp_path, edit(JOBSET))
     assert msg.startswith(expected) if expected.endswith(": ") else msg == expected
@@ -241,13 +249,17 @@ def test_more_than_eight_replicated_jobs_is_refused_at_the_ninth(tmp_path):
     (lambda t: t.replace('"600"}', '"600", alpha.jobset.sigs.k8s.io/exclusive-topology: rack}'),
      "FILE:5:92: JobSet/train: alpha.jobset.sigs.k8s.io/exclusive-topology: JobSet's exclusive placement is not "
      "modelled (its controller adds pod affinity and anti-affinity per topology domain)"),
+    (lambda t: t + "  suspend: true\n",
+     "FILE:30:12: JobSet/train: spec.suspend: suspend: true on a JobSet without kueue.x-k8s.io/queue-name is not "
+     "modelled (nothing would resume it; Kueue resumes the Jobs it admits)"),
     (lambda t: _lines(t, 23, "            priorityClassName: high\n") +
      "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n",
      "FILE:8:3: JobSet/train: roles of different pod priorities (launcher 0, workers 1000) are not modelled (Kueue gives "
      "the Workload one priority, kube-scheduler preempts with each pod's own); give every replicatedJob's pods the "
      "same priorityClassName"),
 ], ids=["startup-in-order", "depends-on", "success-any", "managed-by", "volume-claims", "status", "template-deadline",
-        "pod-topology-spread", "queue-on-template", "min-parallelism", "exclusive-topology", "priorities-differ"])
+        "pod-topology-spread", "queue-on-template", "min-parallelism", "exclusive-topology", "suspended-without-kueue",
+        "priorities-differ"])
 def test_fields_a_jobset_run_would_not_honour_are_refused_by_name(tmp_path, edit, expected):
     assert _refusals(tmp_path, edit(JOBSET)) == [expected]
 

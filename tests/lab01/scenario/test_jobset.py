@@ -114,6 +114,13 @@ def test_namespace_creation_time_and_position_are_the_jobsets(tmp_path):
     assert [j.extras["position"] for j in sc.jobs] == [1, 1]   # the JobSet is the file's second object
 
 
+def test_the_workload_priority_class_is_the_jobsets_label(tmp_path):
+    # Kueue reads kueue.x-k8s.io/priority-class on the JobSet (jobframework.WorkloadPriorityClassName)
+    wpc = "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: urgent}\nvalue: 900\n"
+    text = JOBSET.replace("  name: train\n", "  name: train\n  labels: {kueue.x-k8s.io/priority-class: urgent}\n") + wpc
+    assert [j.priority for j in _load(tmp_path, text).jobs] == [900, 900]
+
+
 def test_a_jobset_of_one_replicated_job_is_a_plain_gang(tmp_path):
     text = JOBSET.split("  - name: workers\n")[0].replace("  - name: launcher\n", "  - name: w\n    replicas: 4\n")
     text = text.replace("      spec:\n        template:", "      spec:\n        parallelism: 2\n        template:")

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,7 @@ import numpy as np
 from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
+from lab01_cluster_sim.metrics import MetricsRecorder, SimulationResult, summarize
 from lab01_cluster_sim.framework.interface import HOOKS, AdmissionContext, PlacementPolicy, SchedulerObserver, defines
 from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolvable_reason, worker_slots
 from lab01_cluster_sim.framework.queue import QueueDiscipline
@@ -63,61 +62,6 @@ from lab01_cluster_sim.framework.status import UNSCHEDULABLE_AND_UNRESOLVABLE, D
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
 from lab01_cluster_sim.registry import get_discipline, policy_for_jobs
 from lab01_cluster_sim.scheduler import MODES, Scheduler
-
-
-@dataclass
-class SimulationResult:
-    """Everything a timed run produced.
-
-    Attributes:
-        records: job id -> :class:`JobRecord`, in input order; every job is in exactly one
-            :class:`JobState` (completed, running, pending, rejected with a reason).
-        summary: :class:`~lab01_cluster_sim.metrics.Summary` (JCT, waits, makespan, ...).
-        timeline: :class:`~lab01_cluster_sim.metrics.Timeline` (allocation ratio, stranded
-            GPUs, fragmentation over time).
-        deadlock: the naive-mode deadlock report, or None.
-        stop_reason: ``"empty"`` (all events done), ``"until"`` or ``"deadlock"``.
-        end_time: simulated time when the run ended, s.
-        policy, mode, discipline, seed: how it was run.
-        events: events processed.
-    """
-
-    records: dict[str, JobRecord]
-    summary: Summary
-    timeline: Timeline
-    deadlock: DeadlockReport | None
-    stop_reason: str
-    end_time: float
-    policy: str
-    mode: str
-    discipline: str
-    seed: int
-    events: int = 0
-
-    def by_state(self, state: JobState) -> list[JobRecord]:
-        """Records in ``state``, in input order."""
-        return [r for r in self.records.values() if r.state is state]
-
-    def jobs_table(self) -> list[dict[str, Any]]:
-        """One plain dict per job (id, state, submit, start, end, wait, jct, nodes, GPUs, reason).
-
-        Times are in seconds rounded to the millisecond (the engine's sums carry float
-        noise such as ``2320.7670000000003``); None where the job has no such time."""
-        rows = []
-        for r in self.records.values():
-            rows.append({
-                "job": r.job_id, "state": r.state.value, "submit": _ms(r.job.submit_time),
-                "start": _ms(r.start_time), "end": _ms(r.end_time), "wait": _ms(r.wait), "jct": _ms(r.jct),
-                "workers": r.job.workers, "gpus": r.job.num_gpus,
-                "placements": [f"{p.node}:{','.join(map(str, p.gpus))}"
-                               for p in (r.placements or r.last_placements)],
-                "reason": r.reason,
-            })
-        return rows
-
-
-def _ms(x: float | None) -> float | None:
-    return None if x is None else round(x, 3)
 
 
 MAX_CYCLES_PER_INSTANT = 10_000
@@ -831,7 +775,7 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
              stranded_interval: float | None = None, observers: Sequence[SchedulerObserver] = (),
              stop_on_deadlock: bool = True, progress: bool = False,
              plugins: Sequence[Any] = ()) -> SimulationResult:
-    """Run a timed simulation of ``jobs`` on ``nodes`` and return a :class:`SimulationResult`.
+    """Run a timed simulation of ``jobs`` on ``nodes`` and return a :class:`~lab01_cluster_sim.metrics.SimulationResult`.
 
     Args:
         nodes: the cluster.
@@ -894,4 +838,4 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
     return result
 
 
-__all__ = ["Simulation", "SimulationResult", "simulate"]
+__all__ = ["Simulation", "simulate"]

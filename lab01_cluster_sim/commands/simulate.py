@@ -11,7 +11,8 @@ from lab01_cluster_sim.options import fraction, nonnegative_float, positive_floa
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.registry import DISCIPLINES
 from lab01_cluster_sim.scheduler import MODES, adaptive_nodes_to_score
-from lab01_cluster_sim.simulate import SimulationResult, simulate
+from lab01_cluster_sim.metrics import SimulationResult
+from lab01_cluster_sim.simulate import simulate
 from lab01_cluster_sim.studies import timed
 from lab01_cluster_sim.studies.timed import (DEFAULT_JOBS, DEFAULT_LOAD, DEFAULT_NODES, MIN_LOAD, stranded_interval,
                                              summary_dict, synthetic_jobs, trace_jobs)

@@ -101,3 +101,20 @@ def test_the_gang_waits_for_quota_as_a_whole():
     (pending, *_) = [d for d in plugin.decisions if d.workload == "train"]
     assert pending.outcome is Outcome.PENDING
     assert "couldn't assign flavors to pod set eval" in pending.reason
+
+
+def test_wait_for_pods_ready_evicts_a_gang_whose_role_cannot_start():
+    from lab01_cluster_sim.admission.backoff import RequeuingStrategy, WaitForPodsReady
+
+    # no a100 node: admitted (workers on h100, eval on a100 quota), but eval's pod can only go
+    # to nodes labelled gpu=a100 (its flavor's nodeLabels), so the gang never starts: nothing
+    # runs, not even the launcher. waitForPodsReady (timeout 300 s, backoff 60 s, at most 1
+    # requeue): evicted at 300, requeued at 360, admitted again at 360, evicted at 660 and
+    # deactivated (backoffLimitCount 1 reached).
+    wfpr = WaitForPodsReady(300.0, RequeuingStrategy(60.0, 3600.0, 1))
+    plugin = KueueAdmissionPlugin(_controller(), wait_for_pods_ready=wfpr)
+    result = simulate(NODES[:2], _gang(), plugins=[plugin])
+    events = [(d.time, d.outcome) for d in plugin.decisions if d.workload == "train"]
+    assert events == [(0.0, Outcome.ADMITTED), (300.0, Outcome.EVICTED), (360.0, Outcome.ADMITTED),
+                      (660.0, Outcome.EVICTED), (660.0, Outcome.REJECTED)]
+    assert [(r.start_time, r.state.value) for r in result.records.values()] == [(None, "rejected")] * 3

@@ -23,7 +23,8 @@ lists it and ``run`` refuses in one line; ``--check`` validates any scenario wit
 it. Kueue admission runs as a stage of the one engine (timed mode): a
 :class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
 (engine-design.md section 5), passed as ``simulate(..., plugins=[...])``; the run then also
-writes ``admission.csv`` (every admission decision with Kueue's message), per-ClusterQueue
+writes ``admission.csv`` (every admission decision with Kueue's message, and for an admission
+the flavor of each pod set, :func:`flavors_text`), per-ClusterQueue
 figures in ``summary.json`` / ``summary.csv``, and ``quota.csv`` (:func:`quota_rows`: each
 ClusterQueue's admitted GPUs over time against its nominal quota), which ``timeline.png``
 draws as one panel per ClusterQueue. Every timed run reports its preemptions
@@ -103,6 +104,22 @@ class RunResult:
     rows: list[dict[str, Any]]
     output: Path
     files: list[str] = field(default_factory=list)
+
+
+def flavors_text(flavors: dict) -> str:
+    """The flavors an admission assigned (pod set -> resource -> flavor, Kueue's
+    ``podSetAssignments[].flavors``) as ``admission.csv`` writes them: one entry per pod set,
+    space-separated, ``podset=flavor`` when all its resources got one flavor, else
+    ``podset=resource:flavor,resource:flavor`` (``launcher=cpu workers=gpu``;
+    ``main=cpu:default,memory:default,nvidia.com/gpu:h100``); "" for no assignment."""
+    out = []
+    for pod_set, by_resource in flavors.items():
+        names = set(by_resource.values())
+        if len(names) == 1:
+            out.append(f"{pod_set}={names.pop()}")
+        else:
+            out.append(f"{pod_set}=" + ",".join(f"{r}:{f}" for r, f in by_resource.items()))
+    return " ".join(out)
 
 
 def kind_of(sc: Scenario) -> str:
@@ -379,7 +396,8 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         if plugin is not None:
             d["cluster_queues"] = plugin.queue_summary()
             decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
-                                  "cluster_queue": x.cluster_queue, "reason": x.reason} for x in plugin.decisions)
+                                  "cluster_queue": x.cluster_queue, "flavors": flavors_text(x.flavors),
+                                  "reason": x.reason} for x in plugin.decisions)
         rows.append(d)
         timelines[label] = result.timeline
         if plugin is not None:
@@ -563,4 +581,4 @@ def _save(fig, path: Path) -> None:
         raise InputError(f"{path}: cannot save the figure: {exc}") from None
 
 
-__all__ = ["QueuedTime", "RunResult", "blockers", "describe", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]
+__all__ = ["QueuedTime", "RunResult", "blockers", "describe", "engine_has_plugins", "flavors_text", "kind_of", "nodes_to_score", "refusal", "run_scenario"]

@@ -25,6 +25,7 @@ Sources of the other kinds:
   ``waitForPodsReady`` (``timeout``, ``blockAdmission``, ``recoveryTimeout``,
   ``requeuingStrategy``; "Setup All-or-nothing with ready Pods", ``WaitForPodsReady`` in
   ``apis/config/v1beta2/configuration_types.go``).
+- ``JobSet`` (``jobset.x-k8s.io/v1alpha2``): kubernetes-sigs/jobset v0.11.1 (:data:`JOBSET`).
 - ``Scenario`` (``lab01.course/v1alpha1``): this course's own kind (module :mod:`.kinds`).
 """
 
@@ -257,6 +258,58 @@ POD_GROUP = top(POD_GROUP_API, "PodGroup", {"spec": obj({
     "minMember": integer(minimum=1),
 }, ("minMember",))}, ("spec",), namespaced=True)
 
+# -- JobSet jobset.x-k8s.io/v1alpha2 ----------------------------------------------------------
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+EMBEDDED_METADATA = ("annotations", "finalizers", "labels", "name", "namespace")
+"""The fields the JobSet CRD keeps of an embedded object's ``metadata`` (a replicated job's
+``template.metadata`` and its pod template's: controller-gen's embedded ObjectMeta); the API
+server drops the others, the reader refuses them as unknown (:mod:`.validate`)."""
+_OBJECT = {"type": "object"}   # checked elsewhere: Kubernetes' own schema (validate.py) or refused (coverage.py)
+JOBSET = {"$schema": "https://json-schema.org/draft/2020-12/schema", **obj({
+    "apiVersion": string(enum=(JOBSET_API,)),
+    "kind": string(enum=("JobSet",)),
+    "metadata": _OBJECT,   # Kubernetes' strict ObjectMeta
+    "spec": obj({
+        "replicatedJobs": array(obj({
+            "name": string(),
+            "groupName": string(default="default"),
+            "template": _OBJECT,   # Kubernetes' strict batch/v1 JobTemplateSpec
+            "replicas": integer(default=1, minimum=-2**31, maximum=2**31 - 1),
+            "dependsOn": array(obj({"name": string(), "status": string(enum=("Ready", "Complete"))},
+                                   ("name", "status")), maxItems=5),
+        }, ("name", "template"))),
+        "network": obj({"enableDNSHostnames": boolean(), "subdomain": string(), "publishNotReadyAddresses": boolean()}),
+        "successPolicy": obj({"operator": string(enum=("All", "Any")), "targetReplicatedJobs": array(string())},
+                             ("operator",)),
+        "failurePolicy": obj({
+            "maxRestarts": integer(minimum=-2**31, maximum=2**31 - 1),
+            "restartStrategy": string(enum=("Recreate", "BlockingRecreate", "InPlaceRestart"), default="Recreate"),
+            "rules": array(obj({
+                "name": string(),
+                "action": string(enum=("FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts")),
+                "onJobFailureReasons": array(string()),
+                "onJobFailureMessagePatterns": array(string()),
+                "targetReplicatedJobs": array(string()),
+            }, ("action", "name"))),
+        }),
+        "startupPolicy": obj({"startupPolicyOrder": string(enum=("AnyOrder", "InOrder"))}, ("startupPolicyOrder",)),
+        "suspend": boolean(),
+        "coordinator": obj({"replicatedJob": string(), "jobIndex": integer(), "podIndex": integer()},
+                           ("replicatedJob",)),
+        "managedBy": string(),
+        "ttlSecondsAfterFinished": integer(minimum=0, maximum=2**31 - 1),
+        "volumeClaimPolicies": array(_OBJECT, maxItems=50),
+    }),
+    "status": _OBJECT,
+}, ("apiVersion", "kind", "metadata", "spec"))}
+"""A JobSet's own fields (``JobSetSpec``, ``ReplicatedJob`` and the policy types of
+kubernetes-sigs/jobset v0.11.1 ``api/jobset/v1alpha2/jobset_types.go``; names, types, enums and
+defaults as its CRD ``config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml``, which
+tests/lab01/scenario/test_coverage.py walks). Every real field is here, so an unknown one is
+a misspelling; which are modelled, inert or refused is :mod:`.coverage`'s table. ``metadata``
+and each replicated job's ``template`` are checked against Kubernetes' strict schemas
+(:mod:`.validate`); ``status`` and ``volumeClaimPolicies`` are refused whole."""
+
 # -- this course's Scenario kind -----------------------------------------------------------------
 SCENARIO_API = "lab01.course/v1alpha1"
 DISCIPLINES = ("fifo", "fifo-skip", "priority", "drf", "backfill")
@@ -305,6 +358,7 @@ SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"): KUBE_SCHEDULER_CONFIGURATION,
     (POD_GROUP_API, "PodGroup"): POD_GROUP,
     (SCENARIO_API, "Scenario"): SCENARIO,
+    (JOBSET_API, "JobSet"): JOBSET,
 }
 """``(apiVersion, kind)`` -> JSON Schema of the fields the simulator models."""
 

@@ -332,16 +332,115 @@ def test_real_fields_of_own_schema_kinds_are_not_modelled_and_ours_are_unknown(t
     assert str(exc.value) == expected
 
 
-def test_a_workload_with_several_pod_sets_is_refused_naming_its_kind():
+@pytest.mark.parametrize("kind", ["MPIJob", "PyTorchJob", "LeaderWorkerSet"])
+def test_other_workloads_with_several_pod_sets_are_refused_saying_how_to_write_a_jobset(kind):
     from lab01_cluster_sim.scenario.yamlio import load_documents
 
-    text = ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: train}\nspec:\n"
-            "  replicatedJobs: [{name: launcher, replicas: 1}, {name: workers, replicas: 4}]\n")
+    text = f"apiVersion: example.io/v1\nkind: {kind}\nmetadata: {{name: train}}\nspec: {{}}\n"
     with pytest.raises(ScenarioError) as exc:
         validate_document(load_documents("j.yaml", text)[0])
-    assert str(exc.value) == ("j.yaml:2:7: JobSet/train: a JobSet is a workload with several pod sets (e.g. a launcher "
-                              "and workers), which is not modelled: the engine does not place a multi-role gang yet; "
-                              "write one Job per role, or a PodGroup of identical Pods")
+    assert str(exc.value) == (f"j.yaml:2:7: {kind}/train: a {kind} (a workload with several pod sets, e.g. a launcher "
+                              "and workers) is not read by scenarios; write the same job as a jobset.x-k8s.io/v1alpha2 "
+                              "JobSet: one replicatedJob per role (a launcher replicatedJob of 1 replica, a workers "
+                              "replicatedJob of as many pods as workers), each with its pod template")
+
+
+# -- JobSet: the real CRD of sigs.k8s.io/jobset v0.11.1, from the Go module proxy -------------------
+JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+JOBSET_VERSION = "v0.11.1"   # the version Kueue v0.17.0 requires (its go.mod)
+JOBSET_CRD = "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+
+
+@functools.lru_cache(maxsize=None)
+def _jobset_crd() -> dict:
+    """The JobSet CRD's ``openAPIV3Schema`` of module ``sigs.k8s.io/jobset@v0.11.1``, as
+    ``go mod download`` gives it (the module cache, else the Go module proxy); the test is
+    skipped naming why when ``go`` is missing or the download fails."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("the JobSet CRD comes from the Go module proxy: `go` is not on PATH")
+    try:
+        out = subprocess.run([go, "mod", "download", "-json", f"sigs.k8s.io/jobset@{JOBSET_VERSION}"],
+                             capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent)
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"go mod download sigs.k8s.io/jobset@{JOBSET_VERSION} took more than 300 s")
+    try:
+        info = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        info = {}
+    if out.returncode != 0 or "Dir" not in info:
+        why = info.get("Error") or out.stderr.strip().splitlines()[-1:] or [f"exit status {out.returncode}"]
+        pytest.skip(f"go mod download sigs.k8s.io/jobset@{JOBSET_VERSION} failed: {why if isinstance(why, str) else why[0]}")
+    crd = yaml.load((Path(info["Dir"]) / JOBSET_CRD).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+def _jobset_paths() -> list[tuple]:
+    """Every leaf field path of the JobSet CRD; ``metadata`` (the CRD gives it no fields) as
+    Kubernetes' ObjectMeta."""
+    paths = [p for p in _crd_paths(_jobset_crd()) if p[0] != "metadata"]
+    meta = _paths({"$ref": "#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"})
+    return paths + [("metadata",) + p for p in meta]
+
+
+def test_every_field_of_a_jobset_is_modelled_inert_or_refused():
+    """The same walk as the core kinds', over the real JobSet CRD (its replicated jobs'
+    templates included, which follow the batch Job's table)."""
+    paths = _jobset_paths()
+    assert len(paths) > 500   # the walk reached the templates' pod specs (930 leaves in v0.11.1)
+    unaccounted = []
+    counts = {"modelled": 0, "inert": 0, "partly": 0, "refused": 0}
+    for path in paths:
+        if path in (("apiVersion",), ("kind",), ("metadata", "name")):
+            continue
+        doc, concrete = _document(JOBSET, path)
+        found = coverage.refusals(doc)
+        status = coverage.classify(JOBSET, _pattern(path))
+        counts[status] += 1
+        if status == "refused":
+            names = {f": {_text(concrete[:i])} is not modelled" for i in range(1, len(concrete) + 1)}
+            if not any(n in line for line in found for n in names):
+                unaccounted.append(_pattern(path))
+        elif status in ("modelled", "inert") and found:
+            unaccounted.append(f"{_pattern(path)} (classified {status} but refused: {found[0]})")
+    assert unaccounted == []
+    assert counts["modelled"] > 0 and counts["inert"] > 0 and counts["partly"] > 0 and counts["refused"] > 0
+
+
+def test_every_listed_jobset_path_is_a_field_of_the_real_crd():
+    real = set()
+    for path in _jobset_paths():
+        text = _pattern(path)
+        while text:
+            real.add(text)
+            cut = max(text.rfind("."), text.rfind("[]"))
+            text = text[:cut] if cut > 0 else ""
+    assert sorted(p for p in coverage.COVERAGE[JOBSET] if p not in real) == []
+    assert sorted(p for p in coverage.JOBSET_REFUSED if p not in real) == []
+
+
+def test_the_readers_jobset_schema_has_exactly_the_crds_own_fields():
+    """Every field of the CRD outside ``metadata``, the templates and the parts refused whole
+    (``status``, ``volumeClaimPolicies``) is in the reader's schema, and no other: an unknown
+    field is a misspelling, never a real field."""
+    whole = (("metadata",), ("status",), ("spec", "volumeClaimPolicies"), ("spec", "replicatedJobs", "[]", "template"))
+
+    def own(path: tuple) -> bool:
+        return not any(path[:len(w)] == w for w in whole)
+
+    crd = {p for p in _crd_paths(_jobset_crd()) if own(p)}
+    ours = {p for p in _crd_paths(SCHEMAS[JOBSET]) if own(p)}
+    assert crd - ours == set() and ours - crd == set()
+    # hand count in jobset_types.go v0.11.1: apiVersion, kind 2; coordinator 3; failurePolicy 2 + rules' 5;
+    # managedBy 1; network 3; replicatedJobs' dependsOn 2, groupName, name, replicas 3; startupPolicy 1;
+    # successPolicy 2; suspend 1; ttlSecondsAfterFinished 1
+    assert len(crd) == 26
 
 
 # -- KubeSchedulerConfiguration ---------------------------------------------------------------------

@@ -278,6 +278,19 @@ def test_every_object_meta_field_is_modelled_or_refused(key):
     # or refused as not modelled; only the course's own Scenario kind calls it unknown
     real = set(_defs()["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"])
     assert real == OBJECT_META_FIELDS
+    if "properties" not in SCHEMAS[key]["properties"]["metadata"]:
+        # a JobSet's metadata is Kubernetes' own ObjectMeta, decided field by field in coverage.py
+        unaccounted = []
+        for field in sorted(real - {"name"}):
+            doc = Document({"apiVersion": key[0], "kind": key[1], "metadata": {"name": "x", field: "v"}}, "s.yaml",
+                           0, {(): (1, 1)})
+            status = coverage.classify(key, f"metadata.{field}")
+            found = coverage.refusals(doc)
+            refused = any(f": metadata.{field} is not modelled" in line for line in found)
+            if (status == "refused") != refused:
+                unaccounted.append((field, status, found))
+        assert unaccounted == []
+        return
     ours = set(SCHEMAS[key]["properties"]["metadata"]["properties"])
     wrong = []
     for field in sorted(real - ours):

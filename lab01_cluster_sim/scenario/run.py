@@ -260,6 +260,11 @@ def describe(sc: Scenario) -> str:
         work = f"{len(sc.jobs)} pod{'s' * (len(sc.jobs) != 1)}, {len(sc.nodes)} static node{'s' * (len(sc.nodes) != 1)}"
     else:
         work = f"{len(sc.jobs)} job{'s' * (len(sc.jobs) != 1)} on {n_nodes}"
+        gangs = {j.role.gang for j in sc.jobs if j.role is not None}
+        if gangs:
+            roles = sum(j.role is not None for j in sc.jobs)
+            how = "each placed all-or-nothing" if sim.get("mode", "gang") == "gang" else "placed pod by pod in naive mode"
+            work += f" ({roles} of them the roles of {len(gangs)} multi-role gang{'s' * (len(gangs) != 1)}, {how})"
     parts = [f"{kind} mode", work]
     if kind == "autoscaler":
         parts.append(f"{len(sc.node_pools)} NodePool{'s' * (len(sc.node_pools) != 1)}")

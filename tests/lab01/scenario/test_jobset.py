@@ -349,3 +349,12 @@ def test_admission_csv_names_a_flavor_per_pod_set_or_per_resource():
     # two resource groups: the pod set's resources got different flavors
     assert flavors_text({"main": {"cpu": "default", "nvidia.com/gpu": "h100"}}) == "main=cpu:default,nvidia.com/gpu:h100"
     assert flavors_text({}) == ""
+
+
+def test_check_counts_the_roles_of_a_gang(capsys):
+    from lab01_cluster_sim.cli import main
+
+    assert main(["run", str(REPO_ROOT / "scenarios" / "jobset-training.yaml"), "--check"]) == 0
+    # finetune, etl and the JobSet's two roles (launcher, workers)
+    assert ("4 jobs on 3 nodes (2 of them the roles of 1 multi-role gang, each placed all-or-nothing)"
+            in capsys.readouterr().out)

@@ -625,6 +625,7 @@ class Simulation:
         # Work lost = time run minus the progress the job keeps (before - remaining).
         lost = max(0.0, ran - (before - remaining)) if math.isfinite(before) else ran
         held = [] if grace_s > 0 and not migration else None
+        admitted = rec.job_id in self._admitted   # _end_run forgets it; an eviction Kueue did not decide keeps it
         # A pod that would have finished before its grace period ends exits then (its
         # containers are done), freeing its resources at its natural end.
         natural_end = max(now, rec.expected_end)
@@ -647,6 +648,8 @@ class Simulation:
                 self._admitted.pop(rec.job_id, None)
                 self._to_admission(rec, f"evicted: {reason}")
             else:
+                if admitted:   # still admitted: a later Kueue preemption must find it queued for placement
+                    self._admitted[rec.job_id] = rec
                 rec.reason = f"evicted: {reason}"
                 self.scheduler.enqueue(rec)
         else:

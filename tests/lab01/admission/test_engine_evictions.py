@@ -5,6 +5,7 @@ waitForPodsReady; ``pkg/controller/jobframework/reconciler.go``). Hand-computed.
 
 from __future__ import annotations
 
+from lab01_cluster_sim.admission.api import Preemption, PreemptionPolicy
 from lab01_cluster_sim.admission.controller import Outcome
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY, KueueAdmissionPlugin
 from lab01_cluster_sim.model import GangRole, Job, Node
@@ -55,3 +56,49 @@ def test_a_drained_role_keeps_its_gangs_quota():
     assert r["g-workers"].end_time == 150.0
     assert (r["b"].start_time, r["b"].end_time) == (150.0, 160.0)
     assert plugin.controller.workloads["g"].evictions == 0
+
+
+def test_kueue_can_preempt_a_drained_job_still_waiting_for_placement():
+    # a drained Job stays admitted while its pod waits for a node (the only node is
+    # cordoned); Kueue may then preempt that Workload like any admitted one (its eviction
+    # suspends the Job, kueue pkg/controller/jobframework/reconciler.go): the engine must
+    # find it queued for placement (it raised "job 'a' is not admitted" before).
+    plugin = KueueAdmissionPlugin(controller([gpu_cq("a", ("a100", 8), cohort=None,
+                                                     preemption=Preemption(PreemptionPolicy.LOWER_PRIORITY))]))
+    sim = Simulation(NODES[:1], [_job("a", 0, 100), _job("b", 60, 10, priority=10)], plugins=[plugin])
+    sim.run(until=50)
+    sim.drain(0, "maintenance")        # a evicted at 50, n0 cordoned: a waits, admitted, quota 8/8
+    sim.run(until=70)
+    sim.node_up(0)
+    result = sim.run()
+    a, b = result.records["a"], result.records["b"]
+    # b (priority 10) arrives at 60: quota is short by 8, a (priority 0) is preempted at 60 and
+    # b admitted at once (a has no pod running, nothing to wait for); b waits for n0 until 70
+    # and runs 70..80; a is admitted again at 80 and runs from scratch 80..180
+    assert [(d.workload, d.time, d.outcome) for d in plugin.decisions if d.outcome is not Outcome.PENDING] == [
+        ("a", 0.0, Outcome.ADMITTED), ("a", 60.0, Outcome.EVICTED), ("b", 60.0, Outcome.PREEMPTING),
+        ("b", 60.0, Outcome.ADMITTED), ("a", 80.0, Outcome.ADMITTED)]
+    assert (b.start_time, b.end_time) == (70.0, 80.0)
+    assert (a.end_time, a.preemptions) == (180.0, 1)
+    assert plugin.controller.workloads["a"].evictions == 1
+
+
+def test_kueue_preempts_a_drained_gang_waiting_for_placement_whole():
+    # the same with a two-role gang (a JobSet's launcher and workers, one Workload): before the
+    # fix Kueue marked it evicted but its roles stayed queued and ran again without quota
+    role = lambda i, n: GangRole("g", n, i, 2)  # noqa: E731
+    plugin = KueueAdmissionPlugin(controller([gpu_cq("a", ("a100", 8), cohort=None,
+                                                     preemption=Preemption(PreemptionPolicy.LOWER_PRIORITY))]))
+    sim = Simulation(NODES[:1], [_job("g-launcher", 0, 100, gpus=0, role=role(0, "launcher")),
+                                 _job("g-workers", 0, 100, role=role(1, "workers")),
+                                 _job("b", 60, 10, priority=10)], plugins=[plugin])
+    sim.run(until=50)
+    sim.drain(0, "maintenance")
+    sim.run(until=70)
+    sim.node_up(0)
+    r = sim.run().records
+    assert [(d.workload, d.time, d.outcome) for d in plugin.decisions if d.outcome is not Outcome.PENDING] == [
+        ("g", 0.0, Outcome.ADMITTED), ("g", 60.0, Outcome.EVICTED), ("b", 60.0, Outcome.PREEMPTING),
+        ("b", 60.0, Outcome.ADMITTED), ("g", 80.0, Outcome.ADMITTED)]
+    assert (r["b"].start_time, r["b"].end_time) == (70.0, 80.0)
+    assert (r["g-launcher"].end_time, r["g-workers"].end_time) == (180.0, 180.0)

@@ -213,6 +213,12 @@ def _names(doc: Document) -> None:
     # the API server's name rules, which the OpenAPI schemas do not carry: object names are
     # DNS-1123 subdomains (at most 253 characters), namespaces DNS-1123 labels (at most 63)
     meta = doc.data.get("metadata") or {}
+    # a name is required (k8s.io/apimachinery pkg/api/validation/objectmeta.go, ValidateObjectMeta:
+    # "name or generateName is required"); the OpenAPI ObjectMeta leaves it optional
+    if not isinstance(meta.get("name"), str):
+        raise ScenarioError(f"{where(doc.file, doc.pos(('metadata', 'name')))}: {object_name(doc.data)}: "
+                            "metadata.name: Required value: name or generateName is required (Kubernetes' "
+                            "ValidateObjectMeta; generateName is not modelled: give metadata.name)")
     for key, rx, most, what in (("name", _SUBDOMAIN, 253, "a DNS-1123 subdomain"),
                                 ("namespace", _LABEL, 63, "a DNS-1123 label")):
         value = meta.get(key)

@@ -388,3 +388,28 @@ def test_too_many_devices_names_the_resource_field(tmp_path):
     assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "2000000"}}')) == (
         "FILE:15:42: Pod/p0: spec.containers[0].resources.limits.nvidia.com/gpu: expected at most 1,000,000 devices, "
         "got '2000000'")
+
+
+@pytest.mark.parametrize("kind,meta,where", [
+    # Kubernetes' OpenAPI ObjectMeta makes name optional (generateName), so the schema passed
+    # these and the reader failed on the missing key with a traceback
+    ("Pod", "metadata: {annotations: {lab01.course/duration: '1'}}", "FILE:8:11: Pod:"),
+    ("Pod", "metadata: {name: null, annotations: {lab01.course/duration: '1'}}", "FILE:8:18: Pod:"),
+    ("Node", "metadata: {labels: {a: b}}", "FILE:8:11: Node:"),
+])
+def test_an_object_without_a_name_is_named_not_a_traceback(tmp_path, kind, meta, where):
+    spec = ("spec: {containers: [{name: c, image: x}]}" if kind == "Pod"
+            else "status: {allocatable: {cpu: '1'}}")
+    text = NODE + f"apiVersion: v1\nkind: {kind}\n{meta}\n{spec}\n"
+    assert _error(tmp_path, text) == (f"{where} metadata.name: Required value: name or generateName is required "
+                                      "(Kubernetes' ValidateObjectMeta; generateName is not modelled: give "
+                                      "metadata.name)")
+
+
+def test_a_jobset_without_a_name_is_named_not_a_traceback(tmp_path):
+    text = NODE + ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {annotations: "
+                   "{lab01.course/duration: '1'}}\nspec:\n  replicatedJobs:\n" + "".join(
+                       f"  - name: {r}\n    template:\n      spec:\n        template:\n          spec:\n"
+                       "            restartPolicy: Never\n            containers: [{name: c, image: x}]\n"
+                       for r in ("a", "b")))
+    assert _error(tmp_path, text).startswith("FILE:8:11: JobSet: metadata.name: Required value")

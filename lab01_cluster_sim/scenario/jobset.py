@@ -8,7 +8,7 @@ parallelism`` pods (kubernetes-sigs/kueue v0.17.0 ``pkg/controller/jobs/jobset/j
 ``JobSet.PodSets`` and ``podsCount``). The reader does the same:
 
 - each replicated job becomes one :class:`~lab01_cluster_sim.model.Job` of ``replicas x
-  parallelism`` workers, id ``<JobSet name>-<replicatedJob name>`` (``namespace/`` before it
+  min(parallelism, completions)`` workers (``PodsCountPerReplica``), id ``<JobSet name>-<replicatedJob name>`` (``namespace/`` before it
   outside ``default``), its role :class:`~lab01_cluster_sim.model.GangRole` (gang: the
   JobSet's id; name: the replicated job's, also the Kueue pod set's; index: its position);
   a JobSet of one replicated job is a plain job (a gang of its workers, no roles);

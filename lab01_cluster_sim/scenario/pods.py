@@ -121,10 +121,20 @@ class PodKinds:
             spec = get_field(d, base + ("spec",)) or {}
             workers = 1 if spec.get("parallelism") is None else int(spec["parallelism"])   # the API's default
             completions = spec.get("completions")
-            if completions is not None and completions != workers:
-                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: completions "
-                                           f"({completions}) != parallelism ({workers}): a Job running in waves is not "
+            cpath = format_path(base + ("spec", "completions"))
+            if completions is not None and 1 <= completions < workers:
+                # the Job controller runs at most the completions still needed (Kubernetes docs,
+                # "Jobs", Controlling parallelism) and Kueue counts min(parallelism, completions)
+                # pods (kueue pkg/controller/jobs/job/job_controller.go podsCount; JobSet's
+                # jobset_controller.go PodsCountPerReplica): one wave of `completions` pods
+                workers = completions
+            elif completions is not None and completions > workers:
+                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: {cpath}: completions "
+                                           f"({completions}) > parallelism ({workers}): a Job running in waves is not "
                                            "modelled")
+            elif completions == 0:
+                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: {cpath}: completions "
+                                           "0 (a Job complete without running a pod) is not modelled")
             if workers < 1:
                 raise error_at(doc, base + ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
             replicas = get_field(d, base[:-1] + ("replicas",)) if role else 1
@@ -133,7 +143,8 @@ class PodKinds:
                 raise error_at(doc, base[:-1] + ("replicas",), "expected >= 1 (a replicatedJob of 0 replicas never runs)")
             if workers * replicas > MAX_COUNT:   # the model's bound, named at the field rather than at the template
                 what = f"replicas x parallelism ({replicas:,} x {workers:,})" if role else f"{workers:,}"
-                raise error_at(doc, base + ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {what}")
+                at = base[:-1] + ("replicas",) if replicas > workers else base + ("spec", "parallelism")  # the larger
+                raise error_at(doc, at, f"expected at most {MAX_COUNT:,} workers, got {what}")
             workers *= replicas   # Kueue's podsCount: replicas x parallelism (jobset_controller.go)
             checked = metas + (base + ("spec", "template", "metadata"),)
         pod = get_field(d, pod_path)

@@ -34,6 +34,23 @@ def _last_with(data: dict, metas: tuple[tuple, ...], key: str) -> tuple:
     return metas[0]
 
 
+MAX_IMAGE_GIB = 1024
+"""Largest ``lab01.course/image-gib`` read (1 TiB; a container image is rarely above tens of GiB)."""
+
+
+def _decimal(text: Any, parse):
+    """``parse(text)`` (``int`` or ``float``) for a plain ASCII number only: Python's own
+    parsers also take ``1_000`` and non-ASCII digits (``'１００'``), which no Kubernetes
+    quantity or annotation reader does.
+
+    Raises:
+        ValueError: not a string of ASCII characters without ``_``, or not a number.
+    """
+    if not isinstance(text, str) or not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return parse(text)
+
+
 class PodKinds:
     """The workload kinds' readers of the loader's builder (:class:`lab01_cluster_sim.scenario.load`'s
     ``_Builder``, which keeps the documents and the scenario being built)."""
@@ -81,7 +98,7 @@ class PodKinds:
                            "(or 'inf' for a service that never ends)")
             return default
         try:
-            value = float(text)
+            value = _decimal(text, float)
         except ValueError:
             raise error_at(doc, path, f"expected a number of seconds, got {text!r}") from None
         if math.isinf(value) and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
@@ -194,7 +211,7 @@ class PodKinds:
             if gpus != 1:
                 raise error_at(doc, apath, "a shared GPU share needs nvidia.com/gpu: 1")
             try:
-                gpu_milli = int(milli_text)
+                gpu_milli = _decimal(milli_text, int)
             except ValueError:
                 raise error_at(doc, apath, f"expected milli-GPU 1..1000, got {milli_text!r}") from None
         priority = self.default_priority
@@ -255,10 +272,14 @@ class PodKinds:
                            f"expected 1 <= minimum < parallelism ({workers}), got {minp}")
         image = (pod.get("containers") or [{}])[0].get("image", "")
         gib_meta = _last_with(d, metas, IMAGE_GIB)
+        gib_text = (get_field(d, gib_meta + ("annotations",)) or {}).get(IMAGE_GIB, "1")
         try:
-            gib = float((get_field(d, gib_meta + ("annotations",)) or {}).get(IMAGE_GIB, "1"))
+            gib = _decimal(gib_text, float)
         except ValueError:
-            raise error_at(doc, gib_meta + ("annotations", IMAGE_GIB), "expected a size in GiB") from None
+            gib = math.nan
+        if not 0 <= gib <= MAX_IMAGE_GIB:   # NaN fails too; the autoscaler's pull time is image x 1024 / rate
+            raise error_at(doc, gib_meta + ("annotations", IMAGE_GIB), f"expected a size in GiB from 0 to "
+                           f"{MAX_IMAGE_GIB:,}, got {gib_text!r}")
         if role:
             name = f"{name}-{get_field(d, base[:-1] + ('name',))}"   # the replicatedJob's pod set, as Kueue names it
         job_id = name if ns == "default" else f"{ns}/{name}"

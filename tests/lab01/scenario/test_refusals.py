@@ -413,3 +413,22 @@ def test_a_jobset_without_a_name_is_named_not_a_traceback(tmp_path):
                        "            restartPolicy: Never\n            containers: [{name: c, image: x}]\n"
                        for r in ("a", "b")))
     assert _error(tmp_path, text).startswith("FILE:8:11: JobSet: metadata.name: Required value")
+
+
+@pytest.mark.parametrize("annotations,where,expected", [
+    # Python's float() and int() take "1_0_0" and full-width digits; no Kubernetes reader does.
+    # The Pod starts at line 6; its annotations are on line 10, '  annotations: {' is 16
+    # characters, so the first value starts at column 17 + len('lab01.course/duration: ') = 40
+    ('lab01.course/duration: "1_0_0"', "FILE:10:40", "metadata.annotations.lab01.course/duration: expected a "
+                                                     "number of seconds, got '1_0_0'"),
+    ('lab01.course/duration: "\uff11\uff10\uff10"', "FILE:10:40", "metadata.annotations.lab01.course/duration: "
+                                                                  "expected a number of seconds, got '\uff11\uff10\uff10'"),
+    # image-gib went unchecked until the autoscaler, which failed without file or field (and
+    # --check passed); '"100", ' is 7 more characters, 'lab01.course/image-gib: ' 24: column 71
+    ('lab01.course/duration: "100", lab01.course/image-gib: "nan"', "FILE:10:71",
+     "metadata.annotations.lab01.course/image-gib: expected a size in GiB from 0 to 1,024, got 'nan'"),
+    ('lab01.course/duration: "100", lab01.course/image-gib: "-5"', "FILE:10:71",
+     "metadata.annotations.lab01.course/image-gib: expected a size in GiB from 0 to 1,024, got '-5'"),
+])
+def test_course_annotations_are_plain_bounded_numbers(tmp_path, annotations, where, expected):
+    assert _error(tmp_path, NODE + _pod("{}", annotations)) == f"{where}: Pod/p0: {expected}"

@@ -220,8 +220,24 @@ def test_the_example_scenario_is_read_as_written_in_its_comments():
      "got replicas x parallelism (400,000 x 3)"),
     (lambda t: t.split("  replicatedJobs:")[0] + "  replicatedJobs: []\n",
      "FILE:7:3: JobSet/train: spec: a JobSet needs at least one replicatedJob (one with none runs no pod)"),
+    # JobSet v0.11.1's webhook (pkg/webhooks/jobset_webhook.go): validateCoordinator and
+    # validateFailurePolicy; the appended line is line 30, "  coordinator: {replicatedJob: " is
+    # 31 characters, "  failurePolicy: {rules: [{name: r, action: FailJobSet, targetReplicatedJobs: [" 79
+    (lambda t: t + "  coordinator: {replicatedJob: trainer}\n",
+     "FILE:30:32: JobSet/train: spec.coordinator.replicatedJob: coordinator replicatedJob 'trainer' does not exist "
+     "in spec.replicatedJobs"),
+    (lambda t: t + "  coordinator: {replicatedJob: workers, jobIndex: 2}\n",
+     "FILE:30:51: JobSet/train: spec.coordinator.jobIndex: coordinator job index 2 is invalid for replicatedJob "
+     "'workers' of 2 replicas (expected 0..1)"),
+    (lambda t: t + "  failurePolicy: {rules: [{name: r, action: FailJobSet, targetReplicatedJobs: [wrkrs]}]}\n",
+     "FILE:30:80: JobSet/train: spec.failurePolicy.rules[0].targetReplicatedJobs[0]: invalid replicatedJob name "
+     "'wrkrs': it does not appear in spec.replicatedJobs"),
+    (lambda t: t + "  failurePolicy: {rules: [{name: r, action: FailJobSet}, {name: r, action: FailJobSet}]}\n",
+     "FILE:30:65: JobSet/train: spec.failurePolicy.rules[1].name: rule names are not unique: rules 0 and 1 are both "
+     "named 'r'"),
 ], ids=["template-unknown-field", "own-unknown-field", "embedded-metadata", "template-submit-time", "pod-template-course-key", "duplicate-name",
-        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "unknown-success-target", "too-many-workers", "no-replicated-jobs"])
+        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "unknown-success-target", "too-many-workers", "no-replicated-jobs",
+        "coordinator-unknown-job", "coordinator-job-index", "failure-rule-unknown-target", "failure-rule-name-twice"])
 def test_bad_jobsets_are_one_line_naming_the_full_path(tmp_path, edit, expected):
     msg = _error(tmp_path, edit(JOBSET))
     assert msg.startswith(expected) if expected.endswith(": ") else msg == expected
@@ -300,7 +316,10 @@ def test_null_labels_and_annotations_read_as_none(tmp_path):
 
 
 def test_inert_jobset_fields_are_accepted_without_a_refusal(tmp_path):
-    text = JOBSET.replace("  - name: workers\n", "  - name: workers\n    groupName: trainers\n") + (
+    # the coordinator's Job must be Indexed with completions set (JobSet's validateCoordinator)
+    text = JOBSET.replace("  - name: workers\n", "  - name: workers\n    groupName: trainers\n").replace(
+        "    template:\n      spec:\n", "    template:\n      spec:\n        completionMode: Indexed\n"
+        "        completions: 1\n", 1) + (
         "  failurePolicy: {maxRestarts: 3, restartStrategy: Recreate}\n"
         "  network: {enableDNSHostnames: true, subdomain: train}\n"
         "  coordinator: {replicatedJob: launcher}\n"

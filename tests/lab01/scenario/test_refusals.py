@@ -432,3 +432,27 @@ def test_a_jobset_without_a_name_is_named_not_a_traceback(tmp_path):
 ])
 def test_course_annotations_are_plain_bounded_numbers(tmp_path, annotations, where, expected):
     assert _error(tmp_path, NODE + _pod("{}", annotations)) == f"{where}: Pod/p0: {expected}"
+
+
+@pytest.mark.parametrize("labels,expected", [
+    # the API server's ValidateLabels (IsQualifiedName, IsValidLabelValue); the OpenAPI schema
+    # takes any string. The Node's labels start at line 3: 'metadata: {name: n1, labels: {' is
+    # 30 characters, so the first key is at column 31 and, after 'team: ', its value at 37
+    ('{"t\u00ebam": a}', "FILE:3:31: Node/n1: metadata.labels: 't\u00ebam' is not a valid label key"),
+    ('{example.com/: a}', "FILE:3:31: Node/n1: metadata.labels: 'example.com/' is not a valid label key"),
+    ('{"Bad_Prefix/x": a}', "FILE:3:31: Node/n1: metadata.labels: 'Bad_Prefix/x' is not a valid label key"),
+    ('{team: "\u00e4"}', "FILE:3:37: Node/n1: metadata.labels.team: '\u00e4' is not a valid label value"),
+    ('{team: -a}', "FILE:3:37: Node/n1: metadata.labels.team: '-a' is not a valid label value"),
+])
+def test_label_keys_and_values_follow_the_api_servers_rules(tmp_path, labels, expected):
+    text = ("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: " + labels + "}\n"
+            "status: {allocatable: {cpu: '1'}}\n")
+    assert _error(tmp_path, text).startswith(expected)
+
+
+def test_valid_labels_pass(tmp_path):
+    # a prefixed key, an empty value, '_' and '.' inside: all valid
+    p = tmp_path / "s.yaml"
+    p.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {nvidia.com/gpu.product: "
+                 "NVIDIA-H100_80GB.v1, empty: ''}}\nstatus: {allocatable: {cpu: '1', memory: 1Gi}}\n")
+    assert [n.name for n in load_scenario(p).nodes] == ["n1"]

@@ -102,3 +102,39 @@ def test_kueue_preempts_a_drained_gang_waiting_for_placement_whole():
         ("b", 60.0, Outcome.ADMITTED), ("g", 80.0, Outcome.ADMITTED)]
     assert (r["b"].start_time, r["b"].end_time) == (70.0, 80.0)
     assert (r["g-launcher"].end_time, r["g-workers"].end_time) == (180.0, 180.0)
+
+
+def _graceful_gang(worker_grace: float, worker_duration: float = 1000.0):
+    # g: a launcher (no GPU, no grace period) and workers (8 GPUs, terminationGracePeriodSeconds
+    # on the workers only, as a JobSet whose workers' template sets it); b (priority 10, 8 GPUs)
+    # arrives at 100 and Kueue preempts g (LowerPriority)
+    role = lambda i, n: GangRole("g", n, i, 2)  # noqa: E731
+    plugin = KueueAdmissionPlugin(controller([gpu_cq("a", ("a100", 8), cohort=None,
+                                                     preemption=Preemption(PreemptionPolicy.LOWER_PRIORITY))]))
+    jobs = [_job("g-launcher", 0, 1000, gpus=0, role=role(0, "launcher")),
+            Job("g-workers", 0, worker_duration, gpus_per_worker=8, gpu_milli=1000, role=role(1, "workers"),
+                extras={**EXTRAS, "termination_grace_s": worker_grace}),
+            _job("b", 100, 10, priority=10)]
+    sim = Simulation(NODES[:1], jobs, plugins=[plugin])
+    return sim.run().records, plugin
+
+
+def test_a_gangs_quota_and_gpus_wait_for_the_grace_period_of_any_of_its_roles():
+    # the workers keep their GPUs for their 300 s grace period (Kubernetes docs, "Pod
+    # Lifecycle", termination of Pods) and Kueue releases the Workload's quota when its pods
+    # are gone: b stays Preempting 100..400, is admitted and starts at 400, runs 400..410.
+    # Before: the launcher, evicted first with no grace period, decided for the whole gang:
+    # GPUs and quota came back at 100.
+    r, plugin = _graceful_gang(300.0)
+    assert [(d.workload, d.time, d.outcome) for d in plugin.decisions
+            if d.outcome in (Outcome.ADMITTED, Outcome.EVICTED)][:3] == [
+        ("g", 0.0, Outcome.ADMITTED), ("g", 100.0, Outcome.EVICTED), ("b", 400.0, Outcome.ADMITTED)]
+    assert (r["b"].start_time, r["b"].end_time) == (400.0, 410.0)
+
+
+def test_a_role_ending_inside_its_grace_period_frees_gpus_and_quota_at_its_natural_end():
+    # the workers would have ended at 150 (duration 150), before 100 + 300: their containers
+    # exit then, so b is admitted and starts at 150
+    r, plugin = _graceful_gang(300.0, worker_duration=150.0)
+    assert ("b", 150.0, Outcome.ADMITTED) in [(d.workload, d.time, d.outcome) for d in plugin.decisions]
+    assert (r["b"].start_time, r["b"].end_time) == (150.0, 160.0)

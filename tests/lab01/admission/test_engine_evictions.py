@@ -138,3 +138,18 @@ def test_a_role_ending_inside_its_grace_period_frees_gpus_and_quota_at_its_natur
     r, plugin = _graceful_gang(300.0, worker_duration=150.0)
     assert ("b", 150.0, Outcome.ADMITTED) in [(d.workload, d.time, d.outcome) for d in plugin.decisions]
     assert (r["b"].start_time, r["b"].end_time) == (150.0, 160.0)
+
+
+def test_a_job_ending_inside_its_grace_period_gives_its_quota_back_then():
+    # a (grace 300 s) would end at 150: evicted at 100, its container exits at 150, freeing
+    # GPUs and quota; b is admitted at 150 (it stayed Preempting until 400 before), runs
+    # 150..160; a is admitted again at 160 and reruns 160..310
+    plugin = KueueAdmissionPlugin(controller([gpu_cq("a", ("a100", 8), cohort=None,
+                                                     preemption=Preemption(PreemptionPolicy.LOWER_PRIORITY))]))
+    a = Job("a", 0, 150, gpus_per_worker=8, gpu_milli=1000, extras={**EXTRAS, "termination_grace_s": 300.0})
+    sim = Simulation(NODES[:1], [a, _job("b", 100, 10, priority=10)], plugins=[plugin])
+    r = sim.run().records
+    assert [(d.workload, d.time, d.outcome) for d in plugin.decisions if d.outcome is not Outcome.PENDING] == [
+        ("a", 0.0, Outcome.ADMITTED), ("a", 100.0, Outcome.EVICTED), ("b", 100.0, Outcome.PREEMPTING),
+        ("b", 150.0, Outcome.ADMITTED), ("a", 160.0, Outcome.ADMITTED)]
+    assert (r["b"].start_time, r["a"].end_time) == (150.0, 310.0)

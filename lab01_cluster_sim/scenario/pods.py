@@ -9,6 +9,7 @@ A pod's request is the sum over its containers, or the largest init container if
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +35,7 @@ def _last_with(data: dict, metas: tuple[tuple, ...], key: str) -> tuple:
     return metas[0]
 
 
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 MAX_IMAGE_GIB = 1024
 """Largest ``lab01.course/image-gib`` read (1 TiB; a container image is rarely above tens of GiB)."""
 
@@ -295,8 +297,20 @@ class PodKinds:
     def _pod_requests(self, doc: Document, pod_path: tuple, pod: dict) -> dict[str, int]:
         total: dict[str, int] = {}
         init_max: dict[str, int] = {}
+        names: set[str] = set()
         for group, agg in (("containers", "sum"), ("initContainers", "max")):
             for ci, c in enumerate(pod.get(group, [])):
+                # the API server's rules (kubernetes pkg/apis/core/validation/validation.go,
+                # validateContainerCommon): a DNS-1123 label, unique among the pod's containers
+                cname = c.get("name")
+                if not isinstance(cname, str) or not _DNS1123_LABEL.fullmatch(cname) or len(cname) > 63:
+                    raise error_at(doc, pod_path + (group, ci, "name"), f"{cname!r} is not a valid container name: a "
+                                   "DNS-1123 label (at most 63 lower-case letters, digits and '-', starting and ending "
+                                   "with a letter or digit)")
+                if cname in names:
+                    raise error_at(doc, pod_path + (group, ci, "name"), f"Duplicate value {cname!r} (container names "
+                                   "are unique among a pod's containers and init containers)")
+                names.add(cname)
                 res = c.get("resources", {})
                 check_extended(doc, pod_path + (group, ci, "resources"), res)
                 req = dict(res.get("limits", {}))

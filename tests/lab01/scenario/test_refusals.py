@@ -456,3 +456,19 @@ def test_valid_labels_pass(tmp_path):
     p.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {nvidia.com/gpu.product: "
                  "NVIDIA-H100_80GB.v1, empty: ''}}\nstatus: {allocatable: {cpu: '1', memory: 1Gi}}\n")
     assert [n.name for n in load_scenario(p).nodes] == ["n1"]
+
+
+@pytest.mark.parametrize("containers,expected", [
+    # validateContainerCommon (kubernetes pkg/apis/core/validation): a DNS-1123 label, unique
+    # among containers and init containers; the OpenAPI schema takes any string. The Pod's spec
+    # is on line 9: 'spec: {containers: [{name: ' is 27 characters; in the second,
+    # 'spec: {containers: [{name: c, image: x}], initContainers: [{name: ' is 7 + 13 + 19 + 3 + 17 + 7 = 66
+    ("{containers: [{name: C_1, image: x}]}",
+     "FILE:9:28: Pod/p0: spec.containers[0].name: 'C_1' is not a valid container name"),
+    ("{containers: [{name: c, image: x}], initContainers: [{name: c, image: x}]}",
+     "FILE:9:67: Pod/p0: spec.initContainers[0].name: Duplicate value 'c'"),
+])
+def test_container_names_follow_the_api_servers_rules(tmp_path, containers, expected):
+    text = NODE + ("apiVersion: v1\nkind: Pod\nmetadata: {name: p0, annotations: {lab01.course/duration: '1'}}\n"
+                   f"spec: {containers}\n")
+    assert _error(tmp_path, text).startswith(expected)

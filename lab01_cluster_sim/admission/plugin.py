@@ -58,7 +58,7 @@ from lab01_cluster_sim.admission.api import PodSet, Workload
 from lab01_cluster_sim.admission.backoff import WaitForPodsReady
 from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
-from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds, termination_grace
+from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds
 
 @dataclass(frozen=True)
 class QuotaSeries:

@@ -247,6 +247,15 @@ eviction, drain, consolidation), s; the scenario reader fills it from a pod's
 ``terminationGracePeriodSeconds``. Absent: 0, resources are freed at once."""
 
 
+BACKOFF_LIMIT = "backoff_limit"
+"""``Job.extras`` key: the owning batch Job's ``spec.backoffLimit`` (the scenario reader fills
+it for a Job or a JobSet's replicated job, 6 when not given, the API server's default); the
+job fails once more of its pods than that were evicted by anything but Kueue (a preemption, a
+drain, a NoExecute taint, a consolidation), since such disruptions count as pod failures
+(Kubernetes docs, "Jobs", "Pod failure policy"; ``pkg/controller/job/job_controller.go``).
+Absent: no limit (a job not owned by a Job, e.g. a trace's pod)."""
+
+
 def termination_grace(job: Job) -> float:
     """``job.extras[TERMINATION_GRACE]``, s (0 when absent)."""
     return float(job.extras.get(TERMINATION_GRACE, 0.0))

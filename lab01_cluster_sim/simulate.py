@@ -59,7 +59,8 @@ from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolva
 from lab01_cluster_sim.framework.queue import QueueDiscipline
 from lab01_cluster_sim.framework.roles import gangs_of
 from lab01_cluster_sim.framework.status import UNSCHEDULABLE_AND_UNRESOLVABLE, DeadlockReport
-from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
+from lab01_cluster_sim.model import (BACKOFF_LIMIT, MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds,
+                                     termination_grace)
 from lab01_cluster_sim.registry import get_discipline, policy_for_jobs
 from lab01_cluster_sim.scheduler import MODES, Scheduler
 
@@ -598,6 +599,9 @@ class Simulation:
         eviction, Kueue's); any other eviction (preemption, drain, consolidation, a NoExecute
         taint) keeps the job admitted and requeues it for placement, as Kueue keeps a
         Workload's quota while the Job controller recreates its evicted pods.
+        A job owned by a batch Job (``job.extras[BACKOFF_LIMIT]``,
+        :data:`~lab01_cluster_sim.model.BACKOFF_LIMIT`) counts each such requeued eviction as
+        one failed pod; past its ``backoffLimit`` it is not requeued (the Job failed).
         ``lost_work`` grows by the run time that bought nothing kept; ``lost_gpu_s`` by the
         progress thrown away (since the last checkpoint) x the job's GPUs. A migration counts
         in ``rec.migrations`` instead of ``rec.preemptions``.
@@ -648,6 +652,14 @@ class Simulation:
         rec.overhead_left = overhead
         self.scheduler.notify("on_evict", rec, lost)
         self.mark_rerate(affected)
+        limit = rec.job.extras.get(BACKOFF_LIMIT)
+        if requeue and not readmit and not migration and limit is not None:
+            # a disruption counts as a failed pod of the owning Job (one per eviction here)
+            failures = rec.extras["pod_failures"] = rec.extras.get("pod_failures", 0) + 1
+            if failures > limit:
+                requeue = False
+                reason = (f"{reason}; the Job failed: BackoffLimitExceeded ({failures} evictions, each a failed pod, "
+                          f"above its backoffLimit {limit})")
         if requeue:
             if readmit:
                 self._admitted.pop(rec.job_id, None)

@@ -401,14 +401,23 @@ class KueueAdmissionPlugin:
             self._sample_usage(self._now())
 
     def on_reject(self, record: JobRecord) -> None:
-        """A job the engine rejected before it reached admission (no node can ever host one
-        of its pods): recorded as a REJECTED decision in its ClusterQueue, so admission.csv
+        """An admitted job that ends without completing (evicted and not requeued: its Job
+        failed past its backoffLimit) finishes its workload, releasing its quota, as Kueue
+        finishes the Workload of a failed Job. A job the engine rejected before it reached
+        admission (no node can ever host one of its pods) is recorded as a REJECTED decision in its ClusterQueue, so admission.csv
         has its row and the ClusterQueue counts it. Deviation: Kueue never looks at nodes and
         would keep the workload pending ("couldn't assign flavors ..." only when quota is
         short); the simulator's engine rejects any job no node can host, Kueue or not."""
         name = _workload_name(record)
-        if name in self.controller.workloads:
-            return      # rejected by admission itself, or evicted and not requeued: already recorded
+        status = self.controller.workloads.get(name)
+        if status is not None and status.state in (State.ADMITTED, State.EVICTING):
+            # evicted and not requeued (its Job failed): the Workload is finished, quota released
+            self._ready_deadline.pop(name, None)
+            self.controller.finish(name, self._now())
+            self._sample_usage(self._now())
+            return
+        if status is not None:
+            return      # rejected by admission itself: already recorded
         reason = (f"rejected before admission: {record.reason} (Kueue itself would keep it pending; the "
                   "simulator rejects a job no node can ever host)")
         if record.job.role is None:

@@ -195,14 +195,17 @@ JOB_SPEC: dict[str, Any] = {
     **_under("template.metadata", {**METADATA, "creationTimestamp": Inert(
         "a pod template's creation time is never set; the Job's own orders the queue")}),
     **_under("template.spec", POD_SPEC),
-    **{f: Inert("simulated pods never fail, so failure and retention policies never act") for f in (
-        "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "podFailurePolicy", "ttlSecondsAfterFinished")},
+    "backoffLimit": MODELLED,
+    "ttlSecondsAfterFinished": Inert("deleting a finished Job decides nothing the simulator models"),
     **{f: Inert(_NO_DECISION) for f in ("completionMode", "selector", "manualSelector")},
 }
 """A batch Job's ``spec``: ``parallelism`` (workers), ``completions`` (below parallelism, that
 many workers, as the Job controller runs and Kueue counts; above it the reader refuses waves), ``suspend`` (Kueue resumes the Jobs it admits; true
 on a Job Kueue does not manage is refused),
-the pod template. Refused: ``activeDeadlineSeconds``, ``successPolicy``, ``managedBy``."""
+the pod template, ``backoffLimit`` (an eviction other than Kueue's counts as a failed pod; past
+the limit the Job fails, :data:`~lab01_cluster_sim.model.BACKOFF_LIMIT`). Refused:
+``activeDeadlineSeconds``, ``successPolicy``, ``managedBy``, ``podFailurePolicy``,
+``backoffLimitPerIndex``, ``maxFailedIndexes`` (they change which failures count)."""
 
 NODE: dict[str, Any] = {
     **_under("metadata", _OTHER_METADATA),
@@ -220,6 +223,10 @@ allocatable (else capacity) resources. Refused: ``spec.taints[].timeAdded`` (tai
 ``status.images`` (kube-scheduler's ImageLocality score is not modelled)."""
 
 REFUSED.update({
+    "spec.podFailurePolicy": "a pod failure policy is not modelled (every eviction other than Kueue's counts toward "
+                             "backoffLimit, as without one)",
+    "spec.backoffLimitPerIndex": "a backoff limit per index is not modelled (give backoffLimit)",
+    "spec.maxFailedIndexes": "a backoff limit per index is not modelled (give backoffLimit)",
     "spec.taints[].timeAdded": "taints are static in a run, there from the start",
     "status.images": "kube-scheduler's ImageLocality score is not modelled",
     "spec.activeDeadlineSeconds": "a pod or Job killed at a deadline is not modelled",
@@ -248,9 +255,11 @@ _CHILD_NAMES = Inert("the JobSet controller names its child Jobs <JobSet>-<repli
                      "namespace")
 _JOBSET_TEMPLATE_META = {**{k: v for k, v in METADATA.items() if k in EMBEDDED_METADATA},
                          "name": _CHILD_NAMES, "namespace": _CHILD_NAMES}
-_NEVER_FAILS = ("simulated pods never fail, so a JobSet's failure policy (restarts after a child Job fails) never "
-                "acts; an eviction by Kueue suspends and restarts the whole JobSet, as the engine restarts all its "
-                "roles")
+def _no_restarts(value: Any, obj: dict) -> str | None:
+    if not value:
+        return None
+    return (f"maxRestarts {value!r}: restarting a JobSet after a child Job fails is not modelled (modelled: 0, the "
+            "default: a role whose Job fails past its backoffLimit fails the whole JobSet)")
 
 JOBSET: dict[str, Any] = {
     "replicatedJobs[].name": MODELLED,
@@ -266,7 +275,8 @@ JOBSET: dict[str, Any] = {
                                                               "all-or-nothing"),
     "successPolicy": Partly(_success_policy),
     "managedBy": _values(("jobset.sigs.k8s.io/jobset-controller",), "; another manager (MultiKueue) is not modelled"),
-    **{f"failurePolicy.{f}": Inert(_NEVER_FAILS) for f in ("maxRestarts", "restartStrategy", "rules")},
+    "failurePolicy.maxRestarts": Partly(_no_restarts),
+    "failurePolicy.restartStrategy": Inert("how a JobSet restarts; with maxRestarts 0 it never does"),
     **{f"network.{f}": Inert("pod DNS names and a headless Service; no scheduling or admission decision reads them")
        for f in ("enableDNSHostnames", "subdomain", "publishNotReadyAddresses")},
     **{f"coordinator.{f}": Inert("an annotation naming the coordinator pod's DNS name; no scheduling or admission "
@@ -279,7 +289,7 @@ names and replicas; each template follows the batch Job's rules (:data:`JOB_SPEC
 which the JobSet controller overrides. ``suspend`` as a Job's (Kueue resumes the JobSets it
 admits); ``startupPolicy`` only ``AnyOrder`` (JobSet's default); ``successPolicy`` only the
 default (All, every replicated job); ``managedBy`` only JobSet's own controller;
-``failurePolicy`` inert (simulated pods never fail); ``network``, ``coordinator``,
+``failurePolicy.maxRestarts`` 0 only (a failed role fails the JobSet) and its ``rules`` refused; ``network``, ``coordinator``,
 ``ttlSecondsAfterFinished`` and ``groupName`` inert (names and clean-up). Refused:
 ``replicatedJobs[].dependsOn`` (roles started in sequence), ``volumeClaimPolicies`` (volumes),
 ``status``."""
@@ -288,6 +298,8 @@ JOBSET_REFUSED: dict[str, str] = {
     "spec.replicatedJobs[].dependsOn": "the engine starts a JobSet's roles together, not one after another is Ready "
                                        "or Complete",
     "spec.volumeClaimPolicies": "persistent volume claims (kube-scheduler's VolumeBinding) are not modelled",
+    "spec.failurePolicy.rules": "failure policy rules are not modelled (a role whose Job fails past its "
+                                "backoffLimit fails the JobSet, the default)",
 }
 """Refusals with a reason of the JobSet's own fields; its templates' use :data:`REFUSED` as a
 batch Job's do."""

@@ -16,7 +16,7 @@ from typing import Any
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MAX_COUNT, MAX_ROLES, MILLI_PER_GPU, GangRole, Job
+from lab01_cluster_sim.model import BACKOFF_LIMIT, MAX_COUNT, MAX_ROLES, MILLI_PER_GPU, TERMINATION_GRACE, GangRole, Job
 from lab01_cluster_sim.scenario.fields import (COURSE_KEYS, DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
                                                IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
                                                POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
@@ -228,14 +228,15 @@ class PodKinds:
                 raise error_at(doc, ("metadata", "labels", WPC_LABEL), f"WorkloadPriorityClass {wpc!r} is not defined")
             priority = self.sc.kueue.priority_classes[wpc]
         extras: dict[str, Any] = {"namespace": ns, "kind": kind}
+        if kind != "Pod":   # the API server's default backoffLimit is 6
+            limit = (get_field(d, base + ("spec",)) or {}).get("backoffLimit")
+            extras[BACKOFF_LIMIT] = 6 if limit is None else int(limit)
         if extended:
             extras["extended_requests"] = extended
         if do_not_disrupt:
             extras["do_not_disrupt"] = True
         grace = pod.get("terminationGracePeriodSeconds")
         if grace is not None:   # Kubernetes' default 30 s is not applied: without it, freed at once
-            from lab01_cluster_sim.model import TERMINATION_GRACE
-
             if not 0 <= grace <= MAX_SECONDS:   # the schema allows any int64; bounded as the annotations are
                 raise error_at(doc, pod_path + ("terminationGracePeriodSeconds",),
                                f"expected 0 to {MAX_SECONDS:,.0f} s (about 31.7 years), got {grace}")

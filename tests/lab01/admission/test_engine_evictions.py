@@ -6,9 +6,9 @@ waitForPodsReady; ``pkg/controller/jobframework/reconciler.go``). Hand-computed.
 from __future__ import annotations
 
 from lab01_cluster_sim.admission.api import Preemption, PreemptionPolicy
-from lab01_cluster_sim.admission.controller import Outcome
+from lab01_cluster_sim.admission.controller import Outcome, State
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY, KueueAdmissionPlugin
-from lab01_cluster_sim.model import GangRole, Job, Node
+from lab01_cluster_sim.model import BACKOFF_LIMIT, GangRole, Job, JobState, Node
 from lab01_cluster_sim.simulate import Simulation
 
 from .helpers import controller, gpu_cq
@@ -153,3 +153,17 @@ def test_a_job_ending_inside_its_grace_period_gives_its_quota_back_then():
         ("a", 0.0, Outcome.ADMITTED), ("a", 100.0, Outcome.EVICTED), ("b", 100.0, Outcome.PREEMPTING),
         ("b", 150.0, Outcome.ADMITTED), ("a", 160.0, Outcome.ADMITTED)]
     assert (r["b"].start_time, r["a"].end_time) == (150.0, 310.0)
+
+
+def test_a_job_failing_past_its_backoff_limit_finishes_its_workload_and_frees_the_quota():
+    # a's Job has backoffLimit 0: the drain at 50 is its first failed pod, above the limit, so the
+    # Job fails (not requeued) and Kueue finishes its Workload: b is admitted at 50 (it waited for
+    # a's 8 GPUs of quota) and runs 50..60 (Kubernetes docs, "Jobs", "Pod backoff failure policy")
+    a = Job("a", 0, 100, gpus_per_worker=8, gpu_milli=1000, extras={**EXTRAS, BACKOFF_LIMIT: 0})
+    sim, plugin = _sim([a, _job("b", 1, 10)])
+    sim.run(until=50)
+    sim.drain(0, "maintenance")
+    r = sim.run().records
+    assert r["a"].state is JobState.REJECTED and "BackoffLimitExceeded" in r["a"].reason
+    assert plugin.controller.workloads["a"].state is State.FINISHED
+    assert (r["b"].start_time, r["b"].end_time) == (50.0, 60.0)

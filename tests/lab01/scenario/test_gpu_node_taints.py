@@ -55,24 +55,46 @@ def test_taints_added_at_run_time_are_refused_by_name(tmp_path, capsys):
 
 
 def test_no_execute_toleration_seconds_evict_and_zero_is_refused(tmp_path, capsys):
-    # a node tainted maintenance=soon:NoExecute; the pod tolerates it for 300 s: bound at 0,
-    # evicted at 300 (the taint eviction controller), bound again at once (the only node),
-    # evicted at 600, bound again; its 600 s of work never fit in 300 s. The run stops at
-    # until=900 before the third eviction: running, 2 preemptions.
+    # a node tainted maintenance=soon:NoExecute; the pod tolerates it for 300 s: bound at 0 and
+    # evicted at 300 by the taint eviction controller. A bare Pod is then gone for good: nothing
+    # recreates it (Kubernetes docs, "Taints and Tolerations", taint based evictions).
     node = ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec:\n  taints: [{key: maintenance, value: soon, "
             "effect: NoExecute}]\nstatus: {allocatable: {cpu: '8', memory: 8Gi}}\n---\n")
     pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, annotations: {lab01.course/duration: '600'}}\nspec:\n"
            "  tolerations: [{key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: SECONDS}]\n"
            "  containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]\n---\n")
     scenario = ("apiVersion: lab01.course/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
-                "spec: {description: d, simulation: {until: 900}}\n")
+                "spec: {description: d}\n")
     path = tmp_path / "s.yaml"
     path.write_text(node + pod.replace("SECONDS", "300") + scenario)
     assert main(["run", str(path), "--output", str(tmp_path / "out"), "--quiet"]) == 0
     capsys.readouterr()
     row = _jobs(tmp_path / "out")["p"]
-    assert (row["state"], row["start"], row["preemptions"]) == ("running", "0.0", "2")
+    assert (row["state"], row["start"], row["preemptions"]) == ("rejected", "0.0", "1")
+    assert row["reason"].startswith("evicted and not requeued: evicted by the taint eviction controller after 300s")
     path.write_text(node + pod.replace("SECONDS", "0") + scenario)
     assert main(["run", str(path), "--output", str(tmp_path / "out2"), "--quiet"]) != 0
     err = capsys.readouterr().err
     assert "s.yaml:12:92: Pod/p: tolerationSeconds <= 0 is not modelled (the pod would be evicted" in err
+
+
+def test_a_jobs_pod_evicted_by_a_no_execute_taint_is_recreated_until_its_backoff_limit(tmp_path, capsys):
+    # the same node; a Job (backoffLimit 1) whose pod tolerates the taint for 300 s and needs
+    # 600 s: bound at 0, evicted at 300 (1 failed pod <= 1: recreated, bound again at once),
+    # evicted at 600 (2 failed pods > 1): the Job fails, BackoffLimitExceeded (Kubernetes docs,
+    # "Jobs", "Pod backoff failure policy"; disruptions count as failures, "Pod failure
+    # policy"). The run ends on its own (it used to loop forever without an `until`).
+    node = ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec:\n  taints: [{key: maintenance, value: soon, "
+            "effect: NoExecute}]\nstatus: {allocatable: {cpu: '8', memory: 8Gi}}\n---\n")
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, annotations: {lab01.course/duration: '600'}}\n"
+           "spec:\n  backoffLimit: 1\n  template:\n    spec:\n      restartPolicy: Never\n"
+           "      tolerations: [{key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: 300}]\n"
+           "      containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]\n---\n")
+    scenario = "apiVersion: lab01.course/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec: {description: d}\n"
+    path = tmp_path / "s.yaml"
+    path.write_text(node + job + scenario)
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    capsys.readouterr()
+    row = _jobs(tmp_path / "out")["j"]
+    assert (row["state"], row["start"], row["preemptions"]) == ("rejected", "0.0", "2")
+    assert "BackoffLimitExceeded (2 evictions, each a failed pod, above its backoffLimit 1)" in row["reason"]

@@ -320,7 +320,7 @@ def test_inert_jobset_fields_are_accepted_without_a_refusal(tmp_path):
     text = JOBSET.replace("  - name: workers\n", "  - name: workers\n    groupName: trainers\n").replace(
         "    template:\n      spec:\n", "    template:\n      spec:\n        completionMode: Indexed\n"
         "        completions: 1\n", 1) + (
-        "  failurePolicy: {maxRestarts: 3, restartStrategy: Recreate}\n"
+        "  failurePolicy: {maxRestarts: 0, restartStrategy: Recreate}\n"
         "  network: {enableDNSHostnames: true, subdomain: train}\n"
         "  coordinator: {replicatedJob: launcher}\n"
         "  ttlSecondsAfterFinished: 60\n"
@@ -398,3 +398,14 @@ def test_check_counts_the_roles_of_a_gang(capsys):
     # finetune, etl and the JobSet's two roles (launcher, workers)
     assert ("4 jobs on 3 nodes (2 of them the roles of 1 multi-role gang, each placed all-or-nothing)"
             in capsys.readouterr().out)
+
+
+def test_a_jobset_failure_policy_that_restarts_is_refused(tmp_path):
+    # JobSet's failurePolicy (jobset_types.go v0.11.1): maxRestarts 0, the default, is what the
+    # engine does (a role whose Job fails fails the JobSet); restarts and rules are not modelled
+    sc = _load(tmp_path, JOBSET + "  failurePolicy: {maxRestarts: 2, rules: [{name: r, action: FailJobSet}]}\n")
+    assert sorted(line.split(": ", 2)[2] for line in sc.unsupported) == [
+        "spec.failurePolicy.maxRestarts: maxRestarts 2: restarting a JobSet after a child Job fails is not modelled "
+        "(modelled: 0, the default: a role whose Job fails past its backoffLimit fails the whole JobSet)",
+        "spec.failurePolicy.rules is not modelled (failure policy rules are not modelled (a role whose Job fails past "
+        "its backoffLimit fails the JobSet, the default))"]

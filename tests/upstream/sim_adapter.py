@@ -18,14 +18,15 @@ import atexit
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from lab01_cluster_sim.admission.controller import AdmissionController, WorkloadStatus
-from lab01_cluster_sim.admission.flavors import Mode
+from lab01_cluster_sim.admission.flavors import Granular, Mode
 from lab01_cluster_sim.admission.plugin import workload_of
-from lab01_cluster_sim.admission.preemption import Admitted
+from lab01_cluster_sim.admission.preemption import Admitted, Preemptor
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.plugin import Autoscaler
 from lab01_cluster_sim.autoscaler.requirements import incompatibility, unadvertised
@@ -149,9 +150,10 @@ def sim_kueue(case: dict) -> dict:
         usage = {(f, r): v for f, r, v in adm["usage"]}
         ctl.tree.add_usage(adm["clusterQueue"], usage)
         ctl._admitted[wl.name] = Admitted(wl, adm["clusterQueue"], usage, adm["time"])
-    head = workload_of(jobs[case["head"]])
+    head = workload_of(jobs[case["head"]]) if not case.get("headPodSets") else _joined(jobs, case["headPodSets"])
     status = WorkloadStatus(head, case["clusterQueue"])
-    entry = ctl._nominate(status, _preemptor(ctl))
+    preemptor = _preemptor(ctl)
+    entry = ctl._nominate(status, preemptor)
     a = entry.assignment
     pod_sets = []
     for ps in a.pod_sets:
@@ -160,7 +162,17 @@ def sim_kueue(case: dict) -> dict:
                          "mode": MODE_NAMES[ps.mode], "message": ps.message()})
     return {"mode": MODE_NAMES[a.mode], "borrowing": a.borrow, "podSets": pod_sets, "message": a.message(),
             "targets": sorted(t.admitted.name for t in entry.targets),
-            "targetReasons": [t.reason for t in sorted(entry.targets, key=lambda t: t.admitted.name)]}
+            "targetReasons": [t.reason for t in sorted(entry.targets, key=lambda t: t.admitted.name)],
+            "noCandidatesSeen": preemptor.no_candidates_seen}
+
+
+def _joined(jobs: dict, pod_sets: dict[str, str]):
+    """One workload named ``head`` whose pod sets are those of the given Jobs (pod set name ->
+    Job name), each Job read by the loader as a one-pod-set workload: the simulator's
+    :class:`~lab01_cluster_sim.admission.api.Workload` of a JobSet-like head."""
+    parts = [workload_of(jobs[job]) for job in pod_sets.values()]
+    sets = tuple(replace(w.pod_sets[0], name=name) for name, w in zip(pod_sets, parts))
+    return replace(parts[0], name="head", pod_sets=sets)
 
 
 def over_admitted(case: dict) -> bool:
@@ -176,10 +188,22 @@ def over_admitted(case: dict) -> bool:
     return any(available(tree.node(cq.name), fr) < 0 for cq in sc.kueue.cluster_queues for fr in cq.quotas())
 
 
-def _preemptor(ctl: AdmissionController):
-    from lab01_cluster_sim.admission.preemption import Preemptor
+class _RecordingPreemptor(Preemptor):
+    """The simulator's preemptor, noting whether any flavor's preemption simulation found no
+    candidates (the cases where Kueue v0.17.0 and main rank flavors differently under
+    ``preference: PreemptionOverBorrowing``, kubernetes-sigs/kueue #13616)."""
 
-    return Preemptor(ctl.tree, ctl.cluster_queues, ctl._admitted, ctl.fair_sharing, ctl.strategies)
+    no_candidates_seen = False
+
+    def simulate(self, *args, **kwargs):
+        out = super().simulate(*args, **kwargs)
+        if out[0] is Granular.NO_CANDIDATES:
+            self.no_candidates_seen = True
+        return out
+
+
+def _preemptor(ctl: AdmissionController) -> _RecordingPreemptor:
+    return _RecordingPreemptor(ctl.tree, ctl.cluster_queues, ctl._admitted, ctl.fair_sharing, ctl.strategies)
 
 
 # -- Karpenter ------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab01_cluster_sim.admission.controller import AdmissionController, WorkloadStatus
+from lab01_cluster_sim.admission.controller import AdmissionController, Outcome, State, WorkloadStatus
 from lab01_cluster_sim.admission.flavors import Granular, Mode
 from lab01_cluster_sim.admission.plugin import workload_of
 from lab01_cluster_sim.admission.preemption import Admitted, Preemptor
@@ -166,13 +166,51 @@ def sim_kueue(case: dict) -> dict:
             "noCandidatesSeen": preemptor.no_candidates_seen}
 
 
-def _joined(jobs: dict, pod_sets: dict[str, str]):
-    """One workload named ``head`` whose pod sets are those of the given Jobs (pod set name ->
+def sim_kueue_cycle(case: dict) -> dict:
+    """One admission cycle of the simulator's controller
+    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController.cycle`) over the case's
+    pending workloads, submitted in input order at the oracle's clock, with the admitted
+    workloads in place. Same shape as the oracle's answer: per pending workload its outcome
+    (``Admitted`` with flavors and counts per pod set, ``Pending`` with Kueue's message, or ""
+    when it was not a head), and the evicted workloads with their preemptor and Kueue's
+    human-readable reason."""
+    from upstream.strategies import NOW
+
+    sc = load(case["objects"])
+    ctl: AdmissionController = sc.kueue.controller()
+    jobs = {j.job_id: j for j in sc.jobs}
+    for adm in case["admittedAt"]:
+        wl = workload_of(jobs[adm["name"]])
+        usage = {(f, r): v for f, r, v in adm["usage"]}
+        ctl.tree.add_usage(adm["clusterQueue"], usage)
+        ctl._admitted[wl.name] = Admitted(wl, adm["clusterQueue"], usage, adm["time"])
+        ctl.workloads[wl.name] = WorkloadStatus(wl, adm["clusterQueue"], state=State.ADMITTED, admitted_at=adm["time"],
+                                                usage=usage)
+    for name, pod_sets in case["pendingJobs"].items():
+        ctl.submit(replace(_joined(jobs, pod_sets, name), creation_time=NOW), NOW)
+    out = {w["metadata"]["name"]: {"name": w["metadata"]["name"], "outcome": "", "flavors": None, "counts": None,
+                                   "message": ""} for w in case["go"]["pending"]}
+    evicted = []
+    for d in ctl.cycle(NOW):
+        if d.outcome is Outcome.EVICTED:
+            human = d.reason.split(" due to ", 1)[-1]
+            evicted.append({"name": d.workload, "preemptor": d.preemptor, "reason": human})
+        elif d.outcome is Outcome.ADMITTED:
+            out[d.workload].update(outcome="Admitted", flavors={p: dict(f) for p, f in d.flavors.items()},
+                                   counts=dict(d.counts))
+        else:
+            out[d.workload].update(outcome="Pending", message=d.reason)
+    return {"workloads": list(out.values()), "evicted": sorted(evicted, key=lambda e: e["name"])}
+
+
+def _joined(jobs: dict, pod_sets: dict[str, str], name: str = "head"):
+    """One workload named ``name`` whose pod sets are those of the given Jobs (pod set name ->
     Job name), each Job read by the loader as a one-pod-set workload: the simulator's
-    :class:`~lab01_cluster_sim.admission.api.Workload` of a JobSet-like head."""
+    :class:`~lab01_cluster_sim.admission.api.Workload` of a JobSet-like workload (its
+    priority, creationTimestamp and input position are the first Job's)."""
     parts = [workload_of(jobs[job]) for job in pod_sets.values()]
     sets = tuple(replace(w.pod_sets[0], name=name) for name, w in zip(pod_sets, parts))
-    return replace(parts[0], name="head", pod_sets=sets)
+    return replace(parts[0], name=name, pod_sets=sets)
 
 
 def over_admitted(case: dict) -> bool:

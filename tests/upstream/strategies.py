@@ -404,6 +404,126 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
             "headPodSets": head_jobs if pod_sets else None, "clusterQueue": cqs[i]["metadata"]["name"]}
 
 
+@st.composite
+def kueue_cycle_case(draw) -> dict:
+    """A :func:`kueue_case` (fair sharing or not, flavors with labels and taints) whose head is
+    the first of one to five pending workloads spread over the ClusterQueues, each with one
+    or two pod sets, a priority and a ``metadata.creationTimestamp``: what one Kueue
+    scheduling cycle takes the heads of. Within a ClusterQueue timestamps are often equal
+    (queue order then falls to the UID, which the generator gives in input order: the
+    simulator's input position stands for it); across ClusterQueues they always differ
+    (Kueue orders the heads of different queues with a sort that has no tie-break after the
+    timestamp, so equal ones would have no defined order).
+
+    ``pending``: the Workload objects in input order; ``pendingJobs``: workload name -> pod set
+    name -> Job name (the loader's objects)."""
+    case = draw(kueue_case(taints=draw(st.booleans()), pod_sets=True))
+    go = case["go"]
+    cqs = [c["metadata"]["name"] for c in go["clusterQueues"]]
+    head_cq = cqs.index(go["clusterQueue"])
+    head = go.pop("workload")
+    del go["clusterQueue"]
+    covered = go["clusterQueues"][0]["spec"]["resourceGroups"][0]["coveredResources"]
+
+    def stamp(cq_index: int, step: int) -> float:
+        return NOW - 10 * step - cq_index
+
+    pending = [head]
+    jobs = {"head": dict(case["headPodSets"] or {"main": "head"})}
+    _stamp(head, [o for o in case["objects"] if o["kind"] == "Job" and o["metadata"]["name"] in jobs["head"].values()],
+           stamp(head_cq, 0))
+    for k in range(1, draw(st.integers(1, 5))):
+        name = f"w{k}"
+        i = head_cq if draw(st.booleans()) else draw(st.integers(0, len(cqs) - 1))
+        prio = draw(st.sampled_from([head["spec"]["priority"], 0, 1, 2, 3]))
+        names = draw(st.sampled_from([["main"], ["main"], ["launcher", "worker"]]))
+        sets = [_pod_set(n, draw(st.integers(1, 2)), _requests(draw, covered)) for n in names]
+        jobs[name] = {}
+        objs = []
+        for ps in sets:
+            job_name = name if names == ["main"] else f"{name}-{ps['name']}"
+            jobs[name][ps["name"]] = job_name
+            objs.append(_job(job_name, f"lq-{i}", ps["count"], ps["requests"], prio))
+        wl = _workload(name, f"lq-{i}", 0, {}, prio, NOW, None, None, pod_sets=sets)
+        _stamp(wl, objs, stamp(i, draw(st.integers(0, 1))))
+        case["objects"].extend(objs)
+        pending.append(wl)
+    for pos, wl in enumerate(pending):   # UIDs in input order (Kueue's last queue-order tie-break)
+        wl["metadata"]["uid"] = f"p{pos:02d}-{wl['metadata']['name']}"
+    go["kind"] = "kueue-cycle"
+    go["pending"] = pending
+    go["localQueues"] = [o for o in case["objects"] if o["kind"] == "LocalQueue"]
+    case.update(pendingJobs=jobs, head=None, headPodSets=None, clusterQueue=None)
+    return case
+
+
+@st.composite
+def kueue_reservation_case(draw) -> dict:
+    """A cycle case shaped for ``reserveCapacityForUnreclaimablePreempt``: two ClusterQueues of
+    one cohort over one GPU flavor, cq-1 borrowing part of cq-0's nominal quota with admitted
+    workloads of random priority; cq-0's head asks for at most its nominal quota (so it needs
+    preemption when cq-1 borrows), cq-1's head asks for more. With ``reclaimWithinCohort``
+    Never (or LowerPriority without lower-priority candidates) cq-0's head finds no
+    candidates and Kueue keeps its quota from cq-1's head for the rest of the cycle; with
+    Any it does not. Same shape as :func:`kueue_cycle_case`."""
+    n0 = draw(st.integers(2, 8))
+    n1 = draw(st.integers(0, 3))
+    objects: list[dict] = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "f0"}, "spec": {}}]
+    cqs = []
+    for i, nominal in enumerate((n0, n1)):
+        q: dict = {"name": GPU, "nominalQuota": str(nominal)}
+        if i == 1 and draw(st.booleans()):
+            q["borrowingLimit"] = str(draw(st.integers(0, n0)))
+        reclaim = draw(st.sampled_from(["Never", "LowerPriority", "LowerPriority", "Any"]))
+        cqs.append({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"cq-{i}"},
+                    "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "f0", "resources": [q]}]}],
+                             "cohortName": "co-a", "namespaceSelector": {},
+                             "preemption": {"withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority"])),
+                                            "reclaimWithinCohort": reclaim},
+                             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}}})
+        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": f"lq-{i}", "namespace": "default"},
+                        "spec": {"clusterQueue": f"cq-{i}"}})
+    objects.extend(cqs)
+    for p in range(4):
+        objects.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p{p}"}, "value": p})
+    admitted, go_admitted = [], []
+    free = n0 + n1
+    for w in range(draw(st.integers(1, 4))):
+        i = 1 if w == 0 or draw(st.booleans()) else 0
+        gpus = draw(st.integers(1, 3))
+        if gpus > free:
+            break
+        free -= gpus
+        prio, t, name = draw(st.integers(0, 3)), NOW - draw(st.integers(1, 1000)), f"adm-{w}"
+        objects.append(_job(name, f"lq-{i}", 1, {GPU: gpus}, prio))
+        admitted.append({"name": name, "clusterQueue": f"cq-{i}", "usage": [("f0", GPU, gpus)], "time": t})
+        go_admitted.append(_workload(name, f"lq-{i}", 1, {GPU: gpus}, prio, t, f"cq-{i}", "f0"))
+    pending, jobs = [], {}
+    for k, i in enumerate((0, 1)):
+        name = f"w{k}"
+        gpus = draw(st.integers(1, n0)) if i == 0 else draw(st.integers(1, n0 + n1))
+        prio = draw(st.integers(0, 3))
+        job = _job(name, f"lq-{i}", 1, {GPU: gpus}, prio)
+        wl = _workload(name, f"lq-{i}", 1, {GPU: gpus}, prio, NOW, None, None)
+        _stamp(wl, [job], NOW - 10 * draw(st.integers(0, 1)) - i)
+        wl["metadata"]["uid"] = f"p{k:02d}-{name}"
+        objects.append(job)
+        pending.append(wl)
+        jobs[name] = {"main": name}
+    go = {"kind": "kueue-cycle", "now": _rfc3339(NOW), "fairSharing": None,
+          "resourceFlavors": [o for o in objects if o["kind"] == "ResourceFlavor"], "clusterQueues": cqs, "cohorts": [],
+          "admitted": go_admitted, "pending": pending,
+          "localQueues": [o for o in objects if o["kind"] == "LocalQueue"]}
+    return {"go": go, "objects": objects, "admittedAt": admitted, "pendingJobs": jobs}
+
+
+def _stamp(wl: dict, jobs: list[dict], t: float) -> None:
+    """Give a pending Workload and its Jobs the creationTimestamp ``t``."""
+    wl["metadata"]["creationTimestamp"] = _rfc3339(t)
+    for job in jobs:
+        job["metadata"]["creationTimestamp"] = _rfc3339(t)
+
+
 def _pod_set(name: str, count: int, req: dict, min_count: int | None = None, selector: dict | None = None,
              tolerations: list | None = None) -> dict:
     """One pod set of a generated workload (the generators' units, see :func:`_requests`)."""

@@ -136,12 +136,9 @@ def sim_taint_score(case: dict) -> list[int]:
 
 
 # -- Kueue ----------------------------------------------------------------------------------------
-def sim_kueue(case: dict) -> dict:
-    """The flavor assignment and preemption targets of the case's head workload, as the
-    simulator's admission layer computes them for one cycle
-    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController._nominate`), on a
-    controller holding the case's admitted workloads with their flavors and quota
-    reservation times. Same keys as the oracle's answer."""
+def _controller(case: dict) -> tuple[AdmissionController, dict]:
+    """(the case's admission controller holding its admitted workloads, with their usage and
+    quota reservation times; the loaded jobs by name)."""
     sc = load(case["objects"])
     ctl: AdmissionController = sc.kueue.controller()
     jobs = {j.job_id: j for j in sc.jobs}
@@ -150,6 +147,18 @@ def sim_kueue(case: dict) -> dict:
         usage = {(f, r): v for f, r, v in adm["usage"]}
         ctl.tree.add_usage(adm["clusterQueue"], usage)
         ctl._admitted[wl.name] = Admitted(wl, adm["clusterQueue"], usage, adm["time"])
+        ctl.workloads[wl.name] = WorkloadStatus(wl, adm["clusterQueue"], state=State.ADMITTED, admitted_at=adm["time"],
+                                                usage=usage)
+    return ctl, jobs
+
+
+def sim_kueue(case: dict) -> dict:
+    """The flavor assignment and preemption targets of the case's head workload, as the
+    simulator's admission layer computes them for one cycle
+    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController._nominate`), on a
+    controller holding the case's admitted workloads with their flavors and quota
+    reservation times. Same keys as the oracle's answer."""
+    ctl, jobs = _controller(case)
     head = workload_of(jobs[case["head"]]) if not case.get("headPodSets") else _joined(jobs, case["headPodSets"])
     status = WorkloadStatus(head, case["clusterQueue"])
     preemptor = _preemptor(ctl)
@@ -176,16 +185,7 @@ def sim_kueue_cycle(case: dict) -> dict:
     human-readable reason."""
     from upstream.strategies import NOW
 
-    sc = load(case["objects"])
-    ctl: AdmissionController = sc.kueue.controller()
-    jobs = {j.job_id: j for j in sc.jobs}
-    for adm in case["admittedAt"]:
-        wl = workload_of(jobs[adm["name"]])
-        usage = {(f, r): v for f, r, v in adm["usage"]}
-        ctl.tree.add_usage(adm["clusterQueue"], usage)
-        ctl._admitted[wl.name] = Admitted(wl, adm["clusterQueue"], usage, adm["time"])
-        ctl.workloads[wl.name] = WorkloadStatus(wl, adm["clusterQueue"], state=State.ADMITTED, admitted_at=adm["time"],
-                                                usage=usage)
+    ctl, jobs = _controller(case)
     for name, pod_sets in case["pendingJobs"].items():
         ctl.submit(replace(_joined(jobs, pod_sets, name), creation_time=NOW), NOW)
     out = {w["metadata"]["name"]: {"name": w["metadata"]["name"], "outcome": "", "flavors": None, "counts": None,

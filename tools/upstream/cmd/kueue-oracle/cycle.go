@@ -29,7 +29,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/kueue/pkg/util/wait"
 
-	config "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -46,16 +45,12 @@ func schedule(s *scheduler.Scheduler, ctx context.Context) wait.SpeedSignal
 //go:linkname setAdmissionRoutineWrapper sigs.k8s.io/kueue/pkg/scheduler.(*Scheduler).setAdmissionRoutineWrapper
 func setAdmissionRoutineWrapper(s *scheduler.Scheduler, w routine.Wrapper)
 
+// cycleCase is a kueueCase (its Workload and ClusterQueue left unset) with the LocalQueues
+// and the pending workloads, in input order.
 type cycleCase struct {
-	ID              any                    `json:"id"`
-	Now             time.Time              `json:"now"`
-	FairSharing     *config.FairSharing    `json:"fairSharing"`
-	ResourceFlavors []kueue.ResourceFlavor `json:"resourceFlavors"`
-	ClusterQueues   []kueue.ClusterQueue   `json:"clusterQueues"`
-	Cohorts         []kueue.Cohort         `json:"cohorts"`
-	LocalQueues     []kueue.LocalQueue     `json:"localQueues"`
-	Admitted        []kueue.Workload       `json:"admitted"`
-	Pending         []kueue.Workload       `json:"pending"`
+	kueueCase
+	LocalQueues []kueue.LocalQueue `json:"localQueues"`
+	Pending     []kueue.Workload   `json:"pending"`
 }
 
 type cycleWorkload struct {

@@ -7,6 +7,9 @@ simulator (:mod:`upstream.sim_adapter`) and by Kueue's own flavor assigner and p
 on its own cache snapshot (``tools/upstream/kueue.go``, as pkg/scheduler/scheduler.go
 getInitialAssignments calls them). The assignment mode, the flavor of each resource of
 each pod set, the admitted count, whether it borrows and the preemption targets must agree.
+The cycle tests (:func:`upstream.strategies.kueue_cycle_case`) run one whole scheduling cycle
+on both sides (``tools/upstream/cmd/kueue-oracle/cycle.go``, Kueue's ``Scheduler.schedule``;
+:func:`upstream.sim_adapter.sim_kueue_cycle`).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def timed_core(nodes, jobs, discipline, seed: int, with_filter: bool) -> tuple[f
     from lab01_cluster_sim.disciplines.core import PriorityPreemption, checkpoint_evict_hook
     from lab01_cluster_sim.disciplines.preemption import CheckpointSpec
     from lab01_cluster_sim.simulate import Simulation
-    from lab01_cluster_sim.tenancy import GPU_TOLERATION, ConstraintFilter, PodConstraints
+    from lab01_cluster_sim.tenancy import GpuNodeTaint
 
     kwargs = {}
     disc = discipline
@@ -67,14 +67,12 @@ def timed_core(nodes, jobs, discipline, seed: int, with_filter: bool) -> tuple[f
         spec = CheckpointSpec(interval_s=1800.0, restore_s=60.0)
         disc = PriorityPreemption(default_checkpoint=spec)
         kwargs["evict_hook"] = checkpoint_evict_hook(default=spec)
-    sim = Simulation(nodes, jobs, "best-fit", "gang", disc, seed, stranded_interval=3600.0, **kwargs)
-    if with_filter:
-        # GPU nodes tainted nvidia.com/gpu=present:NoSchedule; GPU pods get the toleration
-        # automatically; the CPU-only pods of the trace tolerate it explicitly (there are no
-        # CPU-only nodes in the synthetic cluster, so they would otherwise never run).
-        tol = PodConstraints(tolerations=(GPU_TOLERATION,))
-        cf = ConstraintFilter(nodes, constraints={j.job_id: tol for j in jobs if j.gpus_per_worker == 0})
-        sim.scheduler.extra_filters.append(cf.extra_filter)
+    # GPU nodes tainted nvidia.com/gpu=present:NoSchedule; GPU pods get the toleration
+    # (ExtendedResourceToleration); the CPU-only pods of the trace tolerate it too (there are no
+    # CPU-only nodes in the synthetic cluster, so they would otherwise never run).
+    plugins = [GpuNodeTaint(cpu_pods_tolerate=True)] if with_filter else []
+    sim = Simulation(nodes, jobs, "best-fit", "gang", disc, seed, stranded_interval=3600.0, plugins=plugins,
+                     **kwargs)
     t0 = time.process_time()
     res = sim.run()
     return time.process_time() - t0, res.summary.states.get("completed", 0)
@@ -91,15 +89,14 @@ def timed_all(nodes, jobs, discipline: str, seed: int) -> tuple[float, int]:
     from lab01_cluster_sim.model import Node
     from lab01_cluster_sim.sharing_modes import TimeSlicing
     from lab01_cluster_sim.simulate import Simulation
-    from lab01_cluster_sim.tenancy import GPU_TOLERATION, ConstraintFilter, PodConstraints, TenancyPlacer, Tier
+    from lab01_cluster_sim.tenancy import GpuNodeTaint, TenancyPlacer, Tier
     from lab01_cluster_sim.topology import TopologyAware
 
     nodes = [Node(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib, n.labels, nvlink_island=i // 2)
              for i, n in enumerate(nodes)]
-    tol = PodConstraints(tolerations=(GPU_TOLERATION,))
     t_end = max(j.submit_time for j in jobs)
     plugins = [
-        ConstraintFilter(nodes, constraints={j.job_id: tol for j in jobs if j.gpus_per_worker == 0}),
+        GpuNodeTaint(cpu_pods_tolerate=True),
         TopologyAware(nodes, 600.0),
         TimeSlicing(),
         TenancyPlacer({"team-2": Tier.FREE}),

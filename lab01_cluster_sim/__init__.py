@@ -38,7 +38,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # timed mode
     "run_simulation": ("lab01_cluster_sim.simulate", "simulate"),
     "Simulation": ("lab01_cluster_sim.simulate", "Simulation"),
-    "SimulationResult": ("lab01_cluster_sim.simulate", "SimulationResult"),
+    "SimulationResult": ("lab01_cluster_sim.metrics", "SimulationResult"),
     # the paper's replay
     "run_replay": ("lab01_cluster_sim.replay", "replay"),
     "compare_policies": ("lab01_cluster_sim.replay", "compare"),

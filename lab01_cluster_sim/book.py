@@ -135,7 +135,7 @@ def compare_migration(nodes: Sequence[Any], jobs: Sequence[Any], checkpoint: Any
 
 
 def holdings_at(result: Any, t: float) -> list[tuple[str, str, tuple[int, ...]]]:
-    """GPUs held at time ``t`` (s) in a :class:`lab01_cluster_sim.simulate.SimulationResult`:
+    """GPUs held at time ``t`` (s) in a :class:`lab01_cluster_sim.metrics.SimulationResult`:
     ``(job id, node name, GPU indices)`` per placement, in the result's job order.
 
     A job holds its placements when it started at or before ``t`` and had not ended by

@@ -17,6 +17,7 @@ sample sees the settled state of that instant; see :class:`MetricsRecorder`):
 Summaries (:func:`summarize`): queueing delay (start - submit) and job completion time
 (JCT = end - submit) of the jobs that got there, with mean, p50 and p99; makespan; the
 time-weighted mean allocation ratio; counts per final state and the rejection reasons.
+:class:`SimulationResult` holds everything a timed run produced.
 
 Percentiles use numpy's default (linear interpolation between closest ranks): for values
 ``v_0 <= ... <= v_{n-1}``, pXX is at position ``(n - 1) * XX / 100``.
@@ -28,6 +29,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +37,7 @@ from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, Placement
 from lab01_cluster_sim.framework.interface import SchedulerObserver
 from lab01_cluster_sim.framework.noderesources import worker_slots
+from lab01_cluster_sim.framework.status import DeadlockReport
 from lab01_cluster_sim.scheduler import Scheduler
 
 
@@ -369,3 +372,58 @@ def summarize(records: Iterable[JobRecord], timeline: Timeline, end_time: float 
         lost_work=float(sum(r.lost_work for r in records)),
         never_started=len(records) - len(waits),
     )
+
+
+@dataclass
+class SimulationResult:
+    """Everything a timed run produced.
+
+    Attributes:
+        records: job id -> :class:`JobRecord`, in input order; every job is in exactly one
+            :class:`JobState` (completed, running, pending, rejected with a reason).
+        summary: :class:`~lab01_cluster_sim.metrics.Summary` (JCT, waits, makespan, ...).
+        timeline: :class:`~lab01_cluster_sim.metrics.Timeline` (allocation ratio, stranded
+            GPUs, fragmentation over time).
+        deadlock: the naive-mode deadlock report, or None.
+        stop_reason: ``"empty"`` (all events done), ``"until"`` or ``"deadlock"``.
+        end_time: simulated time when the run ended, s.
+        policy, mode, discipline, seed: how it was run.
+        events: events processed.
+    """
+
+    records: dict[str, JobRecord]
+    summary: Summary
+    timeline: Timeline
+    deadlock: DeadlockReport | None
+    stop_reason: str
+    end_time: float
+    policy: str
+    mode: str
+    discipline: str
+    seed: int
+    events: int = 0
+
+    def by_state(self, state: JobState) -> list[JobRecord]:
+        """Records in ``state``, in input order."""
+        return [r for r in self.records.values() if r.state is state]
+
+    def jobs_table(self) -> list[dict[str, Any]]:
+        """One plain dict per job (id, state, submit, start, end, wait, jct, nodes, GPUs, reason).
+
+        Times are in seconds rounded to the millisecond (the engine's sums carry float
+        noise such as ``2320.7670000000003``); None where the job has no such time."""
+        rows = []
+        for r in self.records.values():
+            rows.append({
+                "job": r.job_id, "state": r.state.value, "submit": _ms(r.job.submit_time),
+                "start": _ms(r.start_time), "end": _ms(r.end_time), "wait": _ms(r.wait), "jct": _ms(r.jct),
+                "workers": r.job.workers, "gpus": r.job.num_gpus,
+                "placements": [f"{p.node}:{','.join(map(str, p.gpus))}"
+                               for p in (r.placements or r.last_placements)],
+                "reason": r.reason,
+            })
+        return rows
+
+
+def _ms(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)

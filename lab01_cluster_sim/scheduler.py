@@ -20,6 +20,10 @@ For every pending job, in the order its
    partial allocations are held (a Kubernetes scheduler without coscheduling).
 4. **Bind**: :meth:`ClusterState.bind`.
 
+A job that is one role of a multi-role gang (a launcher and workers:
+:class:`~lab01_cluster_sim.model.GangRole`) is placed with its whole gang in gang mode, every
+worker of every role or none (:mod:`lab01_cluster_sim.framework.roles`).
+
 Gang is a mode of this cycle, not a plugin module. kube-scheduler's coscheduling plugin
 (kubernetes-sigs/scheduler-plugins, ``pkg/coscheduling/coscheduling.go``, Beta) reaches
 all-or-nothing pod by pod: each pod of a PodGroup is assumed on its node and its ``Permit``
@@ -103,6 +107,7 @@ from lab01_cluster_sim.framework.blocked import BlockedShapes, BlockedTable
 from lab01_cluster_sim.framework.interface import OBSERVER_HOOKS, PlacementPolicy, SchedulerObserver
 from lab01_cluster_sim.framework.noderesources import TrialState, worker_slots
 from lab01_cluster_sim.framework.queue import QueueDiscipline, shape_key
+from lab01_cluster_sim.framework.roles import RoleGangs
 from lab01_cluster_sim.framework.runtime import PluginRuntime
 from lab01_cluster_sim.framework.status import UNSCHEDULABLE, DeadlockReport, Holding, Outcome, PreFilterResult
 from lab01_cluster_sim.model import MILLI_PER_GPU, JobRecord, JobState, Placement
@@ -145,7 +150,7 @@ def gang_permit(workers_placed: int, workers_needed: int) -> bool:
 
 
 # -- the scheduler ------------------------------------------------------------------------
-class Scheduler(BlockedShapes, PluginRuntime):
+class Scheduler(BlockedShapes, PluginRuntime, RoleGangs):
     """Runs scheduling passes over a :class:`ClusterState` (see the module docstring).
 
     Args:
@@ -218,6 +223,12 @@ class Scheduler(BlockedShapes, PluginRuntime):
         self.bound_workers = 0
         """Workers bound so far (a counter; naive mode uses it to see progress)."""
         self._observers: dict[str, list[Callable]] = {h: [] for h in OBSERVER_HOOKS}
+        self.role_gangs: dict[str, dict[int, JobRecord]] = {}
+        """Multi-role gangs: gang name -> {role index: record} of its roles now queued for
+        placement (:mod:`lab01_cluster_sim.framework.roles`)."""
+        self._role_failed: dict[str, tuple[int, str]] = {}
+        self._roles_done: dict[str, int] = {}
+        self._has_roles = False
 
     # -- observers --------------------------------------------------------------------
     def add_observer(self, observer: SchedulerObserver) -> None:
@@ -240,8 +251,17 @@ class Scheduler(BlockedShapes, PluginRuntime):
         if record.queue_seq < 0:
             record.queue_seq = self._next_seq
             self._next_seq += 1
+        if record.job.role is not None and self.mode == "gang":
+            self._has_roles = True
+            self._queue_role(record)
         self.discipline.push(record)
         self.notify("on_enqueue", record)
+
+    def dequeue(self, record: JobRecord) -> None:
+        """Take a pending job out of the placement queue (it goes back to admission)."""
+        self.discipline.remove(record)
+        if record.job.role is not None:
+            self._unqueue_role(record)
 
     @property
     def plugins_active(self) -> bool:
@@ -254,7 +274,7 @@ class Scheduler(BlockedShapes, PluginRuntime):
         scheduling plugin reads the job), so shape-level shortcuts (blocked memo, FIFO-skip's
         per-shape dormancy) are exact."""
         return not (self.extra_filters or self.pre_filters or self.device_filters or self.permits
-                    or self.post_filters)
+                    or self.post_filters or self._has_roles)
 
     def request_of(self, record: JobRecord) -> Request:
         """The (cached) request of one worker of ``record``'s job."""
@@ -543,6 +563,8 @@ class Scheduler(BlockedShapes, PluginRuntime):
     # -- one job ----------------------------------------------------------------------
     def _start(self, record: JobRecord) -> None:
         self.discipline.remove(record)
+        if record.job.role is not None:
+            self._unqueue_role(record)
         record.state = JobState.RUNNING
         record.reason = record.status = None
         if record.start_time is None:
@@ -567,6 +589,8 @@ class Scheduler(BlockedShapes, PluginRuntime):
                 string becomes the job's reason), None allows. EASY backfill uses it for its
                 second condition.
         """
+        if record.job.role is not None and self.mode == "gang":
+            return self._try_schedule_roles(record, permit)
         if permit is not None or self.pre_filters or self.device_filters or self.permits or self.post_filters:
             return self._try_schedule_plugins(record, permit)
         request = self.request_of(record)

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,69 +53,15 @@ import numpy as np
 from lab01_cluster_sim import engine as eng
 from lab01_cluster_sim.cluster import ClusterState
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.metrics import MetricsRecorder, Summary, Timeline, summarize
+from lab01_cluster_sim.metrics import MetricsRecorder, SimulationResult, summarize
 from lab01_cluster_sim.framework.interface import HOOKS, AdmissionContext, PlacementPolicy, SchedulerObserver, defines
 from lab01_cluster_sim.framework.noderesources import CapacityClasses, unresolvable_reason, worker_slots
 from lab01_cluster_sim.framework.queue import QueueDiscipline
+from lab01_cluster_sim.framework.roles import gangs_of
 from lab01_cluster_sim.framework.status import UNSCHEDULABLE_AND_UNRESOLVABLE, DeadlockReport
 from lab01_cluster_sim.model import MILLI_PER_GPU, Job, JobRecord, JobState, Node, format_seconds, termination_grace
 from lab01_cluster_sim.registry import get_discipline, policy_for_jobs
 from lab01_cluster_sim.scheduler import MODES, Scheduler
-
-
-@dataclass
-class SimulationResult:
-    """Everything a timed run produced.
-
-    Attributes:
-        records: job id -> :class:`JobRecord`, in input order; every job is in exactly one
-            :class:`JobState` (completed, running, pending, rejected with a reason).
-        summary: :class:`~lab01_cluster_sim.metrics.Summary` (JCT, waits, makespan, ...).
-        timeline: :class:`~lab01_cluster_sim.metrics.Timeline` (allocation ratio, stranded
-            GPUs, fragmentation over time).
-        deadlock: the naive-mode deadlock report, or None.
-        stop_reason: ``"empty"`` (all events done), ``"until"`` or ``"deadlock"``.
-        end_time: simulated time when the run ended, s.
-        policy, mode, discipline, seed: how it was run.
-        events: events processed.
-    """
-
-    records: dict[str, JobRecord]
-    summary: Summary
-    timeline: Timeline
-    deadlock: DeadlockReport | None
-    stop_reason: str
-    end_time: float
-    policy: str
-    mode: str
-    discipline: str
-    seed: int
-    events: int = 0
-
-    def by_state(self, state: JobState) -> list[JobRecord]:
-        """Records in ``state``, in input order."""
-        return [r for r in self.records.values() if r.state is state]
-
-    def jobs_table(self) -> list[dict[str, Any]]:
-        """One plain dict per job (id, state, submit, start, end, wait, jct, nodes, GPUs, reason).
-
-        Times are in seconds rounded to the millisecond (the engine's sums carry float
-        noise such as ``2320.7670000000003``); None where the job has no such time."""
-        rows = []
-        for r in self.records.values():
-            rows.append({
-                "job": r.job_id, "state": r.state.value, "submit": _ms(r.job.submit_time),
-                "start": _ms(r.start_time), "end": _ms(r.end_time), "wait": _ms(r.wait), "jct": _ms(r.jct),
-                "workers": r.job.workers, "gpus": r.job.num_gpus,
-                "placements": [f"{p.node}:{','.join(map(str, p.gpus))}"
-                               for p in (r.placements or r.last_placements)],
-                "reason": r.reason,
-            })
-        return rows
-
-
-def _ms(x: float | None) -> float | None:
-    return None if x is None else round(x, 3)
 
 
 MAX_CYCLES_PER_INSTANT = 10_000
@@ -174,6 +119,8 @@ class Simulation:
             if job.job_id in self.records:
                 raise InputError(f"jobs: duplicate job id {job.job_id!r}")
             self.records[job.job_id] = JobRecord(job)
+        self._gangs = gangs_of(self.records.values())
+        self.scheduler._has_roles = bool(self._gangs) and mode == "gang"
         tracker = None
         if target_workload is not None:
             from lab01_cluster_sim.fragmentation import FragmentationTracker
@@ -289,10 +236,41 @@ class Simulation:
 
     def _on_arrival(self, event: eng.Event) -> None:
         rec: JobRecord = event.payload
-        self._arrived += 1
-        rec.reason = "queued, not tried yet"  # the scheduler replaces it when it tries the job
+        role = rec.job.role
+        if role is not None:
+            # a multi-role gang arrives as a unit, at its first role's event; the others' are no-ops
+            members = self._gangs[role.gang]
+            if rec is not members[0]:
+                return
+        else:
+            members = [rec]
+        reasons = []
+        for member in members:
+            self._arrived += 1
+            member.reason = "queued, not tried yet"  # the scheduler replaces it when it tries the job
+            reasons.append(self._never_fits(member))
         if self.progress is not None:
             self.progress(self._arrived)
+        failed = next((i for i, r in enumerate(reasons) if r is not None), None)
+        if failed is not None:
+            for member, reason in zip(members, reasons):
+                if role is not None:
+                    reason = (f"gang {role.gang}: role {members[failed].job.role.name}: {reasons[failed]}"
+                              if reason is None or member is not members[failed] else f"gang {role.gang}: {reason}")
+                member.state = JobState.REJECTED
+                member.status = UNSCHEDULABLE_AND_UNRESOLVABLE
+                member.reason = reason
+                self.scheduler.notify("on_reject", member)
+            return
+        for member in members:
+            if self._hooks["admission_cycle"]:
+                self._to_admission(member, "waiting for admission")
+            else:
+                self.scheduler.enqueue(member)
+        self.request_pass()
+
+    def _never_fits(self, rec: JobRecord) -> str | None:
+        """Why no node could ever host one of ``rec``'s workers (rejected on arrival), or None."""
         job = rec.job
         key = (job.gpus_per_worker, job.gpu_milli, job.cpu_milli, job.memory_mib, job.gpu_models, job.workers)
         if key not in self._unresolvable:
@@ -302,17 +280,7 @@ class Simulation:
             reason = self._filtered_out(rec)
         if reason is not None and any(h(self, job) for h in self._hooks["could_host"]):
             reason = None   # a node-lifecycle plugin (autoscaler) could bring a node for it
-        if reason is not None:
-            rec.state = JobState.REJECTED
-            rec.status = UNSCHEDULABLE_AND_UNRESOLVABLE
-            rec.reason = reason
-            self.scheduler.notify("on_reject", rec)
-            return
-        if self._hooks["admission_cycle"]:
-            self._to_admission(rec, "waiting for admission")
-        else:
-            self.scheduler.enqueue(rec)
-        self.request_pass()
+        return reason
 
     def _filtered_out(self, rec: JobRecord) -> str | None:
         """Why no node the *static* filters (node labels and taints, reserved nodes: plugins
@@ -507,6 +475,8 @@ class Simulation:
             rec.run_started = rec.rated_at = rec.busy_from = None
         rec.state = JobState.COMPLETED
         rec.end_time = self.engine.now
+        if rec.job.role is not None:
+            self.scheduler.role_completed(rec)
         rec.remaining = rec.overhead_left = 0.0
         self._run_before.pop(rec.job_id, None)
         self.scheduler.notify("on_finish", rec)
@@ -571,11 +541,11 @@ class Simulation:
         ``terminationGracePeriodSeconds`` (:func:`~lab01_cluster_sim.model.termination_grace`;
         Kueue stops the Job, whose pods get their grace period as any deleted pod does)."""
         if rec.state is JobState.RUNNING:
-            self.evict(rec, reason, grace_s=termination_grace(rec.job))      # requeued to admission by evict
+            self.evict(rec, reason, grace_s=termination_grace(rec.job), readmit=True)
             return
         if rec.job_id not in self._admitted:
             raise ValueError(f"evict: job {rec.job_id!r} is not admitted")
-        self.scheduler.discipline.remove(rec)
+        self.scheduler.dequeue(rec)
         if rec.placements:
             self.scheduler.release_placements(rec, list(rec.placements))
         del self._admitted[rec.job_id]
@@ -599,7 +569,7 @@ class Simulation:
 
     # -- eviction and node lifecycle -------------------------------------------------------
     def evict(self, rec: JobRecord, reason: str, requeue: bool = True, *, migration: bool = False,
-              extra_overhead_s: float = 0.0, grace_s: float = 0.0) -> None:
+              extra_overhead_s: float = 0.0, grace_s: float = 0.0, readmit: bool = False) -> None:
         """Evict running ``rec`` now: release its resources, cancel its completion, account
         the work lost, then requeue it at its old place (or reject it with ``reason``).
 
@@ -613,7 +583,16 @@ class Simulation:
         (Kubernetes docs, "Pod Priority and Preemption", "Graceful termination of preemption
         victims": the period "creates a time gap between the point that the scheduler preempts
         Pods and the time when the pending Pod (P) can be scheduled"); the victim is requeued
-        at once and may start elsewhere meanwhile.
+        at once and may start elsewhere meanwhile. A job whose run would have ended before the
+        grace period frees its resources at that natural end instead (its containers exit).
+        Evicting a role of a multi-role gang (:class:`~lab01_cluster_sim.model.GangRole`)
+        evicts every other running role of the gang with the same reason (Kueue evicts the
+        Workload as a whole; a JobSet recreates all its child Jobs), except a migration and
+        in naive mode, where roles are independent jobs.
+        ``readmit``: the job goes back to waiting for admission (an admission plugin's own
+        eviction, Kueue's); any other eviction (preemption, drain, consolidation, a NoExecute
+        taint) keeps the job admitted and requeues it for placement, as Kueue keeps a
+        Workload's quota while the Job controller recreates its evicted pods.
         ``lost_work`` grows by the run time that bought nothing kept; ``lost_gpu_s`` by the
         progress thrown away (since the last checkpoint) x the job's GPUs. A migration counts
         in ``rec.migrations`` instead of ``rec.preemptions``.
@@ -646,9 +625,13 @@ class Simulation:
         # Work lost = time run minus the progress the job keeps (before - remaining).
         lost = max(0.0, ran - (before - remaining)) if math.isfinite(before) else ran
         held = [] if grace_s > 0 and not migration else None
+        # A pod that would have finished before its grace period ends exits then (its
+        # containers are done), freeing its resources at its natural end.
+        natural_end = max(now, rec.expected_end)
         affected = self._end_run(rec, hold=held)
         if held is not None:
-            self.engine.call_at(now + grace_s, eng.COMPLETION, "terminated", self._on_terminated, (rec, held))
+            self.engine.call_at(min(now + grace_s, natural_end), eng.COMPLETION, "terminated", self._on_terminated,
+                                (rec, held))
         if migration:
             rec.migrations += 1
         else:
@@ -660,7 +643,7 @@ class Simulation:
         self.scheduler.notify("on_evict", rec, lost)
         self.mark_rerate(affected)
         if requeue:
-            if self._hooks["admission_cycle"]:
+            if readmit:
                 self._admitted.pop(rec.job_id, None)
                 self._to_admission(rec, f"evicted: {reason}")
             else:
@@ -670,6 +653,13 @@ class Simulation:
             rec.state = JobState.REJECTED
             rec.reason = f"evicted and not requeued: {reason}"
             self.scheduler.notify("on_reject", rec)
+        role = rec.job.role
+        if role is not None and not migration and self.mode == "gang":
+            # the gang goes as a whole: Kueue evicts the Workload, a JobSet restarts all its Jobs
+            for other in self._gangs[role.gang]:
+                if other.state is JobState.RUNNING:
+                    self.evict(other, f"{reason} (gang {role.gang}: role {role.name} was evicted)", requeue,
+                               grace_s=termination_grace(other.job) if grace_s > 0 else 0.0, readmit=readmit)
         self.request_pass()
 
     def jobs_on(self, node: int) -> list[JobRecord]:
@@ -688,7 +678,8 @@ class Simulation:
         self.scheduler.cordon(node)
         where = f"{reason} ({self.state.nodes[node].name})"
         for rec in self.jobs_on(node):
-            self.evict(rec, where, requeue, grace_s=termination_grace(rec.job) if graceful else 0.0)
+            if rec.state is JobState.RUNNING:   # not evicted meanwhile with its gang
+                self.evict(rec, where, requeue, grace_s=termination_grace(rec.job) if graceful else 0.0)
         for rec in list(self.scheduler.discipline.order()):
             held = [p for p in rec.placements if p.node_index == node]
             if rec.state is JobState.PENDING and held:
@@ -784,7 +775,7 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
              stranded_interval: float | None = None, observers: Sequence[SchedulerObserver] = (),
              stop_on_deadlock: bool = True, progress: bool = False,
              plugins: Sequence[Any] = ()) -> SimulationResult:
-    """Run a timed simulation of ``jobs`` on ``nodes`` and return a :class:`SimulationResult`.
+    """Run a timed simulation of ``jobs`` on ``nodes`` and return a :class:`~lab01_cluster_sim.metrics.SimulationResult`.
 
     Args:
         nodes: the cluster.
@@ -847,4 +838,4 @@ def simulate(nodes: Sequence[Node], jobs: Iterable[Job], policy: str | Placement
     return result
 
 
-__all__ = ["Simulation", "SimulationResult", "simulate"]
+__all__ = ["Simulation", "simulate"]

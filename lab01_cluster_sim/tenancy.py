@@ -1,20 +1,15 @@
-"""Node labels and nodeSelector, taints and tolerations, and tenancy tiers.
+"""The usual GPU-node taint setup, and tenancy tiers.
 
-Kubernetes rules modelled (Kubernetes docs, "Assigning Pods to Nodes" and "Taints and
-Tolerations"; the types and the matching are :mod:`lab01_cluster_sim.corev1`'s, as for
-kube-scheduler's plugins in :mod:`lab01_cluster_sim.kubescheduler`, which scenario runs use):
-
-- ``nodeSelector``: every key/value must be among the node's labels. GPU Feature
-  Discovery labels nodes with e.g. ``nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3`` and
-  ``nvidia.com/gpu.count=8``.
-- A pod may land on a node only if it tolerates every taint with effect ``NoSchedule`` or
-  ``NoExecute`` (``PreferNoSchedule`` is a soft preference and does not filter). A
-  toleration matches a taint when the keys are equal (or the toleration's key is empty
-  with operator ``Exists``), the operator is ``Exists`` or the values are equal, and the
-  toleration's effect is empty or equal. GPU nodes are commonly tainted
-  ``nvidia.com/gpu=present:NoSchedule`` (GKE does so) and the ExtendedResourceToleration
-  admission plugin adds the matching toleration to pods that request ``nvidia.com/gpu``:
-  CPU-only pods then stay off GPU nodes.
+Taints, tolerations and node selectors are kube-scheduler's plugins' business
+(:mod:`lab01_cluster_sim.kubescheduler`: TaintToleration, NodeAffinity, over the matching of
+:mod:`lab01_cluster_sim.corev1`), which scenario runs use with the taints of the Node objects
+and the tolerations and selectors of the pods (``Job.extras``). This module adds what a cluster
+set up the usual way for GPUs does around them, for runs without Node and Pod objects (the
+``simulate`` command, the book): GPU nodes are commonly tainted
+``nvidia.com/gpu=present:NoSchedule`` (GKE does so) and the ExtendedResourceToleration
+admission plugin adds the matching toleration to pods that request ``nvidia.com/gpu``, so
+CPU-only pods stay off GPU nodes (:class:`GpuNodeTaint`, ``--plugin constraints``: that setup,
+decided by TaintToleration itself).
 
 Tenancy tiers: paying tenants (``premium``, ``standard``) and a best-effort ``free`` tier.
 The constraints: a free-tier job never shares a *physical GPU* with a paying tenant's job
@@ -24,20 +19,20 @@ and the simulator's GPUs are not MIG-partitioned, so here it gets whole GPUs. Ea
 to the sharing mechanism it is sold with (:data:`TIER_MECHANISM`).
 
 Both are plugins of the one engine (:mod:`lab01_cluster_sim.framework.interface`):
-:class:`ConstraintFilter` at the Filter point (a node mask per job), :class:`TenancyPlacer` at
-the device-filter point (which GPUs of each node a job may use).
+:class:`GpuNodeTaint` at the Filter and Score points (TaintToleration's), :class:`TenancyPlacer`
+at the device-filter point (which GPUs of each node a job may use).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 import numpy as np
 
-from lab01_cluster_sim.corev1 import RequiredNodeAffinity, Taint, Toleration, find_untolerated_taint
-from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.corev1 import Taint, Toleration
+from lab01_cluster_sim.kubescheduler.constraints import tolerations
+from lab01_cluster_sim.kubescheduler.tainttoleration import DEFAULT_WEIGHT, TaintToleration
 from lab01_cluster_sim.model import Job, JobRecord, Node
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
@@ -68,114 +63,62 @@ TIER_MECHANISM: Mapping[Tier, str] = {
 """Tier -> the sharing mechanism it is sold with."""
 
 
-@dataclass(frozen=True)
-class PodConstraints:
-    """Scheduling constraints of one job's pods.
+class GpuNodeTaint(TaintToleration):
+    """Engine plugin ``"constraints"`` (``--plugin constraints``): kube-scheduler's
+    TaintToleration, every rule of it (:class:`~lab01_cluster_sim.kubescheduler.tainttoleration.
+    TaintToleration`: the Filter, the PreferNoSchedule Score, NoExecute eviction), on a cluster
+    set up the usual way for GPUs:
 
-    Attributes:
-        node_selector: required node labels.
-        tolerations: its tolerations; a job requesting GPUs gets :data:`GPU_TOLERATION`
-            added automatically (ExtendedResourceToleration), unless ``auto_gpu_toleration`` is False.
-    """
+    - every node with GPUs carries :data:`GPU_TAINT` besides its own ``spec.taints`` (a node
+      launched during the run too);
+    - the ExtendedResourceToleration admission plugin has added :data:`GPU_TOLERATION` to every
+      pod that requests GPUs, besides the pod's own tolerations (Kubernetes v1.35
+      ``plugin/pkg/admission/extendedresourcetoleration/admission.go``, ``Admit``: for each
+      extended resource a container or init container requests, a toleration with that key,
+      operator Exists, effect NoSchedule);
+    - with ``cpu_pods_tolerate``, CPU-only pods carry that toleration too (as if their manifests
+      said so), so they may use a GPU node's spare CPU; without it they stay off GPU nodes.
 
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    tolerations: tuple[Toleration, ...] = ()
-    auto_gpu_toleration: bool = True
-
-
-class ConstraintFilter:
-    """Engine plugin (``"constraints"``, Filter point) applying nodeSelector and
-    taints/tolerations.
+    It is a static filter (``static = True``): a job that no node could ever host, given these
+    taints, is rejected when it arrives, as for every static filter of the engine.
 
     Args:
-        nodes: the cluster (labels come from the nodes; nodes added during a run are matched
-            by their own labels and carry no taint unless given here by name).
-        taints: node name -> its taints; default: :data:`GPU_TAINT` on every GPU node.
-        constraints: job id -> :class:`PodConstraints` (default: none).
+        cpu_pods_tolerate: give CPU-only pods the GPU toleration.
+        weight: the Score weight (kube-scheduler's default profile: 3).
     """
 
     name = "constraints"
-    static = True   # depends only on node labels/taints and the job: arrival may reject on it
+    static = True
 
-    def __init__(self, nodes: Sequence[Node], taints: Mapping[str, Sequence[Taint]] | None = None,
-                 constraints: Mapping[str, PodConstraints] | None = None) -> None:
-        self.nodes = list(nodes)
-        self._default_taint = taints is None
-        if taints is None:
-            taints = {n.name: (GPU_TAINT,) for n in self.nodes if n.gpu_count > 0}
-        unknown = set(taints) - {n.name for n in self.nodes}
-        if unknown:
-            raise InputError(f"taints given for unknown node(s): {', '.join(sorted(unknown))}")
-        self.taints = {n.name: tuple(taints.get(n.name, ())) for n in self.nodes}
-        self.constraints = dict(constraints or {})
-        self._cache: dict[tuple, np.ndarray] = {}
-        self._by_job: dict[str, tuple[Job, np.ndarray]] = {}
-        self._plain: dict[bool, np.ndarray] = {}
+    def __init__(self, cpu_pods_tolerate: bool = False, weight: int = DEFAULT_WEIGHT) -> None:
+        super().__init__(weight)
+        self.cpu_pods_tolerate = cpu_pods_tolerate
 
-    def attach(self, sim) -> None:
-        self._sim = sim
+    def node_taints(self, node: Node) -> tuple[Taint, ...]:
+        """``node``'s own taints, plus :data:`GPU_TAINT` when it has GPUs (once)."""
+        if node.gpu_count > 0 and GPU_TAINT not in node.taints:
+            return node.taints + (GPU_TAINT,)
+        return node.taints
 
-    def _node_list(self) -> list[Node]:
-        sim = getattr(self, "_sim", None)
-        if sim is not None and sim.state.num_nodes > len(self.nodes):
-            for n in sim.state.nodes[len(self.nodes):]:   # launched during the run
-                self.nodes.append(n)
-                self.taints.setdefault(n.name, (GPU_TAINT,) if (self._default_taint and n.gpu_count) else ())
-            self._cache.clear()
-            self._by_job.clear()
-            self._plain.clear()
-        return self.nodes
-
-    def mask(self, job: Job) -> np.ndarray:
-        """bool (N,): nodes whose labels and taints admit ``job``'s pods (cached per job)."""
-        self._node_list()   # first catch up with nodes launched during the run
-        hit = self._by_job.get(job.job_id)
-        if hit is not None and hit[0] is job:
-            return hit[1]
-        c = self.constraints.get(job.job_id)
-        if c is None:   # the common case: no constraints of its own; one mask per GPU/CPU pod
-            m = self._plain.get(job.gpus_per_worker > 0)
-            if m is None:
-                m = self._plain[job.gpus_per_worker > 0] = self._compute(PodConstraints(), job)
-            return m
-        return self._compute(c, job)
-
-    def _compute(self, c: PodConstraints, job: Job) -> np.ndarray:
-        nodes = self.nodes
-        tol = c.tolerations + ((GPU_TOLERATION,) if (c.auto_gpu_toleration and job.gpus_per_worker > 0) else ())
-        key = (tuple(sorted(c.node_selector.items())), tol)
-        m = self._cache.get(key)
-        if m is None:
-            required = RequiredNodeAffinity(key[0])
-            m = np.array([required.matches(n.labels, n.name)
-                          and find_untolerated_taint(self.taints[n.name], tol) is None
-                          for n in nodes], dtype=bool)
-            self._cache[key] = m
-        self._by_job[job.job_id] = (job, m)
-        return m
-
-    def filter(self, request, record: JobRecord | None) -> np.ndarray:
-        """The Filter point: :meth:`mask` of ``record``'s job (all nodes when asked about a
-        shape without a job)."""
-        if record is None:
-            return np.ones(len(self._node_list()), dtype=bool)
-        return self.mask(record.job)
-
-    extra_filter = filter
-    """The same mask as a :attr:`Scheduler.extra_filters` entry ``(request, record) -> mask``
-    (``sim.scheduler.extra_filters.append(constraint_filter.extra_filter)``; prefer
-    ``plugins=[constraint_filter]``)."""
-
-    def __call__(self, runner, job: Job) -> np.ndarray:
-        return self.mask(job)
+    def pod_tolerations(self, job: Job) -> tuple[Toleration, ...]:
+        """The pods' own tolerations, plus :data:`GPU_TOLERATION` for a pod requesting GPUs
+        (ExtendedResourceToleration) or, with ``cpu_pods_tolerate``, for any pod."""
+        own = tolerations(job)
+        if (job.gpus_per_worker > 0 or self.cpu_pods_tolerate) and GPU_TOLERATION not in own:
+            return own + (GPU_TOLERATION,)
+        return own
 
 
-def constraints_plugin(nodes, jobs, cpu_pods_tolerate: int = 1) -> ConstraintFilter:
-    """``--plugin constraints``: GPU nodes tainted nvidia.com/gpu=present:NoSchedule; GPU pods
-    tolerate it (ExtendedResourceToleration); CPU-only pods too unless ``cpu_pods_tolerate=0``."""
-    tol = PodConstraints(tolerations=(GPU_TOLERATION,))
-    return ConstraintFilter(nodes, constraints={j.job_id: tol for j in jobs if j.gpus_per_worker == 0}
-                            if cpu_pods_tolerate else None)
+def constraints_plugin(nodes, jobs, cpu_pods_tolerate: int = 1) -> GpuNodeTaint:
+    """``--plugin constraints``: :class:`GpuNodeTaint`; CPU-only pods tolerate the GPU taint
+    unless ``cpu_pods_tolerate=0``.
+
+    Raises:
+        ValueError: ``cpu_pods_tolerate`` other than 0 or 1.
+    """
+    if cpu_pods_tolerate not in (0, 1):
+        raise ValueError(f"cpu_pods_tolerate must be 0 or 1, got {cpu_pods_tolerate}")
+    return GpuNodeTaint(cpu_pods_tolerate=bool(cpu_pods_tolerate))
 
 
 class TenancyPlacer:

@@ -40,6 +40,11 @@ every real input:
   ``index`` device ID strategy) fits :data:`MAX_REPLICAS`, which the config refuses above,
   before any ID exists. The sizes are computed *before* the replica IDs are built, so
   ``replicas: 1000000000`` never allocates gigabytes first.
+* :data:`MAX_DEVICES` (262,144): the most devices of one resource a pod may ask for on the
+  command line (``kubelet --admit NAME=RES:N``). The kubelet learns every device of a resource
+  from one ListAndWatchResponse of at most :data:`MAX_MESSAGE_BYTES`, and every Device in it
+  takes at least 16 bytes (:func:`device_bytes` of a one-byte ID), so no node advertises more
+  and a pod asking more could never be admitted.
 * :data:`MAX_WATCH_STREAMS` (4 per resource) and :data:`UNARY_WORKERS` (8): gRPC Python
   serves each call on a thread of one pool, and an open ListAndWatch stream holds its thread
   for as long as it is open. A kubelet holds one stream per plugin (a re-registration opens
@@ -145,6 +150,9 @@ def max_replicas(devices: list[tuple[int, int | None]], limit: int = MAX_MESSAGE
 #: The most replicas a config may ask for: one device with a one-character ID (the
 #: ``index`` device ID strategy) and no NUMA node fits this many in one 4 MiB message.
 MAX_REPLICAS = max_replicas([(1, None)])
+
+#: The most devices of one resource any ListAndWatchResponse can carry (module docstring).
+MAX_DEVICES = MAX_MESSAGE_BYTES // device_bytes(1)
 
 
 def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
@@ -263,6 +271,29 @@ def _flow_item(value: Any, budget: int) -> str | None:
             and value.lower() not in _YAML_WORDS:
         return value
     return _flow(value, budget)
+
+
+def make_directory(path: Path, what: str, mode: int = 0o777) -> None:
+    """Create the folder ``path`` (and its parents) unless it exists.
+
+    Raises:
+        InputError: ``path``, or the nearest part of it that exists, is not a folder
+            (``<what> <path>: it is a file, not a folder; expected a directory (or a path to
+            create)``; ``<what> <path>: <part> is a file, not a folder; ...``), or the folder
+            cannot be created (``cannot create it (<the system's reason>)``).
+    """
+    for part in (path, *path.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                which = "it is" if part == path else f"{shorten(str(part), 200)} is"
+                kind = "a file, not a folder" if part.is_file() else "not a folder (a socket, a device or a broken link)"
+                raise InputError(f"{what} {shorten(str(path), 200)}: {which} {kind}; expected a directory (or a "
+                                 "path to create)")
+            break
+    try:
+        path.mkdir(mode=mode, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{what} {shorten(str(path), 200)}: cannot create it ({exc.strerror or exc})") from None
 
 
 def read_text_bounded(path: str | Path, limit: int, what: str) -> str:

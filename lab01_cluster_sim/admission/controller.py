@@ -326,6 +326,39 @@ class AdmissionController:
         status.state = State.FINISHED
         status.reason = f"finished at t={format_seconds(now)}s"
 
+    def reclaim(self, name: str, pod_set: str, pods: int, now: float) -> None:
+        """``pods`` pods of admitted workload ``name``'s pod set ``pod_set`` are done for good
+        (they succeeded): their quota is released now and workloads set aside in the cohort
+        get another chance. Kueue's ``status.reclaimablePods`` (feature ReclaimablePods, Beta,
+        on by default since v0.15; ``podSetsCountsAfterReclaim``, ``pkg/workload/workload.go``),
+        which the JobSet integration reports for each replicated job whose Jobs succeeded
+        (``ReclaimablePods``, ``pkg/controller/jobs/jobset/jobset_controller.go``: succeeded
+        Jobs x pods per Job); a changed count requeues the inadmissible workloads
+        (``pkg/controller/core/workload_controller.go``, ``Update``).
+
+        Raises:
+            KeyError / ValueError: unknown workload or pod set, a workload not admitted, or
+                ``pods`` not in 1..(the pod set's admitted count).
+        """
+        status = self.workloads[name]
+        if status.state not in (State.ADMITTED, State.EVICTING) or name not in self._admitted:
+            raise ValueError(f"reclaim: workload {name!r} is {status.state.value}, not admitted")
+        admitted = self._admitted[name]
+        ps = next((p for p in admitted.workload.pod_sets if p.name == pod_set), None)
+        if ps is None:
+            raise KeyError(f"reclaim: workload {name!r} has no pod set {pod_set!r}")
+        if not 1 <= pods <= ps.count:
+            raise ValueError(f"reclaim: {name!r} pod set {pod_set!r}: expected 1..{ps.count} pods, got {pods}")
+        flavors = status.decision.flavors.get(pod_set, {}) if status.decision is not None else {}
+        freed = {(flavors[res], res): per_pod * pods for res, per_pod in ps.requests.items() if res in flavors}
+        self.tree.remove_usage(status.cluster_queue, freed)
+        status.usage = {fr: v - freed.get(fr, 0) for fr, v in status.usage.items()}
+        left = tuple(p if p.name != pod_set else _with_count(p, p.count - pods)
+                     for p in admitted.workload.pod_sets if p.name != pod_set or p.count > pods)
+        self._admitted[name] = replace(admitted, workload=replace(admitted.workload, pod_sets=left),
+                                       usage=dict(status.usage))
+        self._requeue_inadmissible(self.tree.node(status.cluster_queue).root())
+
     def evicted(self, name: str, now: float, requeue: bool = True, *, requeue_at: float | None = None,
                 order_time: float | None = None) -> None:
         """An admitted workload's pods are gone (preempted by this stage, or evicted by the

@@ -22,8 +22,11 @@ kube-scheduler's TaintToleration then reads.
 A job becomes a Kueue workload with :func:`workload_of`: one pod set ``main`` of
 ``job.workers`` pods (requests per pod: ``cpu`` milli-cores, ``memory`` bytes from MiB,
 ``nvidia.com/gpu`` devices, plus any other extended resource in
-``job.extras["extended_requests"]``, e.g. a MIG profile ``nvidia.com/mig-3g.40gb``), unless
-``job.extras["pod_sets"]`` gives the pod sets (multi-role gangs); LocalQueue, namespace,
+``job.extras["extended_requests"]``, e.g. a MIG profile ``nvidia.com/mig-3g.40gb``). The roles
+of a multi-role gang (:class:`~lab01_cluster_sim.model.GangRole`) become one workload with
+one pod set per role (:func:`gang_workload`), admitted, held and evicted together, each pod
+set with its own flavors (the ``filter`` and the injected tolerations are per pod set); its
+quota is released when its last role completes. LocalQueue, namespace,
 minCount, nodeSelector, tolerations, required node affinity, creation timestamp and input
 position come from ``job.extras`` (keys :data:`QUEUE_KEY`, ``namespace``, ``min_count``,
 ``node_selector``, ``tolerations``, ``affinity``, ``creation_timestamp``, ``position``), as the
@@ -45,7 +48,7 @@ the nominal quota, so a figure can show borrowing (usage above nominal) and recl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -89,21 +92,60 @@ QUEUE_KEY = "kueue.x-k8s.io/queue-name"
 MIB = 2**20
 
 
-def workload_of(job: Job, default_queue: str = "") -> Workload:
-    """The Kueue workload of ``job`` (module docstring)."""
+def _pod_set(job: Job, name: str) -> PodSet:
+    """The pod set of ``job``'s workers, named ``name`` (module docstring)."""
     extras: Mapping[str, Any] = job.extras
-    pod_sets = extras.get("pod_sets")
-    if pod_sets is None:
-        requests = {CPU: job.cpu_milli, MEMORY: job.memory_mib * MIB}
-        if job.gpus_per_worker:
-            requests[GPU] = job.gpus_per_worker
-        requests.update(extras.get("extended_requests", {}))
-        pod_sets = (PodSet("main", job.workers, {r: v for r, v in requests.items() if v},
-                           extras.get("min_count"), dict(extras.get("node_selector", {})),
-                           tuple(extras.get("tolerations", ())), tuple(extras.get("affinity", ()))),)
-    return Workload(job.job_id, extras.get(QUEUE_KEY, default_queue), tuple(pod_sets),
+    requests = {CPU: job.cpu_milli, MEMORY: job.memory_mib * MIB}
+    if job.gpus_per_worker:
+        requests[GPU] = job.gpus_per_worker
+    requests.update(extras.get("extended_requests", {}))
+    return PodSet(name, job.workers, {r: v for r, v in requests.items() if v}, extras.get("min_count"),
+                  dict(extras.get("node_selector", {})), tuple(extras.get("tolerations", ())),
+                  tuple(extras.get("affinity", ())))
+
+
+def workload_of(job: Job, default_queue: str = "") -> Workload:
+    """The Kueue workload of ``job``, a job that is not a role of a multi-role gang: one pod
+    set ``main`` (module docstring)."""
+    extras: Mapping[str, Any] = job.extras
+    return Workload(job.job_id, extras.get(QUEUE_KEY, default_queue), (_pod_set(job, "main"),),
                     extras.get("namespace", "default"), job.priority, job.submit_time,
                     extras.get("creation_timestamp"), int(extras.get("position", 0)))
+
+
+def gang_workload(roles: Sequence[Job], default_queue: str = "") -> Workload:
+    """The one Kueue workload of a multi-role gang: ``roles`` are its jobs in role order
+    (:class:`~lab01_cluster_sim.model.GangRole`); the workload is named after the gang and
+    has one pod set per role, named after the role, as Kueue's JobSet integration builds it
+    (kubernetes-sigs/kueue ``pkg/controller/jobs/jobset/jobset_controller.go``, ``PodSets``:
+    one pod set per replicated job, count replicas x parallelism). Queue, namespace, creation
+    time and position are the first role's (the reader copies the JobSet's to every role);
+    the priority is the first role's too (Kueue takes the first pod set's
+    ``priorityClassName``, ``pkg/util/priority``, unless a WorkloadPriorityClass is named).
+
+    Raises:
+        ValueError: ``roles`` is not one whole gang in role order.
+    """
+    first = roles[0]
+    if first.role is None or [j.role.index if j.role else -1 for j in roles] != list(range(first.role.roles)) \
+            or any(j.role.gang != first.role.gang for j in roles):
+        raise ValueError(f"gang_workload: expected every role of one gang in role order, got "
+                         f"{', '.join(j.job_id for j in roles)}")
+    extras: Mapping[str, Any] = first.extras
+    return Workload(first.role.gang, extras.get(QUEUE_KEY, default_queue),
+                    tuple(_pod_set(j, j.role.name) for j in roles), extras.get("namespace", "default"),
+                    first.priority, first.submit_time, extras.get("creation_timestamp"),
+                    int(extras.get("position", 0)))
+
+
+def _workload_name(record: JobRecord) -> str:
+    role = record.job.role
+    return record.job_id if role is None else role.gang
+
+
+def _pod_set_name(record: JobRecord) -> str:
+    role = record.job.role
+    return "main" if role is None else role.name
 
 
 class AdmissionContext(Protocol):
@@ -116,6 +158,7 @@ class AdmissionContext(Protocol):
     def hold(self, record: JobRecord, reason: str) -> None: ...
     def evict(self, record: JobRecord, reason: str) -> None: ...
     def retry_at(self, t: float) -> None: ...
+    def is_admitted(self, record: JobRecord) -> bool: ...
 
 
 class KueueAdmissionPlugin:
@@ -141,8 +184,7 @@ class KueueAdmissionPlugin:
         self._timed_out: dict[str, float | None] = {}   # evicting for PodsReadyTimeout: requeue time
         self.decisions: list = []
         self._last: dict[str, tuple] = {}
-        self._records: dict[str, JobRecord] = {}
-        self._jobs: dict[str, Job] = {}
+        self._records: dict[str, list[JobRecord]] = {}   # workload name -> its records (a gang's roles)
         self._flavor_masks: dict[str, np.ndarray] = {}
         self._all_nodes: np.ndarray | None = None
         self._sim = None
@@ -169,55 +211,84 @@ class KueueAdmissionPlugin:
         now = float(ctx.now)
         if self._ready_deadline:
             self._check_pods_ready(ctx, now)
-        for record in ctx.waiting:
-            name = record.job_id
+        waiting = list(ctx.waiting)
+        gangs: dict[str, list[JobRecord]] = {}
+        for record in waiting:
+            if record.job.role is not None:
+                gangs.setdefault(record.job.role.gang, []).append(record)
+        for record in waiting:
+            name = _workload_name(record)
             if name in self._records:
                 continue
-            self._records[name] = record
-            self._jobs[name] = record.job
-            decision = self.controller.submit(workload_of(record.job, self.default_queue), now)
+            if record.job.role is None:
+                members = [record]
+                workload = workload_of(record.job, self.default_queue)
+            else:
+                members = sorted(gangs[name], key=lambda r: r.job.role.index)
+                if len(members) < record.job.role.roles:
+                    continue     # the roles arrive together; never split
+                workload = gang_workload([r.job for r in members], self.default_queue)
+            self._records[name] = members
+            decision = self.controller.submit(workload, now)
             if decision is not None:
                 self._record([decision])
                 reject = getattr(ctx, "reject", None)
-                if reject is not None:
-                    reject(record, decision.reason)
-                else:
-                    ctx.hold(record, decision.reason)
+                for member in members:
+                    if reject is not None:
+                        reject(member, decision.reason)
+                    else:
+                        ctx.hold(member, decision.reason)
         decisions = self.controller.schedule(now)
         self._record(decisions)
         for d in decisions:
-            record = self._records[d.workload]
+            members = self._records[d.workload]
             if d.outcome is Outcome.ADMITTED:
-                job = self._jobs[d.workload]
-                if "pod_sets" not in job.extras and d.counts.get("main", job.workers) != job.workers:
-                    # partial admission: the Job runs with the admitted count (Kueue sets its
-                    # parallelism); the full count is kept for a later readmission
-                    job = replace(job, workers=d.counts["main"])
-                injected = tuple(t for name in sorted({f for fl in d.flavors.values() for f in fl.values()})
-                                 for t in self.controller.flavors[name].tolerations)
-                if injected:   # Kueue adds the flavors' tolerations to the pods it admits
-                    job = replace(job, extras={**job.extras, "tolerations": tuple(job.extras.get("tolerations", ()))
-                                               + injected})
-                record.job = job
-                ctx.admit(record)
+                for record in members:
+                    job = record.job
+                    pod_set = _pod_set_name(record)
+                    if d.counts.get(pod_set, job.workers) != job.workers:
+                        # partial admission: the Job runs with the admitted count (Kueue sets its
+                        # parallelism); the full count is kept for a later readmission
+                        job = replace(job, workers=d.counts[pod_set])
+                    # Kueue adds each pod set's flavors' tolerations to that pod set's template
+                    injected = tuple(t for name in sorted(set(d.flavors.get(pod_set, {}).values()))
+                                     for t in self.controller.flavors[name].tolerations)
+                    if injected:
+                        job = replace(job, extras={**job.extras,
+                                                   "tolerations": tuple(job.extras.get("tolerations", ())) + injected})
+                    record.job = job
+                    ctx.admit(record)
                 if self.wait_for_pods_ready is not None:
                     deadline = now + self.wait_for_pods_ready.timeout_seconds
                     self._ready_deadline[d.workload] = deadline
                     ctx.retry_at(deadline)
             elif d.outcome is Outcome.EVICTED:
-                ctx.evict(record, d.reason)
+                self._evict_members(ctx, members, d.reason)
             elif d.outcome in (Outcome.PENDING, Outcome.PREEMPTING):
-                ctx.hold(record, d.reason)
+                for record in members:
+                    ctx.hold(record, d.reason)
         if any(d.outcome is Outcome.ADMITTED for d in decisions):
             self._sample_usage(now)
+
+    @staticmethod
+    def _evict_members(ctx: AdmissionContext, members: list[JobRecord], reason: str) -> None:
+        """Evict the workload of ``members``: each record still admitted (running or queued for
+        placement). Evicting one running role evicts the gang's other running roles too
+        (the engine's rule), so each is looked at when its turn comes."""
+        if len(members) == 1:
+            ctx.evict(members[0], reason)
+            return
+        for record in members:
+            if record.state is JobState.RUNNING or ctx.is_admitted(record):
+                ctx.evict(record, reason)
 
     def _check_pods_ready(self, ctx: AdmissionContext, now: float) -> None:
         """waitForPodsReady: evict (and requeue after the backoff, or deactivate) every
         admitted workload not ready by its deadline (module docstring)."""
         wfpr = self.wait_for_pods_ready
         for name, deadline in sorted(self._ready_deadline.items(), key=lambda kv: (kv[1], kv[0])):
-            record = self._records[name]
-            if record.state is JobState.RUNNING and record.busy_from is not None and record.busy_from <= now:
+            members = self._records[name]
+            if all(r.state is JobState.RUNNING and r.busy_from is not None and r.busy_from <= now for r in members):
                 del self._ready_deadline[name]      # PodsReady=True: nothing more to watch
                 continue
             if now < deadline:
@@ -233,9 +304,10 @@ class KueueAdmissionPlugin:
                                        f"{format_seconds(delay)} s, requeue {count})" if requeue_at is not None else
                                        f"deactivated (backoffLimitCount {wfpr.requeuing.backoff_limit_count} reached)"))
             self._record([Decision(now, name, Outcome.EVICTED, reason, cq)])
-            ctx.evict(record, reason)
+            self._evict_members(ctx, members, reason)
             if requeue_at is None:
-                ctx.reject(record, reason)
+                for record in members:
+                    ctx.reject(record, reason)
                 self._record([Decision(now, name, Outcome.REJECTED, reason, cq)])
             else:
                 ctx.retry_at(requeue_at)
@@ -285,17 +357,16 @@ class KueueAdmissionPlugin:
 
     # -- placement filter ----------------------------------------------------------------------
     def filter(self, request, record: JobRecord) -> np.ndarray:
-        """bool (N,): the nodes that carry the ``nodeLabels`` of every flavor the record was
-        admitted to (every node for a record the stage did not admit)."""
-        status = self.controller.workloads.get(record.job_id)
+        """bool (N,): the nodes that carry the ``nodeLabels`` of every flavor the record's pod
+        set was admitted to (every node for a record the stage did not admit)."""
+        status = self.controller.workloads.get(_workload_name(record))
         mask = self._all_nodes
         if status is None or status.decision is None:
             return mask
-        for flavors in status.decision.flavors.values():
-            for flavor in set(flavors.values()):
-                m = self._flavor_masks.get(flavor)
-                if m is not None:
-                    mask = m if mask is None else mask & m
+        for flavor in set(status.decision.flavors.get(_pod_set_name(record), {}).values()):
+            m = self._flavor_masks.get(flavor)
+            if m is not None:
+                mask = m if mask is None else mask & m
         return mask
 
     # -- reports ------------------------------------------------------------------------------
@@ -309,9 +380,24 @@ class KueueAdmissionPlugin:
 
     # -- observer hooks: quota is released here ------------------------------------------------
     def on_finish(self, record: JobRecord) -> None:
-        self._ready_deadline.pop(record.job_id, None)
-        if record.job_id in self.controller.workloads:
-            self.controller.finish(record.job_id, self._now())
+        """A job completed: its workload finishes and its quota is released. A role of a
+        gang that completes before the others gives back its pod set's quota at once (Kueue's
+        reclaimablePods, which the JobSet integration reports for succeeded replicated jobs:
+        :meth:`~.controller.AdmissionController.reclaim`); the workload finishes with its
+        last role."""
+        name = _workload_name(record)
+        status = self.controller.workloads.get(name)
+        if record.job.role is not None and any(r.state is not JobState.COMPLETED
+                                                for r in self._records.get(name, ())):
+            if status is not None and status.state is State.ADMITTED:
+                self.controller.reclaim(name, record.job.role.name, record.job.workers, self._now())
+                self._sample_usage(self._now())
+                if self._sim is not None and hasattr(self._sim, "request_pass"):
+                    self._sim.request_pass()
+            return
+        self._ready_deadline.pop(name, None)
+        if name in self.controller.workloads:
+            self.controller.finish(name, self._now())
             self._sample_usage(self._now())
 
     def on_reject(self, record: JobRecord) -> None:
@@ -320,23 +406,37 @@ class KueueAdmissionPlugin:
         has its row and the ClusterQueue counts it. Deviation: Kueue never looks at nodes and
         would keep the workload pending ("couldn't assign flavors ..." only when quota is
         short); the simulator's engine rejects any job no node can host, Kueue or not."""
-        if record.job_id in self.controller.workloads:
+        name = _workload_name(record)
+        if name in self.controller.workloads:
             return      # rejected by admission itself, or evicted and not requeued: already recorded
         reason = (f"rejected before admission: {record.reason} (Kueue itself would keep it pending; the "
                   "simulator rejects a job no node can ever host)")
-        self._record([self.controller.record_rejected(workload_of(record.job, self.default_queue), self._now(),
-                                                      reason)])
+        if record.job.role is None:
+            workload = workload_of(record.job, self.default_queue)
+        else:   # the engine rejects every role of a gang at once, at arrival
+            roles = sorted((r.job for r in self._sim.records.values() if r.job.role is not None
+                            and r.job.role.gang == name), key=lambda j: j.role.index)
+            workload = gang_workload(roles, self.default_queue)
+        self._record([self.controller.record_rejected(workload, self._now(), reason)])
 
     def on_evict(self, record: JobRecord, lost_work: float = 0.0) -> None:
-        """A preempted workload is stopped: release its quota and queue it again, at once, or,
-        for a workload this stage preempted whose pods have a ``terminationGracePeriodSeconds``,
-        once that period is over (its preemptor stays Preempting until then). (An eviction
-        the stage did not ask for, such as a node drain, also gives the quota back, at once.)"""
-        status = self.controller.workloads.get(record.job_id)
-        self._ready_deadline.pop(record.job_id, None)
+        """A workload this stage preempted is stopped: release its quota and queue it again, at
+        once, or, when its pods have a ``terminationGracePeriodSeconds``, once that period is
+        over (its preemptor stays Preempting until then). An eviction the stage did not ask
+        for (a node drain, kube-scheduler's preemption, Karpenter's consolidation) leaves the
+        workload admitted with its quota: the Job controller recreates the evicted pods and
+        the engine requeues them for placement (Kueue evicts a Workload only by its own
+        decision, ``pkg/controller/jobframework/reconciler.go``; pods that fail or are
+        deleted do not release its quota)."""
+        name = _workload_name(record)
+        status = self.controller.workloads.get(name)
         if status is None or status.state not in (State.ADMITTED, State.EVICTING):
             return
-        grace = termination_grace(record.job)
+        if status.state is State.ADMITTED and name not in self._timed_out:
+            return      # not Kueue's eviction (a drain, a preemption): the workload keeps its quota
+        self._ready_deadline.pop(name, None)
+        # a gang's quota comes back when the pods of all its roles are gone
+        grace = max(termination_grace(r.job) for r in self._records.get(name, [record]))
         terminating = getattr(getattr(self._sim, "scheduler", None), "terminating", {})
         if grace > 0 and status.state is State.EVICTING and record.job_id in terminating:
             # Kueue releases the quota once the Job's pods are gone (the Job is stopped and
@@ -348,19 +448,20 @@ class KueueAdmissionPlugin:
 
     def _release_after_grace(self, event) -> None:
         record: JobRecord = event.payload
-        status = self.controller.workloads.get(record.job_id)
+        status = self.controller.workloads.get(_workload_name(record))
         if status is not None and status.state is State.EVICTING:
             self._release_evicted(record)
 
     def _release_evicted(self, record: JobRecord) -> None:
-        if record.job_id in self._timed_out:       # our own PodsReadyTimeout eviction
-            requeue_at = self._timed_out.pop(record.job_id)
+        name = _workload_name(record)
+        if name in self._timed_out:       # our own PodsReadyTimeout eviction
+            requeue_at = self._timed_out.pop(name)
             now = self._now()
             by_eviction = self.wait_for_pods_ready.timestamp == "Eviction"
-            self.controller.evicted(record.job_id, now, requeue_at is not None, requeue_at=requeue_at,
+            self.controller.evicted(name, now, requeue_at is not None, requeue_at=requeue_at,
                                     order_time=now if by_eviction else None)
         else:
-            self.controller.evicted(record.job_id, self._now())
+            self.controller.evicted(name, self._now())
         self._sample_usage(self._now())
         if self._sim is not None and hasattr(self._sim, "request_pass"):
             self._sim.request_pass()
@@ -388,4 +489,5 @@ def queue_summary(controller: AdmissionController) -> list[dict]:
     return rows
 
 
-__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "QuotaSeries", "queue_summary", "workload_of"]
+__all__ = ["QUEUE_KEY", "AdmissionContext", "KueueAdmissionPlugin", "QuotaSeries", "gang_workload", "queue_summary",
+           "workload_of"]

@@ -11,7 +11,8 @@ from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import format_seconds
 from lab01_cluster_sim.registry import check_policy_name
 from lab01_cluster_sim.scenarios import textbook_gang
-from lab01_cluster_sim.simulate import SimulationResult, simulate
+from lab01_cluster_sim.metrics import SimulationResult
+from lab01_cluster_sim.simulate import simulate
 
 NAME = "gang-demo"
 HELP = "show naive placement deadlocking and gang scheduling completing on the textbook case"

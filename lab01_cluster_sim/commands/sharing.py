@@ -168,14 +168,14 @@ def _tenancy_demo(fmt: str) -> None:
               + (", ".join(f"{n} GPU{g} {list(ids)}" for n, g, ids in bad) if bad else "none"))
     # taints and tolerations: a GPU pod fills the GPU node's GPUs, then a CPU-only pod arrives;
     # best-fit (fullest node first) would put it on the GPU node, using CPU the GPUs need
-    from lab01_cluster_sim.tenancy import ConstraintFilter
+    from lab01_cluster_sim.tenancy import GpuNodeTaint
 
     cluster = [Node("gpu-node", "A100", 2, 64000, 512000, labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}),
                Node("cpu-node", "", 0, 64000, 512000)]
     pods = [Job("gpu-pod", 0, 100, gpus_per_worker=2, gpu_milli=1000, cpu_milli=1000, memory_mib=1024),
             Job("cpu-pod", 1, 100, cpu_milli=1000, memory_mib=1024)]
-    for label, constraint in (("no taints", ConstraintFilter(cluster, taints={})),
-                              ("GPU node tainted nvidia.com/gpu=present:NoSchedule", ConstraintFilter(cluster))):
-        running = at_ten(cluster, pods, constraint).scheduler.running
+    for label, plugins in (("no taints", ()),
+                           ("GPU node tainted nvidia.com/gpu=present:NoSchedule", (GpuNodeTaint(),))):
+        running = at_ten(cluster, pods, *plugins).scheduler.running
         where = ", ".join(f"{i}->{cluster[running[i].placements[0].node_index].name}" for i in sorted(running))
         print(f"{label}: {where}")

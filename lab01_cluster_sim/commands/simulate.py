@@ -11,7 +11,8 @@ from lab01_cluster_sim.options import fraction, nonnegative_float, positive_floa
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.registry import DISCIPLINES
 from lab01_cluster_sim.scheduler import MODES, adaptive_nodes_to_score
-from lab01_cluster_sim.simulate import SimulationResult, simulate
+from lab01_cluster_sim.metrics import SimulationResult
+from lab01_cluster_sim.simulate import simulate
 from lab01_cluster_sim.studies import timed
 from lab01_cluster_sim.studies.timed import (DEFAULT_JOBS, DEFAULT_LOAD, DEFAULT_NODES, MIN_LOAD, stranded_interval,
                                              summary_dict, synthetic_jobs, trace_jobs)
@@ -44,10 +45,11 @@ command) is the standard way to load it.
 
 --plugin NAME[:key=value,...] (repeatable) adds an extension of the one engine, in the
 order given: topology (max_wait_s, comm_fraction, intra_gbps, inter_gbps), time-slicing
-(slice_ms, switch_us), constraints (GPU-node taint), tenancy (free=t1;t2, premium=t3),
-shape-aware (reserved), defrag (max_moves; with checkpoints), checkpoints (interval_s,
-checkpoint_s, restore_s), autoscaler (instance_types=a;b, limit_gpus, consolidation,
-consolidate_after_s, capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
+(slice_ms, switch_us), constraints (GPU-node taint; cpu_pods_tolerate=0 keeps CPU-only
+pods off GPU nodes), tenancy (free=t1;t2, premium=t3), shape-aware (reserved), defrag
+(max_moves; with checkpoints), checkpoints (interval_s, checkpoint_s, restore_s),
+autoscaler (instance_types=a;b, limit_gpus, consolidation, consolidate_after_s,
+capacity_type), node-events (events=drain@600=NODE;up@1200=NODE).
 Any of them combine with each other, every discipline and the trace.
 
 examples:

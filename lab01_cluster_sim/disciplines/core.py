@@ -291,10 +291,11 @@ class PriorityPreemption(_Queue):
                 victim = scheduler.running.get(v)
                 if victim is not None:
                     scheduler.evict(victim, why, float(victim.job.extras.get(TERMINATION_GRACE, 0.0)))
-                else:   # naive mode: a pending job holding part of its gang
+                elif scheduler.mode == "naive":   # a pending job holding part of its gang
                     holder = next(r for r in self.order() if r.job_id == v)
                     scheduler.release_placements(holder, list(holder.placements))
                     holder.preemptions += 1
+                # else: a role already evicted with its multi-role gang by an earlier victim
                     holder.reason = f"partial allocation released: {why}"
             scheduler.try_schedule(rec)
 

@@ -193,6 +193,10 @@ class AdmissionContext:
         """Run another cycle at ``t`` (s), e.g. when a quota window opens."""
         self.sim.request_pass_at(t)
 
+    def is_admitted(self, record: JobRecord) -> bool:
+        """True when ``record`` is admitted and not finished (queued for placement or running)."""
+        return record.job_id in self.sim._admitted
+
 
 # -- observers ----------------------------------------------------------------------------
 class SchedulerObserver:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lab01_cluster_sim.cluster import ClusterState
+from lab01_cluster_sim.cluster import ClusterState, Request
 from lab01_cluster_sim.framework.status import UNSCHEDULABLE, Outcome
 from lab01_cluster_sim.model import JobRecord, Placement
 
@@ -42,39 +42,18 @@ class PluginRuntime:
             record.status, record.reason = UNSCHEDULABLE, self._blocked[key][1]
             return Outcome.WAITING
         self._cur_order = record.queue_seq
-        mask = None
-        assign = None
-        for pre in self.pre_filters:
-            res = pre(record, request)
-            if res is None:
-                continue
+        answered, mask, assign, wait = self._run_pre_filters(record, request)
+        if answered:
             memo = False
-            if res.wait is not None:
-                record.status, record.reason = UNSCHEDULABLE, res.wait
-                if res.retry_at is not None:
-                    self.on_retry_at(res.retry_at)
-                return Outcome.WAITING
-            if res.assign is not None:
-                assign = res.assign
-            if res.nodes is not None:
-                mask = res.nodes if mask is None else (mask & res.nodes)
+        if wait is not None:
+            record.status, record.reason = UNSCHEDULABLE, wait
+            return Outcome.WAITING
         trial: list[tuple[int, tuple[int, ...]]] = []
         refusal: str | None = None
         if assign is not None:
-            try:
-                for node, gpus in assign:
-                    if not self.online[node]:
-                        raise ValueError(f"node {self.state.nodes[node].name} is cordoned")
-                    self._bind_raw(node, tuple(gpus), request)
-                    trial.append((node, tuple(gpus)))
-            except ValueError as exc:
-                refusal = f"the placement chosen by a plugin no longer fits: {exc}"
+            refusal = self._bind_assigned(assign, request, trial)
         else:
-            devices = None
-            for dev in self.device_filters:
-                m = dev(record, request)
-                if m is not None:
-                    devices = m if devices is None else (devices & m)
+            devices = self._allowed_devices(record, request)
             needed = record.job.workers if gang else 1
             for _ in range(needed):
                 choice = self._select_masked(request, record, mask, devices)
@@ -112,6 +91,53 @@ class PluginRuntime:
             self._start(record)
             return Outcome.STARTED
         return Outcome.PROGRESS
+
+    def _run_pre_filters(self, record: JobRecord, request: Request
+                         ) -> tuple[bool, np.ndarray | None, Sequence | None, str | None]:
+        """Run every PreFilter for ``record``: ``(answered, nodes, assign, wait)``: whether any
+        plugin answered, the node mask they leave (None: all), a placement a plugin chose
+        (None: none), and the "not now" reason of the first that said so (its retry time is
+        passed on to the simulation), in which case the rest are not run."""
+        answered = False
+        mask = assign = None
+        for pre in self.pre_filters:
+            res = pre(record, request)
+            if res is None:
+                continue
+            answered = True
+            if res.wait is not None:
+                if res.retry_at is not None:
+                    self.on_retry_at(res.retry_at)
+                return True, mask, assign, res.wait
+            if res.assign is not None:
+                assign = res.assign
+            if res.nodes is not None:
+                mask = res.nodes if mask is None else (mask & res.nodes)
+        return answered, mask, assign, None
+
+    def _bind_assigned(self, assign: Sequence, request: Request, trial: list[tuple[int, tuple[int, ...]]]
+                       ) -> str | None:
+        """Trial-bind the placements ``assign`` ``((node, gpus), ...)`` a PreFilter chose, adding
+        each to ``trial``; the refusal if one no longer fits (those bound stay in ``trial``
+        for the caller's roll-back), else None."""
+        try:
+            for node, gpus in assign:
+                if not self.online[node]:
+                    raise ValueError(f"node {self.state.nodes[node].name} is cordoned")
+                self._bind_raw(node, tuple(gpus), request)
+                trial.append((node, tuple(gpus)))
+        except ValueError as exc:
+            return f"the placement chosen by a plugin no longer fits: {exc}"
+        return None
+
+    def _allowed_devices(self, record: JobRecord, request: Request) -> np.ndarray | None:
+        """bool (N, G): the GPUs every device filter lets ``record`` use (None: all)."""
+        devices = None
+        for dev in self.device_filters:
+            m = dev(record, request)
+            if m is not None:
+                devices = m if devices is None else (devices & m)
+        return devices
 
     def bind_placements(self, record: JobRecord, placements: Sequence[tuple[int, tuple[int, ...]]]) -> Outcome:
         """Bind ``record``'s workers exactly at ``placements`` ``((node, gpus), ...)`` and start

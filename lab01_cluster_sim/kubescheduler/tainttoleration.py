@@ -41,7 +41,7 @@ from lab01_cluster_sim.cluster import Request
 from lab01_cluster_sim.corev1 import Taint, Toleration, count_intolerable_prefer_no_schedule, find_untolerated_taint
 from lab01_cluster_sim.framework.interface import Plugin, default_normalize_score
 from lab01_cluster_sim.kubescheduler.constraints import tolerations
-from lab01_cluster_sim.model import JobRecord, JobState, Node, format_seconds, termination_grace
+from lab01_cluster_sim.model import Job, JobRecord, JobState, Node, format_seconds, termination_grace
 
 FILTER_REASON = "node(s) had untolerated taint(s)"
 """The Filter's reason (``taint_toleration.go``, v1.35)."""
@@ -89,6 +89,12 @@ class TaintToleration(Plugin):
 
     Raises:
         ValueError: a weight below 0.
+
+    A node's taints are :meth:`node_taints` and a job's pods' tolerations
+    :meth:`pod_tolerations`: the objects' own (``spec.taints``, ``spec.tolerations``). A
+    subclass that models how a cluster sets them (a taint every GPU node gets, tolerations an
+    admission plugin adds: :class:`lab01_cluster_sim.tenancy.GpuNodeTaint`) overrides those two
+    and keeps every rule here.
     """
 
     name = "TaintToleration"
@@ -106,13 +112,22 @@ class TaintToleration(Plugin):
     def attach(self, sim: Any) -> None:
         self._sim = sim
 
-    def _per_node(self, cache: dict, tols: tuple[Toleration, ...], fn) -> np.ndarray:
-        """``fn(taints, tols)`` per node of the cluster, cached per tolerations and node count."""
+    def node_taints(self, node: Node) -> tuple[Taint, ...]:
+        """The taints of ``node``: its ``spec.taints``."""
+        return node.taints
+
+    def pod_tolerations(self, job: Job) -> tuple[Toleration, ...]:
+        """The tolerations of ``job``'s pods: their ``spec.tolerations``."""
+        return tolerations(job)
+
+    def _per_node(self, cache: dict, tols: tuple[Toleration, ...], fn, dtype) -> np.ndarray:
+        """``fn(taints, tols)`` per node of the cluster as ``dtype``, cached per tolerations and
+        node count (the same array while neither changes)."""
         nodes = self._sim.state.nodes
         key = (tols, len(nodes))
         out = cache.get(key)
         if out is None:
-            out = cache[key] = np.array([fn(n.taints, tols) for n in nodes])
+            out = cache[key] = np.array([fn(self.node_taints(n), tols) for n in nodes], dtype=dtype)
         return out
 
     def filter(self, request: Request, record: JobRecord | None) -> np.ndarray:
@@ -120,20 +135,20 @@ class TaintToleration(Plugin):
         (all nodes when asked about a shape)."""
         if record is None:
             return np.ones(self._sim.state.num_nodes, dtype=bool)
-        return self._per_node(self._masks, tolerations(record.job),
-                              lambda taints, tols: find_untolerated_taint(taints, tols) is None).astype(bool)
+        return self._per_node(self._masks, self.pod_tolerations(record.job),
+                              lambda taints, tols: find_untolerated_taint(taints, tols) is None, bool)
 
     def score(self, sim: Any, record: JobRecord | None, request: Request, candidates: np.ndarray) -> np.ndarray:
         """int64 (k,): 100 - 100 x intolerable PreferNoSchedule taints // their most on any
         candidate (module docstring)."""
-        tols = tolerations(record.job) if record is not None else ()
-        counts = self._per_node(self._counts, tols, count_intolerable_prefer_no_schedule).astype(np.int64)
+        tols = self.pod_tolerations(record.job) if record is not None else ()
+        counts = self._per_node(self._counts, tols, count_intolerable_prefer_no_schedule, np.int64)
         return default_normalize_score(counts[candidates], reverse=True)
 
     def on_start(self, record: JobRecord) -> None:
-        tols = tolerations(record.job)
+        tols = self.pod_tolerations(record.job)
         nodes = self._sim.state.nodes
-        waits = [min_toleration_seconds(nodes[p.node_index].taints, tols) for p in record.placements]
+        waits = [min_toleration_seconds(self.node_taints(nodes[p.node_index]), tols) for p in record.placements]
         waits = [w for w in waits if w is not None]
         if not waits:
             return
@@ -145,7 +160,8 @@ class TaintToleration(Plugin):
         if record.state is not JobState.RUNNING or (record.run_started, record.preemptions, record.migrations) != run:
             return   # finished or evicted meanwhile: that run is gone
         self._evictions += 1
-        taints = sorted({str(t) for p in record.placements for t in self._sim.state.nodes[p.node_index].taints
+        nodes = self._sim.state.nodes
+        taints = sorted({str(t) for p in record.placements for t in self.node_taints(nodes[p.node_index])
                          if t.effect == "NoExecute"})
         self._sim.evict(record, f"evicted by the taint eviction controller after {format_seconds(seconds)}s "
                         f"(tolerationSeconds) on a node tainted {', '.join(taints)}",

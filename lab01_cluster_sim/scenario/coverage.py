@@ -1,8 +1,9 @@
 """Every field of the Kubernetes core kinds a scenario holds is modelled, or refused by name.
 
 Kubernetes 1.35's strict schemas (:mod:`.validate`) accept every real field of a Pod, a batch
-Job, a Node or a PriorityClass. The simulator models some of them; :data:`COVERAGE` says, per
-kind, what each field path is:
+Job, a Node or a PriorityClass, and the reader's JobSet schema every field of JobSet v0.11.1
+(its templates by the strict batch Job schema). The simulator models some of them;
+:data:`COVERAGE` says, per kind, what each field path is:
 
 - ``MODELLED``: read and honoured as kube-scheduler, Kueue, Karpenter or the kubelet honour it
   (the reader that reads it is named in the module docstrings of :mod:`.load`, :mod:`.pods`,
@@ -17,11 +18,14 @@ kind, what each field path is:
 
 A path is written with ``.`` between fields and ``[]`` for every list item
 (``spec.containers[].resources``); a listed path covers everything under it. A Job's pod
-template (``spec.template``) follows the Pod's rules.
+template (``spec.template``) follows the Pod's rules, a JobSet's replicated job template
+(``spec.replicatedJobs[].template``) the Job's.
 
-The Kueue and Karpenter kinds are read through the reader's own closed schemas
-(:mod:`.schemas`): a field of the real CRD that they leave out is refused at validation as not
-modelled (:data:`~.schemas.CRD_ONLY_FIELDS`).
+The Kueue and Karpenter kinds, the coscheduling PodGroup and the configuration files are read
+through the reader's own closed schemas (:mod:`.schemas`): a field of the real kind that they
+leave out (of its spec, its ``metadata`` or its ``status``) is refused at validation as not
+modelled (:data:`~.schemas.CRD_ONLY_FIELDS`). The course's own ``Scenario`` kind calls a field
+it does not have an unknown field.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lab01_cluster_sim.scenario.schemas import EMBEDDED_METADATA
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, format_path, where
 
@@ -64,8 +69,8 @@ def _suspend(value: Any, obj: dict) -> str | None:
     labels = {**((obj.get("metadata") or {}).get("labels") or {}), **(template.get("labels") or {})}
     if not value or "kueue.x-k8s.io/queue-name" in labels:   # the label the reader takes the queue from
         return None
-    return ("suspend: true on a Job without kueue.x-k8s.io/queue-name is not modelled (nothing would resume it; "
-            "Kueue resumes the Jobs it admits)")
+    return (f"suspend: true on a {obj.get('kind', 'Job')} without kueue.x-k8s.io/queue-name is not modelled (nothing "
+            "would resume it; Kueue resumes the Jobs it admits)")
 
 
 def _ready_only(conditions: Any, obj: dict) -> str | None:
@@ -82,15 +87,24 @@ _META_INERT = Inert("object bookkeeping; no scheduling, admission or provisionin
 
 METADATA: dict[str, Any] = {
     "name": MODELLED, "namespace": MODELLED, "labels": MODELLED, "annotations": MODELLED,
-    "creationTimestamp": MODELLED,
+    "creationTimestamp": MODELLED,   # Kueue's queue order; kube-scheduler's ignores it (see below)
     "uid": _META_INERT, "resourceVersion": _META_INERT, "generation": _META_INERT, "selfLink": _META_INERT,
     "managedFields": _META_INERT, "finalizers": _META_INERT,
 }
 """``metadata`` of every kind: names, labels, annotations (each annotation key the reader knows
-is read, an unknown ``lab01.course/`` key is an error) and the creation time (Kueue's queue
-order); the rest is bookkeeping. Refused: ``ownerReferences`` (Kueue would manage a Pod through
-its owner), ``generateName``, ``deletionTimestamp`` / ``deletionGracePeriodSeconds`` (an object
-being deleted)."""
+is read, an unknown ``lab01.course/`` key is an error) and the creation time; the rest is
+bookkeeping. Refused: ``ownerReferences`` (Kueue would manage a Pod through its owner),
+``generateName``, ``deletionTimestamp`` / ``deletionGracePeriodSeconds`` (an object being
+deleted).
+
+``creationTimestamp`` of a Pod or Job orders Kueue's queues: with Kueue, a ClusterQueue takes
+workloads by priority, then creation time (:func:`lab01_cluster_sim.admission.ordering.age`).
+Without Kueue it decides nothing, as in Kubernetes: kube-scheduler's PrioritySort orders its
+activeQ by priority, then by the time the pod entered the scheduling queue, not by its
+creationTimestamp (Kubernetes v1.35.4, ``pkg/scheduler/framework/plugins/queuesort/
+priority_sort.go``, ``Less``; the timestamp is set in ``newQueuedPodInfo``,
+``pkg/scheduler/backend/queue/scheduling_queue.go``); pods with equal submit times enter the
+queue in the order of the file."""
 
 _CONTAINER: dict[str, Any] = {
     "name": MODELLED, "resources.requests": MODELLED, "resources.limits": MODELLED, "image": MODELLED,
@@ -220,6 +234,64 @@ PRIORITY_CLASS: dict[str, Any] = {
     "description": Inert("documentation only"),
 }
 
+
+def _success_policy(value: Any, obj: dict) -> str | None:
+    names = {rj.get("name") for rj in (obj.get("spec") or {}).get("replicatedJobs") or [] if isinstance(rj, dict)}
+    targets = set((value or {}).get("targetReplicatedJobs") or names)
+    if (value or {}).get("operator", "All") == "All" and targets == names:
+        return None
+    return ("a success policy other than JobSet's default (operator All over every replicatedJob) is not modelled "
+            "(the simulated JobSet succeeds when all its roles complete)")
+
+
+_CHILD_NAMES = Inert("the JobSet controller names its child Jobs <JobSet>-<replicatedJob>-<index> in the JobSet's "
+                     "namespace")
+_JOBSET_TEMPLATE_META = {**{k: v for k, v in METADATA.items() if k in EMBEDDED_METADATA},
+                         "name": _CHILD_NAMES, "namespace": _CHILD_NAMES}
+_NEVER_FAILS = ("simulated pods never fail, so a JobSet's failure policy (restarts after a child Job fails) never "
+                "acts; an eviction by Kueue suspends and restarts the whole JobSet, as the engine restarts all its "
+                "roles")
+
+JOBSET: dict[str, Any] = {
+    "replicatedJobs[].name": MODELLED,
+    "replicatedJobs[].replicas": MODELLED,
+    "replicatedJobs[].groupName": Inert("a label JobSet puts on its Jobs and pods; no modelled component reads it"),
+    **_under("replicatedJobs[].template.metadata", _JOBSET_TEMPLATE_META),
+    **_under("replicatedJobs[].template.spec", {k: v for k, v in JOB_SPEC.items() if not (
+        k.startswith("template.metadata.") and k.split(".")[2] not in EMBEDDED_METADATA)}),
+    "replicatedJobs[].template.spec.suspend": Inert("the JobSet controller sets each child Job's suspend from the "
+                                                    "JobSet's spec.suspend"),
+    "suspend": Partly(_suspend),
+    "startupPolicy.startupPolicyOrder": _values(("AnyOrder",), "; the engine starts a JobSet's roles together, "
+                                                              "all-or-nothing"),
+    "successPolicy": Partly(_success_policy),
+    "managedBy": _values(("jobset.sigs.k8s.io/jobset-controller",), "; another manager (MultiKueue) is not modelled"),
+    **{f"failurePolicy.{f}": Inert(_NEVER_FAILS) for f in ("maxRestarts", "restartStrategy", "rules")},
+    **{f"network.{f}": Inert("pod DNS names and a headless Service; no scheduling or admission decision reads them")
+       for f in ("enableDNSHostnames", "subdomain", "publishNotReadyAddresses")},
+    **{f"coordinator.{f}": Inert("an annotation naming the coordinator pod's DNS name; no scheduling or admission "
+                                 "decision reads it") for f in ("replicatedJob", "jobIndex", "podIndex")},
+    "ttlSecondsAfterFinished": Inert("deletes the JobSet after it finished; no decision the simulator makes reads it"),
+}
+"""A JobSet's ``spec`` (kubernetes-sigs/jobset v0.11.1, :mod:`.jobset`): the replicated jobs'
+names and replicas; each template follows the batch Job's rules (:data:`JOB_SPEC`, its
+``metadata`` the Job's, except the name and namespace the JobSet overrides), except ``suspend``,
+which the JobSet controller overrides. ``suspend`` as a Job's (Kueue resumes the JobSets it
+admits); ``startupPolicy`` only ``AnyOrder`` (JobSet's default); ``successPolicy`` only the
+default (All, every replicated job); ``managedBy`` only JobSet's own controller;
+``failurePolicy`` inert (simulated pods never fail); ``network``, ``coordinator``,
+``ttlSecondsAfterFinished`` and ``groupName`` inert (names and clean-up). Refused:
+``replicatedJobs[].dependsOn`` (roles started in sequence), ``volumeClaimPolicies`` (volumes),
+``status``."""
+
+JOBSET_REFUSED: dict[str, str] = {
+    "spec.replicatedJobs[].dependsOn": "the engine starts a JobSet's roles together, not one after another is Ready "
+                                       "or Complete",
+    "spec.volumeClaimPolicies": "persistent volume claims (kube-scheduler's VolumeBinding) are not modelled",
+}
+"""Refusals with a reason of the JobSet's own fields; its templates' use :data:`REFUSED` as a
+batch Job's do."""
+
 COVERAGE: dict[tuple[str, str], dict[str, Any]] = {
     ("v1", "Pod"): {"apiVersion": MODELLED, "kind": MODELLED, **_under("metadata", METADATA),
                     **_under("spec", POD_SPEC)},
@@ -227,6 +299,8 @@ COVERAGE: dict[tuple[str, str], dict[str, Any]] = {
                           **_under("spec", JOB_SPEC)},
     ("v1", "Node"): {"apiVersion": MODELLED, "kind": MODELLED, **NODE},
     ("scheduling.k8s.io/v1", "PriorityClass"): {"apiVersion": MODELLED, "kind": MODELLED, **PRIORITY_CLASS},
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): {"apiVersion": MODELLED, "kind": MODELLED, **_under("metadata", METADATA),
+                                             **_under("spec", JOBSET)},
 }
 """Per core kind: field path -> ``MODELLED``, :class:`Inert` or :class:`Partly` (module docstring)."""
 
@@ -244,7 +318,15 @@ _PREFIXES = {key: _prefixes(table) for key, table in COVERAGE.items()}
 
 
 def _reason(pattern: str, kind: str) -> str:
-    """The :data:`REFUSED` reason of ``pattern`` or of its nearest listed parent ("" if none)."""
+    """The :data:`REFUSED` reason of ``pattern`` or of its nearest listed parent ("" if none)
+    (a JobSet's: :data:`JOBSET_REFUSED`, its templates' as a batch Job's)."""
+    if kind == "JobSet":
+        template = "spec.replicatedJobs[].template."
+        if pattern.startswith(template):
+            return _reason(pattern[len(template):], "Job")
+        for parent, why in JOBSET_REFUSED.items():
+            if pattern == parent or pattern.startswith((parent + ".", parent + "[]")):
+                return why
     if kind == "Job" and pattern.startswith("spec.template."):
         pattern = pattern[len("spec.template."):]
     while pattern:
@@ -311,4 +393,4 @@ def refusals(doc: Document) -> list[str]:
     return out
 
 
-__all__ = ["COVERAGE", "MODELLED", "REFUSED", "Inert", "Partly", "classify", "refusals"]
+__all__ = ["COVERAGE", "JOBSET_REFUSED", "MODELLED", "REFUSED", "Inert", "Partly", "classify", "refusals"]

@@ -17,7 +17,10 @@
   do not carry: ``lab01.course/duration`` (run time, s, or ``inf`` for a service) and
   ``lab01.course/submit-time`` (arrival, s, default 0), each at most :data:`MAX_SECONDS`.
 - **Gangs**: pods labelled ``scheduling.x-k8s.io/pod-group: NAME`` with a ``PodGroup``
-  (coscheduling) of that name form one job of as many workers.
+  (coscheduling) of that name form one job of as many workers, or a multi-role gang (one job
+  per shape, :class:`~lab01_cluster_sim.model.GangRole`) when their shapes differ.
+- **JobSets** (``jobset.x-k8s.io/v1alpha2``): one multi-role gang, one job per replicated job
+  (:mod:`.jobset`).
 - **Priority**: ``priorityClassName`` -> a ``PriorityClass``'s value (the ``globalDefault``
   class for pods naming none); the Kueue label ``kueue.x-k8s.io/priority-class`` -> a
   ``WorkloadPriorityClass`` (it wins for admission, as in Kueue).
@@ -37,7 +40,7 @@ cannot execute are listed in :attr:`Scenario.unsupported` (``run`` refuses them 
 
 One module per group of kinds: this one reads the Scenario object, Nodes, the scheduler's
 configuration and Karpenter's NodePools; :mod:`.pods` the workload (Pods, Jobs, PodGroups,
-with :mod:`.podsched` for a pod's scheduling constraints); :mod:`.kueue` Kueue's objects and
+with :mod:`.podsched` for a pod's scheduling constraints), :mod:`.jobset` JobSets; :mod:`.kueue` Kueue's objects and
 the priority classes; :mod:`.fields` holds the bounds, annotation keys and field readers they
 share. A new kind (or a new field rule) goes in the module of its kind.
 """
@@ -58,6 +61,7 @@ from lab01_cluster_sim.scenario.fields import (GPU_CLIQUE, GPU_PRODUCT, KNOWN_RE
                                                MAX_SECONDS, MIB, SHARED_DATA_VAR, Source, check_device_count,
                                                error_at, parse_duration, source_of, walk)
 from lab01_cluster_sim.scenario.coverage import refusals
+from lab01_cluster_sim.scenario.jobset import JobSetKinds
 from lab01_cluster_sim.scenario.kueue import KueueKinds
 from lab01_cluster_sim.scenario.podsched import node_pool_types, read_taint
 from lab01_cluster_sim.scenario.pods import PodKinds
@@ -172,7 +176,7 @@ def load_scenario(path: str | Path) -> Scenario:
     return sc
 
 
-class _Builder(KueueKinds, PodKinds):
+class _Builder(KueueKinds, PodKinds, JobSetKinds):
     def __init__(self, path: Path, docs: list[Document]) -> None:
         self.path = path
         self.docs = docs
@@ -301,7 +305,7 @@ class _Builder(KueueKinds, PodKinds):
             if not res or CPU not in res or MEMORY not in res:
                 raise error_at(doc, ("status",), "status.allocatable (or status.capacity) must give cpu and memory")
             name = d["metadata"]["name"]
-            labels = dict(d["metadata"].get("labels", {}))
+            labels = dict(d["metadata"].get("labels") or {})
 
             def q(r, res=res, base=base, doc=doc):
                 return resource_value(r, res[r], f"{where(doc.file, doc.pos(base + (r,)))}: {object_name(doc.data)}: "

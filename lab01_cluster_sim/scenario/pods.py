@@ -1,5 +1,6 @@
 """Reading the workload kinds of a scenario: Pods, batch Jobs and PodGroups (gangs), into
-:class:`~lab01_cluster_sim.model.Job` records (:class:`PodKinds`, part of the loader's builder).
+:class:`~lab01_cluster_sim.model.Job` records (:class:`PodKinds`, part of the loader's builder);
+a JobSet's replicated jobs are read by the same Job reader (:mod:`.jobset`).
 
 A pod's request is the sum over its containers, or the largest init container if bigger
 (Kubernetes' effective request); a request defaults to its limit.
@@ -14,14 +15,23 @@ from typing import Any
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY, resource_value
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import MAX_COUNT, MILLI_PER_GPU, Job
-from lab01_cluster_sim.scenario.fields import (DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
+from lab01_cluster_sim.model import MAX_COUNT, MAX_ROLES, MILLI_PER_GPU, GangRole, Job
+from lab01_cluster_sim.scenario.fields import (COURSE_KEYS, DO_NOT_DISRUPT, DURATION, GPU_MILLI, HAMI_GPU_POLICY,
                                                IMAGE_GIB, KNOWN_RESOURCES, MAX_SECONDS, MIB, MIN_PARALLELISM,
                                                POD_GROUP_LABEL, SUBMIT_TIME, WPC_LABEL, check_course_keys,
                                                check_extended, error_at, get_field, source_of)
 from lab01_cluster_sim.scenario.podsched import creation_timestamp, read_pod_scheduling
 from lab01_cluster_sim.scenario.validate import object_name
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
+
+
+def _last_with(data: dict, metas: tuple[tuple, ...], key: str) -> tuple:
+    """The last of ``metas`` (metadata paths, later ones overriding) whose annotations hold
+    ``key``; the first when none does."""
+    for mpath in reversed(metas):
+        if key in (get_field(data, mpath + ("annotations",)) or {}):
+            return mpath
+    return metas[0]
 
 
 class PodKinds:
@@ -39,7 +49,7 @@ class PodKinds:
         for doc in self.by_kind("Pod", "Job"):
             job = self._job(doc)
             meta = doc.data["metadata"]
-            group = meta.get("labels", {}).get(POD_GROUP_LABEL)
+            group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
             if group is not None:
                 key = (meta.get("namespace", "default"), group)
                 if key not in groups:
@@ -51,7 +61,9 @@ class PodKinds:
                 continue
             jobs.append(job)
         for key, doc in groups.items():
-            jobs.append(self._gang(doc, members[key]))
+            jobs.extend(self._gang(doc, members[key]))
+        for doc in self.by_kind("JobSet"):
+            jobs.extend(self._jobset(doc))   # scenario.jobset.JobSetKinds
         ids = set()
         for job in jobs:
             if job.job_id in ids:
@@ -61,7 +73,7 @@ class PodKinds:
 
     def _annotation_seconds(self, doc: Document, meta_path: tuple, key: str, default: float | None) -> float:
         meta = get_field(doc.data, meta_path) or {}
-        text = meta.get("annotations", {}).get(key)
+        text = (meta.get("annotations") or {}).get(key)
         path = meta_path + ("annotations", key)
         if text is None:
             if default is None:
@@ -84,32 +96,51 @@ class PodKinds:
                        f"{service}, got {text!r}")
         return value
 
-    def _job(self, doc: Document) -> Job:
+    def _job(self, doc: Document, base: tuple = ()) -> Job:
+        """One :class:`Job` from a Pod, a batch Job, or (``base`` given) the Job template at
+        ``base`` of a JobSet (``spec.replicatedJobs[i].template``, a ``JobTemplateSpec``: the
+        same ``metadata`` and ``spec`` as a batch Job, read by the same rules). For a JobSet's
+        role the workload's name, namespace, queue and WorkloadPriorityClass labels and
+        creation time are the JobSet's (Kueue reads them from the JobSet object); the course
+        annotations of the template's ``metadata`` override the JobSet's, except the submit
+        time, which only the JobSet gives (its roles arrive together)."""
         d = doc.data
         kind = d["kind"]
         meta = d["metadata"]
         name = meta["name"]
         ns = meta.get("namespace", "default")
+        role = bool(base)
+        metas: tuple[tuple, ...] = (("metadata",),) + ((base + ("metadata",),) if role else ())
+        """metadata the workload's annotations come from, the later overriding the earlier"""
         if kind == "Pod":
             pod_path: tuple = ("spec",)
             workers = 1
-            tmeta_path: tuple = ("metadata",)
+            checked: tuple[tuple, ...] = metas
         else:
-            pod_path = ("spec", "template", "spec")
-            spec = d["spec"]
-            workers = int(spec.get("parallelism", 1))
+            pod_path = base + ("spec", "template", "spec")
+            spec = get_field(d, base + ("spec",)) or {}
+            workers = 1 if spec.get("parallelism") is None else int(spec["parallelism"])   # the API's default
             completions = spec.get("completions")
             if completions is not None and completions != workers:
-                self.sc.unsupported.append(f"{source_of(doc, ('spec', 'completions'))}: completions ({completions}) != "
-                                           f"parallelism ({workers}): a Job running in waves is not modelled")
+                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: completions "
+                                           f"({completions}) != parallelism ({workers}): a Job running in waves is not "
+                                           "modelled")
             if workers < 1:
-                raise error_at(doc, ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
-            if workers > MAX_COUNT:   # the model's bound, named at the field rather than at the pod template
-                raise error_at(doc, ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {workers:,}")
-            tmeta_path = ("metadata",)
+                raise error_at(doc, base + ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
+            replicas = get_field(d, base[:-1] + ("replicas",)) if role else 1
+            replicas = 1 if replicas is None else replicas
+            if replicas < 1:   # Kueue counts replicas x parallelism pods (a role of none never runs)
+                raise error_at(doc, base[:-1] + ("replicas",), "expected >= 1 (a replicatedJob of 0 replicas never runs)")
+            if workers * replicas > MAX_COUNT:   # the model's bound, named at the field rather than at the template
+                what = f"replicas x parallelism ({replicas:,} x {workers:,})" if role else f"{workers:,}"
+                raise error_at(doc, base + ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {what}")
+            workers *= replicas   # Kueue's podsCount: replicas x parallelism (jobset_controller.go)
+            checked = metas + (base + ("spec", "template", "metadata"),)
         pod = get_field(d, pod_path)
+        if not isinstance(pod, dict):   # the schemas allow null; the API server needs the pods' spec
+            raise error_at(doc, pod_path, "expected the pods' spec (an object with containers), got none")
         do_not_disrupt = False
-        for mpath in (("metadata",), ("spec", "template", "metadata")):
+        for mpath in checked:
             check_course_keys(doc, mpath, get_field(d, mpath) or {})
             annotations = (get_field(d, mpath) or {}).get("annotations") or {}
             pick = annotations.get(HAMI_GPU_POLICY)
@@ -124,18 +155,31 @@ class PodKinds:
                     self.sc.unsupported.append(f"{source_of(doc, mpath + ('annotations', DO_NOT_DISRUPT))}: "
                                                f"{DO_NOT_DISRUPT}: {annotations[DO_NOT_DISRUPT]!r}: only \"true\" is "
                                                "modelled (a duration ending the protection is not)")
+        if kind != "Pod":   # read on the Job's (JobSet's, template's) metadata only: never accepted and ignored
+            tpath = checked[-1] + ("annotations",)
+            for key in get_field(d, tpath) or {}:
+                if key in COURSE_KEYS:
+                    dest = metas[0] if key == SUBMIT_TIME else metas[-1]
+                    raise error_at(doc, tpath + (key,), f"{key} is read on the workload's metadata, not on its pod "
+                                   f"template; move it to {format_path(dest + ('annotations',))}")
         requests = self._pod_requests(doc, pod_path, pod)
         extended = {r: v for r, v in requests.items() if r not in KNOWN_RESOURCES}
-        labels = {**meta.get("labels", {})}
+        labels = {**(meta.get("labels") or {})}
         if kind == "Job":
             labels.update(get_field(d, ("spec", "template", "metadata", "labels")) or {})
-        duration = self._annotation_seconds(doc, tmeta_path, DURATION, None)
-        submit = self._annotation_seconds(doc, tmeta_path, SUBMIT_TIME, 0.0)
+        if role:
+            self._role_labels(doc, checked[1:])
+        duration = self._annotation_seconds(doc, _last_with(d, metas, DURATION), DURATION, None)
+        if role and SUBMIT_TIME in (get_field(d, base + ("metadata", "annotations")) or {}):
+            raise error_at(doc, base + ("metadata", "annotations", SUBMIT_TIME), "a JobSet's roles arrive together: "
+                           f"give {SUBMIT_TIME} on the JobSet's metadata.annotations")
+        submit = self._annotation_seconds(doc, ("metadata",), SUBMIT_TIME, 0.0)
         gpus = requests.get(GPU, 0)
-        milli_text = meta.get("annotations", {}).get(GPU_MILLI)
+        milli_meta = _last_with(d, metas, GPU_MILLI)
+        milli_text = (get_field(d, milli_meta + ("annotations",)) or {}).get(GPU_MILLI)
         gpu_milli = MILLI_PER_GPU if gpus else 0
         if milli_text is not None:
-            apath = ("metadata", "annotations", GPU_MILLI)
+            apath = milli_meta + ("annotations", GPU_MILLI)
             if gpus != 1:
                 raise error_at(doc, apath, "a shared GPU share needs nvidia.com/gpu: 1")
             try:
@@ -177,13 +221,20 @@ class PodKinds:
             extras[QUEUE_KEY] = queue
             known = {(q.namespace, q.name) for q in self.sc.kueue.local_queues}
             if self.sc.kueue and (ns, queue) not in known:
-                lpath = (("metadata", "labels", QUEUE_KEY) if QUEUE_KEY in meta.get("labels", {})
+                lpath = (("metadata", "labels", QUEUE_KEY) if QUEUE_KEY in (meta.get("labels") or {})
                          else ("spec", "template", "metadata", "labels", QUEUE_KEY))
                 here = sorted(q for n, q in known if n == ns)
                 raise error_at(doc, lpath, f"LocalQueue {queue!r} is not defined in namespace {ns} (LocalQueues there: "
                            f"{', '.join(here) or 'none'})")
-        minp = meta.get("annotations", {}).get(MIN_PARALLELISM)
-        if minp is not None:
+        for mpath in metas:
+            minp = (get_field(d, mpath + ("annotations",)) or {}).get(MIN_PARALLELISM)
+            if minp is None:
+                continue
+            if role:   # Kueue's JobSet integration has no partial admission (jobset_controller.go PodSets)
+                self.sc.unsupported.append(f"{source_of(doc, mpath + ('annotations', MIN_PARALLELISM))}: "
+                                           f"{MIN_PARALLELISM} on a JobSet is not modelled (Kueue reads it on a batch "
+                                           "Job only; a JobSet is admitted whole)")
+                continue
             try:
                 extras["min_count"] = int(minp)
             except ValueError:
@@ -192,18 +243,21 @@ class PodKinds:
                 raise error_at(doc, ("metadata", "annotations", MIN_PARALLELISM),
                            f"expected 1 <= minimum < parallelism ({workers}), got {minp}")
         image = (pod.get("containers") or [{}])[0].get("image", "")
+        gib_meta = _last_with(d, metas, IMAGE_GIB)
         try:
-            gib = float(meta.get("annotations", {}).get(IMAGE_GIB, "1"))
+            gib = float((get_field(d, gib_meta + ("annotations",)) or {}).get(IMAGE_GIB, "1"))
         except ValueError:
-            raise error_at(doc, ("metadata", "annotations", IMAGE_GIB), "expected a size in GiB") from None
+            raise error_at(doc, gib_meta + ("annotations", IMAGE_GIB), "expected a size in GiB") from None
+        if role:
+            name = f"{name}-{get_field(d, base[:-1] + ('name',))}"   # the replicatedJob's pod set, as Kueue names it
         job_id = name if ns == "default" else f"{ns}/{name}"
         try:
             job = Job(job_id, submit, duration, gpus, gpu_milli, requests.get(CPU, 0), -(-requests.get(MEMORY, 0) // MIB),
                       models, priority, workers, ns, extras)
         except InputError as exc:
             raise error_at(doc, pod_path, str(exc)) from None
-        self.sc.sources[job_id] = source_of(doc)
-        self.sc.pod_images[job_id] = (image, gib, labels.get("app", name))
+        self.sc.sources[job_id] = source_of(doc, base[:-1])
+        self.sc.pod_images[job_id] = (image, gib, labels.get("app", meta["name"]))
         return job
 
     def _pod_requests(self, doc: Document, pod_path: tuple, pod: dict) -> dict[str, int]:
@@ -232,32 +286,67 @@ class PodKinds:
         total.pop("ephemeral-storage", None)
         return total
 
-    def _gang(self, doc: Document, members: list[tuple[Document, Job]]) -> Job:
+    def _gang(self, doc: Document, members: list[tuple[Document, Job]]) -> list[Job]:
+        """The job(s) of a coscheduling PodGroup (kubernetes-sigs/scheduler-plugins
+        ``apis/scheduling/v1alpha1``): its Pods, placed all-or-nothing (the coscheduling
+        plugin's Permit), arriving when the last one exists.
+
+        Pods of one shape (requests, GPU share and models, and every scheduling constraint
+        the simulator reads: nodeSelector, affinity, tolerations, grace period) make one job of
+        as many workers, id the PodGroup's, priority its highest Pod's. Pods of several shapes make a
+        multi-role gang (:class:`~lab01_cluster_sim.model.GangRole`, gang: the PodGroup's id):
+        one role per shape, in the order of each shape's first Pod in the input; the role is
+        named after that first Pod, its job id ``<PodGroup>-<first Pod's name>``; a role's run
+        time is its longest Pod's. Roles of different priorities and more than
+        :data:`~lab01_cluster_sim.model.MAX_ROLES` shapes are refused as not modelled (as a
+        JobSet's, :mod:`.jobset`)."""
         name = doc.data["metadata"]["name"]
         ns = doc.data["metadata"].get("namespace", "default")
         min_member = doc.data["spec"]["minMember"]
         if not members:
             raise error_at(doc, ("metadata", "name"), f"no Pod carries the label {POD_GROUP_LABEL}: {name}")
         jobs = [j for _, j in members]
-        first = jobs[0]
-        shape = (first.gpus_per_worker, first.gpu_milli, first.cpu_milli, first.memory_mib, first.gpu_models)
-        if any((j.gpus_per_worker, j.gpu_milli, j.cpu_milli, j.memory_mib, j.gpu_models) != shape for j in jobs):
-            self.sc.unsupported.append(f"{source_of(doc)}: pods of different shapes in one gang (a multi-role gang, e.g. a "
-                                       "launcher and workers) are admitted by the admission layer but not yet placed "
-                                       "by the engine")
         if min_member != len(jobs):
             self.sc.unsupported.append(f"{source_of(doc, ('spec', 'minMember'))}: minMember {min_member} < {len(jobs)} pods "
                                        "(an elastic gang) is not yet placed by the engine; the current simulator "
                                        "places gangs all-or-nothing")
-        for fld in ("minResources", "scheduleTimeoutSeconds"):
-            if fld in doc.data["spec"]:
-                self.sc.unsupported.append(f"{source_of(doc, ('spec', fld))}: {fld} is not modelled")
         job_id = name if ns == "default" else f"{ns}/{name}"
-        extras = dict(first.extras)
-        extras["pods"] = tuple(j.job_id for j in jobs)
-        extras["position"] = self.position[id(doc)]
-        gang = replace(first, job_id=job_id, workers=len(jobs), submit_time=max(j.submit_time for j in jobs),
-                       duration=max(j.duration for j in jobs), priority=max(j.priority for j in jobs), extras=extras)
-        self.sc.sources[job_id] = source_of(doc)
-        self.sc.pod_images[job_id] = self.sc.pod_images[first.job_id]
-        return gang
+        roles: dict[str, list[Job]] = {}
+        for j in jobs:
+            roles.setdefault(_shape(j), []).append(j)
+        groups = list(roles.values())
+        if len(groups) > MAX_ROLES:
+            self.sc.unsupported.append(f"{source_of(doc)}: Pods of {len(groups)} shapes in one gang are not modelled "
+                                       f"(at most {MAX_ROLES} roles, Kueue's limit of pod sets per Workload)")
+            groups = [jobs]
+        if len(groups) > 1 and len({max(j.priority for j in g) for g in groups}) > 1:
+            found = ", ".join(f"{g[0].job_id} {max(j.priority for j in g)}" for g in groups)
+            self.sc.unsupported.append(f"{source_of(doc)}: Pods of different priorities in one gang ({found}) are not "
+                                       "modelled; give every Pod of the group the same priorityClassName")
+        submit = max(j.submit_time for j in jobs)
+        out = []
+        for index, group in enumerate(groups):
+            first = group[0]
+            extras = dict(first.extras)
+            extras["pods"] = tuple(j.job_id for j in group)
+            extras["position"] = self.position[id(doc)]
+            role = None
+            rid = job_id
+            if len(groups) > 1:
+                role_name = first.job_id.rsplit("/", 1)[-1]
+                role = GangRole(job_id, role_name, index, len(groups))
+                rid = f"{job_id}-{role_name}"
+            out.append(replace(first, job_id=rid, workers=len(group), submit_time=submit,
+                               duration=max(j.duration for j in group), priority=max(j.priority for j in group),
+                               extras=extras, role=role))
+            self.sc.sources[rid] = source_of(doc)
+            self.sc.pod_images[rid] = self.sc.pod_images[first.job_id]
+        return out
+
+
+def _shape(job: Job) -> str:
+    """What makes two Pods of a gang the same role: every field of the job but its id,
+    arrival, run time and priority (a gang's is its highest Pod's; roles must agree), and the
+    extras that only name or order it."""
+    extras = sorted((k, repr(v)) for k, v in job.extras.items() if k not in ("position", "creation_timestamp"))
+    return repr((job.gpus_per_worker, job.gpu_milli, job.cpu_milli, job.memory_mib, job.gpu_models, job.tenant, extras))

@@ -18,8 +18,9 @@ types and matching rules are :mod:`lab01_cluster_sim.corev1`'s):
 - ``tolerations`` (operators Equal and Exists): kube-scheduler's TaintToleration (Filter on
   NoSchedule/NoExecute, Score on PreferNoSchedule, eviction after ``tolerationSeconds`` on a
   NoExecute taint) and Kueue's flavor assignment (against each flavor's ``nodeTaints``).
-- ``metadata.creationTimestamp`` (RFC 3339): orders workloads that arrive at the same
-  simulated instant (Kueue orders by it, :func:`lab01_cluster_sim.admission.ordering.age`).
+- ``metadata.creationTimestamp`` (RFC 3339): with Kueue, orders workloads that arrive at the
+  same simulated instant (Kueue orders by it, :func:`lab01_cluster_sim.admission.ordering.age`);
+  without Kueue it decides nothing, as for kube-scheduler (:data:`.coverage.METADATA`).
 
 The keys of ``Job.extras`` are :mod:`lab01_cluster_sim.kubescheduler.constraints`'s. Every
 function returns what it read and appends ``"file:line:column: Kind/name: why"`` lines for

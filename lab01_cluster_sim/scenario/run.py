@@ -13,7 +13,7 @@ Which entry point:
   (:func:`lab01_cluster_sim.replay.compare`) of ``comparePolicies``.
 - **topology**: ``spec.simulation.topology``: the wait-for-one-NVLink-island versus
   run-slower-across-islands comparison (:func:`lab01_cluster_sim.studies.topology.compare_wait_vs_slowdown`,
-  still on the extensions' runner until the one engine) for each ``maxWaitSeconds``.
+  one engine run per bound) for each ``maxWaitSeconds``.
 - **autoscaler**: when the scenario has Karpenter NodePools:
   :class:`lab01_cluster_sim.autoscaler.plugin.Autoscaler` with :class:`lab01_cluster_sim.autoscaler.pods.PodTracker` (its pods, the NodePools,
   the Node objects as static nodes).
@@ -23,7 +23,8 @@ lists it and ``run`` refuses in one line; ``--check`` validates any scenario wit
 it. Kueue admission runs as a stage of the one engine (timed mode): a
 :class:`lab01_cluster_sim.admission.plugin.KueueAdmissionPlugin` at the Admission point
 (engine-design.md section 5), passed as ``simulate(..., plugins=[...])``; the run then also
-writes ``admission.csv`` (every admission decision with Kueue's message), per-ClusterQueue
+writes ``admission.csv`` (every admission decision with Kueue's message, and for an admission
+the flavor of each pod set, :func:`flavors_text`), per-ClusterQueue
 figures in ``summary.json`` / ``summary.csv``, and ``quota.csv`` (:func:`quota_rows`: each
 ClusterQueue's admitted GPUs over time against its nominal quota), which ``timeline.png``
 draws as one panel per ClusterQueue. Every timed run reports its preemptions
@@ -105,6 +106,22 @@ class RunResult:
     files: list[str] = field(default_factory=list)
 
 
+def flavors_text(flavors: dict) -> str:
+    """The flavors an admission assigned (pod set -> resource -> flavor, Kueue's
+    ``podSetAssignments[].flavors``) as ``admission.csv`` writes them: one entry per pod set,
+    space-separated, ``podset=flavor`` when all its resources got one flavor, else
+    ``podset=resource:flavor,resource:flavor`` (``launcher=cpu workers=gpu``;
+    ``main=cpu:default,memory:default,nvidia.com/gpu:h100``); "" for no assignment."""
+    out = []
+    for pod_set, by_resource in flavors.items():
+        names = set(by_resource.values())
+        if len(names) == 1:
+            out.append(f"{pod_set}={names.pop()}")
+        else:
+            out.append(f"{pod_set}=" + ",".join(f"{r}:{f}" for r, f in by_resource.items()))
+    return " ".join(out)
+
+
 def kind_of(sc: Scenario) -> str:
     """Which entry point runs ``sc`` (module docstring)."""
     if sc.node_pools:
@@ -144,10 +161,11 @@ def blockers(sc: Scenario) -> list[str]:
         if sc.scoring is not None:
             out.append(f"{sc.path}: KubeSchedulerConfiguration with NodePools: the autoscaler's loop binds to the "
                        "fullest node and does not take a scoring strategy yet")
-        gangs = [j.job_id for j in sc.jobs if j.workers > 1]
+        gangs = [j.job_id for j in sc.jobs if j.workers > 1 or j.role is not None]
         if gangs:
-            out.append(f"{sc.sources[gangs[0]]}: gangs ({len(gangs)}) with NodePools: the autoscaler's loop places "
-                       "single pods only (until the one engine)")
+            out.append(f"{sc.sources[gangs[0]]}: gangs ({len(gangs)}; a multi-worker Job or a role of a multi-role "
+                       "gang) with NodePools: the autoscaler's runner places single pods only, so a gang would be "
+                       "placed pod by pod")
         if _workload(sc) is not None:
             out.append(f"{sc.path}: spec.workload with NodePools: the autoscaler runs the scenario's Pods/Jobs only")
         if not sc.jobs:
@@ -242,6 +260,11 @@ def describe(sc: Scenario) -> str:
         work = f"{len(sc.jobs)} pod{'s' * (len(sc.jobs) != 1)}, {len(sc.nodes)} static node{'s' * (len(sc.nodes) != 1)}"
     else:
         work = f"{len(sc.jobs)} job{'s' * (len(sc.jobs) != 1)} on {n_nodes}"
+        gangs = {j.role.gang for j in sc.jobs if j.role is not None}
+        if gangs:
+            roles = sum(j.role is not None for j in sc.jobs)
+            how = "each placed all-or-nothing" if sim.get("mode", "gang") == "gang" else "placed pod by pod in naive mode"
+            work += f" ({roles} of them the roles of {len(gangs)} multi-role gang{'s' * (len(gangs) != 1)}, {how})"
     parts = [f"{kind} mode", work]
     if kind == "autoscaler":
         parts.append(f"{len(sc.node_pools)} NodePool{'s' * (len(sc.node_pools) != 1)}")
@@ -378,7 +401,8 @@ def _run_timed(sc: Scenario, out: Path, progress: bool) -> RunResult:
         if plugin is not None:
             d["cluster_queues"] = plugin.queue_summary()
             decision_rows.extend({"policy": label, "time": x.time, "workload": x.workload, "outcome": x.outcome.value,
-                                  "cluster_queue": x.cluster_queue, "reason": x.reason} for x in plugin.decisions)
+                                  "cluster_queue": x.cluster_queue, "flavors": flavors_text(x.flavors),
+                                  "reason": x.reason} for x in plugin.decisions)
         rows.append(d)
         timelines[label] = result.timeline
         if plugin is not None:
@@ -562,4 +586,4 @@ def _save(fig, path: Path) -> None:
         raise InputError(f"{path}: cannot save the figure: {exc}") from None
 
 
-__all__ = ["QueuedTime", "RunResult", "blockers", "describe", "engine_has_plugins", "kind_of", "nodes_to_score", "refusal", "run_scenario"]
+__all__ = ["QueuedTime", "RunResult", "blockers", "describe", "engine_has_plugins", "flavors_text", "kind_of", "nodes_to_score", "refusal", "run_scenario"]

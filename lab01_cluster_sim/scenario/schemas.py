@@ -25,6 +25,7 @@ Sources of the other kinds:
   ``waitForPodsReady`` (``timeout``, ``blockAdmission``, ``recoveryTimeout``,
   ``requeuingStrategy``; "Setup All-or-nothing with ready Pods", ``WaitForPodsReady`` in
   ``apis/config/v1beta2/configuration_types.go``).
+- ``JobSet`` (``jobset.x-k8s.io/v1alpha2``): kubernetes-sigs/jobset v0.11.1 (:data:`JOBSET`).
 - ``Scenario`` (``lab01.course/v1alpha1``): this course's own kind (module :mod:`.kinds`).
 """
 
@@ -252,11 +253,62 @@ strategy. ``parallelism``, ``leaderElection``, ``clientConnection``, the profili
 ``delayCacheUntilActive`` change how the scheduler runs, not what it decides: accepted, inert."""
 
 # -- coscheduling PodGroup ----------------------------------------------------------------------
-POD_GROUP = top("scheduling.x-k8s.io/v1alpha1", "PodGroup", {"spec": obj({
+POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
+POD_GROUP = top(POD_GROUP_API, "PodGroup", {"spec": obj({
     "minMember": integer(minimum=1),
-    "minResources": map_of(quantity()),
-    "scheduleTimeoutSeconds": integer(minimum=1),
 }, ("minMember",))}, ("spec",), namespaced=True)
+
+# -- JobSet jobset.x-k8s.io/v1alpha2 ----------------------------------------------------------
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+EMBEDDED_METADATA = ("annotations", "finalizers", "labels", "name", "namespace")
+"""The fields the JobSet CRD keeps of an embedded object's ``metadata`` (a replicated job's
+``template.metadata`` and its pod template's: controller-gen's embedded ObjectMeta); the API
+server drops the others, the reader refuses them as unknown (:mod:`.validate`)."""
+_OBJECT = {"type": "object"}   # checked elsewhere: Kubernetes' own schema (validate.py) or refused (coverage.py)
+JOBSET = {"$schema": "https://json-schema.org/draft/2020-12/schema", **obj({
+    "apiVersion": string(enum=(JOBSET_API,)),
+    "kind": string(enum=("JobSet",)),
+    "metadata": _OBJECT,   # Kubernetes' strict ObjectMeta
+    "spec": obj({
+        "replicatedJobs": array(obj({
+            "name": string(),
+            "groupName": string(default="default"),
+            "template": _OBJECT,   # Kubernetes' strict batch/v1 JobTemplateSpec
+            "replicas": integer(default=1, minimum=-2**31, maximum=2**31 - 1),
+            "dependsOn": array(obj({"name": string(), "status": string(enum=("Ready", "Complete"))},
+                                   ("name", "status")), maxItems=5),
+        }, ("name", "template"))),
+        "network": obj({"enableDNSHostnames": boolean(), "subdomain": string(), "publishNotReadyAddresses": boolean()}),
+        "successPolicy": obj({"operator": string(enum=("All", "Any")), "targetReplicatedJobs": array(string())},
+                             ("operator",)),
+        "failurePolicy": obj({
+            "maxRestarts": integer(minimum=-2**31, maximum=2**31 - 1),
+            "restartStrategy": string(enum=("Recreate", "BlockingRecreate", "InPlaceRestart"), default="Recreate"),
+            "rules": array(obj({
+                "name": string(),
+                "action": string(enum=("FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts")),
+                "onJobFailureReasons": array(string()),
+                "onJobFailureMessagePatterns": array(string()),
+                "targetReplicatedJobs": array(string()),
+            }, ("action", "name"))),
+        }),
+        "startupPolicy": obj({"startupPolicyOrder": string(enum=("AnyOrder", "InOrder"))}, ("startupPolicyOrder",)),
+        "suspend": boolean(),
+        "coordinator": obj({"replicatedJob": string(), "jobIndex": integer(), "podIndex": integer()},
+                           ("replicatedJob",)),
+        "managedBy": string(),
+        "ttlSecondsAfterFinished": integer(minimum=0, maximum=2**31 - 1),
+        "volumeClaimPolicies": array(_OBJECT, maxItems=50),
+    }),
+    "status": _OBJECT,
+}, ("apiVersion", "kind", "metadata", "spec"))}
+"""A JobSet's own fields (``JobSetSpec``, ``ReplicatedJob`` and the policy types of
+kubernetes-sigs/jobset v0.11.1 ``api/jobset/v1alpha2/jobset_types.go``; names, types, enums and
+defaults as its CRD ``config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml``, which
+tests/lab01/scenario/test_coverage.py walks). Every real field is here, so an unknown one is
+a misspelling; which are modelled, inert or refused is :mod:`.coverage`'s table. ``metadata``
+and each replicated job's ``template`` are checked against Kubernetes' strict schemas
+(:mod:`.validate`); ``status`` and ``volumeClaimPolicies`` are refused whole."""
 
 # -- this course's Scenario kind -----------------------------------------------------------------
 SCENARIO_API = "lab01.course/v1alpha1"
@@ -304,8 +356,9 @@ SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("config.kueue.x-k8s.io/v1beta2", "Configuration"): KUEUE_CONFIGURATION,
     ("karpenter.sh/v1", "NodePool"): NODE_POOL,
     ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"): KUBE_SCHEDULER_CONFIGURATION,
-    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): POD_GROUP,
+    (POD_GROUP_API, "PodGroup"): POD_GROUP,
     (SCENARIO_API, "Scenario"): SCENARIO,
+    (JOBSET_API, "JobSet"): JOBSET,
 }
 """``(apiVersion, kind)`` -> JSON Schema of the fields the simulator models."""
 
@@ -341,7 +394,9 @@ CRD_ONLY_FIELDS: dict[tuple[str, str], dict[tuple[str, ...], frozenset[str]]] = 
 that :data:`SCHEMAS` leaves out, at every level: ``run`` refuses them as "<path> is not
 modelled", not as an unknown (misspelt) field. Keyed by the parent's path, ``"[]"`` for a list
 item (tests/lab01/scenario/test_coverage.py walks the CRDs and checks that every field is in
-:data:`SCHEMAS` or refused so)."""
+:data:`SCHEMAS` or refused so). Below: Kueue's Configuration, KubeSchedulerConfiguration, the
+PodGroup, and for every kind but ``Scenario`` the real ``metadata`` fields
+(:data:`OBJECT_META_FIELDS`) and ``status`` it leaves out."""
 
 KSC = ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")
 _OTHER_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "reserve", "permit",
@@ -369,4 +424,38 @@ that the simulator does not model: the scheduler's own backoff, extenders, a pro
 percentage, plugin sets other than score and multiPoint weights, disabling plugins,
 NodeResourcesFit's ignored resources."""
 
-__all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "SCHEMAS"]
+CRD_ONLY_FIELDS[(POD_GROUP_API, "PodGroup")] = {
+    (): frozenset({"status"}),
+    ("spec",): frozenset({"minResources", "scheduleTimeoutSeconds"}),
+}
+"""The other fields of the coscheduling ``PodGroup`` (``PodGroupSpec``, ``PodGroupStatus`` in
+kubernetes-sigs/scheduler-plugins ``apis/scheduling/v1alpha1/types.go``, v0.34.7; the CRD
+``config/crd/bases/scheduling.x-k8s.io_podgroups.yaml``): ``minResources`` (the Coscheduling
+plugin's PreFilter check that the cluster could hold that much), ``scheduleTimeoutSeconds`` (how
+long Permit waits for the gang) and the status are refused as not modelled."""
+
+OBJECT_META_FIELDS = frozenset({
+    "annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp", "finalizers",
+    "generateName", "generation", "labels", "managedFields", "name", "namespace", "ownerReferences",
+    "resourceVersion", "selfLink", "uid"})
+"""The fields of Kubernetes' ``ObjectMeta`` (``k8s.io/apimachinery/pkg/apis/meta/v1/types.go``,
+v0.35.4), which the API server gives the ``metadata`` of every custom resource (a CRD's schema
+says only ``metadata: {type: object}``)."""
+
+CRD_STATUS_KINDS = frozenset({(KUEUE, "ClusterQueue"), (KUEUE, "Cohort"), (KUEUE, "LocalQueue"),
+                              ("karpenter.sh/v1", "NodePool"), (POD_GROUP_API, "PodGroup")})
+"""The kinds above whose real CRD has a ``status`` (ResourceFlavor and WorkloadPriorityClass
+have none)."""
+
+for _key, _schema in SCHEMAS.items():
+    if _key == (SCENARIO_API, "Scenario"):
+        continue   # this course's own kind: a field it does not have is an unknown field
+    _meta = _schema["properties"].get("metadata")
+    if _meta is not None and "properties" in _meta:   # the real ObjectMeta fields the reader leaves out
+        # are not modelled (a JobSet's metadata is checked as Kubernetes' ObjectMeta, coverage.py)
+        CRD_ONLY_FIELDS.setdefault(_key, {})[("metadata",)] = OBJECT_META_FIELDS - set(_meta["properties"])
+    if _key in CRD_STATUS_KINDS:   # the simulator starts every object anew
+        _top = CRD_ONLY_FIELDS.setdefault(_key, {})
+        _top[()] = _top.get((), frozenset()) | {"status"}
+
+__all__ = ["CRD_KINDS", "CRD_ONLY_FIELDS", "CRD_STATUS_KINDS", "OBJECT_META_FIELDS", "SCHEMAS"]

@@ -8,6 +8,11 @@
   rather than as the required field it hides.
 - The kinds of :data:`~.schemas.SCHEMAS` go through ``jsonschema`` with the reader's own
   typed subset (unknown fields are errors too).
+- A JobSet (:data:`~.schemas.JOBSET`): its own fields by the reader's schema, its ``metadata``
+  by Kubernetes' strict ``ObjectMeta`` and each ``spec.replicatedJobs[i].template`` by the
+  strict batch/v1 ``JobTemplateSpec`` (the ``metadata`` and ``spec`` of a Job), with the
+  API server's name rules; errors name the full path from the JobSet
+  (``spec.replicatedJobs[1].template.spec.template.spec.containers[0]...``).
 
 Every error is a :class:`~.yamlio.ScenarioError` naming ``file:line:column``, the object
 (``Kind/name``) and the field path, e.g.
@@ -21,7 +26,8 @@ import functools
 import re
 from typing import Any
 
-from lab01_cluster_sim.scenario.schemas import CRD_ONLY_FIELDS, KSC, SCHEDULER_PLUGINS, SCHEMAS
+from lab01_cluster_sim.scenario.schemas import (CRD_ONLY_FIELDS, EMBEDDED_METADATA, JOBSET_API, KSC, SCHEDULER_PLUGINS,
+                                                SCHEMAS)
 from lab01_cluster_sim.scenario.yamlio import Document, ScenarioError, format_path, where
 
 KUBERNETES_VERSION = "1.35"
@@ -30,10 +36,11 @@ KUBERNETES_VERSION = "1.35"
 CORE_KINDS = {("v1", "Node"), ("v1", "Pod"), ("batch/v1", "Job"), ("scheduling.k8s.io/v1", "PriorityClass")}
 """Kubernetes kinds checked with kubernetes-validate."""
 
-MULTI_POD_SET_KINDS = ("JobSet", "MPIJob", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob",
+MULTI_POD_SET_KINDS = ("MPIJob", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob",
                        "LeaderWorkerSet", "RayJob", "RayCluster")
 """Workload kinds with several pod sets that Kueue admits (one flavor per pod set) and that the
-engine cannot place yet (a multi-role gang): refused naming the kind."""
+reader does not read: refused naming the kind and how to write the same job as a JobSet, the
+multi-role kind it reads (:mod:`.jobset`)."""
 
 
 
@@ -74,12 +81,15 @@ def validate_document(doc: Document) -> None:
         _scheduler_plugins(doc)
     if key in CORE_KINDS:
         _validate_core(doc)
+    elif key == (JOBSET_API, "JobSet"):
+        _validate_jobset(doc)
     elif key in SCHEMAS:
         _validate_schema(doc, key)
     elif kind in MULTI_POD_SET_KINDS:
-        raise ScenarioError(f"{where(doc.file, doc.pos(('kind',)))}: {object_name(data)}: a {kind} is a workload with "
-                            "several pod sets (e.g. a launcher and workers), which is not modelled: the engine does not "
-                            "place a multi-role gang yet; write one Job per role, or a PodGroup of identical Pods")
+        raise ScenarioError(f"{where(doc.file, doc.pos(('kind',)))}: {object_name(data)}: a {kind} (a workload with "
+                            "several pod sets, e.g. a launcher and workers) is not read by scenarios; write the same "
+                            f"job as a {JOBSET_API} JobSet: one replicatedJob per role (a launcher replicatedJob of 1 "
+                            "replica, a workers replicatedJob of as many pods as workers), each with its pod template")
     else:
         raise ScenarioError(f"{where(doc.file, doc.pos(('kind',)))}: {object_name(data)}: apiVersion {api!r} kind "
                             f"{kind!r} is not a kind scenarios accept; expected one of: {', '.join(supported_kinds())}")
@@ -157,8 +167,49 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
+@functools.lru_cache(maxsize=None)
+def _definition_validator(name: str) -> Any:
+    """The strict Kubernetes :data:`KUBERNETES_VERSION` schema of one API type of the shared
+    definitions (``io.k8s.api.batch.v1.JobTemplateSpec``...) as a reusable validator."""
+    jsonschema = _jsonschema()
+    from kubernetes_validate.utils import schema_contents
+    from referencing import Registry, Resource
+
+    folder = f"kubernetes-json-schema/v{KUBERNETES_VERSION}.0-local-strict"
+    defs = Resource.from_contents(schema_contents(f"{folder}/_definitions.json", KUBERNETES_VERSION))
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              "$ref": f"{defs.id()}#/$defs/{name}"}
+    return jsonschema.Draft202012Validator(schema, registry=defs @ Registry())
+
+
 def _validate_core(doc: Document) -> None:
     _report(doc, _core_validator(doc.data["apiVersion"], doc.data["kind"]))
+    _names(doc)
+
+
+def _validate_jobset(doc: Document) -> None:
+    """A JobSet: its own fields, then its metadata and each replicated job's template against
+    Kubernetes' strict schemas (module docstring); the templates' ``metadata`` (and their pod
+    templates') hold only what the JobSet CRD keeps of an embedded ObjectMeta."""
+
+    _report(doc, _own_validator((JOBSET_API, "JobSet")))
+    _report(doc, _definition_validator("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"), ("metadata",))
+    for i in range(len(doc.data["spec"].get("replicatedJobs") or [])):
+        base = ("spec", "replicatedJobs", i, "template")
+        _report(doc, _definition_validator("io.k8s.api.batch.v1.JobTemplateSpec"), base)
+        for mpath in (base + ("metadata",), base + ("spec", "template", "metadata")):
+            meta = doc.data
+            for part in mpath:
+                meta = meta[part] if isinstance(meta, list) else (meta or {}).get(part)
+            for key in meta or {}:
+                if key not in EMBEDDED_METADATA:
+                    raise ScenarioError(f"{where(doc.file, doc.key_pos(mpath + (key,)))}: {object_name(doc.data)}: "
+                                        f"{format_path(mpath + (key,))}: unknown field (the JobSet CRD keeps of an "
+                                        f"embedded metadata only: {', '.join(EMBEDDED_METADATA)})")
+    _names(doc)
+
+
+def _names(doc: Document) -> None:
     # the API server's name rules, which the OpenAPI schemas do not carry: object names are
     # DNS-1123 subdomains (at most 253 characters), namespaces DNS-1123 labels (at most 63)
     meta = doc.data.get("metadata") or {}
@@ -176,13 +227,18 @@ def _validate_schema(doc: Document, key: tuple[str, str]) -> None:
     _report(doc, _own_validator(key))
 
 
-def _report(doc: Document, validator: Any) -> None:
+def _report(doc: Document, validator: Any, at: tuple = ()) -> None:
+    """Check the value at path ``at`` of ``doc`` (the whole document by default) with
+    ``validator``; raise the first error as one line, its path taken from the document."""
     # An unknown field is usually the cause of the other errors (a misspelt required field):
     # report it first, then the rest in document order.
-    errors = sorted(validator.iter_errors(doc.data),
+    instance = doc.data
+    for part in at:
+        instance = instance[part]
+    errors = sorted(validator.iter_errors(instance),
                     key=lambda e: (e.validator != "additionalProperties", list(map(str, e.absolute_path)), e.message))
     if errors:
-        raise _schema_error(doc, _deepest(errors))
+        raise _schema_error(doc, _deepest(errors), at)
 
 
 def _deepest(errors: list) -> Any:
@@ -194,8 +250,8 @@ def _deepest(errors: list) -> Any:
     return best
 
 
-def _schema_error(doc: Document, exc: Any) -> ScenarioError:
-    path = tuple(exc.absolute_path)
+def _schema_error(doc: Document, exc: Any, at: tuple = ()) -> ScenarioError:
+    path = at + tuple(exc.absolute_path)
     validator = getattr(exc, "validator", "")
     instance = exc.instance
     schema = exc.schema if isinstance(getattr(exc, "schema", None), dict) else {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from lab01_cluster_sim.errors import InputError
 from lab01_cluster_sim.model import Job, Node
-from lab01_cluster_sim.simulate import SimulationResult
+from lab01_cluster_sim.metrics import SimulationResult
 
 MAX_JOBS = 1_000_000
 MAX_NODES = 100_000

@@ -93,7 +93,7 @@ from lab02_device_plugin.kubelet.pod import (
     limits_text, validate_pod,
 )
 from lab02_device_plugin.kubelet.pod_devices import RunContainerOptions
-from lab02_device_plugin.limits import shorten
+from lab02_device_plugin.limits import make_directory, shorten
 
 
 @dataclass
@@ -214,10 +214,7 @@ class MockKubelet(DeviceManager):
         """
         if self._server is not None:
             raise RuntimeError("MockKubelet is already running")
-        try:
-            self.plugin_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"plugin directory {self.plugin_dir}: cannot create it ({exc})") from exc
+        make_directory(self.plugin_dir, "plugin directory", mode=0o750)
         # Bind once ourselves first: an unusable directory (/proc, read-only) then gives one
         # clean error instead of gRPC's C-core logging its own bind failure to stderr.
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from lab02_device_plugin.errors import InputError
-from lab02_device_plugin.limits import short_repr, shorten
+from lab02_device_plugin.limits import MAX_DEVICES, short_repr, shorten
 
 _QUALIFIED_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -68,7 +68,7 @@ _BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 MAX_QUANTITY = 2**63 - 1
 
 
-def parse_quantity(value: int | float | str, where: str) -> int:
+def parse_quantity(value: int | float | str, where: str, most: int = MAX_QUANTITY, why: str = "") -> int:
     """An extended resource quantity as a whole number of devices.
 
     Any Kubernetes quantity whose value is whole: ``2``, ``"2"``, ``"1k"`` (1000), ``"1e3"``,
@@ -77,7 +77,8 @@ def parse_quantity(value: int | float | str, where: str) -> int:
 
     Raises:
         InputError: naming ``where`` (e.g. ``pod-1/main limits[nvidia.com/gpu]``): not a
-            quantity, fractional, negative, or above :data:`MAX_QUANTITY`.
+            quantity, fractional, negative, or above ``most`` (default :data:`MAX_QUANTITY`;
+            ``why`` is added to the message, e.g. `` (the reason)``).
     """
     if isinstance(value, bool):
         raise InputError(f"{where}: expected a whole number of devices, got {short_repr(value)}")
@@ -102,8 +103,8 @@ def parse_quantity(value: int | float | str, where: str) -> int:
                          f"cannot be fractional), got {short_repr(value)}")
     if number < 0:
         raise InputError(f"{where}: expected a non-negative number of devices, got {short_repr(value)}")
-    if number > MAX_QUANTITY:
-        raise InputError(f"{where}: expected at most {MAX_QUANTITY} devices, got {short_repr(value)}")
+    if number > most:
+        raise InputError(f"{where}: expected at most {most} devices{why}, got {short_repr(value)}")
     return int(number)
 
 @dataclass
@@ -220,10 +221,25 @@ def check_resource_name(resource: object, where: str) -> None:
                          "of [A-Za-z0-9-_.]), e.g. nvidia.com/gpu")
 
 
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
 def validate_pod(pod: Pod) -> None:
-    """The API server's checks that matter for devices; raises InputError naming the field."""
+    """The API server's checks that matter for devices; raises InputError naming the field.
+
+    Names as the API server checks them (Kubernetes v1.35, ``pkg/apis/core/validation/
+    validation.go``): ``ValidatePodName`` is ``NameIsDNSSubdomain`` (a DNS-1123 subdomain, at
+    most 253 characters), ``ValidateNamespaceName`` a DNS-1123 label (at most 63)."""
     if not pod.name:
         raise InputError("pod: metadata.name is empty")
+    if len(pod.name) > 253 or not _DNS1123_SUBDOMAIN.match(pod.name):
+        raise InputError(f"pod {short_repr(pod.name)}: metadata.name: expected a DNS-1123 subdomain, Kubernetes' rule "
+                         "for pod names (lower-case letters, digits, '-' and '.', starting and ending with a letter "
+                         "or digit, at most 253 characters), e.g. pod-1")
+    if len(pod.namespace) > 63 or not _DNS1123_LABEL.match(pod.namespace):
+        raise InputError(f"pod {pod.name} metadata.namespace: expected a DNS-1123 label, Kubernetes' rule for "
+                         f"namespaces (lower-case letters, digits and '-', at most 63 characters), got "
+                         f"{short_repr(pod.namespace)}")
     seen = set()
     for kind, containers in (("initContainers", pod.init_containers), ("containers", pod.containers)):
         for index, container in enumerate(containers):
@@ -312,9 +328,11 @@ def pods_from_manifests(documents: Iterable[object], source: str) -> list[Pod]:
 
 def parse_admit(spec: str) -> Pod:
     """A one-container pod from ``NAME=RESOURCE:N[,RESOURCE:N...]``, e.g.
-    ``pod-1=nvidia.com/gpu:1``; one pod per ``--admit``. Each RESOURCE must be an extended
-    resource name (:func:`is_extended_resource_name`: ``nvidia.com/gpu``, not ``gpu``).
-    Raises InputError naming the option."""
+    ``pod-1=nvidia.com/gpu:1``; one pod per ``--admit``. NAME must be a valid pod name (a
+    DNS-1123 subdomain: :func:`validate_pod`), each RESOURCE an extended resource name
+    (:func:`is_extended_resource_name`: ``nvidia.com/gpu``, not ``gpu``), each N a whole number
+    from 0 to :data:`~lab02_device_plugin.limits.MAX_DEVICES`. Raises InputError naming the
+    option."""
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
         raise InputError(f"--admit {spec!r}: expected NAME=RESOURCE:N, e.g. pod-1=nvidia.com/gpu:1")
@@ -331,7 +349,9 @@ def parse_admit(spec: str) -> Pod:
                              "expected a domain-prefixed name such as nvidia.com/gpu")
         if resource in limits:
             raise InputError(f"--admit {spec!r}: {resource} given twice; expected each resource once")
-        limits[resource] = parse_quantity(count, f"--admit {spec!r} count of {resource}")
+        limits[resource] = parse_quantity(count, f"--admit {spec!r}: count of {resource}", MAX_DEVICES,
+                                          " (no node can advertise more of one resource: the kubelet reads them "
+                                          "all from one 4 MiB ListAndWatch response)")
     pod = Pod(name, [Container("main", limits)])
     try:
         validate_pod(pod)

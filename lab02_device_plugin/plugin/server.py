@@ -44,8 +44,8 @@ from lab02_device_plugin.api import deviceplugin_pb2 as pb
 from lab02_device_plugin.api import deviceplugin_pb2_grpc as pb_grpc
 from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.limits import (
-    MAX_MESSAGE_BYTES, MAX_MESSAGE_CHARS, MAX_WATCH_STREAMS, UNARY_WORKERS, device_bytes, short_repr,
-    shorten,
+    MAX_MESSAGE_BYTES, MAX_MESSAGE_CHARS, MAX_WATCH_STREAMS, UNARY_WORKERS, device_bytes, make_directory,
+    short_repr, shorten,
 )
 from lab02_device_plugin.plugin import sharing
 from lab02_device_plugin.plugin.config import Config
@@ -399,14 +399,7 @@ class DevicePluginServer:
         if len(final.encode()) > 107:  # before the directory is made: nothing left behind
             raise InputError(f"{final}: unix socket path is {len(final.encode())} bytes; "
                              "expected at most 107 (use a shorter --socket-dir)")
-        try:
-            self.socket_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"{self.socket_dir}: cannot use it as the device plugin directory "
-                             f"({exc.strerror}); expected a directory") from None
-        if not self.socket_dir.is_dir():
-            raise InputError(f"{self.socket_dir}: not a directory; expected the device plugin "
-                             "directory")
+        make_directory(self.socket_dir, "device plugin directory")
         self._stopping.clear()
         # gRPC unlinks the path it bound when it stops, whoever's socket is there by then. So
         # bind a private name and rename it into place (atomic; replaces a stale socket): on

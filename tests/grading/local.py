@@ -16,7 +16,12 @@ score 0. (On your own machine your code could still forge the report itself; the
 autograder runs it in a separate, unprivileged process.)
 
 Exit status: 0 every selected test passed, 1 some failed or did not run, 4 the child
-refused the run (a changed grading file, see :mod:`grading.plugin`), 2 bad options.
+refused the run (a changed grading file, see :mod:`grading.plugin`), 2 bad options (a part
+that no graded test or written question of the course has: one line naming it and the parts).
+
+It prints the child's output as it runs (its own table, which learner code could rewrite, then
+pytest's summary), then the table that counts and where ``results.json`` is; the child writes
+no results file of its own (``--grade-json=``), so every path printed stays.
 """
 
 from __future__ import annotations
@@ -43,20 +48,39 @@ def _wants(part: str, prefixes: list[str]) -> bool:
     return not prefixes or any(part.startswith(p) for p in prefixes)
 
 
+def unknown_parts(parts: list[str], known: set[str]) -> str | None:
+    """One line naming the first of ``parts`` that selects none of the ``known`` part ids (a
+    part such as ``1A`` or a lab prefix such as ``1``) and listing them; None when all select
+    some."""
+    for part in parts:
+        if not any(k.startswith(part) for k in known):
+            labs = sorted({k[0] for k in known})
+            return (f"part {part!r} (--grade-part): no such part; expected a lab ({', '.join(labs)}) or one of its parts: "
+                    f"{', '.join(sorted(known))}")
+    return None
+
+
 def grade(root: Path, parts: list[str], out: Path, hidden: bool, pytest_args: list[str]) -> int:
     """Run the graded tests of ``parts`` under ``root`` in a child pytest, score them from its
-    report, print the points table, write ``out``; returns the exit status (module docstring)."""
+    report, print the points table, write ``out``; returns the exit status (module docstring).
+    A part that selects nothing is refused before anything runs (exit status 2)."""
     dirs = [root / d for d in runner.GRADED_DIRS]
     if hidden and (root / runner.HIDDEN_DIR).is_dir():
         dirs.append(root / runner.HIDDEN_DIR)
-    declared = [t for t in catalog.declared_tests([d for d in dirs if d.is_dir()], root) if _wants(t.part, parts)]
-    written = [q for q in scoring.course_written_questions(root) if _wants(q.part, parts)]
+    every_test = catalog.declared_tests([d for d in dirs if d.is_dir()], root)
+    every_question = scoring.course_written_questions(root)
+    problem = unknown_parts(parts, {t.part for t in every_test} | {q.part for q in every_question})
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    declared = [t for t in every_test if _wants(t.part, parts)]
+    written = [q for q in every_question if _wants(q.part, parts)]
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
         report = Path(tmp) / "report.xml"
         cmd = [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "--grade",
                *[f"--grade-part={p}" for p in parts], *([] if hidden else ["--grade-no-hidden"]),
-               f"--grade-json={Path(tmp) / 'in-process.json'}", f"--junitxml={report}", "-o", "junit_family=xunit1",
+               "--grade-json=", f"--junitxml={report}", "-o", "junit_family=xunit1",
                "-o", "junit_logging=no", *pytest_args]
         env = dict(os.environ)
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # a graded run needs pytest-timeout only (-p above)

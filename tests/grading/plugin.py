@@ -39,7 +39,8 @@ Writing a graded test::
    ``--grade-part=1`` (or ``=1A``; repeatable) keeps the parts whose id starts with it;
 3. prints a points table per part and writes ``results.json`` (``--grade-json PATH``) in
    Gradescope's autograder format (https://gradescope-autograders.readthedocs.io/en/latest/specs/),
-   checked by ``results.schema.json``.
+   checked by ``results.schema.json``; ``--grade-json=`` (empty) writes none, for a caller
+   that scores the run itself from pytest's report (``tests/grading/local.py``).
 
 Write option values with ``=`` (``--grade-json=PATH``): this plugin is loaded from
 ``tests/conftest.py``, and pytest determines its rootdir from the command line before that,
@@ -229,7 +230,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --grade: only parts whose id starts with PART (e.g. 1 = all of "
                          "Lab 01, 2B = one part); repeatable, comma-separated lists allowed")
     group.addoption("--grade-json", default="results.json", metavar="PATH",
-                    help="with --grade: where to write the results (default: ./results.json)")
+                    help="with --grade: where to write the results (default: ./results.json; "
+                         "empty: write none)")
     group.addoption("--grade-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                     help=f"timeout of a graded test without its own timeout marker (default {DEFAULT_TIMEOUT_S:g})")
     group.addoption("--grade-no-restore", action="store_true",
@@ -338,9 +340,12 @@ class Grader:
         self.refused: list[str] = []
         self.hidden_follow_labs = False
         self.collect_errors: dict[str, str] = {}
-        self.json_path = Path(config.getoption("grade_json"))
-        if not self.json_path.is_absolute():
-            self.json_path = Path(config.invocation_params.dir) / self.json_path
+        value = config.getoption("grade_json")
+        self.json_path: Path | None = None   # --grade-json= (empty): no results file
+        if value:
+            self.json_path = Path(value)
+            if not self.json_path.is_absolute():
+                self.json_path = Path(config.invocation_params.dir) / self.json_path
 
     # -- before collection -------------------------------------------------------------
     def restore_test_files(self) -> None:
@@ -371,7 +376,9 @@ class Grader:
             self.refused = [f"{', '.join(report.refuse)} changed ({again})"]
 
     def write_refusal(self) -> None:
-        """results.json of a refused run: score 0 and why."""
+        """results.json of a refused run: score 0 and why (nothing without a results path)."""
+        if self.json_path is None:
+            return
         doc = {"score": 0.0, "execution_time": _elapsed(), "output": "\n".join(
                    ["grading refused: " + r for r in self.refused] + self.restore_lines),
                "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
@@ -523,6 +530,8 @@ class Grader:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.add_tests_that_did_not_run(session)
+        if self.json_path is None:
+            return
         self.json_path.parent.mkdir(parents=True, exist_ok=True)
         self.json_path.write_text(json.dumps(self.results_json(), indent=2) + "\n", encoding="utf-8")
 
@@ -535,7 +544,8 @@ class Grader:
             tr.write_line("no graded tests were collected (check --grade-part and the paths)")
         for line in self.table():
             tr.write_line(line)
-        tr.write_line(f"results written to {self.json_path}")
+        if self.json_path is not None:
+            tr.write_line(f"results written to {self.json_path}")
 
 
 def _loaded_from_checkout(root: Path) -> list[str]:

@@ -108,6 +108,16 @@ def test_grade_part_keeps_only_that_part(course: pytest.Pytester) -> None:
     assert doc["score"] == 3.0  # 4 x 3/4
 
 
+def test_an_empty_grade_json_writes_and_names_no_results_file(course: pytest.Pytester) -> None:
+    # tests/grading/local.py scores from pytest's report and passes --grade-json= (empty): the
+    # child prints its table but writes no results file and names none (it would be a temporary path)
+    result = course.runpytest("-p", "grading.plugin", "--grade", "--grade-part=1B", "--grade-json=")
+    result.assert_outcomes(failed=1, deselected=3)
+    result.stdout.fnmatch_lines(["1B*1*0*3 / 4*"])
+    assert "results written to" not in result.stdout.str()
+    assert list(course.path.rglob("results*.json")) == []
+
+
 def test_endless_loop_costs_only_that_test(course: pytest.Pytester,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     (course.path / "tests" / "lab01" / "graded" / "test_lab01_loop.py").write_text(

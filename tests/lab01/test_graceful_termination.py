@@ -70,3 +70,11 @@ def test_negative_grace_is_refused(tmp_path):
     path.write_text(_with_grace(BASE, -1))
     with pytest.raises(ScenarioError, match="terminationGracePeriodSeconds"):
         load_scenario(path)
+
+
+def test_a_victim_that_would_end_within_its_grace_period_frees_its_gpus_at_its_end(tmp_path):
+    # batch runs 1000 s from 0; with 995 s of grace, preempted at 10 it would hold its GPUs until
+    # 1005, but its containers end at 1000 (its natural end): the GPUs come back then, urgent
+    # runs 1000..1100 (fresh tester #10: before, 1005..1105).
+    _, rec = _run(tmp_path, _with_grace(BASE, 995))
+    assert (rec["urgent"].start_time, rec["urgent"].end_time) == (1000.0, 1100.0)

@@ -16,11 +16,12 @@ from lab01_cluster_sim.autoscaler.nodepool import NodePool
 from lab01_cluster_sim.autoscaler.plugin import Autoscaler
 from lab01_cluster_sim.autoscaler.pods import Pod, PodTracker, pod_jobs
 from lab01_cluster_sim.disciplines.core import EasyBackfill, PriorityPreemption
+from lab01_cluster_sim.kubescheduler.constraints import NODE_SELECTOR
+from lab01_cluster_sim.kubescheduler.nodeaffinity import NodeAffinity
 from lab01_cluster_sim.lifecycle import NodeEvents
 from lab01_cluster_sim.model import Job, JobState, Node
 from lab01_cluster_sim.policies.generic import MostAllocated
 from lab01_cluster_sim.simulate import Simulation, simulate
-from lab01_cluster_sim.tenancy import ConstraintFilter, PodConstraints
 
 GPU = dict(gpu_milli=1000)
 
@@ -75,9 +76,9 @@ def test_priority_preemption_evicts_only_a_victim_on_a_node_the_preemptor_can_us
     # cannot use. Only 'la' is a candidate: one victim, 'hi' starts at 10 on na.
     nodes = [Node("na", "H100", 2, 8000, 64_000, labels={"pool": "a"}),
              Node("nb", "H100", 2, 8000, 64_000, labels={"pool": "b"})]
-    jobs = [Job("la", 0, 100, 2, **GPU), Job("lb", 5, 100, 2, **GPU), Job("hi", 10, 20, 2, priority=10, **GPU)]
-    filt = ConstraintFilter(nodes, taints={}, constraints={"hi": PodConstraints(node_selector={"pool": "a"})})
-    r = simulate(nodes, jobs, discipline="priority", plugins=[filt]).records
+    jobs = [Job("la", 0, 100, 2, **GPU), Job("lb", 5, 100, 2, **GPU),
+            Job("hi", 10, 20, 2, priority=10, extras={NODE_SELECTOR: (("pool", "a"),)}, **GPU)]
+    r = simulate(nodes, jobs, discipline="priority", plugins=[NodeAffinity()]).records
     assert (r["la"].preemptions, r["lb"].preemptions) == (1, 0)
     assert r["hi"].start_time == 10 and r["hi"].last_placements[0].node == "na"
     # la restarts from scratch when hi ends (10 + 20 = 30): 30 + 100 = 130; lb ran undisturbed
@@ -94,11 +95,9 @@ def test_backfill_shadow_time_respects_node_selectors():
              Node("b0", "H100", 4, 8000, 64_000, labels={"pool": "b"}),
              Node("a1", "H100", 4, 8000, 64_000, labels={"pool": "a"})]
     pool = {"ra": "a", "rb": "b", "head": "b", "ja": "a"}
-    jobs = [Job("ra", 0, 100, 4, **GPU), Job("rb", 0, 1000, 4, **GPU), Job("head", 1, 10, 4, **GPU),
-            Job("ja", 2, 500, 4, **GPU)]
-    filt = ConstraintFilter(nodes, taints={}, constraints={j: PodConstraints(node_selector={"pool": p})
-                                                           for j, p in pool.items()})
-    sim = Simulation(nodes, jobs, discipline="backfill", plugins=[filt])
+    jobs = [Job(j, t, d, 4, extras={NODE_SELECTOR: (("pool", pool[j]),)}, **GPU)
+            for j, t, d in (("ra", 0, 100), ("rb", 0, 1000), ("head", 1, 10), ("ja", 2, 500))]
+    sim = Simulation(nodes, jobs, discipline="backfill", plugins=[NodeAffinity()])
     sim.run(until=1.5)
     head = sim.records["head"]
     assert EasyBackfill().reservation(sim.scheduler, head) == 1000

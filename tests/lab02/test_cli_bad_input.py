@@ -222,6 +222,36 @@ def test_kubelet_admit_resource_names_are_validated(tmp_path, spec, message):
     assert line.startswith(f"error: --admit {spec!r}: ") and message in line
 
 
+@pytest.mark.parametrize("spec, message", [
+    # Kubernetes' rule for pod names (ValidatePodName = NameIsDNSSubdomain): no capitals, no '_'
+    ("Pod_1=nvidia.com/gpu:1", "pod 'Pod_1': metadata.name: expected a DNS-1123 subdomain, Kubernetes' rule for "
+                               "pod names (lower-case letters, digits, '-' and '.', starting and ending with a "
+                               "letter or digit, at most 253 characters), e.g. pod-1"),
+    (f"{'a' * 254}=nvidia.com/gpu:1", "metadata.name: expected a DNS-1123 subdomain"),
+    # 262,144 = 4 MiB / 16 bytes, the smallest Device a ListAndWatch response can carry
+    ("p=nvidia.com/gpu:262145", "count of nvidia.com/gpu: expected at most 262144 devices (no node can advertise "
+                                "more of one resource: the kubelet reads them all from one 4 MiB ListAndWatch "
+                                "response), got '262145'"),
+    ("p=nvidia.com/gpu:1e30", "count of nvidia.com/gpu: expected at most 262144 devices"),
+    ("p=nvidia.com/gpu:0.5", "count of nvidia.com/gpu: expected a whole number of devices"),
+])
+def test_kubelet_admit_names_and_counts_are_validated(tmp_path, spec, message):
+    line = one_error_line(cli("kubelet", "--plugin-dir", str(tmp_path / "dp"), "--admit", spec))
+    assert line.startswith(f"error: --admit {spec!r}: ") and message in line
+    assert not (tmp_path / "dp").exists()   # refused before the kubelet started
+
+
+def test_kubelet_plugin_dir_that_is_a_file_says_so(tmp_path):
+    plain = tmp_path / "plain-file"
+    plain.write_text("x")
+    line = one_error_line(cli("kubelet", "--plugin-dir", str(plain), "--duration", "1"))
+    assert line == (f"error: plugin directory {plain}: it is a file, not a folder; expected a directory (or a "
+                    "path to create)")
+    line = one_error_line(cli("kubelet", "--plugin-dir", str(plain / "dp"), "--duration", "1"))
+    assert line == (f"error: plugin directory {plain / 'dp'}: {plain} is a file, not a folder; expected a "
+                    "directory (or a path to create)")
+
+
 def test_kubelet_plugin_dir_without_write_access_is_one_line():
     line = one_error_line(cli("kubelet", "--plugin-dir", "/proc", "--duration", "1"))
     assert line.startswith("error: plugin directory /proc: cannot create a unix socket in it")

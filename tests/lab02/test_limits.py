@@ -21,8 +21,9 @@ from lab02_device_plugin.errors import InputError
 from lab02_device_plugin.kubelet.lifecycle import MockKubelet
 from lab02_device_plugin.kubelet.registration import register_error
 from lab02_device_plugin.limits import (
-    MAX_CONFIG_BYTES, MAX_GPUS, MAX_MESSAGE_BYTES, MAX_REPLICAS, check_yaml, device_bytes, max_replicas,
-    replicas_bytes, safe_load_all_bounded, safe_load_bounded, short_repr, shorten, shorten_words,
+    MAX_CONFIG_BYTES, MAX_DEVICES, MAX_GPUS, MAX_MESSAGE_BYTES, MAX_REPLICAS, check_yaml, device_bytes,
+    make_directory, max_replicas, replicas_bytes, safe_load_all_bounded, safe_load_bounded, short_repr, shorten,
+    shorten_words,
 )
 from lab02_device_plugin.plugin.config import load_config, parse_config
 from lab02_device_plugin.plugin.discovery import from_nvidia_smi_list, load_inventory
@@ -265,6 +266,30 @@ def test_the_replicas_bound_is_what_one_4_mib_message_holds():
     # the 79,392 six-digit replicas that follow take 9 + 15 = 24 bytes each
     assert MAX_REPLICAS == 100_000 + (MAX_MESSAGE_BYTES - by_hand) // 24 == 179_392
     assert replicas_bytes(1, MAX_REPLICAS) <= MAX_MESSAGE_BYTES < replicas_bytes(1, MAX_REPLICAS + 1)
+
+
+def test_the_devices_bound_is_what_one_4_mib_message_holds_at_most():
+    # the smallest Device: a one-byte ID field (2 + 1) and "Unhealthy" (2 + 9), 14 bytes,
+    # framed in the response by 2 more: 16 bytes; 4 MiB / 16 = 262,144
+    assert device_bytes(1) == 16
+    assert MAX_DEVICES == 4 * 1024 * 1024 // 16 == 262_144
+
+
+def test_make_directory_says_when_a_file_is_in_the_way(tmp_path):
+    made = tmp_path / "a" / "b"
+    make_directory(made, "plugin directory")
+    assert made.is_dir()
+    make_directory(made, "plugin directory")   # an existing folder is fine
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    with pytest.raises(InputError) as exc:
+        make_directory(plain, "plugin directory")
+    assert str(exc.value) == (f"plugin directory {plain}: it is a file, not a folder; expected a directory (or a "
+                              "path to create)")
+    with pytest.raises(InputError) as exc:
+        make_directory(plain / "x" / "y", "plugin directory")
+    assert str(exc.value) == (f"plugin directory {plain / 'x' / 'y'}: {plain} is a file, not a folder; expected a "
+                              "directory (or a path to create)")
 
 
 @pytest.mark.parametrize("id_len", [1, 4, 40, 63, 111, 200])

@@ -552,7 +552,7 @@ def _job(name: str, lq: str, count: int, req: dict, prio: int, min_count: int | 
             "metadata": {"name": name, "namespace": "default", "annotations": annotations,
                          "labels": {"kueue.x-k8s.io/queue-name": lq, "kueue.x-k8s.io/priority-class": f"p{prio}"}},
             "spec": {"parallelism": count, "completions": count,
-                     "template": {"metadata": {"annotations": {**DURATION}}, "spec": p["spec"]}}}
+                     "template": {"spec": p["spec"]}}}
 
 
 def _workload(name: str, lq: str, count: int, req: dict, prio: int, t: float, cq: str | None, flavor: str | None,

@@ -146,7 +146,9 @@ def test_partial_admission_runs_the_job_with_the_admitted_count():
     plugin.admission_cycle(ctx)
     assert ("admit", "elastic") in ctx.log and elastic.job.workers == 6
     plugin.on_finish(busy)
-    plugin.on_evict(elastic)
+    plugin.on_evict(elastic)      # an eviction Kueue did not ask for (a drain): the quota stays
+    assert plugin.controller.usage("a") == {("a100", "nvidia.com/gpu"): 6}
+    ctl.evicted("elastic", 2.0)   # Kueue's own eviction, its pods gone: quota released, requeued
     plugin.admission_cycle(FakeCtx(2.0, [elastic]))
     assert elastic.job.workers == 8
     rows = {r["cluster_queue"]: r for r in plugin.queue_summary()}

@@ -6,12 +6,16 @@ import pytest
 
 from lab01_cluster_sim.corev1 import Taint, Toleration
 from lab01_cluster_sim.errors import InputError
+from lab01_cluster_sim.kubescheduler.constraints import NODE_SELECTOR, TOLERATIONS
+from lab01_cluster_sim.kubescheduler.nodeaffinity import NodeAffinity
 from lab01_cluster_sim.model import Job, JobState, Node
+from lab01_cluster_sim.registry import make_plugin
+from lab01_cluster_sim.simulate import Simulation
 from lab01_cluster_sim.tenancy import (
     GPU_TAINT,
+    GPU_TOLERATION,
     TIER_MECHANISM,
-    ConstraintFilter,
-    PodConstraints,
+    GpuNodeTaint,
     TenancyPlacer,
     Tier,
     tenancy_violations,
@@ -26,36 +30,86 @@ def _nodes():
             Node("cpu-0", "", 0, 32000, 256000)]
 
 
+def _mask(nodes, plugin, job, *others):
+    """``plugin``'s Filter mask for ``job`` once attached to a run of ``nodes``."""
+    sim = Simulation(nodes, [job, *others], plugins=[plugin])
+    plugin.attach(sim)   # as the run's start does
+    return plugin.filter(None, sim.records[job.job_id]).tolist()
+
+
 def test_cpu_pods_stay_off_tainted_gpu_nodes():
+    # GpuNodeTaint: both GPU nodes get nvidia.com/gpu=present:NoSchedule; the GPU pod gets the
+    # toleration (ExtendedResourceToleration), the CPU pod does not.
     nodes = _nodes()
-    f = ConstraintFilter(nodes)                     # default: GPU_TAINT on both GPU nodes
     cpu = Job("cpu", 0, 10, cpu_milli=1000, memory_mib=100)
     gpu = Job("gpu", 0, 10, gpus_per_worker=1, gpu_milli=1000)
-    assert f.mask(cpu).tolist() == [False, False, True]
-    # The GPU pod gets the GPU toleration, so taints allow every node; the untainted CPU node
-    # is then removed by the resource filter (it has no GPUs), not by this mask.
-    assert f.mask(gpu).tolist() == [True, True, True]
+    assert _mask(nodes, GpuNodeTaint(), cpu) == [False, False, True]
+    # The GPU pod tolerates the taint, so taints allow every node; the untainted CPU node is
+    # then removed by the resource filter (it has no GPUs), not by this mask.
+    assert _mask(nodes, GpuNodeTaint(), gpu) == [True, True, True]
+    plugin = GpuNodeTaint()
+    assert [plugin.node_taints(n) for n in nodes] == [(GPU_TAINT,), (GPU_TAINT,), ()]
+    assert plugin.pod_tolerations(gpu) == (GPU_TOLERATION,) and plugin.pod_tolerations(cpu) == ()
 
 
-def test_cpu_pods_tolerating_taint_may_use_gpu_nodes_and_selector_picks_model():
+def test_gpu_node_taint_adds_to_the_objects_own_taints_and_tolerations():
+    # A GPU node keeps its own taints and gets the GPU taint once; a pod keeps its own tolerations.
+    dedicated = Taint("dedicated", "ml", "NoSchedule")
+    own = Node("own", "A100", 4, 32000, 256000, taints=(dedicated,))
+    already = Node("already", "A100", 4, 32000, 256000, taints=(GPU_TAINT,))
+    plugin = GpuNodeTaint()
+    assert plugin.node_taints(own) == (dedicated, GPU_TAINT)
+    assert plugin.node_taints(already) == (GPU_TAINT,)
+    tolerant = Job("tol", cpu_milli=1, extras={TOLERATIONS: (Toleration("nvidia.com/gpu", "Exists"),)})
+    assert plugin.pod_tolerations(tolerant) == (Toleration("nvidia.com/gpu", "Exists"),)
+    # Exists with an empty effect tolerates every effect of that key: the CPU pod may use all three
+    assert _mask(_nodes(), GpuNodeTaint(), tolerant) == [True, True, True]
+    # with cpu_pods_tolerate every pod carries the GPU toleration
+    assert _mask(_nodes(), GpuNodeTaint(cpu_pods_tolerate=True), Job("cpu", cpu_milli=1)) == [True, True, True]
+    # the GPU pod tolerates the GPU taint but not 'dedicated': only 'already' and nothing else
+    assert _mask([own, already], GpuNodeTaint(), Job("gpu", gpus_per_worker=1, gpu_milli=1000)) == [False, True]
+
+
+def test_gpu_node_taint_scores_a_nodes_own_prefer_no_schedule_taint():
+    # TaintToleration's Score on the nodes' own taints: n0 has one PreferNoSchedule taint the pod
+    # does not tolerate, n1 none: counts (1, 0) -> 100 - 100 * 1 // 1 = 0 and 100. The two empty
+    # nodes tie on NodeResourcesFit, so the 0 sends the pod to n1 (without it: n0, the first).
+    soft = Taint("maintenance", "soon", "PreferNoSchedule")
+    nodes = [Node("n0", "A100", 2, 32000, 256000, taints=(soft,)), Node("n1", "A100", 2, 32000, 256000)]
+    job = Job("gpu", 0, 10, gpus_per_worker=1, gpu_milli=1000)
+    assert [n for n, _ in placed(run_until(nodes, [job], "fifo", 1, plugins=[GpuNodeTaint()]), "gpu")] == [1]
+    assert [n for n, _ in placed(run_until(nodes, [job], "fifo", 1), "gpu")] == [0]
+
+
+def test_node_selector_picks_the_gpu_model():
+    # nodeSelector is NodeAffinity's (Job.extras), beside the GPU taint: only gpu-h100 matches
     nodes = _nodes()
-    f = ConstraintFilter(nodes, constraints={
-        "tol": PodConstraints(tolerations=(Toleration("nvidia.com/gpu", "Exists"),)),
-        "h100": PodConstraints(node_selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})})
-    assert f.mask(Job("tol", cpu_milli=1)).tolist() == [True, True, True]
-    assert f.mask(Job("h100", gpus_per_worker=1, gpu_milli=1000)).tolist() == [False, True, False]
-    with pytest.raises(InputError, match="unknown node"):
-        ConstraintFilter(nodes, taints={"nope": (GPU_TAINT,)})
+    job = Job("h100", 0, 10, gpus_per_worker=1, gpu_milli=1000,
+              extras={NODE_SELECTOR: (("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"),)})
+    sim = run_until(nodes, [job], "fifo", 5, plugins=[GpuNodeTaint(), NodeAffinity()])
+    assert [n for n, _ in placed(sim, "h100")] == [1]
 
 
 def test_constraints_place_cpu_pod_on_cpu_node_and_reject_when_none():
     nodes = _nodes()
     jobs = [Job("cpu", 0, 10, cpu_milli=1000, memory_mib=100)]
-    sim = run_until(nodes, jobs, "fifo", 5, plugins=[ConstraintFilter(nodes)])
+    sim = run_until(nodes, jobs, "fifo", 5, plugins=[GpuNodeTaint()])
     assert [n for n, _ in placed(sim, "cpu")] == [2]
     only_gpu = nodes[:2]
-    res = run_jobs(only_gpu, jobs, "fifo", plugins=[ConstraintFilter(only_gpu)])
+    res = run_jobs(only_gpu, jobs, "fifo", plugins=[GpuNodeTaint()])
     assert res.outcome("cpu").state is JobState.REJECTED
+    sim = run_until(only_gpu, jobs, "fifo", 5, plugins=[GpuNodeTaint()])
+    assert sim.records["cpu"].reason == ("no node its filters allow could ever host one worker: 2/2 node(s) refused "
+                                         "by constraints")
+
+
+def test_constraints_plugin_options():
+    # --plugin constraints: CPU-only pods tolerate the GPU taint unless cpu_pods_tolerate=0
+    nodes, jobs = _nodes(), [Job("cpu", cpu_milli=1)]
+    assert make_plugin("constraints", nodes, jobs).cpu_pods_tolerate is True
+    assert make_plugin("constraints:cpu_pods_tolerate=0", nodes, jobs).cpu_pods_tolerate is False
+    with pytest.raises(InputError, match="cpu_pods_tolerate must be 0 or 1, got 2"):
+        make_plugin("constraints:cpu_pods_tolerate=2", nodes, jobs)
 
 
 def _tenancy_jobs():

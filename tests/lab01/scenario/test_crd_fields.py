@@ -75,7 +75,8 @@ def test_every_accepted_field_is_in_the_crd(shared_data, key):
     assert problems == []
 
 
-@pytest.mark.parametrize("key", sorted(k for k in CRD_ONLY_FIELDS if k in CRD_KINDS), ids=lambda k: k[1])
+@pytest.mark.parametrize("key", sorted(k for k in CRD_ONLY_FIELDS if k in CRD_KINDS
+                                     and set(CRD_ONLY_FIELDS[k]) - {("metadata",)}), ids=lambda k: k[1])
 def test_fields_called_not_modelled_are_exactly_the_crds_other_fields(shared_data, key):
     # fresh tester 2 F4: run says "does not model" for these and "unknown field" for the rest,
     # so the list must be the CRD's spec fields minus the ones the reader accepts
@@ -86,10 +87,11 @@ def test_fields_called_not_modelled_are_exactly_the_crds_other_fields(shared_dat
             schema = schema["items"] if name == "[]" else schema["properties"][name]
         return schema["properties"]
 
+    # (metadata is ObjectMeta, which a CRD's schema does not spell out: test_coverage.py checks it)
     crd_schema, ours_schema = _crd(shared_data, *CRD_KINDS[key]), SCHEMAS[key]
-    assert ("spec",) in CRD_ONLY_FIELDS[key]
     for path, fields in CRD_ONLY_FIELDS[key].items():
-        assert fields == set(at(crd_schema, path)) - set(at(ours_schema, path)), path
+        if path != ("metadata",):
+            assert fields == set(at(crd_schema, path)) - set(at(ours_schema, path)), path
 
 
 def test_the_comparison_catches_a_wrong_field(shared_data):

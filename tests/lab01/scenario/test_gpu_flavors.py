@@ -88,8 +88,9 @@ status: {allocatable: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "2"}}
 """
 
 
-def _pod(name: str, extra_meta: str = "", spec: str = "") -> str:
-    return (f"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{kueue.x-k8s.io/queue-name: lq}}\n"
+def _pod(name: str, extra_meta: str = "", spec: str = "", queue: bool = True) -> str:
+    labels = "  labels: {kueue.x-k8s.io/queue-name: lq}\n" if queue else ""
+    return (f"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{labels}"
             f"  annotations: {{lab01.course/duration: \"100\"}}\n{extra_meta}spec:\n{spec}  containers:\n  - name: c\n"
             "    image: x\n    resources: {limits: {nvidia.com/gpu: \"2\"}}\n")
 
@@ -114,6 +115,25 @@ def test_creation_timestamp_orders_the_queue(tmp_path, capsys):
     early = "  creationTimestamp: \"2026-01-05T09:30:00+00:00\"\n"
     assert _first_admitted(tmp_path, QUEUE + _pod("zeta", late) + _pod("alpha", early)) == ["alpha", "zeta"]
     capsys.readouterr()
+
+
+def test_without_kueue_creation_timestamp_does_not_reorder_the_scheduling_queue(tmp_path, capsys):
+    # Without Kueue the pods go straight to kube-scheduler, whose PrioritySort orders its activeQ
+    # by priority, then by the time each pod entered the scheduling queue (Kubernetes v1.35.4,
+    # pkg/scheduler/framework/plugins/queuesort/priority_sort.go, Less; the timestamp is set in
+    # newQueuedPodInfo, pkg/scheduler/backend/queue/scheduling_queue.go), never by
+    # creationTimestamp. zeta (created 10:00) is listed before alpha (created 09:30); both arrive
+    # at t=0 and need the node's 2 GPUs for 100 s: zeta runs 0..100, alpha 100..200. Through Kueue
+    # (the test above) the same pods start alpha first.
+    late = "  creationTimestamp: \"2026-01-05T10:00:00Z\"\n"
+    early = "  creationTimestamp: \"2026-01-05T09:30:00Z\"\n"
+    node = "---\n" + QUEUE.split("---\n")[-1]
+    path = tmp_path / "s.yaml"
+    path.write_text(node + _pod("zeta", late, queue=False) + _pod("alpha", early, queue=False))
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    capsys.readouterr()
+    starts = {r["job"]: (r["start"], r["end"]) for r in _rows(tmp_path / "out", "jobs.csv")}
+    assert starts == {"zeta": ("0.0", "100.0"), "alpha": ("100.0", "200.0")}
 
 
 def test_bad_creation_timestamp_is_one_line(tmp_path):

@@ -117,6 +117,47 @@ spec: {minMember: 3}
     assert sc.unsupported == []
 
 
+def test_pod_group_of_several_shapes_is_a_multi_role_gang(tmp_path):
+    # issue 17: a launcher Pod (2 CPUs) and three worker Pods (2 GPUs), one of them tolerating a
+    # taint the others do not: three shapes, so three roles in the order of their first Pod
+    def pod(name, resources, t, extra=""):
+        return (f"---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n"
+                f"  labels: {{scheduling.x-k8s.io/pod-group: pg}}\n"
+                f"  annotations: {{lab01.course/duration: \"{100 + t}\", lab01.course/submit-time: \"{t}\"}}\n"
+                f"spec: {{{extra}containers: [{{name: c, image: x, resources: {resources}}}]}}\n")
+    gpu = '{limits: {nvidia.com/gpu: "2"}}'
+    pods = (pod("w0", gpu, 1) + pod("launcher", '{requests: {cpu: "2"}}', 0) + pod("w1", gpu, 3)
+            + pod("w2", gpu, 2, "tolerations: [{key: spot, operator: Exists}], "))
+    sc = _load(tmp_path, NODE + "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: pg}\n"
+                                  "spec: {minMember: 4}\n" + pods)
+    assert [(j.job_id, j.role.name, j.role.index, j.role.roles, j.workers, j.gpus_per_worker, j.cpu_milli,
+             j.extras["pods"]) for j in sc.jobs] == [
+        ("pg-w0", "w0", 0, 3, 2, 2, 0, ("w0", "w1")),
+        ("pg-launcher", "launcher", 1, 3, 1, 0, 2000, ("launcher",)),
+        ("pg-w2", "w2", 2, 3, 1, 2, 0, ("w2",)),
+    ]
+    assert {j.role.gang for j in sc.jobs} == {"pg"}
+    # every role arrives with the last Pod (t=3) and runs as long as its longest Pod
+    assert [(j.submit_time, j.duration) for j in sc.jobs] == [(3.0, 103.0), (3.0, 100.0), (3.0, 102.0)]
+    assert "tolerations" in sc.jobs[2].extras and "tolerations" not in sc.jobs[0].extras
+    assert sc.unsupported == []
+
+
+def test_pod_group_roles_of_different_priorities_are_refused(tmp_path):
+    pods = "".join(f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {n}, labels: {{scheduling.x-k8s.io/pod-group: pg}}, annotations: {{lab01.course/duration: "1"}}}}
+spec: {{{pc}containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]}}
+""" for n, pc, cpu in (("a", "", 1), ("b", "priorityClassName: high, ", 2)))
+    sc = _load(tmp_path, NODE + "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\n"
+                                  "value: 5\n---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+                                  "metadata: {name: pg}\nspec: {minMember: 2}\n" + pods)
+    (item,) = sc.unsupported
+    assert item.endswith(": PodGroup/pg: Pods of different priorities in one gang (a 0, b 5) are not modelled; give "
+                         "every Pod of the group the same priorityClassName")
+
+
 def test_elastic_pod_group_is_named_as_not_executable(tmp_path):
     pods = "".join(f"""---
 apiVersion: v1

@@ -132,7 +132,8 @@ def test_missing_path_and_empty_file(tmp_path):
      "is not supported; expected one of: LeastAllocated, MostAllocated, RequestedToCapacityRatio"),
     ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
      "FILE:2:7: Deployment/d: apiVersion 'apps/v1' kind 'Deployment' is not a kind scenarios accept; expected one "
-     "of: batch/v1 Job, config.kueue.x-k8s.io/v1beta2 Configuration, karpenter.sh/v1 NodePool, "
+     "of: batch/v1 Job, config.kueue.x-k8s.io/v1beta2 Configuration, jobset.x-k8s.io/v1alpha2 JobSet, "
+     "karpenter.sh/v1 NodePool, "
      "kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration, kueue.x-k8s.io/v1beta2 ClusterQueue, "
      "kueue.x-k8s.io/v1beta2 Cohort, kueue.x-k8s.io/v1beta2 LocalQueue, kueue.x-k8s.io/v1beta2 ResourceFlavor, "
      "kueue.x-k8s.io/v1beta2 WorkloadPriorityClass, lab01.course/v1alpha1 Scenario, "

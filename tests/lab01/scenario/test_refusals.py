@@ -111,6 +111,26 @@ def test_largest_times_and_a_service_are_accepted(tmp_path):
     assert by_id["svc"].duration == float("inf")
 
 
+def test_a_course_annotation_on_a_jobs_pod_template_is_refused_not_ignored(tmp_path):
+    # issue 17 section 1: the reader reads lab01.course/ annotations on the Job's metadata only; a
+    # gpu-milli on the pod template was accepted and ignored (the pods got a whole GPU)
+    text = NODE + ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations: {lab01.course/duration: "
+                   "\"10\"}\nspec:\n  template:\n    metadata:\n      annotations: {lab01.course/submit-time: \"5\"}\n"
+                   "    spec: {containers: [{name: c, image: x}]}\n")
+    # line 5 + 9 = 14; '      annotations: {lab01.course/submit-time: ' is 6 + 13 + 1 + 26 = 46 characters
+    assert _error(tmp_path, text) == ("FILE:14:47: Job/j: spec.template.metadata.annotations.lab01.course/submit-time: "
+                                      "lab01.course/submit-time is read on the workload's metadata, not on its pod "
+                                      "template; move it to metadata.annotations")
+
+
+def test_a_job_without_a_pod_spec_is_one_line_not_a_crash(tmp_path):
+    # the schemas allow spec.template.spec: null; 'spec: {template: {spec: ' is 24 characters
+    text = NODE + ('apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, labels: null, annotations: '
+                   '{lab01.course/duration: "1"}}\nspec: {template: {spec: null}}\n')
+    assert _error(tmp_path, text) == ("FILE:9:25: Job/j: spec.template.spec: expected the pods' spec (an object with "
+                                      "containers), got none")
+
+
 def test_misspelt_queue_label_is_an_error(tmp_path):
     text = NODE + _pod("{}").replace("  annotations:", "  labels: {kueue.x-k8s.io/queue-nam: q}\n  annotations:")
     # the label is on line 10, its key after "  labels: {" (11 characters): column 12

@@ -155,8 +155,9 @@ def _check_cycle(oracle, case: dict) -> None:
     if sim_adapter.over_admitted(case):
         reject()
     up = oracle.ask(go)
-    if up.get("error", "").startswith("upstream panic:") and go["fairSharing"] is not None:
-        reject()
+    if (up.get("error", "").startswith("upstream panic:") and go["fairSharing"] is not None
+            and any("cohortName" not in c["spec"] for c in go["clusterQueues"])):
+        reject()   # the v0.17.0 panic of upstream_panic_known, for any queue of the cycle
     assert "error" not in up, f"oracle refused a generated case: {up['error']}\n{json.dumps(go)}"
     sim = sim_adapter.sim_kueue_cycle(case)
     covered = go["clusterQueues"][0]["spec"]["resourceGroups"][0]["coveredResources"]

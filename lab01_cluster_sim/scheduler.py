@@ -189,7 +189,7 @@ class Scheduler(BlockedShapes, PluginRuntime, RoleGangs):
         self.running: dict[str, JobRecord] = {}
         self.terminating: dict[str, int] = {}   # evicted job id -> its runs still terminating
         self.on_start: Callable[[JobRecord], None] = lambda record: None
-        self.on_evict_request: Callable[[JobRecord, str], None] | None = None
+        self.on_evict_request: Callable[..., None] | None = None
         self.on_retry_at: Callable[[float], None] = lambda t: None
         self.extra_filters: list[Callable[[Request, JobRecord], np.ndarray]] = []
         self.scorers: list[tuple[int, Callable[[Request, JobRecord | None, np.ndarray], np.ndarray]]] = []
@@ -530,13 +530,11 @@ class Scheduler(BlockedShapes, PluginRuntime, RoleGangs):
 
     def evict(self, record: JobRecord, reason: str, grace_s: float = 0.0) -> None:
         """Ask the simulation to evict running ``record`` now (preemption, node drain);
-        ``grace_s`` > 0: its resources stay held that long (graceful termination)."""
+        ``grace_s`` > 0: its resources stay held that long (graceful termination); the other
+        roles of its gang get their own grace periods (a graceful eviction)."""
         if self.on_evict_request is None:
             raise RuntimeError("evict: no simulation attached to carry out evictions")
-        if grace_s > 0:
-            self.on_evict_request(record, reason, grace_s=grace_s)
-        else:
-            self.on_evict_request(record, reason)
+        self.on_evict_request(record, reason, grace_s=grace_s, grace_cap_s=math.inf)
 
     def hold_terminating(self, record: JobRecord) -> list[Placement]:
         """``record`` stops running but its pods are still terminating: its placements stay

@@ -444,6 +444,7 @@ class Simulation:
         """A gracefully terminating job's pods are gone: free what they held."""
         rec, held = event.payload
         self.scheduler.release_terminating(rec, held)
+        self.scheduler.notify("on_terminated", rec)
         self.request_pass()
 
     def _end_run(self, rec: JobRecord, hold: list | None = None) -> list[JobRecord]:
@@ -541,7 +542,7 @@ class Simulation:
         ``terminationGracePeriodSeconds`` (:func:`~lab01_cluster_sim.model.termination_grace`;
         Kueue stops the Job, whose pods get their grace period as any deleted pod does)."""
         if rec.state is JobState.RUNNING:
-            self.evict(rec, reason, grace_s=termination_grace(rec.job), readmit=True)
+            self.evict(rec, reason, grace_s=termination_grace(rec.job), readmit=True, grace_cap_s=math.inf)
             return
         if rec.job_id not in self._admitted:
             raise ValueError(f"evict: job {rec.job_id!r} is not admitted")
@@ -569,7 +570,8 @@ class Simulation:
 
     # -- eviction and node lifecycle -------------------------------------------------------
     def evict(self, rec: JobRecord, reason: str, requeue: bool = True, *, migration: bool = False,
-              extra_overhead_s: float = 0.0, grace_s: float = 0.0, readmit: bool = False) -> None:
+              extra_overhead_s: float = 0.0, grace_s: float = 0.0, readmit: bool = False,
+              grace_cap_s: float | None = None) -> None:
         """Evict running ``rec`` now: release its resources, cancel its completion, account
         the work lost, then requeue it at its old place (or reject it with ``reason``).
 
@@ -588,7 +590,10 @@ class Simulation:
         Evicting a role of a multi-role gang (:class:`~lab01_cluster_sim.model.GangRole`)
         evicts every other running role of the gang with the same reason (Kueue evicts the
         Workload as a whole; a JobSet recreates all its child Jobs), except a migration and
-        in naive mode, where roles are independent jobs.
+        in naive mode, where roles are independent jobs; each role gets its own pods' grace
+        period, at most ``grace_cap_s`` (the eviction's bound: none for a graceful eviction,
+        the 2-minute notice of a spot interruption, 0 for a failed node; by default none when
+        ``grace_s`` > 0, else 0), whatever the first role's own period.
         ``readmit``: the job goes back to waiting for admission (an admission plugin's own
         eviction, Kueue's); any other eviction (preemption, drain, consolidation, a NoExecute
         taint) keeps the job admitted and requeues it for placement, as Kueue keeps a
@@ -625,6 +630,7 @@ class Simulation:
         # Work lost = time run minus the progress the job keeps (before - remaining).
         lost = max(0.0, ran - (before - remaining)) if math.isfinite(before) else ran
         held = [] if grace_s > 0 and not migration else None
+        admitted = rec.job_id in self._admitted   # _end_run forgets it; an eviction Kueue did not decide keeps it
         # A pod that would have finished before its grace period ends exits then (its
         # containers are done), freeing its resources at its natural end.
         natural_end = max(now, rec.expected_end)
@@ -647,6 +653,8 @@ class Simulation:
                 self._admitted.pop(rec.job_id, None)
                 self._to_admission(rec, f"evicted: {reason}")
             else:
+                if admitted:   # still admitted: a later Kueue preemption must find it queued for placement
+                    self._admitted[rec.job_id] = rec
                 rec.reason = f"evicted: {reason}"
                 self.scheduler.enqueue(rec)
         else:
@@ -658,8 +666,9 @@ class Simulation:
             # the gang goes as a whole: Kueue evicts the Workload, a JobSet restarts all its Jobs
             for other in self._gangs[role.gang]:
                 if other.state is JobState.RUNNING:
+                    cap = grace_cap_s if grace_cap_s is not None else (math.inf if grace_s > 0 else 0.0)
                     self.evict(other, f"{reason} (gang {role.gang}: role {role.name} was evicted)", requeue,
-                               grace_s=termination_grace(other.job) if grace_s > 0 else 0.0, readmit=readmit)
+                               grace_s=min(termination_grace(other.job), cap), readmit=readmit, grace_cap_s=cap)
         self.request_pass()
 
     def jobs_on(self, node: int) -> list[JobRecord]:
@@ -679,7 +688,8 @@ class Simulation:
         where = f"{reason} ({self.state.nodes[node].name})"
         for rec in self.jobs_on(node):
             if rec.state is JobState.RUNNING:   # not evicted meanwhile with its gang
-                self.evict(rec, where, requeue, grace_s=termination_grace(rec.job) if graceful else 0.0)
+                self.evict(rec, where, requeue, grace_s=termination_grace(rec.job) if graceful else 0.0,
+                           grace_cap_s=math.inf if graceful else 0.0)
         for rec in list(self.scheduler.discipline.order()):
             held = [p for p in rec.placements if p.node_index == node]
             if rec.state is JobState.PENDING and held:

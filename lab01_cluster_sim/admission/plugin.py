@@ -58,7 +58,7 @@ from lab01_cluster_sim.admission.api import PodSet, Workload
 from lab01_cluster_sim.admission.backoff import WaitForPodsReady
 from lab01_cluster_sim.admission.controller import AdmissionController, Decision, Outcome, State
 from lab01_cluster_sim.admission.quantity import CPU, GPU, MEMORY
-from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds, termination_grace
+from lab01_cluster_sim.model import Job, JobRecord, JobState, format_seconds
 
 @dataclass(frozen=True)
 class QuotaSeries:
@@ -435,21 +435,28 @@ class KueueAdmissionPlugin:
         if status.state is State.ADMITTED and name not in self._timed_out:
             return      # not Kueue's eviction (a drain, a preemption): the workload keeps its quota
         self._ready_deadline.pop(name, None)
-        # a gang's quota comes back when the pods of all its roles are gone
-        grace = max(termination_grace(r.job) for r in self._records.get(name, [record]))
-        terminating = getattr(getattr(self._sim, "scheduler", None), "terminating", {})
-        if grace > 0 and status.state is State.EVICTING and record.job_id in terminating:
+        if status.state is State.EVICTING and self._pods_left(name, record):
             # Kueue releases the quota once the Job's pods are gone (the Job is stopped and
-            # its Workload's QuotaReserved cleared when no pod is active): after the grace
-            # period, when the engine frees the pods' GPUs too; the preemptor waits till then.
-            self._sim.call_at(self._now() + grace, "kueue-quota-release", self._release_after_grace, record)
+            # its Workload's QuotaReserved cleared when no pod is active): a gang's when the
+            # pods of all its roles are, each after its own grace period or its natural end,
+            # when the engine frees their GPUs too (on_terminated); the preemptor waits.
             return
         self._release_evicted(record)
 
-    def _release_after_grace(self, event) -> None:
-        record: JobRecord = event.payload
-        status = self.controller.workloads.get(_workload_name(record))
-        if status is not None and status.state is State.EVICTING:
+    def _pods_left(self, name: str, evicted: JobRecord | None = None) -> bool:
+        """Has workload ``name`` a pod still running (a role the engine evicts next; not
+        ``evicted``, being evicted now) or terminating (keeping its resources through its
+        grace period)?"""
+        terminating = getattr(getattr(self._sim, "scheduler", None), "terminating", {})
+        return any((r.state is JobState.RUNNING and r is not evicted) or r.job_id in terminating
+                   for r in self._records.get(name, []))
+
+    def on_terminated(self, record: JobRecord) -> None:
+        """Terminating pods of ``record`` are gone: a workload this stage evicted gets its
+        quota back once none of its pods is left."""
+        name = _workload_name(record)
+        status = self.controller.workloads.get(name)
+        if status is not None and status.state is State.EVICTING and not self._pods_left(name):
             self._release_evicted(record)
 
     def _release_evicted(self, record: JobRecord) -> None:

@@ -513,7 +513,7 @@ class Autoscaler:
         if rec.state is not JobState.RUNNING:
             return 0.0
         grace = min(termination_grace(rec.job), max_grace)
-        self.sim.evict(rec, reason, grace_s=grace)
+        self.sim.evict(rec, reason, grace_s=grace, grace_cap_s=max_grace)
         return grace
 
     def _on_spot_notice(self, event) -> None:

@@ -214,9 +214,13 @@ class SchedulerObserver:
     def on_finish(self, record: JobRecord) -> None: ...
     def on_reject(self, record: JobRecord) -> None: ...
     def on_evict(self, record: JobRecord, lost_work: float) -> None: ...
+    def on_terminated(self, record: JobRecord) -> None:
+        """Pods of ``record`` that kept their resources through a grace period after an
+        eviction are gone, their resources freed."""
 
 
-OBSERVER_HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_reject", "on_evict")
+OBSERVER_HOOKS = ("on_enqueue", "on_bind", "on_release", "on_start", "on_finish", "on_reject", "on_evict",
+                  "on_terminated")
 """The observer hooks, in the order a job meets them."""
 
 

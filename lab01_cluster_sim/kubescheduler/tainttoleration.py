@@ -32,6 +32,7 @@ eviction evicts the whole job, where Kubernetes would delete the one pod on that
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -165,7 +166,7 @@ class TaintToleration(Plugin):
                          if t.effect == "NoExecute"})
         self._sim.evict(record, f"evicted by the taint eviction controller after {format_seconds(seconds)}s "
                         f"(tolerationSeconds) on a node tainted {', '.join(taints)}",
-                        grace_s=termination_grace(record.job))
+                        grace_s=termination_grace(record.job), grace_cap_s=math.inf)
         self._sim.request_pass()
 
 

@@ -199,8 +199,8 @@ JOB_SPEC: dict[str, Any] = {
         "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "podFailurePolicy", "ttlSecondsAfterFinished")},
     **{f: Inert(_NO_DECISION) for f in ("completionMode", "selector", "manualSelector")},
 }
-"""A batch Job's ``spec``: ``parallelism`` (workers), ``completions`` (only equal to
-parallelism; the reader refuses waves), ``suspend`` (Kueue resumes the Jobs it admits; true
+"""A batch Job's ``spec``: ``parallelism`` (workers), ``completions`` (below parallelism, that
+many workers, as the Job controller runs and Kueue counts; above it the reader refuses waves), ``suspend`` (Kueue resumes the Jobs it admits; true
 on a Job Kueue does not manage is refused),
 the pod template. Refused: ``activeDeadlineSeconds``, ``successPolicy``, ``managedBy``."""
 

@@ -8,7 +8,7 @@ parallelism`` pods (kubernetes-sigs/kueue v0.17.0 ``pkg/controller/jobs/jobset/j
 ``JobSet.PodSets`` and ``podsCount``). The reader does the same:
 
 - each replicated job becomes one :class:`~lab01_cluster_sim.model.Job` of ``replicas x
-  parallelism`` workers, id ``<JobSet name>-<replicatedJob name>`` (``namespace/`` before it
+  min(parallelism, completions)`` workers (``PodsCountPerReplica``), id ``<JobSet name>-<replicatedJob name>`` (``namespace/`` before it
   outside ``default``), its role :class:`~lab01_cluster_sim.model.GangRole` (gang: the
   JobSet's id; name: the replicated job's, also the Kueue pod set's; index: its position);
   a JobSet of one replicated job is a plain job (a gang of its workers, no roles);
@@ -31,7 +31,8 @@ parallelism`` pods (kubernetes-sigs/kueue v0.17.0 ``pkg/controller/jobs/jobset/j
 - what JobSet's webhook refuses (``pkg/webhooks/jobset_webhook.go`` ``ValidateCreate``) is
   an error: a child Job name ``<JobSet>-<replicatedJob>-<replicas-1>`` or a ``groupName``
   that is not a DNS-1035 label, a name used twice (``listMapKey: name``), a success policy
-  naming no replicated job; so is a JobSet of no replicated job or of more than
+  naming no replicated job, a failure policy rule misnamed, repeated or naming an unknown
+  replicated job or failure reason, a ``coordinator`` pointing at no pod (``validateCoordinator``); so is a JobSet of no replicated job or of more than
   :data:`~lab01_cluster_sim.model.MAX_ROLES` (Kueue's limit of pod sets per Workload).
 
 Which JobSet fields are modelled, inert or refused is :mod:`.coverage`'s table; the
@@ -105,6 +106,8 @@ class JobSetKinds:
             if target not in seen:
                 raise error_at(doc, ("spec", "successPolicy", "targetReplicatedJobs", i), f"invalid replicatedJob name "
                                f"{target!r}: it does not appear in spec.replicatedJobs")
+        _check_failure_policy(doc, seen)
+        _check_coordinator(doc)
         first_note = len(self.sc.unsupported)
         for mpath in [("metadata",)] + [("spec", "replicatedJobs", i, "template", "metadata") for i in range(len(rjs))]:
             for key in EXCLUSIVE_KEYS:
@@ -143,4 +146,76 @@ class JobSetKinds:
                                            "JobSet's roles itself)")
 
 
-__all__ = ["EXCLUSIVE_KEYS", "JobSetKinds"]
+_RULE_NAME = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
+JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes", "MaxFailedIndexesExceeded",
+                       "PodFailurePolicy")
+"""The Job failure reasons a failure policy rule may name (``validOnJobFailureReasons`` in
+JobSet v0.11.1 ``pkg/webhooks/jobset_webhook.go``; batch/v1's ``JobReason*`` constants)."""
+
+
+def _check_failure_policy(doc: Document, names: set[str]) -> None:
+    """What JobSet's webhook refuses in ``spec.failurePolicy.rules`` (v0.11.1
+    ``validateFailurePolicy``): a rule name of 1..128 characters matching
+    ``^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$``, used once; target replicatedJobs that exist;
+    known Job failure reasons. (The policy itself is inert: simulated pods never fail.)
+
+    Raises:
+        ScenarioError: at the first such field.
+    """
+    rules = get_field(doc.data, ("spec", "failurePolicy", "rules")) or []
+    first: dict[str, int] = {}
+    for i, rule in enumerate(rules):
+        path = ("spec", "failurePolicy", "rules", i)
+        name = rule["name"]
+        if not 1 <= len(name) <= 128 or not _RULE_NAME.fullmatch(name):
+            raise error_at(doc, path + ("name",), f"invalid failure policy rule name {name!r}: 1 to 128 characters, a "
+                           "letter first, then letters, digits or '_,:', ending with a letter, digit or '_'")
+        if name in first:
+            raise error_at(doc, path + ("name",), f"rule names are not unique: rules {first[name]} and {i} are both "
+                           f"named {name!r}")
+        first[name] = i
+        for k, target in enumerate(rule.get("targetReplicatedJobs") or []):
+            if target not in names:
+                raise error_at(doc, path + ("targetReplicatedJobs", k), f"invalid replicatedJob name {target!r}: it "
+                               "does not appear in spec.replicatedJobs")
+        for k, reason in enumerate(rule.get("onJobFailureReasons") or []):
+            if reason not in JOB_FAILURE_REASONS:
+                raise error_at(doc, path + ("onJobFailureReasons", k), f"invalid job failure reason {reason!r}; "
+                               f"expected one of: {', '.join(JOB_FAILURE_REASONS)}")
+
+
+def _check_coordinator(doc: Document) -> None:
+    """What JobSet's webhook refuses in ``spec.coordinator`` (v0.11.1 ``validateCoordinator``):
+    a replicatedJob that does not exist, a ``jobIndex`` outside ``0..replicas-1``, a Job not in
+    Indexed completion mode with ``completions`` set, a ``podIndex`` outside
+    ``0..completions-1``. (The coordinator is inert: it only labels the pods.)
+
+    Raises:
+        ScenarioError: at the first such field.
+    """
+    coord = get_field(doc.data, ("spec", "coordinator"))
+    if coord is None:
+        return
+    base = ("spec", "coordinator")
+    rjs = doc.data["spec"]["replicatedJobs"]
+    rj = next((r for r in rjs if r["name"] == coord["replicatedJob"]), None)
+    if rj is None:
+        raise error_at(doc, base + ("replicatedJob",), f"coordinator replicatedJob {coord['replicatedJob']!r} does not "
+                       "exist in spec.replicatedJobs")
+    replicas = rj.get("replicas", 1)
+    job_index = coord.get("jobIndex", 0)
+    if not 0 <= job_index < replicas:
+        raise error_at(doc, base + ("jobIndex",), f"coordinator job index {job_index} is invalid for replicatedJob "
+                       f"{rj['name']!r} of {replicas} replicas (expected 0..{replicas - 1})")
+    spec = get_field(rj, ("template", "spec")) or {}
+    completions = spec.get("completions")
+    if spec.get("completionMode") != "Indexed" or completions is None:
+        raise error_at(doc, base + ("replicatedJob",), "the coordinator's Job must be in completionMode Indexed with "
+                       f"completions set (replicatedJob {rj['name']!r})")
+    pod_index = coord.get("podIndex", 0)
+    if not 0 <= pod_index < completions:
+        raise error_at(doc, base + ("podIndex",), f"coordinator pod index {pod_index} is invalid for replicatedJob "
+                       f"{rj['name']!r} of {completions} completions (expected 0..{completions - 1})")
+
+
+__all__ = ["EXCLUSIVE_KEYS", "JOB_FAILURE_REASONS", "JobSetKinds"]

@@ -9,6 +9,7 @@ A pod's request is the sum over its containers, or the largest init container if
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +33,24 @@ def _last_with(data: dict, metas: tuple[tuple, ...], key: str) -> tuple:
         if key in (get_field(data, mpath + ("annotations",)) or {}):
             return mpath
     return metas[0]
+
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+MAX_IMAGE_GIB = 1024
+"""Largest ``lab01.course/image-gib`` read (1 TiB; a container image is rarely above tens of GiB)."""
+
+
+def _decimal(text: Any, parse):
+    """``parse(text)`` (``int`` or ``float``) for a plain ASCII number only: Python's own
+    parsers also take ``1_000`` and non-ASCII digits (``'１００'``), which no Kubernetes
+    quantity or annotation reader does.
+
+    Raises:
+        ValueError: not a string of ASCII characters without ``_``, or not a number.
+    """
+    if not isinstance(text, str) or not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return parse(text)
 
 
 class PodKinds:
@@ -81,7 +100,7 @@ class PodKinds:
                            "(or 'inf' for a service that never ends)")
             return default
         try:
-            value = float(text)
+            value = _decimal(text, float)
         except ValueError:
             raise error_at(doc, path, f"expected a number of seconds, got {text!r}") from None
         if math.isinf(value) and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
@@ -121,10 +140,20 @@ class PodKinds:
             spec = get_field(d, base + ("spec",)) or {}
             workers = 1 if spec.get("parallelism") is None else int(spec["parallelism"])   # the API's default
             completions = spec.get("completions")
-            if completions is not None and completions != workers:
-                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: completions "
-                                           f"({completions}) != parallelism ({workers}): a Job running in waves is not "
+            cpath = format_path(base + ("spec", "completions"))
+            if completions is not None and 1 <= completions < workers:
+                # the Job controller runs at most the completions still needed (Kubernetes docs,
+                # "Jobs", Controlling parallelism) and Kueue counts min(parallelism, completions)
+                # pods (kueue pkg/controller/jobs/job/job_controller.go podsCount; JobSet's
+                # jobset_controller.go PodsCountPerReplica): one wave of `completions` pods
+                workers = completions
+            elif completions is not None and completions > workers:
+                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: {cpath}: completions "
+                                           f"({completions}) > parallelism ({workers}): a Job running in waves is not "
                                            "modelled")
+            elif completions == 0:
+                self.sc.unsupported.append(f"{source_of(doc, base + ('spec', 'completions'))}: {cpath}: completions "
+                                           "0 (a Job complete without running a pod) is not modelled")
             if workers < 1:
                 raise error_at(doc, base + ("spec", "parallelism"), "expected >= 1 (a Job with parallelism 0 never runs)")
             replicas = get_field(d, base[:-1] + ("replicas",)) if role else 1
@@ -133,7 +162,8 @@ class PodKinds:
                 raise error_at(doc, base[:-1] + ("replicas",), "expected >= 1 (a replicatedJob of 0 replicas never runs)")
             if workers * replicas > MAX_COUNT:   # the model's bound, named at the field rather than at the template
                 what = f"replicas x parallelism ({replicas:,} x {workers:,})" if role else f"{workers:,}"
-                raise error_at(doc, base + ("spec", "parallelism"), f"expected at most {MAX_COUNT:,} workers, got {what}")
+                at = base[:-1] + ("replicas",) if replicas > workers else base + ("spec", "parallelism")  # the larger
+                raise error_at(doc, at, f"expected at most {MAX_COUNT:,} workers, got {what}")
             workers *= replicas   # Kueue's podsCount: replicas x parallelism (jobset_controller.go)
             checked = metas + (base + ("spec", "template", "metadata"),)
         pod = get_field(d, pod_path)
@@ -183,7 +213,7 @@ class PodKinds:
             if gpus != 1:
                 raise error_at(doc, apath, "a shared GPU share needs nvidia.com/gpu: 1")
             try:
-                gpu_milli = int(milli_text)
+                gpu_milli = _decimal(milli_text, int)
             except ValueError:
                 raise error_at(doc, apath, f"expected milli-GPU 1..1000, got {milli_text!r}") from None
         priority = self.default_priority
@@ -244,10 +274,14 @@ class PodKinds:
                            f"expected 1 <= minimum < parallelism ({workers}), got {minp}")
         image = (pod.get("containers") or [{}])[0].get("image", "")
         gib_meta = _last_with(d, metas, IMAGE_GIB)
+        gib_text = (get_field(d, gib_meta + ("annotations",)) or {}).get(IMAGE_GIB, "1")
         try:
-            gib = float((get_field(d, gib_meta + ("annotations",)) or {}).get(IMAGE_GIB, "1"))
+            gib = _decimal(gib_text, float)
         except ValueError:
-            raise error_at(doc, gib_meta + ("annotations", IMAGE_GIB), "expected a size in GiB") from None
+            gib = math.nan
+        if not 0 <= gib <= MAX_IMAGE_GIB:   # NaN fails too; the autoscaler's pull time is image x 1024 / rate
+            raise error_at(doc, gib_meta + ("annotations", IMAGE_GIB), f"expected a size in GiB from 0 to "
+                           f"{MAX_IMAGE_GIB:,}, got {gib_text!r}")
         if role:
             name = f"{name}-{get_field(d, base[:-1] + ('name',))}"   # the replicatedJob's pod set, as Kueue names it
         job_id = name if ns == "default" else f"{ns}/{name}"
@@ -263,8 +297,20 @@ class PodKinds:
     def _pod_requests(self, doc: Document, pod_path: tuple, pod: dict) -> dict[str, int]:
         total: dict[str, int] = {}
         init_max: dict[str, int] = {}
+        names: set[str] = set()
         for group, agg in (("containers", "sum"), ("initContainers", "max")):
             for ci, c in enumerate(pod.get(group, [])):
+                # the API server's rules (kubernetes pkg/apis/core/validation/validation.go,
+                # validateContainerCommon): a DNS-1123 label, unique among the pod's containers
+                cname = c.get("name")
+                if not isinstance(cname, str) or not _DNS1123_LABEL.fullmatch(cname) or len(cname) > 63:
+                    raise error_at(doc, pod_path + (group, ci, "name"), f"{cname!r} is not a valid container name: a "
+                                   "DNS-1123 label (at most 63 lower-case letters, digits and '-', starting and ending "
+                                   "with a letter or digit)")
+                if cname in names:
+                    raise error_at(doc, pod_path + (group, ci, "name"), f"Duplicate value {cname!r} (container names "
+                                   "are unique among a pod's containers and init containers)")
+                names.add(cname)
                 res = c.get("resources", {})
                 check_extended(doc, pod_path + (group, ci, "resources"), res)
                 req = dict(res.get("limits", {}))

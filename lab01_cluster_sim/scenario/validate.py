@@ -165,6 +165,9 @@ def _own_validator(key: tuple[str, str]) -> Any:
 
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_QUALIFIED_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+"""The name part of a label key, and a non-empty label value (k8s.io/apimachinery
+``pkg/util/validation/validation.go``, ``qualifiedNameFmt``; at most 63 characters)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -185,6 +188,7 @@ def _definition_validator(name: str) -> Any:
 def _validate_core(doc: Document) -> None:
     _report(doc, _core_validator(doc.data["apiVersion"], doc.data["kind"]))
     _names(doc)
+    _labels(doc)
 
 
 def _validate_jobset(doc: Document) -> None:
@@ -207,12 +211,19 @@ def _validate_jobset(doc: Document) -> None:
                                         f"{format_path(mpath + (key,))}: unknown field (the JobSet CRD keeps of an "
                                         f"embedded metadata only: {', '.join(EMBEDDED_METADATA)})")
     _names(doc)
+    _labels(doc)
 
 
 def _names(doc: Document) -> None:
     # the API server's name rules, which the OpenAPI schemas do not carry: object names are
     # DNS-1123 subdomains (at most 253 characters), namespaces DNS-1123 labels (at most 63)
     meta = doc.data.get("metadata") or {}
+    # a name is required (k8s.io/apimachinery pkg/api/validation/objectmeta.go, ValidateObjectMeta:
+    # "name or generateName is required"); the OpenAPI ObjectMeta leaves it optional
+    if not isinstance(meta.get("name"), str):
+        raise ScenarioError(f"{where(doc.file, doc.pos(('metadata', 'name')))}: {object_name(doc.data)}: "
+                            "metadata.name: Required value: name or generateName is required (Kubernetes' "
+                            "ValidateObjectMeta; generateName is not modelled: give metadata.name)")
     for key, rx, most, what in (("name", _SUBDOMAIN, 253, "a DNS-1123 subdomain"),
                                 ("namespace", _LABEL, 63, "a DNS-1123 label")):
         value = meta.get(key)
@@ -221,6 +232,26 @@ def _names(doc: Document) -> None:
                                 f"metadata.{key}: {value!r} is not a valid {key}: Kubernetes names are lower-case "
                                 f"letters, digits, '-'{' and .' if key == 'name' else ''} ({what}, at most {most} "
                                 "characters)")
+
+
+def _labels(doc: Document) -> None:
+    """The API server's label rules (k8s.io/apimachinery ``pkg/apis/meta/v1/validation``,
+    ``ValidateLabels``: each key ``IsQualifiedName``, an optional DNS-1123 subdomain prefix of
+    at most 253 characters, ``/``, a name of at most 63; each value ``IsValidLabelValue``,
+    empty or at most 63 characters of the same form), which the OpenAPI schemas do not carry."""
+    labels = (doc.data.get("metadata") or {}).get("labels") or {}
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if (len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name)
+                or ("/" in key and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)))):
+            raise ScenarioError(f"{where(doc.file, doc.key_pos(('metadata', 'labels', key)))}: {object_name(doc.data)}: "
+                                f"metadata.labels: {key!r} is not a valid label key: an optional DNS-1123 subdomain "
+                                "prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and "
+                                "ending with a letter or digit")
+        if isinstance(value, str) and value and (len(value) > 63 or not _QUALIFIED_NAME.fullmatch(value)):
+            raise ScenarioError(f"{where(doc.file, doc.pos(('metadata', 'labels', key)))}: {object_name(doc.data)}: "
+                                f"metadata.labels.{key}: {value!r} is not a valid label value: at most 63 letters, "
+                                "digits, '-', '_' or '.', starting and ending with a letter or digit")
 
 
 def _validate_schema(doc: Document, key: tuple[str, str]) -> None:

@@ -96,6 +96,26 @@ def test_each_replicated_job_is_one_role_of_replicas_times_parallelism_workers(t
         [(0.0, 600.0, 0, "JobSet"), (0.0, 600.0, 0, "JobSet")]
 
 
+def test_completions_below_parallelism_run_that_many_pods_per_replica(tmp_path):
+    # parallelism 3, completions 2: the Job controller never runs more pods than completions
+    # still needed (Kubernetes docs, "Jobs", Controlling parallelism), and Kueue counts
+    # replicas x min(parallelism, completions) (jobset_controller.go PodsCountPerReplica):
+    # 2 x 2 = 4 workers, in one wave; it was refused as "a Job running in waves"
+    text = JOBSET.replace("        parallelism: 3\n", "        parallelism: 3\n        completions: 2\n")
+    scenario = _load(tmp_path, text)
+    assert scenario.unsupported == []
+    assert [j.workers for j in scenario.jobs] == [1, 4]
+
+
+def test_completions_above_parallelism_are_waves_named_at_the_field(tmp_path):
+    # parallelism 3, completions 6: two waves of 3 pods, not modelled; "        completions: "
+    # is 21 characters, the value at column 22 of line 22
+    text = JOBSET.replace("        parallelism: 3\n", "        parallelism: 3\n        completions: 6\n")
+    assert _refusals(tmp_path, text) == [
+        "FILE:22:22: JobSet/train: spec.replicatedJobs[1].template.spec.completions: completions (6) > "
+        "parallelism (3): a Job running in waves is not modelled"]
+
+
 def test_a_template_annotation_overrides_the_jobsets_for_its_role(tmp_path):
     text = _lines(JOBSET, 19, '      metadata: {annotations: {lab01.course/duration: "1200"}}\n')
     launcher, workers = _load(tmp_path, text).jobs
@@ -193,14 +213,31 @@ def test_the_example_scenario_is_read_as_written_in_its_comments():
     (lambda t: t + "  successPolicy: {operator: All, targetReplicatedJobs: [wrkrs]}\n",
      "FILE:30:57: JobSet/train: spec.successPolicy.targetReplicatedJobs[0]: invalid replicatedJob name 'wrkrs': it "
      "does not appear in spec.replicatedJobs"),
-    # the model's bound on workers, named at the field: 400,000 x 3 = 1,200,000 > 1,000,000
+    # the model's bound on workers, named at the larger factor (replicas here, not the
+    # parallelism of 3): 400,000 x 3 = 1,200,000 > 1,000,000
     (lambda t: t.replace("    replicas: 2", "    replicas: 400000"),
-     "FILE:21:22: JobSet/train: spec.replicatedJobs[1].template.spec.parallelism: expected at most 1,000,000 workers, "
+     "FILE:18:15: JobSet/train: spec.replicatedJobs[1].replicas: expected at most 1,000,000 workers, "
      "got replicas x parallelism (400,000 x 3)"),
     (lambda t: t.split("  replicatedJobs:")[0] + "  replicatedJobs: []\n",
      "FILE:7:3: JobSet/train: spec: a JobSet needs at least one replicatedJob (one with none runs no pod)"),
+    # JobSet v0.11.1's webhook (pkg/webhooks/jobset_webhook.go): validateCoordinator and
+    # validateFailurePolicy; the appended line is line 30, "  coordinator: {replicatedJob: " is
+    # 31 characters, "  failurePolicy: {rules: [{name: r, action: FailJobSet, targetReplicatedJobs: [" 79
+    (lambda t: t + "  coordinator: {replicatedJob: trainer}\n",
+     "FILE:30:32: JobSet/train: spec.coordinator.replicatedJob: coordinator replicatedJob 'trainer' does not exist "
+     "in spec.replicatedJobs"),
+    (lambda t: t + "  coordinator: {replicatedJob: workers, jobIndex: 2}\n",
+     "FILE:30:51: JobSet/train: spec.coordinator.jobIndex: coordinator job index 2 is invalid for replicatedJob "
+     "'workers' of 2 replicas (expected 0..1)"),
+    (lambda t: t + "  failurePolicy: {rules: [{name: r, action: FailJobSet, targetReplicatedJobs: [wrkrs]}]}\n",
+     "FILE:30:80: JobSet/train: spec.failurePolicy.rules[0].targetReplicatedJobs[0]: invalid replicatedJob name "
+     "'wrkrs': it does not appear in spec.replicatedJobs"),
+    (lambda t: t + "  failurePolicy: {rules: [{name: r, action: FailJobSet}, {name: r, action: FailJobSet}]}\n",
+     "FILE:30:65: JobSet/train: spec.failurePolicy.rules[1].name: rule names are not unique: rules 0 and 1 are both "
+     "named 'r'"),
 ], ids=["template-unknown-field", "own-unknown-field", "embedded-metadata", "template-submit-time", "pod-template-course-key", "duplicate-name",
-        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "unknown-success-target", "too-many-workers", "no-replicated-jobs"])
+        "child-name-too-long", "child-name-not-dns1035", "zero-replicas", "no-pod-spec", "unknown-success-target", "too-many-workers", "no-replicated-jobs",
+        "coordinator-unknown-job", "coordinator-job-index", "failure-rule-unknown-target", "failure-rule-name-twice"])
 def test_bad_jobsets_are_one_line_naming_the_full_path(tmp_path, edit, expected):
     msg = _error(tmp_path, edit(JOBSET))
     assert msg.startswith(expected) if expected.endswith(": ") else msg == expected
@@ -279,7 +316,10 @@ def test_null_labels_and_annotations_read_as_none(tmp_path):
 
 
 def test_inert_jobset_fields_are_accepted_without_a_refusal(tmp_path):
-    text = JOBSET.replace("  - name: workers\n", "  - name: workers\n    groupName: trainers\n") + (
+    # the coordinator's Job must be Indexed with completions set (JobSet's validateCoordinator)
+    text = JOBSET.replace("  - name: workers\n", "  - name: workers\n    groupName: trainers\n").replace(
+        "    template:\n      spec:\n", "    template:\n      spec:\n        completionMode: Indexed\n"
+        "        completions: 1\n", 1) + (
         "  failurePolicy: {maxRestarts: 3, restartStrategy: Recreate}\n"
         "  network: {enableDNSHostnames: true, subdomain: train}\n"
         "  coordinator: {replicatedJob: launcher}\n"

@@ -388,3 +388,87 @@ def test_too_many_devices_names_the_resource_field(tmp_path):
     assert _error(tmp_path, NODE + _pod('{limits: {nvidia.com/gpu: "2000000"}}')) == (
         "FILE:15:42: Pod/p0: spec.containers[0].resources.limits.nvidia.com/gpu: expected at most 1,000,000 devices, "
         "got '2000000'")
+
+
+@pytest.mark.parametrize("kind,meta,where", [
+    # Kubernetes' OpenAPI ObjectMeta makes name optional (generateName), so the schema passed
+    # these and the reader failed on the missing key with a traceback
+    ("Pod", "metadata: {annotations: {lab01.course/duration: '1'}}", "FILE:8:11: Pod:"),
+    ("Pod", "metadata: {name: null, annotations: {lab01.course/duration: '1'}}", "FILE:8:18: Pod:"),
+    ("Node", "metadata: {labels: {a: b}}", "FILE:8:11: Node:"),
+])
+def test_an_object_without_a_name_is_named_not_a_traceback(tmp_path, kind, meta, where):
+    spec = ("spec: {containers: [{name: c, image: x}]}" if kind == "Pod"
+            else "status: {allocatable: {cpu: '1'}}")
+    text = NODE + f"apiVersion: v1\nkind: {kind}\n{meta}\n{spec}\n"
+    assert _error(tmp_path, text) == (f"{where} metadata.name: Required value: name or generateName is required "
+                                      "(Kubernetes' ValidateObjectMeta; generateName is not modelled: give "
+                                      "metadata.name)")
+
+
+def test_a_jobset_without_a_name_is_named_not_a_traceback(tmp_path):
+    text = NODE + ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {annotations: "
+                   "{lab01.course/duration: '1'}}\nspec:\n  replicatedJobs:\n" + "".join(
+                       f"  - name: {r}\n    template:\n      spec:\n        template:\n          spec:\n"
+                       "            restartPolicy: Never\n            containers: [{name: c, image: x}]\n"
+                       for r in ("a", "b")))
+    assert _error(tmp_path, text).startswith("FILE:8:11: JobSet: metadata.name: Required value")
+
+
+@pytest.mark.parametrize("annotations,where,expected", [
+    # Python's float() and int() take "1_0_0" and full-width digits; no Kubernetes reader does.
+    # The Pod starts at line 6; its annotations are on line 10, '  annotations: {' is 16
+    # characters, so the first value starts at column 17 + len('lab01.course/duration: ') = 40
+    ('lab01.course/duration: "1_0_0"', "FILE:10:40", "metadata.annotations.lab01.course/duration: expected a "
+                                                     "number of seconds, got '1_0_0'"),
+    ('lab01.course/duration: "\uff11\uff10\uff10"', "FILE:10:40", "metadata.annotations.lab01.course/duration: "
+                                                                  "expected a number of seconds, got '\uff11\uff10\uff10'"),
+    # image-gib went unchecked until the autoscaler, which failed without file or field (and
+    # --check passed); '"100", ' is 7 more characters, 'lab01.course/image-gib: ' 24: column 71
+    ('lab01.course/duration: "100", lab01.course/image-gib: "nan"', "FILE:10:71",
+     "metadata.annotations.lab01.course/image-gib: expected a size in GiB from 0 to 1,024, got 'nan'"),
+    ('lab01.course/duration: "100", lab01.course/image-gib: "-5"', "FILE:10:71",
+     "metadata.annotations.lab01.course/image-gib: expected a size in GiB from 0 to 1,024, got '-5'"),
+])
+def test_course_annotations_are_plain_bounded_numbers(tmp_path, annotations, where, expected):
+    assert _error(tmp_path, NODE + _pod("{}", annotations)) == f"{where}: Pod/p0: {expected}"
+
+
+@pytest.mark.parametrize("labels,expected", [
+    # the API server's ValidateLabels (IsQualifiedName, IsValidLabelValue); the OpenAPI schema
+    # takes any string. The Node's labels start at line 3: 'metadata: {name: n1, labels: {' is
+    # 30 characters, so the first key is at column 31 and, after 'team: ', its value at 37
+    ('{"t\u00ebam": a}', "FILE:3:31: Node/n1: metadata.labels: 't\u00ebam' is not a valid label key"),
+    ('{example.com/: a}', "FILE:3:31: Node/n1: metadata.labels: 'example.com/' is not a valid label key"),
+    ('{"Bad_Prefix/x": a}', "FILE:3:31: Node/n1: metadata.labels: 'Bad_Prefix/x' is not a valid label key"),
+    ('{team: "\u00e4"}', "FILE:3:37: Node/n1: metadata.labels.team: '\u00e4' is not a valid label value"),
+    ('{team: -a}', "FILE:3:37: Node/n1: metadata.labels.team: '-a' is not a valid label value"),
+])
+def test_label_keys_and_values_follow_the_api_servers_rules(tmp_path, labels, expected):
+    text = ("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: " + labels + "}\n"
+            "status: {allocatable: {cpu: '1'}}\n")
+    assert _error(tmp_path, text).startswith(expected)
+
+
+def test_valid_labels_pass(tmp_path):
+    # a prefixed key, an empty value, '_' and '.' inside: all valid
+    p = tmp_path / "s.yaml"
+    p.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {nvidia.com/gpu.product: "
+                 "NVIDIA-H100_80GB.v1, empty: ''}}\nstatus: {allocatable: {cpu: '1', memory: 1Gi}}\n")
+    assert [n.name for n in load_scenario(p).nodes] == ["n1"]
+
+
+@pytest.mark.parametrize("containers,expected", [
+    # validateContainerCommon (kubernetes pkg/apis/core/validation): a DNS-1123 label, unique
+    # among containers and init containers; the OpenAPI schema takes any string. The Pod's spec
+    # is on line 9: 'spec: {containers: [{name: ' is 27 characters; in the second,
+    # 'spec: {containers: [{name: c, image: x}], initContainers: [{name: ' is 7 + 13 + 19 + 3 + 17 + 7 = 66
+    ("{containers: [{name: C_1, image: x}]}",
+     "FILE:9:28: Pod/p0: spec.containers[0].name: 'C_1' is not a valid container name"),
+    ("{containers: [{name: c, image: x}], initContainers: [{name: c, image: x}]}",
+     "FILE:9:67: Pod/p0: spec.initContainers[0].name: Duplicate value 'c'"),
+])
+def test_container_names_follow_the_api_servers_rules(tmp_path, containers, expected):
+    text = NODE + ("apiVersion: v1\nkind: Pod\nmetadata: {name: p0, annotations: {lab01.course/duration: '1'}}\n"
+                   f"spec: {containers}\n")
+    assert _error(tmp_path, text).startswith(expected)

@@ -475,17 +475,19 @@ def kueue_reservation_case(draw) -> dict:
         if i == 1 and draw(st.booleans()):
             q["borrowingLimit"] = str(draw(st.integers(0, n0)))
         reclaim = draw(st.sampled_from(["Never", "LowerPriority", "LowerPriority", "Any"]))
+        within = draw(st.sampled_from(["Never", "LowerPriority"]))
+        rg = {"coveredResources": [GPU], "flavors": [{"name": "f0", "resources": [q]}]}
         cqs.append({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"cq-{i}"},
-                    "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "f0", "resources": [q]}]}],
-                             "cohortName": "co-a", "namespaceSelector": {},
-                             "preemption": {"withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority"])),
-                                            "reclaimWithinCohort": reclaim},
-                             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}}})
-        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": f"lq-{i}", "namespace": "default"},
-                        "spec": {"clusterQueue": f"cq-{i}"}})
+                    "spec": {"resourceGroups": [rg], "cohortName": "co-a", "namespaceSelector": {},
+                             "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim},
+                             "flavorFungibility": {"whenCanBorrow": "MayStopSearch",
+                                                   "whenCanPreempt": "TryNextFlavor"}}})
+        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue",
+                        "metadata": {"name": f"lq-{i}", "namespace": "default"}, "spec": {"clusterQueue": f"cq-{i}"}})
     objects.extend(cqs)
     for p in range(4):
-        objects.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p{p}"}, "value": p})
+        objects.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p{p}"},
+                        "value": p})
     admitted, go_admitted = [], []
     free = n0 + n1
     for w in range(draw(st.integers(1, 4))):

@@ -75,8 +75,8 @@ def test_multiple_specs_fit_borrowing():
     10 CPU and 5Gi."""
     cq = _cq("test-clusterqueue", ("default", {CPU: ResourceQuota(2000, borrowing_limit=98_000),
                                                MEMORY: ResourceQuota(2 * GI)}), cohort="test-cohort")
-    other = _cq("test-secondary-clusterqueue", ("default", {CPU: ResourceQuota(198_000), MEMORY: ResourceQuota(198 * GI)}),
-                cohort="test-cohort")
+    other = _cq("test-secondary-clusterqueue",
+                ("default", {CPU: ResourceQuota(198_000), MEMORY: ResourceQuota(198 * GI)}), cohort="test-cohort")
     a = _assign((PodSet("driver", 1, {CPU: 4000, MEMORY: GI}), PodSet("worker", 1, {CPU: 6000, MEMORY: 4 * GI})),
                 cq, secondary=other)
     assert a.mode is Mode.FIT and a.borrow == 1
@@ -125,4 +125,5 @@ def test_one_pod_set_fits_and_another_cannot():
     assert a.message() == (
         "couldn't assign flavors to pod set blocking-podset: insufficient quota for cpu in flavor one, previously "
         "considered podsets requests (1) + current podset request (5) > maximum capacity (2), insufficient quota for "
-        "cpu in flavor two, previously considered podsets requests (0) + current podset request (5) > maximum capacity (2)")
+        "cpu in flavor two, previously considered podsets requests (0) + current podset request (5) > "
+        "maximum capacity (2)")

@@ -24,7 +24,10 @@ resource share is highest and take its candidates in order, keeping one only if 
 strategy allows: ``LessThanOrEqualToFinalShare`` (preemptor's share with the workload
 <= target's share without the candidate) then ``LessThanInitialShare`` (preemptor's share <
 target's share before). Candidates of the preemptor's own queue are taken without a share
-test. Then the same minimisation.
+test, and so are those of other queues while the preemptor's queue, with the workload, stays
+within its nominal quota of every flavor-resource needing preemption (reason
+InCohortReclamation; feature gate FairSharingPreemptWithinNominal, beta and on by default
+since Kueue v0.17). Then the same minimisation.
 
 Pure bookkeeping: it reads and temporarily changes the quota tree's usage, always
 restoring it.
@@ -288,11 +291,17 @@ class Preemptor:
         ordering = _TargetOrdering(self.tree, ctx.cq.name, candidates)
         targets: list[Target] = []
         retry: list[Admitted] = []
+        # Feature gate FairSharingPreemptWithinNominal (beta, on by default since Kueue v0.17;
+        # runFirstFsStrategy and queueWithinNominalInResourcesNeedingPreemption,
+        # pkg/scheduler/preemption/preemption.go): when the preemptor's queue, the incoming
+        # workload counted, uses at most its nominal quota of every flavor-resource needing
+        # preemption, candidates of other queues are taken without the share test.
+        within_nominal = all(self.tree.usage(ctx.cq.name, fr) <= self.tree.nominal(ctx.cq.name, fr) for fr in ctx.frs)
         for target_cq in ordering:
-            if target_cq == ctx.cq.name:
+            if target_cq == ctx.cq.name or within_nominal:
                 cand = ordering.pop(target_cq)
                 self.tree.remove_usage(cand.cluster_queue, cand.usage)
-                targets.append(Target(cand, IN_CLUSTER_QUEUE))
+                targets.append(Target(cand, IN_CLUSTER_QUEUE if target_cq == ctx.cq.name else IN_COHORT_RECLAMATION))
                 if self._fits_fair(ctx):
                     return True, targets, []
                 continue

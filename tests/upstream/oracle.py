@@ -1,7 +1,7 @@
 """The upstream oracle processes: kube-scheduler's, Kueue's and Karpenter's own Go code.
 
 ``tools/upstream/bin/kube-oracle`` (kinds ``scheduler``, ``karpenter``) and
-``tools/upstream/bin/kueue-oracle`` (kind ``kueue``), built by ``tools/upstream/build.sh``
+``tools/upstream/bin/kueue-oracle`` (kinds ``kueue``, ``kueue-cycle``), built by ``tools/upstream/build.sh``
 (``make upstream-oracle``), read cases as JSON lines on stdin and answer one JSON line per
 case (``tools/upstream/serve/serve.go``; two binaries because k8s.io/kubernetes and Kueue
 register clashing feature gates). One process per binary serves a whole test session: a case
@@ -20,7 +20,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = REPO_ROOT / "tools" / "upstream" / "bin"
-BINARIES = {"scheduler": BIN / "kube-oracle", "karpenter": BIN / "kube-oracle", "kueue": BIN / "kueue-oracle"}
+BINARIES = {"scheduler": BIN / "kube-oracle", "karpenter": BIN / "kube-oracle", "kueue": BIN / "kueue-oracle",
+            "kueue-cycle": BIN / "kueue-oracle"}
 """The binary answering each kind of case."""
 MAX_LINE = 16 << 20
 """Longest answer line read back, bytes (a case's answer is a few kB)."""

@@ -18,14 +18,15 @@ import atexit
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from lab01_cluster_sim.admission.controller import AdmissionController, WorkloadStatus
-from lab01_cluster_sim.admission.flavors import Mode
+from lab01_cluster_sim.admission.controller import AdmissionController, Outcome, State, WorkloadStatus
+from lab01_cluster_sim.admission.flavors import Granular, Mode
 from lab01_cluster_sim.admission.plugin import workload_of
-from lab01_cluster_sim.admission.preemption import Admitted
+from lab01_cluster_sim.admission.preemption import Admitted, Preemptor
 from lab01_cluster_sim.autoscaler.catalogue import DEFAULT_CATALOGUE
 from lab01_cluster_sim.autoscaler.plugin import Autoscaler
 from lab01_cluster_sim.autoscaler.requirements import incompatibility, unadvertised
@@ -135,12 +136,9 @@ def sim_taint_score(case: dict) -> list[int]:
 
 
 # -- Kueue ----------------------------------------------------------------------------------------
-def sim_kueue(case: dict) -> dict:
-    """The flavor assignment and preemption targets of the case's head workload, as the
-    simulator's admission layer computes them for one cycle
-    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController._nominate`), on a
-    controller holding the case's admitted workloads with their flavors and quota
-    reservation times. Same keys as the oracle's answer."""
+def _controller(case: dict) -> tuple[AdmissionController, dict]:
+    """(the case's admission controller holding its admitted workloads, with their usage and
+    quota reservation times; the loaded jobs by name)."""
     sc = load(case["objects"])
     ctl: AdmissionController = sc.kueue.controller()
     jobs = {j.job_id: j for j in sc.jobs}
@@ -149,9 +147,22 @@ def sim_kueue(case: dict) -> dict:
         usage = {(f, r): v for f, r, v in adm["usage"]}
         ctl.tree.add_usage(adm["clusterQueue"], usage)
         ctl._admitted[wl.name] = Admitted(wl, adm["clusterQueue"], usage, adm["time"])
-    head = workload_of(jobs[case["head"]])
+        ctl.workloads[wl.name] = WorkloadStatus(wl, adm["clusterQueue"], state=State.ADMITTED, admitted_at=adm["time"],
+                                                usage=usage)
+    return ctl, jobs
+
+
+def sim_kueue(case: dict) -> dict:
+    """The flavor assignment and preemption targets of the case's head workload, as the
+    simulator's admission layer computes them for one cycle
+    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController._nominate`), on a
+    controller holding the case's admitted workloads with their flavors and quota
+    reservation times. Same keys as the oracle's answer."""
+    ctl, jobs = _controller(case)
+    head = workload_of(jobs[case["head"]]) if not case.get("headPodSets") else _joined(jobs, case["headPodSets"])
     status = WorkloadStatus(head, case["clusterQueue"])
-    entry = ctl._nominate(status, _preemptor(ctl))
+    preemptor = _preemptor(ctl)
+    entry = ctl._nominate(status, preemptor)
     a = entry.assignment
     pod_sets = []
     for ps in a.pod_sets:
@@ -160,7 +171,46 @@ def sim_kueue(case: dict) -> dict:
                          "mode": MODE_NAMES[ps.mode], "message": ps.message()})
     return {"mode": MODE_NAMES[a.mode], "borrowing": a.borrow, "podSets": pod_sets, "message": a.message(),
             "targets": sorted(t.admitted.name for t in entry.targets),
-            "targetReasons": [t.reason for t in sorted(entry.targets, key=lambda t: t.admitted.name)]}
+            "targetReasons": [t.reason for t in sorted(entry.targets, key=lambda t: t.admitted.name)],
+            "noCandidatesSeen": preemptor.no_candidates_seen}
+
+
+def sim_kueue_cycle(case: dict) -> dict:
+    """One admission cycle of the simulator's controller
+    (:meth:`~lab01_cluster_sim.admission.controller.AdmissionController.cycle`) over the case's
+    pending workloads, submitted in input order at the oracle's clock, with the admitted
+    workloads in place. Same shape as the oracle's answer: per pending workload its outcome
+    (``Admitted`` with flavors and counts per pod set, ``Pending`` with Kueue's message, or ""
+    when it was not a head), and the evicted workloads with their preemptor and Kueue's
+    human-readable reason."""
+    from upstream.strategies import NOW
+
+    ctl, jobs = _controller(case)
+    for name, pod_sets in case["pendingJobs"].items():
+        ctl.submit(replace(_joined(jobs, pod_sets, name), creation_time=NOW), NOW)
+    out = {w["metadata"]["name"]: {"name": w["metadata"]["name"], "outcome": "", "flavors": None, "counts": None,
+                                   "message": ""} for w in case["go"]["pending"]}
+    evicted = []
+    for d in ctl.cycle(NOW):
+        if d.outcome is Outcome.EVICTED:
+            human = d.reason.split(" due to ", 1)[-1]
+            evicted.append({"name": d.workload, "preemptor": d.preemptor, "reason": human})
+        elif d.outcome is Outcome.ADMITTED:
+            out[d.workload].update(outcome="Admitted", flavors={p: dict(f) for p, f in d.flavors.items()},
+                                   counts=dict(d.counts))
+        else:
+            out[d.workload].update(outcome="Pending", message=d.reason)
+    return {"workloads": list(out.values()), "evicted": sorted(evicted, key=lambda e: e["name"])}
+
+
+def _joined(jobs: dict, pod_sets: dict[str, str], name: str = "head"):
+    """One workload named ``name`` whose pod sets are those of the given Jobs (pod set name ->
+    Job name), each Job read by the loader as a one-pod-set workload: the simulator's
+    :class:`~lab01_cluster_sim.admission.api.Workload` of a JobSet-like workload (its
+    priority, creationTimestamp and input position are the first Job's)."""
+    parts = [workload_of(jobs[job]) for job in pod_sets.values()]
+    sets = tuple(replace(w.pod_sets[0], name=name) for name, w in zip(pod_sets, parts))
+    return replace(parts[0], name=name, pod_sets=sets)
 
 
 def over_admitted(case: dict) -> bool:
@@ -176,10 +226,22 @@ def over_admitted(case: dict) -> bool:
     return any(available(tree.node(cq.name), fr) < 0 for cq in sc.kueue.cluster_queues for fr in cq.quotas())
 
 
-def _preemptor(ctl: AdmissionController):
-    from lab01_cluster_sim.admission.preemption import Preemptor
+class _RecordingPreemptor(Preemptor):
+    """The simulator's preemptor, noting whether any flavor's preemption simulation found no
+    candidates (the cases where Kueue v0.17.0 and main rank flavors differently under
+    ``preference: PreemptionOverBorrowing``, kubernetes-sigs/kueue #13616)."""
 
-    return Preemptor(ctl.tree, ctl.cluster_queues, ctl._admitted, ctl.fair_sharing, ctl.strategies)
+    no_candidates_seen = False
+
+    def simulate(self, *args, **kwargs):
+        out = super().simulate(*args, **kwargs)
+        if out[0] is Granular.NO_CANDIDATES:
+            self.no_candidates_seen = True
+        return out
+
+
+def _preemptor(ctl: AdmissionController) -> _RecordingPreemptor:
+    return _RecordingPreemptor(ctl.tree, ctl.cluster_queues, ctl._admitted, ctl.fair_sharing, ctl.strategies)
 
 
 # -- Karpenter ------------------------------------------------------------------------------------

@@ -249,14 +249,26 @@ def quota(draw, res: str, with_limits: bool, cohort: bool) -> dict:
 
 
 @st.composite
-def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = False) -> dict:
+def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = False, taints: bool = False,
+               pod_sets: bool = False, preference: bool = False) -> dict:
     """ResourceFlavors, ClusterQueues (one to four, in zero to two cohorts, with optional
     parent Cohort objects), admitted workloads with their flavor assignment, and one pending
     head workload in one ClusterQueue: everything Kueue's scheduler reads to nominate it.
 
+    ``flavor_labels``: every flavor carries ``nodeLabels`` on the same key (Kueue v0.17.0
+    restricts a pod set's selector to the keys of the whole resource group, main to the keys
+    of each flavor: the same when every flavor has the same keys) and the pods may select a
+    GPU model. ``taints``: the same labels, and flavors with ``nodeTaints`` (every effect)
+    and ``tolerations``, pods with tolerations. ``pod_sets``: the head has one to three pod
+    sets with their own count, requests, minCount, nodeSelector and tolerations.
+    ``preference``: ClusterQueues with ``whenCanBorrow`` and ``whenCanPreempt`` both
+    TryNextFlavor and a ``preference`` (or none).
+
     The admitted workloads are stated twice, consistently: as Jobs for the loader, with
     their quota usage for the simulator's controller, and as admitted Workload objects
-    (``status.admission``, a ``QuotaReserved`` condition) for Kueue's cache."""
+    (``status.admission``, a ``QuotaReserved`` condition) for Kueue's cache. A multi-podSet
+    head is one Job per pod set for the loader (``headPodSets``: pod set name -> Job name;
+    :func:`upstream.sim_adapter.sim_kueue` joins them) and one Workload for Kueue."""
     nflv = draw(st.integers(1, 3))
     flavors = [f"f{i}" for i in range(nflv)]
     covered = draw(st.lists(st.sampled_from(RESOURCES), min_size=1, max_size=3, unique=True))
@@ -268,11 +280,22 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
     fs = draw(st.booleans()) if fair_sharing is None else fair_sharing
     objects: list[dict] = []
     flavor_labels_of = {}
+    labelled = flavor_labels or taints
+    all_taints: list[dict] = []
     for f in flavors:
         spec: dict = {}
-        if flavor_labels:
+        if labelled:
             flavor_labels_of[f] = draw(st.sampled_from(MODELS))
             spec["nodeLabels"] = {GPU_PRODUCT: flavor_labels_of[f]}
+        if taints and draw(st.booleans()):
+            node_taints = draw(st.lists(taint(), min_size=1, max_size=2, unique_by=lambda t: (t["key"], t["effect"])))
+            spec["nodeTaints"] = node_taints
+            all_taints.extend(node_taints)
+        if taints and draw(st.integers(0, 2)) == 0:   # tolerations Kueue adds to the pods it admits
+            own = spec.get("nodeTaints", [])
+            t = own[0] if own and draw(st.booleans()) else None
+            spec["tolerations"] = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} if t
+                                   else draw(toleration())]
         objects.append({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f}, "spec": spec})
     cqs = []
     for i in range(ncq):
@@ -290,9 +313,16 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
             if draw(st.booleans()):
                 bwc["maxPriorityThreshold"] = draw(st.integers(0, 3))
             preemption["borrowWithinCohort"] = bwc
-        spec = {"resourceGroups": [rg], "preemption": preemption,
-                "flavorFungibility": {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
-                                      "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))},
+        if preference:   # the CRD allows preference only when both policies are TryNextFlavor
+            fungibility = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"}
+            pref = draw(st.sampled_from([None, "BorrowingOverPreemption", "PreemptionOverBorrowing",
+                                         "PreemptionOverBorrowing"]))
+            if pref is not None:
+                fungibility["preference"] = pref
+        else:
+            fungibility = {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+                           "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))}
+        spec = {"resourceGroups": [rg], "preemption": preemption, "flavorFungibility": fungibility,
                 "namespaceSelector": {}}
         if cohort is not None:
             spec["cohortName"] = cohort
@@ -340,15 +370,30 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
         admitted.append({"name": name, "clusterQueue": cq["metadata"]["name"], "usage": usage, "time": t})
         go_admitted.append(_workload(name, f"lq-{i}", count, req, prio, t, cq["metadata"]["name"], flavor))
     i = head_cq
-    count = draw(st.integers(1, 4))
-    req = _requests(draw, covered)
     prio = draw(st.sampled_from([0, 1, 2, 3, 3, 3]))   # often above the admitted ones
-    min_count = draw(st.integers(1, count - 1)) if count > 1 and draw(st.integers(0, 3)) == 0 else None
-    selector = {}
-    if flavor_labels and draw(st.booleans()):
-        selector[GPU_PRODUCT] = draw(st.sampled_from(MODELS))
-    objects.append(_job("head", f"lq-{i}", count, req, prio, min_count, selector))
-    head = _workload("head", f"lq-{i}", count, req, prio, NOW, None, None, min_count, selector)
+    names = (draw(st.sampled_from([["main"], ["launcher", "worker"], ["worker", "ps"], ["launcher", "worker", "ps"]]))
+             if pod_sets else ["main"])
+    head_sets = []
+    for ps_name in names:
+        count = draw(st.integers(1, 4 if len(names) == 1 else 2))
+        min_count = draw(st.integers(1, count - 1)) if count > 1 and draw(st.integers(0, 3)) == 0 else None
+        selector = {}
+        if labelled and draw(st.booleans()):
+            selector[GPU_PRODUCT] = draw(st.sampled_from(MODELS))
+        tols = []
+        if taints:   # often one that tolerates a taint of some flavor exactly, as GPU pods do
+            if all_taints and draw(st.booleans()):
+                t = draw(st.sampled_from(all_taints))
+                tols.append({"key": t["key"], "operator": "Equal", "value": t.get("value", ""), "effect": t["effect"]})
+            tols.extend(draw(st.lists(toleration(), max_size=1)))
+        head_sets.append(_pod_set(ps_name, count, _requests(draw, covered), min_count, selector, tols))
+    head_jobs = {}
+    for ps in head_sets:
+        job_name = "head" if not pod_sets else f"head-{ps['name']}"
+        head_jobs[ps["name"]] = job_name
+        objects.append(_job(job_name, f"lq-{i}", ps["count"], ps["requests"], prio, ps["minCount"], ps["selector"],
+                            ps["tolerations"]))
+    head = _workload("head", f"lq-{i}", 0, {}, prio, NOW, None, None, pod_sets=head_sets)
     go = {"kind": "kueue", "now": _rfc3339(NOW),
           "fairSharing": ({"preemptionStrategies": next(o for o in objects if o["kind"] == "Configuration")
                            ["fairSharing"]["preemptionStrategies"]} if fs else None),
@@ -356,7 +401,136 @@ def kueue_case(draw, *, fair_sharing: bool | None = None, flavor_labels: bool = 
           "clusterQueues": cqs, "cohorts": cohorts, "admitted": go_admitted, "workload": head,
           "clusterQueue": cqs[i]["metadata"]["name"]}
     return {"go": go, "objects": objects, "admittedAt": admitted, "head": "head",
-            "clusterQueue": cqs[i]["metadata"]["name"]}
+            "headPodSets": head_jobs if pod_sets else None, "clusterQueue": cqs[i]["metadata"]["name"]}
+
+
+@st.composite
+def kueue_cycle_case(draw) -> dict:
+    """A :func:`kueue_case` (fair sharing or not, flavors with labels and taints) whose head is
+    the first of one to five pending workloads spread over the ClusterQueues, each with one
+    or two pod sets, a priority and a ``metadata.creationTimestamp``: what one Kueue
+    scheduling cycle takes the heads of. Within a ClusterQueue timestamps are often equal
+    (queue order then falls to the UID, which the generator gives in input order: the
+    simulator's input position stands for it); across ClusterQueues they always differ
+    (Kueue orders the heads of different queues with a sort that has no tie-break after the
+    timestamp, so equal ones would have no defined order).
+
+    ``pending``: the Workload objects in input order; ``pendingJobs``: workload name -> pod set
+    name -> Job name (the loader's objects)."""
+    case = draw(kueue_case(taints=draw(st.booleans()), pod_sets=True))
+    go = case["go"]
+    cqs = [c["metadata"]["name"] for c in go["clusterQueues"]]
+    head_cq = cqs.index(go["clusterQueue"])
+    head = go.pop("workload")
+    del go["clusterQueue"]
+    covered = go["clusterQueues"][0]["spec"]["resourceGroups"][0]["coveredResources"]
+
+    def stamp(cq_index: int, step: int) -> float:
+        return NOW - 10 * step - cq_index
+
+    pending = [head]
+    jobs = {"head": dict(case["headPodSets"] or {"main": "head"})}
+    _stamp(head, [o for o in case["objects"] if o["kind"] == "Job" and o["metadata"]["name"] in jobs["head"].values()],
+           stamp(head_cq, 0))
+    for k in range(1, draw(st.integers(1, 5))):
+        name = f"w{k}"
+        i = head_cq if draw(st.booleans()) else draw(st.integers(0, len(cqs) - 1))
+        prio = draw(st.sampled_from([head["spec"]["priority"], 0, 1, 2, 3]))
+        names = draw(st.sampled_from([["main"], ["main"], ["launcher", "worker"]]))
+        sets = [_pod_set(n, draw(st.integers(1, 2)), _requests(draw, covered)) for n in names]
+        jobs[name] = {}
+        objs = []
+        for ps in sets:
+            job_name = name if names == ["main"] else f"{name}-{ps['name']}"
+            jobs[name][ps["name"]] = job_name
+            objs.append(_job(job_name, f"lq-{i}", ps["count"], ps["requests"], prio))
+        wl = _workload(name, f"lq-{i}", 0, {}, prio, NOW, None, None, pod_sets=sets)
+        _stamp(wl, objs, stamp(i, draw(st.integers(0, 1))))
+        case["objects"].extend(objs)
+        pending.append(wl)
+    for pos, wl in enumerate(pending):   # UIDs in input order (Kueue's last queue-order tie-break)
+        wl["metadata"]["uid"] = f"p{pos:02d}-{wl['metadata']['name']}"
+    go["kind"] = "kueue-cycle"
+    go["pending"] = pending
+    go["localQueues"] = [o for o in case["objects"] if o["kind"] == "LocalQueue"]
+    case.update(pendingJobs=jobs, head=None, headPodSets=None, clusterQueue=None)
+    return case
+
+
+@st.composite
+def kueue_reservation_case(draw) -> dict:
+    """A cycle case shaped for ``reserveCapacityForUnreclaimablePreempt``: two ClusterQueues of
+    one cohort over one GPU flavor, cq-1 borrowing part of cq-0's nominal quota with admitted
+    workloads of random priority; cq-0's head asks for at most its nominal quota (so it needs
+    preemption when cq-1 borrows), cq-1's head asks for more. With ``reclaimWithinCohort``
+    Never (or LowerPriority without lower-priority candidates) cq-0's head finds no
+    candidates and Kueue keeps its quota from cq-1's head for the rest of the cycle; with
+    Any it does not. Same shape as :func:`kueue_cycle_case`."""
+    n0 = draw(st.integers(2, 8))
+    n1 = draw(st.integers(0, 3))
+    objects: list[dict] = [{"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "f0"}, "spec": {}}]
+    cqs = []
+    for i, nominal in enumerate((n0, n1)):
+        q: dict = {"name": GPU, "nominalQuota": str(nominal)}
+        if i == 1 and draw(st.booleans()):
+            q["borrowingLimit"] = str(draw(st.integers(0, n0)))
+        reclaim = draw(st.sampled_from(["Never", "LowerPriority", "LowerPriority", "Any"]))
+        within = draw(st.sampled_from(["Never", "LowerPriority"]))
+        rg = {"coveredResources": [GPU], "flavors": [{"name": "f0", "resources": [q]}]}
+        cqs.append({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"cq-{i}"},
+                    "spec": {"resourceGroups": [rg], "cohortName": "co-a", "namespaceSelector": {},
+                             "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim},
+                             "flavorFungibility": {"whenCanBorrow": "MayStopSearch",
+                                                   "whenCanPreempt": "TryNextFlavor"}}})
+        objects.append({"apiVersion": KUEUE, "kind": "LocalQueue",
+                        "metadata": {"name": f"lq-{i}", "namespace": "default"}, "spec": {"clusterQueue": f"cq-{i}"}})
+    objects.extend(cqs)
+    for p in range(4):
+        objects.append({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": f"p{p}"},
+                        "value": p})
+    admitted, go_admitted = [], []
+    free = n0 + n1
+    for w in range(draw(st.integers(1, 4))):
+        i = 1 if w == 0 or draw(st.booleans()) else 0
+        gpus = draw(st.integers(1, 3))
+        if gpus > free:
+            break
+        free -= gpus
+        prio, t, name = draw(st.integers(0, 3)), NOW - draw(st.integers(1, 1000)), f"adm-{w}"
+        objects.append(_job(name, f"lq-{i}", 1, {GPU: gpus}, prio))
+        admitted.append({"name": name, "clusterQueue": f"cq-{i}", "usage": [("f0", GPU, gpus)], "time": t})
+        go_admitted.append(_workload(name, f"lq-{i}", 1, {GPU: gpus}, prio, t, f"cq-{i}", "f0"))
+    pending, jobs = [], {}
+    for k, i in enumerate((0, 1)):
+        name = f"w{k}"
+        gpus = draw(st.integers(1, n0)) if i == 0 else draw(st.integers(1, n0 + n1))
+        prio = draw(st.integers(0, 3))
+        job = _job(name, f"lq-{i}", 1, {GPU: gpus}, prio)
+        wl = _workload(name, f"lq-{i}", 1, {GPU: gpus}, prio, NOW, None, None)
+        _stamp(wl, [job], NOW - 10 * draw(st.integers(0, 1)) - i)
+        wl["metadata"]["uid"] = f"p{k:02d}-{name}"
+        objects.append(job)
+        pending.append(wl)
+        jobs[name] = {"main": name}
+    go = {"kind": "kueue-cycle", "now": _rfc3339(NOW), "fairSharing": None,
+          "resourceFlavors": [o for o in objects if o["kind"] == "ResourceFlavor"], "clusterQueues": cqs, "cohorts": [],
+          "admitted": go_admitted, "pending": pending,
+          "localQueues": [o for o in objects if o["kind"] == "LocalQueue"]}
+    return {"go": go, "objects": objects, "admittedAt": admitted, "pendingJobs": jobs}
+
+
+def _stamp(wl: dict, jobs: list[dict], t: float) -> None:
+    """Give a pending Workload and its Jobs the creationTimestamp ``t``."""
+    wl["metadata"]["creationTimestamp"] = _rfc3339(t)
+    for job in jobs:
+        job["metadata"]["creationTimestamp"] = _rfc3339(t)
+
+
+def _pod_set(name: str, count: int, req: dict, min_count: int | None = None, selector: dict | None = None,
+             tolerations: list | None = None) -> dict:
+    """One pod set of a generated workload (the generators' units, see :func:`_requests`)."""
+    return {"name": name, "count": count, "requests": req, "minCount": min_count, "selector": selector or {},
+            "tolerations": tolerations or []}
 
 
 def _requests(draw, covered: list[str]) -> dict[str, int]:
@@ -370,8 +544,9 @@ def _requests(draw, covered: list[str]) -> dict[str, int]:
 
 
 def _job(name: str, lq: str, count: int, req: dict, prio: int, min_count: int | None = None,
-         selector: dict | None = None) -> dict:
-    p = pod("x", req.get("cpu", 0), req.get("memory", 0), req.get(GPU, 0), node_selector=selector)
+         selector: dict | None = None, tolerations: list | None = None) -> dict:
+    p = pod("x", req.get("cpu", 0), req.get("memory", 0), req.get(GPU, 0), node_selector=selector,
+            tolerations=tolerations)
     annotations = {**DURATION}
     if min_count is not None:
         annotations["kueue.x-k8s.io/job-min-parallelism"] = str(min_count)
@@ -383,16 +558,25 @@ def _job(name: str, lq: str, count: int, req: dict, prio: int, min_count: int | 
 
 
 def _workload(name: str, lq: str, count: int, req: dict, prio: int, t: float, cq: str | None, flavor: str | None,
-              min_count: int | None = None, selector: dict | None = None) -> dict:
-    """The kueue.x-k8s.io/v1beta2 Workload of a Job; admitted to ``cq`` on ``flavor`` at
-    ``t`` when ``cq`` is given."""
-    p = pod("x", req.get("cpu", 0), req.get("memory", 0), req.get(GPU, 0), node_selector=selector)
-    ps = {"name": "main", "count": count, "template": {"spec": p["spec"]}}
-    if min_count is not None:
-        ps["minCount"] = min_count
+              min_count: int | None = None, selector: dict | None = None, *, pod_sets: list[dict] | None = None,
+              uid: str | None = None) -> dict:
+    """The kueue.x-k8s.io/v1beta2 Workload of a Job (one pod set ``main``: ``count`` pods of
+    ``req``), or of the ``pod_sets`` given (:func:`_pod_set`); admitted to ``cq`` on
+    ``flavor`` at ``t`` when ``cq`` is given."""
+    if pod_sets is None:
+        pod_sets = [_pod_set("main", count, req, min_count, selector)]
+    specs = []
+    for s in pod_sets:
+        r = s["requests"]
+        p = pod("x", r.get("cpu", 0), r.get("memory", 0), r.get(GPU, 0), node_selector=s["selector"],
+                tolerations=s["tolerations"])
+        ps = {"name": s["name"], "count": s["count"], "template": {"spec": p["spec"]}}
+        if s["minCount"] is not None:
+            ps["minCount"] = s["minCount"]
+        specs.append(ps)
     wl = {"apiVersion": KUEUE, "kind": "Workload",
-          "metadata": {"name": name, "namespace": "default", "uid": name, "creationTimestamp": _rfc3339(t)},
-          "spec": {"queueName": lq, "podSets": [ps], "priority": prio, "priorityClassName": f"p{prio}",
+          "metadata": {"name": name, "namespace": "default", "uid": uid or name, "creationTimestamp": _rfc3339(t)},
+          "spec": {"queueName": lq, "podSets": specs, "priority": prio, "priorityClassName": f"p{prio}",
                    "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": f"p{prio}"}}}
     if cq is not None:
         usage = {r: _qty(r, v * count) for r, v in req.items() if v}

@@ -31,8 +31,11 @@ def test_admission_order_by_share(fair, first):
 
 def test_fair_preemption_reclaims_for_a_queue_within_its_quota():
     # a runs four 2-GPU jobs (8: borrows 4, share 333), b runs 4: 12 of 12 used. c asks 2
-    # (within its nominal 4): c's share with it is 0 <= a's share without its newest job
-    # (6-4)*1000/12 = 167 -> a-4 (newest) is preempted.
+    # (within its nominal 4): c stays within its nominal quota with it, so a's candidates are
+    # taken without the share test (feature gate FairSharingPreemptWithinNominal, beta and on
+    # since Kueue v0.17: runFirstFsStrategy, pkg/scheduler/preemption/preemption.go), reason
+    # InCohortReclamation -> a-4 (newest) is preempted. (The share test would have let it go
+    # too: c's share with it is 0 <= a's share without it, (6-4)*1000/12 = 167.)
     pre = Preemption(reclaim_within_cohort=ANY)
     ctl = controller([gpu_cq("a", ("a100", 4), preemption=pre), gpu_cq("b", ("a100", 4), preemption=pre),
                       gpu_cq("c", ("a100", 4), preemption=pre)], fair_sharing=True)
@@ -45,8 +48,41 @@ def test_fair_preemption_reclaims_for_a_queue_within_its_quota():
     ds = ctl.settle(6)
     ev = [d for d in ds if d.outcome is Outcome.EVICTED]
     assert [d.workload for d in ev] == ["a-4"]
-    assert ev[0].reason == "Preempted to accommodate a workload (c-2) due to Fair Sharing within the cohort"
+    assert ev[0].reason == "Preempted to accommodate a workload (c-2) due to reclamation within the cohort"
     assert ("c-2", "Admitted") in outcomes(ds)
+
+
+def test_fair_preemption_within_nominal_skips_the_share_test():
+    # Kueue's feature gate FairSharingPreemptWithinNominal (beta, on by default since v0.17;
+    # runFirstFsStrategy and queueWithinNominalInResourcesNeedingPreemption,
+    # pkg/scheduler/preemption/preemption.go): a preemptor whose queue, with the workload,
+    # stays within its nominal quota of every flavor-resource needing preemption takes other
+    # queues' candidates without the share test. Found by the upstream oracle (issue 17).
+    # a: h100 0, a100 6 (in that order); b: a100 0, h100 4. Lendable GPUs 10.
+    # a-h (4) borrows b's h100; b-1, b-2 (2 each) borrow a's a100. Shares: a 4*1000/10 = 400,
+    # b 400. a-x asks 4: h100 has no candidates; a100 needs 4 - (6-4) = 2 more, within a's
+    # nominal 6. The share test alone would refuse (400 <= 200 no, 400 < 400 no); within
+    # nominal, b's newest b-2 is preempted ("reclamation within the cohort") and a-x fits.
+    pre = Preemption(reclaim_within_cohort=ANY)
+    ctl = controller([gpu_cq("a", ("h100", 0), ("a100", 6), preemption=pre),
+                      gpu_cq("b", ("a100", 0), ("h100", 4), preemption=pre)], flavors=("a100", "h100"),
+                     fair_sharing=True)
+    ctl.submit(wl("a-h", "a", 4, t=0), 0)
+    ctl.settle(0)
+    for i in (1, 2):
+        ctl.submit(wl(f"b-{i}", "b", 2, t=i), i)
+        ctl.settle(i)
+    assert ctl.usage("a") == {("h100", GPU): 4} and ctl.usage("b") == {("a100", GPU): 4}
+    assert ctl.share("a") == pytest.approx(400) and ctl.share("b") == pytest.approx(400)
+    ctl.submit(wl("a-x", "a", 4, t=3), 3)
+    ds = ctl.cycle(3)
+    ev = [d for d in ds if d.outcome is Outcome.EVICTED]
+    assert [d.workload for d in ev] == ["b-2"]
+    assert ev[0].reason == "Preempted to accommodate a workload (a-x) due to reclamation within the cohort"
+    assert [d.victims for d in ds if d.workload == "a-x"] == [("b-2",)]
+    ctl.evicted("b-2", 3, requeue=False)
+    assert ("a-x", "Admitted") in outcomes(ctl.cycle(3))
+    assert ctl.usage("a") == {("h100", GPU): 4, ("a100", GPU): 4}
 
 
 @pytest.mark.parametrize("weight_b,expected", [

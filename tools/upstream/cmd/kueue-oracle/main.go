@@ -5,5 +5,5 @@ package main
 import "github.com/gpu-course/tools/upstream/serve"
 
 func main() {
-	serve.Run(map[string]serve.Handler{"kueue": runKueue})
+	serve.Run(map[string]serve.Handler{"kueue": runKueue, "kueue-cycle": runCycle})
 }

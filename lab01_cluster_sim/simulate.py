@@ -572,7 +572,7 @@ class Simulation:
     # -- eviction and node lifecycle -------------------------------------------------------
     def evict(self, rec: JobRecord, reason: str, requeue: bool = True, *, migration: bool = False,
               extra_overhead_s: float = 0.0, grace_s: float = 0.0, readmit: bool = False,
-              grace_cap_s: float | None = None) -> None:
+              grace_cap_s: float | None = None, with_gang: bool = False) -> None:
         """Evict running ``rec`` now: release its resources, cancel its completion, account
         the work lost, then requeue it at its old place (or reject it with ``reason``).
 
@@ -601,7 +601,9 @@ class Simulation:
         Workload's quota while the Job controller recreates its evicted pods.
         A job owned by a batch Job (``job.extras[BACKOFF_LIMIT]``,
         :data:`~lab01_cluster_sim.model.BACKOFF_LIMIT`) counts each such requeued eviction as
-        one failed pod; past its ``backoffLimit`` it is not requeued (the Job failed).
+        one failed pod; past its ``backoffLimit`` it is not requeued (the Job failed), and a
+        multi-role gang then fails whole (a JobSet's default failure policy). ``with_gang``: this
+        role is evicted only because another role of its gang was (its pods did not fail).
         ``lost_work`` grows by the run time that bought nothing kept; ``lost_gpu_s`` by the
         progress thrown away (since the last checkpoint) x the job's GPUs. A migration counts
         in ``rec.migrations`` instead of ``rec.preemptions``.
@@ -653,13 +655,13 @@ class Simulation:
         self.scheduler.notify("on_evict", rec, lost)
         self.mark_rerate(affected)
         limit = rec.job.extras.get(BACKOFF_LIMIT)
-        if requeue and not readmit and not migration and limit is not None:
+        if requeue and not readmit and not migration and not with_gang and limit is not None:
             # a disruption counts as a failed pod of the owning Job (one per eviction here)
             failures = rec.extras["pod_failures"] = rec.extras.get("pod_failures", 0) + 1
             if failures > limit:
                 requeue = False
-                reason = (f"{reason}; the Job failed: BackoffLimitExceeded ({failures} evictions, each a failed pod, "
-                          f"above its backoffLimit {limit})")
+                reason = (f"{reason}; the Job failed: BackoffLimitExceeded ({failures} eviction"
+                          f"{'s' * (failures != 1)}, each a failed pod, above its backoffLimit {limit})")
         if requeue:
             if readmit:
                 self._admitted.pop(rec.job_id, None)
@@ -680,7 +682,8 @@ class Simulation:
                 if other.state is JobState.RUNNING:
                     cap = grace_cap_s if grace_cap_s is not None else (math.inf if grace_s > 0 else 0.0)
                     self.evict(other, f"{reason} (gang {role.gang}: role {role.name} was evicted)", requeue,
-                               grace_s=min(termination_grace(other.job), cap), readmit=readmit, grace_cap_s=cap)
+                               grace_s=min(termination_grace(other.job), cap), readmit=readmit, grace_cap_s=cap,
+                               with_gang=True)
         self.request_pass()
 
     def jobs_on(self, node: int) -> list[JobRecord]:

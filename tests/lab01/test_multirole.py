@@ -130,3 +130,22 @@ def test_a_role_no_node_can_host_rejects_the_whole_gang_at_arrival():
 def test_an_incomplete_gang_is_refused_naming_it(jobs, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         simulate(NODES, jobs)
+
+
+def test_a_role_whose_job_fails_past_its_backoff_limit_fails_the_whole_gang():
+    # the workers' Job has backoffLimit 0 (the launcher's 6): the drain at 120 is the workers'
+    # first failed pod, above 0, so their Job fails and the JobSet with it (failurePolicy
+    # maxRestarts 0, JobSet's default): the launcher ends too, not requeued; its own Job
+    # counted no failure (it was evicted with its gang)
+    jobs = _jobs()
+    jobs[1] = Job(**{**{f: getattr(jobs[1], f) for f in Job.__slots__}, "extras": {"backoff_limit": 6}})
+    jobs[2] = Job(**{**{f: getattr(jobs[2], f) for f in Job.__slots__}, "extras": {"backoff_limit": 0}})
+    sim = Simulation(NODES, jobs, mode="gang")
+    sim.run(until=120)
+    sim.drain(1, "maintenance")
+    result = sim.run()
+    launcher, workers = result.records["train-launcher"], result.records["train-workers"]
+    assert (launcher.state, workers.state) == (JobState.REJECTED, JobState.REJECTED)
+    assert "BackoffLimitExceeded (1 eviction, each a failed pod, above its backoffLimit 0)" in workers.reason
+    assert launcher.reason.endswith("(gang train: role workers was evicted)")
+    assert "pod_failures" not in launcher.extras

@@ -599,6 +599,8 @@ class Simulation:
         eviction, Kueue's); any other eviction (preemption, drain, consolidation, a NoExecute
         taint) keeps the job admitted and requeues it for placement, as Kueue keeps a
         Workload's quota while the Job controller recreates its evicted pods.
+        A bare Pod (``job.extras["kind"] == "Pod"``, as the scenario reader marks one) evicted
+        so is not requeued: nothing recreates it (a PodGroup's Pods alike).
         A job owned by a batch Job (``job.extras[BACKOFF_LIMIT]``,
         :data:`~lab01_cluster_sim.model.BACKOFF_LIMIT`) counts each such requeued eviction as
         one failed pod; past its ``backoffLimit`` it is not requeued (the Job failed), and a
@@ -654,6 +656,11 @@ class Simulation:
         rec.overhead_left = overhead
         self.scheduler.notify("on_evict", rec, lost)
         self.mark_rerate(affected)
+        if requeue and not readmit and not migration and rec.job.extras.get("kind") == "Pod":
+            # kube-scheduler, a drain or the taint eviction controller deletes the pod, and a bare
+            # Pod has no controller to recreate it
+            requeue = False
+            reason = f"{reason}; a bare Pod is deleted for good (no controller recreates it)"
         limit = rec.job.extras.get(BACKOFF_LIMIT)
         if requeue and not readmit and not migration and not with_gang and limit is not None:
             # a disruption counts as a failed pod of the owning Job (one per eviction here)

@@ -164,11 +164,10 @@ class TaintToleration(Plugin):
         nodes = self._sim.state.nodes
         taints = sorted({str(t) for p in record.placements for t in self.node_taints(nodes[p.node_index])
                          if t.effect == "NoExecute"})
-        # a bare Pod is deleted for good (no controller recreates it); a Job's pod is recreated
-        # and counts as a failed pod toward its backoffLimit (Simulation.evict)
+        # a bare Pod is gone for good; a Job's pod is recreated and counts as a failed pod toward
+        # its backoffLimit (Simulation.evict)
         self._sim.evict(record, f"evicted by the taint eviction controller after {format_seconds(seconds)}s "
                         f"(tolerationSeconds) on a node tainted {', '.join(taints)}",
-                        requeue=record.job.extras.get("kind") != "Pod",
                         grace_s=termination_grace(record.job), grace_cap_s=math.inf)
         self._sim.request_pass()
 

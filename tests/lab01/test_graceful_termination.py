@@ -15,7 +15,7 @@ from lab01_cluster_sim.scenario import ScenarioError, load_scenario
 from lab01_cluster_sim.simulate import simulate
 
 BASE = (REPO_ROOT / "scenarios" / "disciplines-priority.yaml").read_text()
-BATCH_SPEC = "spec:\n  priorityClassName: batch-low\n"
+BATCH_SPEC = "    spec:\n      priorityClassName: batch-low\n"
 
 
 def _run(tmp_path, text: str):
@@ -27,7 +27,8 @@ def _run(tmp_path, text: str):
 
 
 def _with_grace(text: str, seconds: int) -> str:
-    return text.replace(BATCH_SPEC, f"spec:\n  terminationGracePeriodSeconds: {seconds}\n  priorityClassName: batch-low\n")
+    return text.replace(BATCH_SPEC, f"    spec:\n      terminationGracePeriodSeconds: {seconds}\n"
+                                     "      priorityClassName: batch-low\n")
 
 
 def test_without_grace_the_preemptor_starts_at_once(tmp_path):
@@ -52,7 +53,7 @@ def test_preemptor_waits_for_terminating_victims_instead_of_preempting_more(tmp_
     # at t=10 evicts the one losing least work: b (5 s x 4 GPUs = 20 GPU-s < a's 40); b holds
     # its GPUs until 70, and urgent does not evict a meanwhile. urgent 70..170; b back 170..1170.
     two = BASE.replace('limits: {nvidia.com/gpu: "8"}', 'limits: {nvidia.com/gpu: "4"}')
-    pod_b = two[two.index("apiVersion: v1\nkind: Pod\nmetadata:\n  name: batch"):two.index("---\napiVersion: v1\nkind: Pod\n"
+    pod_b = two[two.index("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: batch"):two.index("---\napiVersion: v1\nkind: Pod\n"
                                                                                            "metadata:\n  name: urgent")]
     pod_b = pod_b.replace("name: batch", "name: batch-b").replace(
         'annotations: {lab01.course/duration: "1000"}',
@@ -78,3 +79,21 @@ def test_a_victim_that_would_end_within_its_grace_period_frees_its_gpus_at_its_e
     # runs 1000..1100 (fresh tester #10: before, 1005..1105).
     _, rec = _run(tmp_path, _with_grace(BASE, 995))
     assert (rec["urgent"].start_time, rec["urgent"].end_time) == (1000.0, 1100.0)
+
+
+def test_a_preempted_bare_pod_is_gone_and_a_jobs_pod_is_recreated(tmp_path):
+    # kube-scheduler deletes a preemption victim (DefaultPreemption); the batch Job's controller
+    # recreates its pod (above: restarts at 110), while nothing recreates a bare Pod: written
+    # as a Pod, batch ends at 10, and urgent runs 10..110 alone
+    pod = BASE.replace("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: batch", "apiVersion: v1\nkind: Pod\n"
+                       "metadata:\n  name: batch").replace(
+        "spec:\n  template:\n    spec:\n      priorityClassName: batch-low\n      restartPolicy: Never\n"
+        "      containers:\n      - name: main\n        image: trainer:v1\n        resources:\n"
+        "          limits: {nvidia.com/gpu: \"8\"}\n          requests: {cpu: \"32\", memory: 256Gi}\n",
+        "spec:\n  priorityClassName: batch-low\n  containers:\n  - name: main\n    image: trainer:v1\n"
+        "    resources:\n      limits: {nvidia.com/gpu: \"8\"}\n      requests: {cpu: \"32\", memory: 256Gi}\n")
+    sc, rec = _run(tmp_path, pod)
+    assert next(j for j in sc.jobs if j.job_id == "batch").extras["kind"] == "Pod"
+    assert (rec["batch"].state.value, rec["batch"].preemptions) == ("rejected", 1)
+    assert rec["batch"].reason.endswith("a bare Pod is deleted for good (no controller recreates it)")
+    assert (rec["urgent"].start_time, rec["urgent"].end_time) == (10.0, 110.0)

@@ -228,7 +228,9 @@ class Scheduler(BlockedShapes, PluginRuntime, RoleGangs):
         placement (:mod:`lab01_cluster_sim.framework.roles`)."""
         self._role_failed: dict[str, tuple[int, str]] = {}
         self._roles_done: dict[str, int] = {}
-        self._has_roles = False
+        self.has_roles = False
+        """True once a role of a multi-role gang may be placed (gang mode): jobs of one shape are then
+        not interchangeable (a role is placed with its gang)."""
 
     # -- observers --------------------------------------------------------------------
     def add_observer(self, observer: SchedulerObserver) -> None:
@@ -252,7 +254,7 @@ class Scheduler(BlockedShapes, PluginRuntime, RoleGangs):
             record.queue_seq = self._next_seq
             self._next_seq += 1
         if record.job.role is not None and self.mode == "gang":
-            self._has_roles = True
+            self.has_roles = True
             self._queue_role(record)
         self.discipline.push(record)
         self.notify("on_enqueue", record)
@@ -274,7 +276,7 @@ class Scheduler(BlockedShapes, PluginRuntime, RoleGangs):
         scheduling plugin reads the job), so shape-level shortcuts (blocked memo, FIFO-skip's
         per-shape dormancy) are exact."""
         return not (self.extra_filters or self.pre_filters or self.device_filters or self.permits
-                    or self.post_filters or self._has_roles)
+                    or self.post_filters or self.has_roles)
 
     def request_of(self, record: JobRecord) -> Request:
         """The (cached) request of one worker of ``record``'s job."""

@@ -121,7 +121,7 @@ class Simulation:
                 raise InputError(f"jobs: duplicate job id {job.job_id!r}")
             self.records[job.job_id] = JobRecord(job)
         self._gangs = gangs_of(self.records.values())
-        self.scheduler._has_roles = bool(self._gangs) and mode == "gang"
+        self.scheduler.has_roles = bool(self._gangs) and mode == "gang"
         tracker = None
         if target_workload is not None:
             from lab01_cluster_sim.fragmentation import FragmentationTracker

@@ -61,6 +61,10 @@ class Pod:
             (:mod:`.requirements`). extended: requests of extended resources other than
             ``nvidia.com/gpu`` (e.g. a MIG profile), ``(resource, count)`` pairs: no instance
             type offers them, so the pod stays Pending.
+        bare: no controller owns the pod (a scenario's bare Pod): once evicted (consolidation,
+            a spot interruption) it is gone for good, where a Deployment's or Job's pod is
+            recreated; Karpenter evicts such pods too ("Pods without an ownerRef ... will be
+            evicted during voluntary node disruption", Karpenter docs, Disruption).
     """
 
     name: str
@@ -77,6 +81,7 @@ class Pod:
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple = ()
     extended: tuple[tuple[str, int], ...] = ()
+    bare: bool = False
 
     def __post_init__(self) -> None:
         for attr in ("gpus", "duration_s", "submit_s", "image_gib", "cpu_milli", "memory_mib", "termination_grace_s"):
@@ -126,6 +131,7 @@ class PodRun:
     pending_since: float = 0.0
     pending_total_s: float = 0.0
     lost_s: float = 0.0
+    gone_s: float | None = None  # a bare pod evicted for good: when
     work_left_s: float = 0.0     # time-sliced nodes: run time alone still to do, s
     slowdown: float = 1.0        # time-sliced nodes: current run-time factor
     rated_s: float = 0.0         # time-sliced nodes: when work_left_s and slowdown were set
@@ -165,7 +171,8 @@ class AutoscalerResult:
         """Pod -> total time spent pending (unbound), s; a pod never bound counts until the end."""
         out = {}
         for name, r in self.pods.items():
-            extra = (self.end_s - r.pending_since) if r.node is None and r.finished_s is None else 0.0
+            extra = (self.end_s - r.pending_since) if r.node is None and r.finished_s is None \
+                and r.gone_s is None else 0.0
             out[name] = r.pending_total_s + extra
         return out
 
@@ -216,7 +223,8 @@ def pod_jobs(pods: Sequence[Pod]) -> list[Job]:
                         **({TERMINATION_GRACE: p.termination_grace_s} if p.termination_grace_s else {}),
                         **({"node_selector": p.node_selector} if p.node_selector else {}),
                         **({"affinity": p.affinity} if p.affinity else {}),
-                        **({"extended_requests": dict(p.extended)} if p.extended else {})})
+                        **({"extended_requests": dict(p.extended)} if p.extended else {}),
+                        **({"kind": "Pod"} if p.bare else {})})
             for p in pods]
 
 
@@ -299,6 +307,12 @@ class PodTracker:
         run.token += 1
         run.disruptions += 1
         run.pending_since = now
+
+    def on_reject(self, record) -> None:
+        """A bare pod evicted for good (:attr:`Pod.bare`): it is no longer pending."""
+        run = self.pods[record.job_id]
+        if run.disruptions:
+            run.gone_s = self.sim.now
 
     def sample(self, sim, now: float) -> None:
         alive = [n for n in self.autoscaler.nodes.values() if n.alive and n.ready_s <= now]

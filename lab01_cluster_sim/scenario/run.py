@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from lab01_cluster_sim.errors import InputError
-from lab01_cluster_sim.model import Job, JobRecord, Node
+from lab01_cluster_sim.model import Job, JobRecord, Node, format_seconds
 from lab01_cluster_sim.scenario.load import Scenario
 from lab01_cluster_sim.scenario.yamlio import ScenarioError
 
@@ -498,7 +498,7 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
         pods.append(Pod(j.job_id, j.gpus_per_worker, j.duration, j.submit_time, workload, j.cpu_milli, j.memory_mib,
                         image or "image", gib, bool(j.extras.get("do_not_disrupt")), termination_grace(j),
                         tuple(j.extras.get("node_selector", ())), tuple(j.extras.get("affinity", ())),
-                        tuple(sorted(j.extras.get("extended_requests", {}).items()))))
+                        tuple(sorted(j.extras.get("extended_requests", {}).items())), j.extras.get("kind") == "Pod"))
     static = [StaticNode(n.name, n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib,
                          labels=tuple(sorted(n.labels.items()))) for n in sc.nodes]
     seed = sc.spec.get("simulation", {}).get("seed", 0)
@@ -518,7 +518,10 @@ def _run_autoscaler(sc: Scenario, out: Path) -> RunResult:
     pending = res.pending_times()    # the summary's mean pending is the mean of this column
     pod_rows = [{"pod": r.pod.name, "node": r.ran_on, "submit_s": r.pod.submit_s, "first_bound_s": r.first_bound_s,
                  "pending_s": pending[name], "started_s": r.started_s, "finished_s": r.finished_s,
-                 "disruptions": r.disruptions, "reason": res.unlaunchable.get(name, "")}
+                 "disruptions": r.disruptions,
+                 "reason": res.unlaunchable.get(name, "") or (f"evicted at t={format_seconds(r.gone_s)}s and gone: a bare "
+                                                               "Pod no controller recreates" if r.gone_s is not None
+                                                               else "")}
                 for name, r in res.pods.items()]
     _write_json(out / "summary.json", [summary])
     _write_csv(out / "summary.csv", [summary])

@@ -77,6 +77,20 @@ def test_consolidation_when_underutilized_moves_pod_and_removes_node():
     assert r.cost_dollars() == pytest.approx(105 / 3600 * G4)
 
 
+def test_consolidation_evicts_a_bare_pod_for_good():
+    # as above, but c is a bare Pod (no ownerRef): Karpenter evicts it all the same ("Pods without
+    # an ownerRef ... will be evicted during voluntary node disruption", Karpenter docs,
+    # Disruption), and nothing recreates it: gone at 105, never finished, no longer pending
+    static = StaticNode("static", "T4", 2, cached_images=("app:latest",))
+    pool = NodePool("pool", one_gpu_types(), consolidation_policy="WhenEmptyOrUnderutilized")
+    r = run_pods([Pod("a", 1, 1000, workload="svc"), Pod("b", 1, 100, workload="svc"),
+                  Pod("c", 1, 1000, workload="batch", bare=True)], [pool], [static])
+    assert r.node("pool-0001").terminated_s == 105
+    c = r.pods["c"]
+    assert (c.disruptions, c.finished_s, c.gone_s) == (1, None, 105.0)
+    assert r.pending_times()["c"] == 75.0      # pending 0..75 only (bound at 75, gone at 105)
+
+
 def test_consolidation_waits_for_the_evicted_pods_grace_period():
     # As above, but c has terminationGracePeriodSeconds 20: Karpenter's termination controller
     # drains the node through the Eviction API and deletes the instance once its pods are gone

@@ -65,6 +65,9 @@ from lab01_cluster_sim.registry import get_discipline, policy_for_jobs
 from lab01_cluster_sim.scheduler import MODES, Scheduler
 
 
+BARE_POD_GONE = "a bare Pod is deleted for good (no controller recreates it)"
+"""The end of the reason of a bare Pod evicted (:meth:`Simulation.evict`)."""
+
 MAX_CYCLES_PER_INSTANT = 10_000
 """Scheduling cycles allowed at one instant before the run stops with an error: a plugin that
 asks for another cycle every time (``after_cycle`` calling ``request_pass`` unconditionally)
@@ -551,8 +554,14 @@ class Simulation:
         if rec.placements:
             self.scheduler.release_placements(rec, list(rec.placements))
         del self._admitted[rec.job_id]
-        self._to_admission(rec, f"evicted from admission: {reason}")
-        self.scheduler.notify("on_evict", rec, 0.0)   # quota bookkeeping hears of it (no work lost)
+        if rec.job.extras.get("kind") == "Pod":   # a bare Pod: Kueue deletes it, nothing recreates it
+            rec.state = JobState.REJECTED
+            rec.reason = f"evicted from admission: {reason}; {BARE_POD_GONE}"
+            self.scheduler.notify("on_evict", rec, 0.0)
+            self.scheduler.notify("on_reject", rec)
+        else:
+            self._to_admission(rec, f"evicted from admission: {reason}")
+            self.scheduler.notify("on_evict", rec, 0.0)   # quota bookkeeping hears of it (no work lost)
         self.request_pass()
 
     def _reject_waiting(self, rec: JobRecord, reason: str) -> None:
@@ -599,8 +608,10 @@ class Simulation:
         eviction, Kueue's); any other eviction (preemption, drain, consolidation, a NoExecute
         taint) keeps the job admitted and requeues it for placement, as Kueue keeps a
         Workload's quota while the Job controller recreates its evicted pods.
-        A bare Pod (``job.extras["kind"] == "Pod"``, as the scenario reader marks one) evicted
-        so is not requeued: nothing recreates it (a PodGroup's Pods alike).
+        A bare Pod (``job.extras["kind"] == "Pod"``, as the scenario reader marks one) is not
+        requeued after any eviction but a migration, Kueue's included: nothing recreates it (a
+        PodGroup's Pods alike; Kueue's plain-Pod integration deletes the Pods it stops,
+        ``Stop`` in kubernetes-sigs/kueue ``pkg/controller/jobs/pod/pod_controller.go``).
         A job owned by a batch Job (``job.extras[BACKOFF_LIMIT]``,
         :data:`~lab01_cluster_sim.model.BACKOFF_LIMIT`) counts each such requeued eviction as
         one failed pod; past its ``backoffLimit`` it is not requeued (the Job failed), and a
@@ -656,11 +667,11 @@ class Simulation:
         rec.overhead_left = overhead
         self.scheduler.notify("on_evict", rec, lost)
         self.mark_rerate(affected)
-        if requeue and not readmit and not migration and rec.job.extras.get("kind") == "Pod":
-            # kube-scheduler, a drain or the taint eviction controller deletes the pod, and a bare
-            # Pod has no controller to recreate it
+        if requeue and not migration and rec.job.extras.get("kind") == "Pod":
+            # kube-scheduler, a drain, the taint eviction controller or Kueue (its plain-Pod
+            # integration's Stop) deletes the pod, and a bare Pod has no controller to recreate it
             requeue = False
-            reason = f"{reason}; a bare Pod is deleted for good (no controller recreates it)"
+            reason = f"{reason}; {BARE_POD_GONE}"
         limit = rec.job.extras.get(BACKOFF_LIMIT)
         if requeue and not readmit and not migration and not with_gang and limit is not None:
             # a disruption counts as a failed pod of the owning Job (one per eviction here)

@@ -307,7 +307,8 @@ class KueueAdmissionPlugin:
             self._evict_members(ctx, members, reason)
             if requeue_at is None:
                 for record in members:
-                    ctx.reject(record, reason)
+                    if record.state is JobState.PENDING:   # a bare Pod's eviction already ended it
+                        ctx.reject(record, reason)
                 self._record([Decision(now, name, Outcome.REJECTED, reason, cq)])
             else:
                 ctx.retry_at(requeue_at)
@@ -410,7 +411,9 @@ class KueueAdmissionPlugin:
         short); the simulator's engine rejects any job no node can host, Kueue or not."""
         name = _workload_name(record)
         status = self.controller.workloads.get(name)
-        if status is not None and status.state in (State.ADMITTED, State.EVICTING):
+        if status is not None and status.state is State.EVICTING:
+            return      # this stage's eviction of a bare Pod: its quota comes back with its pods
+        if status is not None and status.state is State.ADMITTED:
             # evicted and not requeued (its Job failed): the Workload is finished, quota released
             self._ready_deadline.pop(name, None)
             self.controller.finish(name, self._now())
@@ -470,14 +473,15 @@ class KueueAdmissionPlugin:
 
     def _release_evicted(self, record: JobRecord) -> None:
         name = _workload_name(record)
+        bare = record.job.extras.get("kind") == "Pod"
         if name in self._timed_out:       # our own PodsReadyTimeout eviction
             requeue_at = self._timed_out.pop(name)
             now = self._now()
             by_eviction = self.wait_for_pods_ready.timestamp == "Eviction"
-            self.controller.evicted(name, now, requeue_at is not None, requeue_at=requeue_at,
+            self.controller.evicted(name, now, requeue_at is not None and not bare, requeue_at=requeue_at,
                                     order_time=now if by_eviction else None)
-        else:
-            self.controller.evicted(name, self._now())
+        else:   # a bare Pod is not requeued: Kueue's plain-Pod integration deleted it (Stop)
+            self.controller.evicted(name, self._now(), requeue=not bare)
         self._sample_usage(self._now())
         if self._sim is not None and hasattr(self._sim, "request_pass"):
             self._sim.request_pass()

@@ -5,6 +5,8 @@ waitForPodsReady; ``pkg/controller/jobframework/reconciler.go``). Hand-computed.
 
 from __future__ import annotations
 
+import pytest
+
 from lab01_cluster_sim.admission.api import Preemption, PreemptionPolicy
 from lab01_cluster_sim.admission.controller import Outcome, State
 from lab01_cluster_sim.admission.plugin import QUEUE_KEY, KueueAdmissionPlugin
@@ -167,3 +169,24 @@ def test_a_job_failing_past_its_backoff_limit_finishes_its_workload_and_frees_th
     assert r["a"].state is JobState.REJECTED and "BackoffLimitExceeded" in r["a"].reason
     assert plugin.controller.workloads["a"].state is State.FINISHED
     assert (r["b"].start_time, r["b"].end_time) == (50.0, 60.0)
+
+
+@pytest.mark.parametrize("grace", [0.0, 30.0])
+def test_a_bare_pod_kueue_preempts_is_gone_and_its_workload_ends(grace):
+    # a is a bare Pod (no controller) running 8 GPUs from 0; b (priority 10) arrives at 100 and
+    # Kueue preempts a (withinClusterQueue LowerPriority). Kueue's plain-Pod integration deletes
+    # the Pods it stops (Stop, pkg/controller/jobs/pod/pod_controller.go) and nothing recreates
+    # a: it ends at 100, its Workload is not requeued. b is admitted once a's pod is gone: at
+    # 100, or 100 + 30 with a 30 s grace period, and runs 10 s.
+    plugin = KueueAdmissionPlugin(controller([gpu_cq("a", ("a100", 8), cohort=None,
+                                                     preemption=Preemption(PreemptionPolicy.LOWER_PRIORITY))]))
+    a = Job("a", 0, 1000, gpus_per_worker=8, gpu_milli=1000,
+            extras={**EXTRAS, "kind": "Pod", **({"termination_grace_s": grace} if grace else {})})
+    sim = Simulation(NODES[:1], [a, _job("b", 100, 10, priority=10)], plugins=[plugin])
+    r = sim.run().records
+    assert r["a"].state is JobState.REJECTED and r["a"].reason.endswith("a bare Pod is deleted for good (no "
+                                                                       "controller recreates it)")
+    assert plugin.controller.workloads["a"].state is State.REJECTED
+    assert (r["b"].start_time, r["b"].end_time) == (100.0 + grace, 110.0 + grace)
+    assert [(d.workload, d.outcome) for d in plugin.decisions if d.outcome is Outcome.ADMITTED] == [
+        ("a", Outcome.ADMITTED), ("b", Outcome.ADMITTED)]

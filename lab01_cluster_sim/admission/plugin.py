@@ -275,9 +275,6 @@ class KueueAdmissionPlugin:
         """Evict the workload of ``members``: each record still admitted (running or queued for
         placement). Evicting one running role evicts the gang's other running roles too
         (the engine's rule), so each is looked at when its turn comes."""
-        if len(members) == 1:
-            ctx.evict(members[0], reason)
-            return
         for record in members:
             if record.state is JobState.RUNNING or ctx.is_admitted(record):
                 ctx.evict(record, reason)

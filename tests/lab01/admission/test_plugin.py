@@ -59,6 +59,9 @@ class FakeCtx:
     def reject(self, r, reason):
         self.log.append(("reject", r.job_id, reason))
 
+    def is_admitted(self, r):
+        return True   # the fake engine keeps every admitted record admitted
+
 
 def _job(name, queue, gpus, t=0.0, workers=1, **extras):
     return JobRecord(Job(name, t, 100.0, gpus_per_worker=gpus, gpu_milli=1000, cpu_milli=1000, memory_mib=1024,
